@@ -1,0 +1,3 @@
+//! Backends: one module per target language.
+
+pub mod ptx;

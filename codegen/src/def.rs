@@ -1,0 +1,83 @@
+//! [`KernelDef`]: everything the macro records about one kernel, and the
+//! variant space it spans.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ir::{Arch, Kernel};
+
+/// What a kernel is compiled to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Target {
+    Ptx(Arch),
+}
+
+impl Target {
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Ptx(arch) => arch.name(),
+        }
+    }
+}
+
+/// The values one const param takes across the variant space (`tune(BM = [64, 128])`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TuneAxis {
+    pub name: String,
+    pub values: Vec<i64>,
+}
+
+/// One kernel as the macro records it: the IR of the whole family, the targets
+/// it is compiled for, and the values of its const params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct KernelDef {
+    pub ir: Kernel,
+    /// Targets in the order declared (`arch(sm_70, sm_80)`).
+    pub targets: Vec<Target>,
+    /// One axis per const param, in `ir.const_params` order.
+    pub tune: Vec<TuneAxis>,
+}
+
+impl KernelDef {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("the IR always serializes")
+    }
+
+    pub fn from_json(json: &str) -> Result<KernelDef, serde_json::Error> {
+        serde_json::from_str(json)
+    }
+
+    /// Every combination of const-param values (the cartesian product of the
+    /// tune axes, first axis slowest), each in `ir.const_params` order. A kernel
+    /// without const params has exactly one variant: `[]`.
+    pub fn variants(&self) -> Vec<Vec<i64>> {
+        let mut out = vec![Vec::new()];
+        for axis in &self.tune {
+            out = out
+                .into_iter()
+                .flat_map(|prefix| {
+                    axis.values.iter().map(move |&v| {
+                        let mut next = prefix.clone();
+                        next.push(v);
+                        next
+                    })
+                })
+                .collect();
+        }
+        out
+    }
+
+    /// A short, stable name of one variant: `gemm_f32[BM=64,BN=64]`.
+    pub fn variant_name(&self, consts: &[i64]) -> String {
+        if consts.is_empty() {
+            return self.ir.name.clone();
+        }
+        let parts: Vec<String> = self
+            .ir
+            .const_params
+            .iter()
+            .zip(consts)
+            .map(|(p, v)| format!("{}={}", p.name, v))
+            .collect();
+        format!("{}[{}]", self.ir.name, parts.join(","))
+    }
+}

@@ -1,0 +1,1 @@
+//! The Rust-syntax front end. STUB: being written.

@@ -1,0 +1,43 @@
+//! warpforge-codegen: the kernel IR ([`ir`]), its validator ([`valid`]),
+//! specialization of a variant family into one variant ([`specialize`]), and
+//! the backends ([`back`]). Pure: IR in, text out; no GPU, no proc-macro.
+//!
+//! The flow of one variant: [`front`] (DSL -> IR, in the proc-macro) ->
+//! [`KernelDef`] (serialized into the user's binary) -> [`specialize`] (const
+//! params substituted, constants folded, `#[unroll]` loops unrolled) ->
+//! [`valid`] -> [`back::ptx`].
+
+pub mod back;
+pub mod def;
+pub mod eval;
+#[cfg(feature = "front")]
+pub mod front;
+pub mod ir;
+pub mod specialize;
+pub mod valid;
+
+pub use def::{KernelDef, Target, TuneAxis};
+pub use ir::{Arch, Kernel, Scalar};
+
+/// A codegen failure: a variant that cannot be built for a target, an IR that
+/// breaks an invariant, or a host expression that cannot be evaluated. The
+/// message names the kernel, the construct and what to do instead.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub message: String,
+}
+
+impl Error {
+    pub fn new(message: impl Into<String>) -> Error {
+        Error { message: message.into() }
+    }
+}
+
+/// Builds the PTX of one variant (`consts` in `def.ir.const_params` order) for one arch:
+/// specialize, validate, emit.
+pub fn compile_ptx(def: &KernelDef, consts: &[i64], arch: Arch) -> Result<back::ptx::PtxModule, Error> {
+    let kernel = specialize::specialize(&def.ir, consts)?;
+    valid::validate(&kernel)?;
+    back::ptx::emit(&kernel, arch)
+}
