@@ -1,1 +1,47 @@
-//! STUB
+//! The cross-crate test support of warpforge: float64 references, random
+//! inputs, comparisons and the GPU tier's report. The CPU tier lives in
+//! `tests/` (integration tests); the GPU tier is the `gpu-check` and `bench`
+//! binaries, carried to a GPU machine by `cargo xtask gpu-bundle`.
+
+pub mod compare;
+pub mod reference;
+pub mod report;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Fresh random inputs for one run: uniform in [-1, 1), never all zeros.
+pub struct Inputs {
+    rng: StdRng,
+}
+
+impl Inputs {
+    pub fn new(seed: u64) -> Inputs {
+        Inputs {
+            rng: StdRng::seed_from_u64(seed),
+        }
+    }
+
+    pub fn f32s(&mut self, n: usize) -> Vec<f32> {
+        (0..n)
+            .map(|_| self.rng.random_range(-1.0f32..1.0))
+            .collect()
+    }
+
+    pub fn u32s(&mut self, n: usize) -> Vec<u32> {
+        (0..n).map(|_| self.rng.random()).collect()
+    }
+}
+
+/// The seed of this run: `WARPFORGE_SEED` when set (to replay a failure), else
+/// the clock, so that every run draws new inputs.
+pub fn run_seed() -> u64 {
+    std::env::var("WARPFORGE_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as u64)
+        })
+}

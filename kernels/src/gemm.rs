@@ -1,0 +1,170 @@
+//! General matrix products.
+
+use warpforge::prelude::*;
+
+/// SIMT f32 GEMM: `C = alpha * A B + beta * C` for row-major `A` (m x k), `B` (k x n)
+/// and `C` (m x n), any m, n, k (ragged tiles are predicated).
+///
+/// The block computes a `BM x BN` tile of C with `(BM / TM) * (BN / TN)` threads,
+/// each holding a `TM x TN` register tile. Thread `(ty, tx)` owns rows
+/// `ty + i * (BM / TM)` and columns `tx + j * (BN / TN)`: strided rather than
+/// contiguous, so that a warp's shared-memory reads of B hit 32 different banks
+/// and its writes of C are coalesced. A is stored transposed in shared memory
+/// (`a_tile[stage][kk][row]`) so that both operands are read along rows.
+///
+/// Pipeline: two shared-memory stages. In step `t` each thread loads tile `t`
+/// from global memory into registers, computes tile `t - 1` from shared memory
+/// while those loads are in flight, then stores tile `t` into the other stage;
+/// one barrier per step separates the writes of a stage from its next reads.
+#[kernel(
+    block(BM / TM * (BN / TN)),
+    tune(BM = [64, 128], BN = [64, 128], BK = [8, 16], TM = [4, 8], TN = [4, 8]),
+    requires(a.len() >= m * k, b.len() >= k * n, c.len() >= m * n)
+)]
+pub fn gemm_f32<const BM: u32, const BN: u32, const BK: u32, const TM: u32, const TN: u32>(
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let mut a_tile: [[[f32; BM]; BK]; 2] = shared();
+    let mut b_tile: [[[f32; BN]; BK]; 2] = shared();
+    let tid = thread_idx().x;
+    let tx = tid % (BN / TN);
+    let ty = tid / (BN / TN);
+    let row0 = block_idx().y * BM;
+    let col0 = block_idx().x * BN;
+
+    // Global -> register staging of one k-tile: BM * BK elements of A and
+    // BK * BN of B, spread evenly over the BM / TM * (BN / TN) threads.
+    let mut a_staged = [0.0f32; BK * TM * TN / BN];
+    let mut b_staged = [0.0f32; BK * TM * TN / BM];
+    let mut acc = [[0.0f32; TN]; TM];
+    let mut a_frag = [0.0f32; TM];
+    let mut b_frag = [0.0f32; TN];
+
+    let k_tiles = (k + BK - 1) / BK;
+    for t in 0..k_tiles + 1 {
+        if t < k_tiles {
+            let k0 = t * BK;
+            #[unroll]
+            for l in 0..BK * TM * TN / BN {
+                let e = tid + l * (BM / TM * (BN / TN));
+                let r = row0 + e / BK;
+                let kk = k0 + e % BK;
+                a_staged[l] = if r < m && kk < k { a[r * k + kk] } else { 0.0 };
+            }
+            #[unroll]
+            for l in 0..BK * TM * TN / BM {
+                let e = tid + l * (BM / TM * (BN / TN));
+                let kk = k0 + e / BN;
+                let col = col0 + e % BN;
+                b_staged[l] = if kk < k && col < n {
+                    b[kk * n + col]
+                } else {
+                    0.0
+                };
+            }
+        }
+        if t > 0 {
+            let s = (t - 1) % 2;
+            #[unroll]
+            for kk in 0..BK {
+                #[unroll]
+                for i in 0..TM {
+                    a_frag[i] = a_tile[s][kk][ty + i * (BM / TM)];
+                }
+                #[unroll]
+                for j in 0..TN {
+                    b_frag[j] = b_tile[s][kk][tx + j * (BN / TN)];
+                }
+                #[unroll]
+                for i in 0..TM {
+                    #[unroll]
+                    for j in 0..TN {
+                        acc[i][j] = a_frag[i].mul_add(b_frag[j], acc[i][j]);
+                    }
+                }
+            }
+        }
+        if t < k_tiles {
+            let s = t % 2;
+            #[unroll]
+            for l in 0..BK * TM * TN / BN {
+                let e = tid + l * (BM / TM * (BN / TN));
+                a_tile[s][e % BK][e / BK] = a_staged[l];
+            }
+            #[unroll]
+            for l in 0..BK * TM * TN / BM {
+                let e = tid + l * (BM / TM * (BN / TN));
+                b_tile[s][e / BN][e % BN] = b_staged[l];
+            }
+        }
+        sync_threads();
+    }
+
+    #[unroll]
+    for i in 0..TM {
+        let r = row0 + ty + i * (BM / TM);
+        #[unroll]
+        for j in 0..TN {
+            let col = col0 + tx + j * (BN / TN);
+            if r < m && col < n {
+                let idx = r * n + col;
+                // beta == 0 must not read C: it may hold anything, NaN included.
+                if beta == 0.0 {
+                    c[idx] = alpha * acc[i][j];
+                } else {
+                    c[idx] = alpha * acc[i][j] + beta * c[idx];
+                }
+            }
+        }
+    }
+}
+
+/// The variant `gemm` uses when no tuned choice is given: 128 x 128 tiles with
+/// 8 x 8 per thread (256 threads), which the bench measured as the fastest on
+/// large square problems (see perf/LOG.md).
+pub const DEFAULT_F32: gemm_f32::Consts = gemm_f32::Consts {
+    BM: 128,
+    BN: 128,
+    BK: 8,
+    TM: 8,
+    TN: 8,
+};
+
+/// The grid that covers an m x n output with `consts`' tiles.
+pub fn gemm_f32_grid(consts: gemm_f32::Consts, m: u32, n: u32) -> Grid {
+    Grid::blocks(n.div_ceil(consts.BN), m.div_ceil(consts.BM), 1)
+}
+
+/// `C = alpha * A B + beta * C` (row-major f32) with the given variant.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_f32_with(
+    rt: &Runtime,
+    consts: gemm_f32::Consts,
+    a: &DeviceBuffer<f32>,
+    b: &DeviceBuffer<f32>,
+    c: &mut DeviceBuffer<f32>,
+    (m, n, k): (u32, u32, u32),
+    alpha: f32,
+    beta: f32,
+) -> Result<(), Error> {
+    gemm_f32::launch(
+        rt,
+        consts,
+        gemm_f32_grid(consts, m, n),
+        a,
+        b,
+        c,
+        m,
+        n,
+        k,
+        alpha,
+        beta,
+    )
+}
