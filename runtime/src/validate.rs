@@ -149,7 +149,7 @@ fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), E
         match (param.ty, *arg) {
             (ParamType::Scalar(want), ArgInfo::Scalar { ty, .. }) if want != ty => {
                 return Err(wrong(format!(
-                    "got a {}: convert it with `as {}`",
+                    "got {}: convert it with `as {}`",
                     ty.name(),
                     want.name()
                 )));
@@ -213,11 +213,11 @@ fn check_requirements(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Resu
     }
     let host_values: Vec<HostValue> = args.iter().map(ArgInfo::host_value).collect();
     for requirement in &def.ir.requires {
-        let failed = |why: &str| {
+        let failed = |why: &str, advice: &str| {
             invalid(
                 &def.variant_name(consts),
                 format!(
-                    "requirement `{}` {why}{}",
+                    "requirement `{}` {why}{}: {advice}",
                     requirement.text,
                     values_of(def, consts, &host_values, &requirement.cond)
                 ),
@@ -227,15 +227,22 @@ fn check_requirements(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Resu
             Ok(Literal::Bool(true)) => {}
             Ok(Literal::Bool(false)) => {
                 return Err(failed(
-                    "does not hold; change the arguments so that it does",
+                    "does not hold",
+                    "change the arguments so that it does",
                 ));
             }
             Ok(other) => {
-                return Err(failed(&format!(
-                    "is not a bool expression (it evaluated to {other:?}); this is a bug in the kernel's IR"
-                )));
+                return Err(failed(
+                    &format!("is not a bool expression (it evaluated to {other:?})"),
+                    "this is a bug in the kernel's IR; report the kernel",
+                ));
             }
-            Err(e) => return Err(failed(&format!("could not be checked ({e})"))),
+            Err(e) => {
+                return Err(failed(
+                    &format!("could not be checked ({e})"),
+                    "change the arguments so that it can",
+                ));
+            }
         }
     }
     Ok(())
