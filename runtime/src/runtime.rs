@@ -100,7 +100,9 @@ impl Runtime {
         grid: Grid,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), Error> {
-        self.cuda_backend().launch(def, consts, grid, args)
+        self.cuda_backend().launch(def, consts, grid, args, |arch| {
+            warpforge_codegen::compile_ptx(def, consts, arch)
+        })
     }
 
     /// Waits until all enqueued work has finished; reports a fault of any of it.
