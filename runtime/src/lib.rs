@@ -7,9 +7,11 @@
 //! the variant once, checks the call ([`validate_launch`], which needs no GPU)
 //! and launches it.
 //!
-//! Modules: [`scalar`](DeviceScalar) types, [`device`](DeviceInfo) facts,
-//! [`buffer`](DeviceBuffer)s and launch arguments, `validate` (pure checks),
-//! `runtime`, and `cuda` (the backend: context, module cache, launches, cuBLAS).
+//! Inside: `scalar` ([`DeviceScalar`]), `device` ([`DeviceInfo`]), `buffer`
+//! ([`DeviceBuffer`], [`KernelArg`], [`Grid`]), `validate` (the checks that
+//! need no GPU), `runtime` ([`Runtime`]) and `cuda` (the backend: context,
+//! module cache, launches, timing, cuBLAS). A wgpu backend will sit beside
+//! `cuda` as another variant of the runtime's backend.
 
 mod buffer;
 mod cuda;

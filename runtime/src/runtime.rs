@@ -142,3 +142,13 @@ impl Runtime {
         &self.cuda_backend().stream
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn runtime_and_buffers_can_be_shared_across_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<super::Runtime>();
+        shareable::<super::DeviceBuffer<f32>>();
+    }
+}

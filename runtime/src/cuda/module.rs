@@ -117,7 +117,7 @@ impl LoadedModule {
             Error::ModuleLoad {
             variant: variant.variant_name.clone(),
             arch: variant.arch,
-            code: "not loaded".into(),
+            code: "invalid text".into(),
             hint: format!("The {what} contains a NUL byte; this is a bug in the PTX backend: report the kernel."),
             log: String::new(),
         }
