@@ -104,10 +104,14 @@ impl Grid {
 
     /// One thread per element for `n` elements in blocks of `threads` threads
     /// along x: `ceil(n / threads)` blocks. `n == 0` gives an empty grid,
-    /// which [`crate::Runtime::launch`] refuses.
-    pub fn linear(n: u32, threads: u32) -> Grid {
+    /// which [`crate::Runtime::launch`] refuses, as it refuses a block count
+    /// past the device's grid limit (saturated here at `u32::MAX`).
+    pub fn linear(n: usize, threads: u32) -> Grid {
         // No threads gives no blocks; the launch check then names the empty block.
-        let blocks = if threads == 0 { 0 } else { n.div_ceil(threads) };
+        let blocks = match threads {
+            0 => 0,
+            t => u32::try_from(n.div_ceil(t as usize)).unwrap_or(u32::MAX),
+        };
         Grid::new([blocks, 1, 1], [threads, 1, 1])
     }
 }
@@ -239,7 +243,11 @@ mod tests {
         assert_eq!(Grid::linear(1000, 256), Grid::new([4, 1, 1], [256, 1, 1]));
         assert_eq!(Grid::linear(1024, 256).blocks, [4, 1, 1]);
         assert_eq!(Grid::linear(0, 256).blocks, [0, 1, 1]);
-        assert_eq!(Grid::linear(u32::MAX, 1024).blocks, [4_194_304, 1, 1]);
+        assert_eq!(
+            Grid::linear(u32::MAX as usize, 1024).blocks,
+            [4_194_304, 1, 1]
+        );
+        assert_eq!(Grid::linear(usize::MAX, 1).blocks, [u32::MAX, 1, 1]);
         assert_eq!(Grid::linear(10, 0), Grid::new([0, 1, 1], [0, 1, 1]));
     }
 

@@ -17,6 +17,13 @@ use crate::error::driver_error;
 use crate::validate::{check_consts, select_arch, validate_launch, LaunchDims};
 use crate::{Error, Grid};
 
+// Parameter slots hold values in their low bytes, which the driver reads first
+// only on a little-endian host.
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "the CUDA launch path assumes a little-endian host"
+);
+
 impl CudaBackend {
     /// Launches the variant of `def` for `consts`, building its PTX with
     /// `compile` on the first launch for the chosen arch.
@@ -41,7 +48,7 @@ impl CudaBackend {
         let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
         let dims = validate_launch(def, consts, &variant.facts, &grid, &infos, &self.info)?;
         let function = variant.function(&self.ctx, self.info.shared_mem_per_block)?;
-        self.enqueue(function, &dims, args, &def.variant_name(consts))
+        self.enqueue(function, &dims, args, &variant.variant_name)
     }
 
     fn enqueue(
@@ -55,8 +62,7 @@ impl CudaBackend {
             .bind_to_thread()
             .map_err(|e| driver_error("making the CUDA context current", e))?;
         // Each parameter gets a 64-bit slot holding its value in the low
-        // bytes; the driver copies as many bytes as the parameter is wide
-        // (little-endian hosts: x86-64 and aarch64).
+        // bytes; the driver copies as many bytes as the parameter is wide.
         let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
         // Keep cudarc's read/write events in step; recorded when dropped after the launch.
         let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();

@@ -28,7 +28,7 @@ pub(crate) struct Variant {
     ir: Kernel,
     consts: Vec<i64>,
     arch: Arch,
-    variant_name: String,
+    pub(crate) variant_name: String,
     ptx: PtxModule,
     pub(crate) facts: VariantFacts,
     loaded: OnceLock<LoadedModule>,
