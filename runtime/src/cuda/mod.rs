@@ -87,12 +87,7 @@ impl CudaBackend {
         self.ctx.check_err().map_err(|e| driver_error(op, e))
     }
 
-    /// The buffer's allocation, if it belongs to this device's context.
-    fn own<'b, T>(&self, slice: &'b CudaSlice<T>, what: &str) -> Result<&'b CudaSlice<T>, Error> {
-        self.check_owner(slice.context(), what)?;
-        Ok(slice)
-    }
-
+    /// Refuses memory of another device's context.
     fn check_owner(&self, owner: &Arc<CudaContext>, what: &str) -> Result<(), Error> {
         if **owner != *self.ctx {
             return Err(Error::Buffer(format!(
@@ -125,7 +120,7 @@ impl CudaBackend {
     }
 
     pub(crate) fn download<T: DeviceScalar>(&self, slice: &CudaSlice<T>) -> Result<Vec<T>, Error> {
-        let slice = self.own(slice, "the buffer to download")?;
+        self.check_owner(slice.context(), "the buffer to download")?;
         // A copy to pageable host memory returns when it has completed, so an
         // earlier kernel's fault surfaces here.
         let values = self.stream.clone_dtoh(slice).map_err(|e| {
