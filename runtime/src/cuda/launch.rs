@@ -1,0 +1,328 @@
+//! Kernel launches: parameters packed in the PTX backend's ABI and handed to
+//! `cuLaunchKernel` on the runtime's stream.
+//!
+//! The ABI: one `.param` per scalar parameter, of the scalar's type (`bool`
+//! as a `u32` 0 or 1); two per slice parameter, the `u64` device pointer and
+//! the `u32` length in elements.
+
+use std::ffi::c_void;
+
+use cudarc::driver::{result, SyncOnDrop};
+use warpforge_codegen::back::ptx::PtxModule;
+use warpforge_codegen::{Arch, KernelDef};
+
+use super::CudaBackend;
+use crate::buffer::{ArgKind, KernelArg, MemoryRef};
+use crate::error::driver_error;
+use crate::validate::{check_consts, select_arch, validate_launch, LaunchDims};
+use crate::{Error, Grid};
+
+// Parameter slots hold values in their low bytes, which the driver reads first
+// only on a little-endian host.
+const _: () = assert!(
+    cfg!(target_endian = "little"),
+    "the CUDA launch path assumes a little-endian host"
+);
+
+impl CudaBackend {
+    /// Launches the variant of `def` for `consts`, building its PTX with
+    /// `compile` on the first launch for the chosen arch.
+    pub(crate) fn launch(
+        &self,
+        def: &KernelDef,
+        consts: &[i64],
+        grid: Grid,
+        args: &mut [KernelArg<'_>],
+        compile: impl FnOnce(Arch) -> Result<PtxModule, warpforge_codegen::Error>,
+    ) -> Result<(), Error> {
+        let arch = select_arch(def, &self.info)?;
+        let variant = self.modules.get_or_compile(def, consts, arch, || {
+            // Codegen would also refuse a wrong count, in its own words; ours say what to pass.
+            check_consts(def, consts)?;
+            compile(arch).map_err(|source| Error::Codegen {
+                variant: def.variant_name(consts),
+                arch,
+                source,
+            })
+        })?;
+        let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
+        let dims = validate_launch(def, consts, &variant.facts, &grid, &infos, &self.info)?;
+        let function = variant.function(&self.ctx, self.info.shared_mem_per_block)?;
+        self.enqueue(function, &dims, args, &variant.variant_name)
+    }
+
+    fn enqueue(
+        &self,
+        function: cudarc::driver::sys::CUfunction,
+        dims: &LaunchDims,
+        args: &mut [KernelArg<'_>],
+        kernel: &str,
+    ) -> Result<(), Error> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("making the CUDA context current", e))?;
+        // Each parameter gets a 64-bit slot holding its value in the low
+        // bytes; the driver copies as many bytes as the parameter is wide.
+        let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
+        // Keep cudarc's read/write events in step; recorded when dropped after the launch.
+        let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
+        for (index, arg) in args.iter_mut().enumerate() {
+            match &mut arg.kind {
+                ArgKind::Scalar { bits, .. } => slots.push(*bits),
+                ArgKind::Buffer { len, memory, .. } => {
+                    let owner = match memory {
+                        MemoryRef::Cuda(m) => m.context(),
+                        MemoryRef::CudaMut(m) => m.context(),
+                    };
+                    self.check_owner(owner, &format!("argument {index} of `{kernel}`"))?;
+                    let (ptr, guard) = match memory {
+                        MemoryRef::Cuda(m) => m.read_ptr(&self.stream),
+                        MemoryRef::CudaMut(m) => m.write_ptr(&self.stream),
+                    };
+                    slots.push(ptr);
+                    // Validation guarantees the length fits a u32.
+                    slots.push(*len as u64);
+                    guards.push(guard);
+                }
+            }
+        }
+        let mut params: Vec<*mut c_void> = slots
+            .iter_mut()
+            .map(|slot| slot as *mut u64 as *mut c_void)
+            .collect();
+        let [bx, by, bz] = dims.blocks;
+        let [tx, ty, tz] = dims.threads;
+        // SAFETY: `function` is loaded in this context; `params` points at one
+        // live slot per kernel parameter, in order and of the ABI's types
+        // (checked against the IR's signature); the buffers stay borrowed
+        // until the guards record the launch.
+        let launched = unsafe {
+            result::launch_kernel(
+                function,
+                (bx, by, bz),
+                (tx, ty, tz),
+                dims.shared_bytes,
+                self.stream.cu_stream(),
+                &mut params,
+            )
+        };
+        drop(guards);
+        launched.map_err(|e| driver_error(&format!("launching `{kernel}`"), e))?;
+        self.check_recorded(&format!("launching `{kernel}`"))
+    }
+}
+
+/// The launch path on hand-written PTX in the backend's ABI, so it is checked
+/// on a GPU independently of codegen. Without a driver there is nothing to
+/// launch; `tests/device.rs` checks that case.
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use half::f16;
+    use warpforge_codegen::ir::{Block, Kernel, Param, ParamType, Scalar};
+    use warpforge_codegen::Target;
+
+    use super::*;
+    use crate::buffer::{DeviceBuffer, Memory};
+    use crate::scalar::DeviceScalar;
+
+    fn backend() -> Option<CudaBackend> {
+        match CudaBackend::new(0) {
+            Ok(backend) => Some(backend),
+            Err(Error::NoDriver(why) | Error::NoDevice(why)) => {
+                eprintln!("no CUDA device, launch path not exercised: {why}");
+                None
+            }
+            Err(other) => panic!("starting CUDA failed unexpectedly: {other}"),
+        }
+    }
+
+    fn def(name: &str, params: Vec<(&str, ParamType)>) -> KernelDef {
+        KernelDef {
+            ir: Kernel {
+                name: name.into(),
+                const_params: vec![],
+                params: params
+                    .into_iter()
+                    .map(|(name, ty)| Param {
+                        name: name.into(),
+                        ty,
+                    })
+                    .collect(),
+                locals: vec![],
+                block: None,
+                requires: vec![],
+                body: Block::new(),
+            },
+            targets: vec![Target::Ptx(Arch::Sm70)],
+            tune: vec![],
+        }
+    }
+
+    fn ptx(text: &str, entry: &str, shared_bytes: u32, block: Option<[u32; 3]>) -> PtxModule {
+        PtxModule {
+            text: text.into(),
+            entry: entry.into(),
+            shared_bytes,
+            block,
+            version: (7, 0),
+        }
+    }
+
+    fn buffer<T: DeviceScalar>(backend: &CudaBackend, data: &[T]) -> DeviceBuffer<T> {
+        DeviceBuffer {
+            memory: Memory::Cuda(backend.upload(data).unwrap()),
+        }
+    }
+
+    #[test]
+    fn saxpy_reads_every_parameter_slot_and_is_compiled_once() {
+        let Some(backend) = backend() else { return };
+        let saxpy = def(
+            "saxpy",
+            vec![
+                ("a", ParamType::Scalar(Scalar::F32)),
+                (
+                    "x",
+                    ParamType::Slice {
+                        elem: Scalar::F32,
+                        mutable: false,
+                    },
+                ),
+                (
+                    "y",
+                    ParamType::Slice {
+                        elem: Scalar::F32,
+                        mutable: true,
+                    },
+                ),
+                ("n", ParamType::Scalar(Scalar::U32)),
+            ],
+        );
+        let xs: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+        let ys: Vec<f32> = (0..1000).map(|i| 0.5 * i as f32).collect();
+        let x = buffer(&backend, &xs);
+        let mut y = buffer(&backend, &ys);
+        let compiles = Cell::new(0);
+        let compile = |_: Arch| {
+            compiles.set(compiles.get() + 1);
+            Ok(ptx(
+                include_str!("../../tests/ptx/saxpy.ptx"),
+                "saxpy",
+                0,
+                None,
+            ))
+        };
+        for _ in 0..2 {
+            let mut args = [
+                KernelArg::scalar(2.0f32),
+                KernelArg::buffer(&x),
+                KernelArg::buffer_mut(&mut y),
+                KernelArg::scalar(700u32),
+            ];
+            backend
+                .launch(&saxpy, &[], Grid::linear(1000, 128), &mut args, compile)
+                .unwrap();
+        }
+        assert_eq!(
+            compiles.get(),
+            1,
+            "the second launch reuses the cached module"
+        );
+        let Memory::Cuda(y_slice) = &y.memory;
+        let out = backend.download(y_slice).unwrap();
+        for (i, (&got, (&x0, &y0))) in out.iter().zip(xs.iter().zip(&ys)).enumerate() {
+            // Two launches: y = 2x + (2x + y0) for i < n, untouched beyond.
+            let want = if i < 700 { 4.0 * x0 + y0 } else { y0 };
+            assert_eq!(got, want, "element {i}");
+        }
+    }
+
+    #[test]
+    fn bool_and_f16_parameters_declared_block_and_opt_in_shared_memory() {
+        let Some(backend) = backend() else { return };
+        let mark = def(
+            "mark",
+            vec![
+                ("flag", ParamType::Scalar(Scalar::Bool)),
+                ("h", ParamType::Scalar(Scalar::F16)),
+                (
+                    "out",
+                    ParamType::Slice {
+                        elem: Scalar::F16,
+                        mutable: true,
+                    },
+                ),
+            ],
+        );
+        // 64 KiB of dynamic shared memory needs the opt-in attribute.
+        let compile = |_: Arch| {
+            Ok(ptx(
+                include_str!("../../tests/ptx/mark.ptx"),
+                "mark",
+                64 * 1024,
+                Some([64, 1, 1]),
+            ))
+        };
+        let mut out = buffer(&backend, &[f16::from_f32(9.0); 64]);
+        for (flag, want) in [(true, 1.5f32), (false, 0.0)] {
+            let mut args = [
+                KernelArg::scalar(flag),
+                KernelArg::scalar(f16::from_f32(1.5)),
+                KernelArg::buffer_mut(&mut out),
+            ];
+            backend
+                .launch(&mark, &[], Grid::blocks([1, 1, 1]), &mut args, compile)
+                .unwrap();
+            let Memory::Cuda(slice) = &out.memory;
+            let values = backend.download(slice).unwrap();
+            assert!(
+                values.iter().all(|v| v.to_f32() == want),
+                "flag {flag}: {values:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_refused_launch_never_loads_the_module() {
+        let Some(backend) = backend() else { return };
+        let mark = def(
+            "mark_refused",
+            vec![
+                ("flag", ParamType::Scalar(Scalar::Bool)),
+                ("h", ParamType::Scalar(Scalar::F16)),
+                (
+                    "out",
+                    ParamType::Slice {
+                        elem: Scalar::F16,
+                        mutable: true,
+                    },
+                ),
+            ],
+        );
+        // Text that would fail to load: the launch must be refused before that.
+        let compile = |_: Arch| Ok(ptx("not ptx", "mark", 0, Some([64, 1, 1])));
+        let out = buffer(&backend, &[f16::ZERO; 64]);
+        let mut args = [
+            KernelArg::scalar(true),
+            KernelArg::scalar(f16::ONE),
+            KernelArg::buffer(&out),
+        ];
+        let err = backend
+            .launch(&mark, &[], Grid::blocks([1, 1, 1]), &mut args, compile)
+            .unwrap_err();
+        assert!(matches!(err, Error::InvalidLaunch { .. }), "{err}");
+        // Valid arguments reach the driver, which rejects the text with its log.
+        let mut out = out;
+        let mut args = [
+            KernelArg::scalar(true),
+            KernelArg::scalar(f16::ONE),
+            KernelArg::buffer_mut(&mut out),
+        ];
+        let err = backend
+            .launch(&mark, &[], Grid::blocks([1, 1, 1]), &mut args, compile)
+            .unwrap_err();
+        assert!(matches!(err, Error::ModuleLoad { .. }), "{err}");
+    }
+}

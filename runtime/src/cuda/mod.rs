@@ -1,0 +1,276 @@
+//! The CUDA backend: a context and stream on one device (cudarc, with the
+//! driver loaded at run time), buffers, the module cache, launches, timing
+//! and cuBLAS.
+
+mod cublas;
+mod launch;
+mod module;
+
+use std::sync::{Arc, OnceLock};
+
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::result::{self, DriverError};
+use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUresult};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+
+use crate::device::{split_driver_version, DeviceInfo};
+use crate::error::{code_name, driver_error, driver_hint};
+use crate::scalar::DeviceScalar;
+use crate::Error;
+
+pub(crate) use module::ModuleCache;
+
+/// The oldest driver the runtime runs on: the bindings are those of CUDA 12,
+/// and sm_90 PTX needs a CUDA 12 driver.
+const MIN_DRIVER_VERSION: (u32, u32) = (12, 0);
+
+pub(crate) struct CudaBackend {
+    pub(crate) ctx: Arc<CudaContext>,
+    /// Every operation of the runtime goes to this stream, in order.
+    pub(crate) stream: Arc<CudaStream>,
+    pub(crate) info: DeviceInfo,
+    pub(crate) modules: ModuleCache,
+    /// Created on first use: a cuBLAS handle costs time and memory.
+    blas: OnceLock<CudaBlas>,
+}
+
+impl CudaBackend {
+    pub(crate) fn new(ordinal: usize) -> Result<CudaBackend, Error> {
+        // Any cudarc driver call panics when libcuda cannot be loaded, so this comes first.
+        // SAFETY: loading the library runs no code of ours; it only probes the search path.
+        if !unsafe { sys::is_culib_present() } {
+            return Err(Error::NoDriver(
+                "no CUDA driver found: the library libcuda.so (libcuda.so.1) could not be loaded. \
+                 Install the NVIDIA driver (a CUDA toolkit alone does not provide it) and make sure \
+                 its directory is on the library search path (LD_LIBRARY_PATH)."
+                    .into(),
+            ));
+        }
+        result::init().map_err(init_error)?;
+        let driver_version = driver_version()?;
+        if driver_version < MIN_DRIVER_VERSION {
+            return Err(Error::NoDriver(format!(
+                "the NVIDIA driver supports CUDA {}.{}, and warpforge needs CUDA {}.{} or newer: \
+                 update the NVIDIA driver",
+                driver_version.0, driver_version.1, MIN_DRIVER_VERSION.0, MIN_DRIVER_VERSION.1
+            )));
+        }
+        let count = result::device::get_count().map_err(init_error)?.max(0) as usize;
+        if ordinal >= count {
+            let visible = match std::env::var("CUDA_VISIBLE_DEVICES") {
+                Ok(v) => format!("CUDA_VISIBLE_DEVICES is `{v}`"),
+                Err(_) => "CUDA_VISIBLE_DEVICES is not set".to_string(),
+            };
+            return Err(Error::NoDevice(format!(
+                "CUDA device {ordinal} was asked for, and the driver sees {count} device(s) \
+                 ({visible}): use an ordinal below {count}, check that nvidia-smi lists the GPU, \
+                 and that CUDA_VISIBLE_DEVICES names it"
+            )));
+        }
+        let ctx = CudaContext::new(ordinal).map_err(|e| {
+            driver_error(&format!("creating a context on CUDA device {ordinal}"), e)
+        })?;
+        let stream = ctx.default_stream();
+        let info = query_device(&ctx, driver_version)?;
+        Ok(CudaBackend {
+            ctx,
+            stream,
+            info,
+            modules: ModuleCache::default(),
+            blas: OnceLock::new(),
+        })
+    }
+
+    /// Surfaces errors that cudarc recorded where it could not return them
+    /// (drops, stream syncs at the end of copies).
+    fn check_recorded(&self, op: &str) -> Result<(), Error> {
+        self.ctx.check_err().map_err(|e| driver_error(op, e))
+    }
+
+    /// Refuses memory of another device's context.
+    fn check_owner(&self, owner: &Arc<CudaContext>, what: &str) -> Result<(), Error> {
+        if **owner != *self.ctx {
+            return Err(Error::Buffer(format!(
+                "{what} belongs to CUDA device {} and this runtime drives device {}: create the \
+                 buffer with this runtime (download and upload it to move it)",
+                owner.ordinal(),
+                self.info.ordinal
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn upload<T: DeviceScalar>(&self, data: &[T]) -> Result<CudaSlice<T>, Error> {
+        let slice = self.stream.clone_htod(data).map_err(|e| {
+            driver_error(
+                &format!("uploading {} {} values", data.len(), T::SCALAR.name()),
+                e,
+            )
+        })?;
+        self.check_recorded("uploading a buffer")?;
+        Ok(slice)
+    }
+
+    pub(crate) fn alloc_zeroed<T: DeviceScalar>(&self, len: usize) -> Result<CudaSlice<T>, Error> {
+        let slice = self.stream.alloc_zeros(len).map_err(|e| {
+            driver_error(&format!("allocating {len} {} values", T::SCALAR.name()), e)
+        })?;
+        self.check_recorded("allocating a buffer")?;
+        Ok(slice)
+    }
+
+    pub(crate) fn download<T: DeviceScalar>(&self, slice: &CudaSlice<T>) -> Result<Vec<T>, Error> {
+        self.check_owner(slice.context(), "the buffer to download")?;
+        // A copy to pageable host memory returns when it has completed, so an
+        // earlier kernel's fault surfaces here.
+        let values = self.stream.clone_dtoh(slice).map_err(|e| {
+            driver_error(
+                &format!("downloading {} {} values", slice.len(), T::SCALAR.name()),
+                e,
+            )
+        })?;
+        self.check_recorded("downloading a buffer")?;
+        Ok(values)
+    }
+
+    pub(crate) fn copy_from_host<T: DeviceScalar>(
+        &self,
+        slice: &mut CudaSlice<T>,
+        data: &[T],
+    ) -> Result<(), Error> {
+        self.check_owner(slice.context(), "the buffer to copy into")?;
+        if slice.len() != data.len() {
+            return Err(Error::Buffer(format!(
+                "cannot copy {} host values into a device buffer of {} {} values: the lengths must \
+                 be equal (upload a new buffer to change the length)",
+                data.len(),
+                slice.len(),
+                T::SCALAR.name()
+            )));
+        }
+        self.stream.memcpy_htod(data, slice).map_err(|e| {
+            driver_error(
+                &format!(
+                    "copying {} {} values to the device",
+                    data.len(),
+                    T::SCALAR.name()
+                ),
+                e,
+            )
+        })?;
+        self.check_recorded("copying to the device")
+    }
+
+    pub(crate) fn synchronize(&self) -> Result<(), Error> {
+        self.stream
+            .synchronize()
+            .map_err(|e| driver_error("waiting for the GPU", e))?;
+        self.check_recorded("waiting for the GPU")
+    }
+
+    /// Milliseconds between two events recorded around `work` on the stream.
+    pub(crate) fn time_ms(&self, work: impl FnOnce() -> Result<(), Error>) -> Result<f32, Error> {
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let event = |op| self.ctx.new_event(timing).map_err(|e| driver_error(op, e));
+        let (start, end) = (
+            event("creating a timing event")?,
+            event("creating a timing event")?,
+        );
+        start
+            .record(&self.stream)
+            .map_err(|e| driver_error("recording the start event", e))?;
+        work()?;
+        end.record(&self.stream)
+            .map_err(|e| driver_error("recording the end event", e))?;
+        let ms = start
+            .elapsed_ms(&end)
+            .map_err(|e| driver_error("waiting for the timed work", e))?;
+        self.check_recorded("timing GPU work")?;
+        Ok(ms)
+    }
+}
+
+fn init_error(err: DriverError) -> Error {
+    let code = code_name(err.0);
+    let what = match err.0 {
+        CUresult::CUDA_ERROR_NO_DEVICE => "the CUDA driver found no GPU".to_string(),
+        _ => format!("the CUDA driver failed to initialize ({code})"),
+    };
+    let hint = match driver_hint(err.0) {
+        "" => "Check that nvidia-smi works; reinstall the NVIDIA driver if it does not.",
+        hint => hint,
+    };
+    match err.0 {
+        CUresult::CUDA_ERROR_NO_DEVICE => Error::NoDevice(format!("{what}. {hint}")),
+        _ => Error::NoDriver(format!("{what}. {hint}")),
+    }
+}
+
+fn driver_version() -> Result<(u32, u32), Error> {
+    let mut encoded = 0;
+    // SAFETY: the driver writes one int through a valid pointer.
+    unsafe { sys::cuDriverGetVersion(&mut encoded) }
+        .result()
+        .map_err(|e| driver_error("asking the driver for its version", e))?;
+    Ok(split_driver_version(encoded))
+}
+
+fn query_device(ctx: &Arc<CudaContext>, driver_version: (u32, u32)) -> Result<DeviceInfo, Error> {
+    let op = "reading the device's properties";
+    let attr = |a: Attr| -> Result<u32, Error> {
+        let value = ctx.attribute(a).map_err(|e| driver_error(op, e))?;
+        Ok(value.max(0) as u32)
+    };
+    Ok(DeviceInfo {
+        name: ctx.name().map_err(|e| driver_error(op, e))?,
+        ordinal: ctx.ordinal(),
+        compute_capability: (
+            attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)?,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)?,
+        ),
+        sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+        max_block_dims: [
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)?,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)?,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)?,
+        ],
+        max_grid_dims: [
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)?,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)?,
+            attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)?,
+        ],
+        shared_mem_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)?,
+        shared_mem_per_block_optin: attr(
+            Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )?,
+        shared_mem_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)?,
+        registers_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)?,
+        warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+        l2_cache_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+        total_memory_bytes: ctx.total_mem().map_err(|e| driver_error(op, e))? as u64,
+        driver_version,
+    })
+}
+
+/// A CUDA allocation of any element type, as a launch borrows it: the device
+/// pointer, with cudarc's stream-ordering events kept in step.
+pub(crate) trait CudaMemory: Send + Sync {
+    fn context(&self) -> &Arc<CudaContext>;
+    /// The pointer for a read on `stream`; drop the guard after the launch is enqueued.
+    fn read_ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+    /// The pointer for a write on `stream`; drop the guard after the launch is enqueued.
+    fn write_ptr<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>);
+}
+
+impl<T> CudaMemory for CudaSlice<T> {
+    fn context(&self) -> &Arc<CudaContext> {
+        CudaSlice::context(self)
+    }
+    fn read_ptr<'s>(&'s self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr(stream)
+    }
+    fn write_ptr<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
+        self.device_ptr_mut(stream)
+    }
+}

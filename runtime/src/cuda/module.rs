@@ -1,0 +1,211 @@
+//! The module cache: one compiled and loaded PTX module per (kernel, const
+//! values, arch). PTX is built on the first launch of a variant and loaded
+//! (JIT-compiled by the driver) once that launch has passed its checks.
+
+use std::collections::BTreeMap;
+use std::ffi::{c_void, CString};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use cudarc::driver::result;
+use cudarc::driver::sys::{self, CUfunction_attribute, CUjit_option};
+use cudarc::driver::CudaContext;
+use warpforge_codegen::back::ptx::PtxModule;
+use warpforge_codegen::{Arch, Kernel, KernelDef};
+
+use crate::error::{code_name, driver_error, driver_hint};
+use crate::validate::VariantFacts;
+use crate::Error;
+
+/// Variants by kernel name. Names need not be unique across a program, so a
+/// hit also compares the whole IR.
+#[derive(Default)]
+pub(crate) struct ModuleCache {
+    variants: Mutex<BTreeMap<String, Vec<Arc<Variant>>>>,
+}
+
+/// One compiled variant, loaded on first use.
+pub(crate) struct Variant {
+    ir: Kernel,
+    consts: Vec<i64>,
+    arch: Arch,
+    pub(crate) variant_name: String,
+    ptx: PtxModule,
+    pub(crate) facts: VariantFacts,
+    loaded: OnceLock<LoadedModule>,
+}
+
+impl ModuleCache {
+    /// The cached variant, or `compile` it and cache it. `compile` runs under
+    /// the cache's lock, so a variant is compiled once.
+    pub(crate) fn get_or_compile(
+        &self,
+        def: &KernelDef,
+        consts: &[i64],
+        arch: Arch,
+        compile: impl FnOnce() -> Result<PtxModule, Error>,
+    ) -> Result<Arc<Variant>, Error> {
+        // The cache stays consistent if a holder panicked: entries are inserted whole.
+        let mut variants = self.variants.lock().unwrap_or_else(PoisonError::into_inner);
+        let same = |v: &&Arc<Variant>| v.arch == arch && v.consts == consts && v.ir == def.ir;
+        if let Some(found) = variants
+            .get(&def.ir.name)
+            .and_then(|list| list.iter().find(same))
+        {
+            return Ok(found.clone());
+        }
+        let ptx = compile()?;
+        let variant = Arc::new(Variant {
+            ir: def.ir.clone(),
+            consts: consts.to_vec(),
+            arch,
+            variant_name: def.variant_name(consts),
+            facts: VariantFacts {
+                block: ptx.block,
+                shared_bytes: ptx.shared_bytes,
+            },
+            ptx,
+            loaded: OnceLock::new(),
+        });
+        variants
+            .entry(def.ir.name.clone())
+            .or_default()
+            .push(variant.clone());
+        Ok(variant)
+    }
+}
+
+impl Variant {
+    /// The entry point, loading the module into `ctx` on first use.
+    /// `default_shared` is the shared memory a block gets without opting in.
+    pub(crate) fn function(
+        &self,
+        ctx: &Arc<CudaContext>,
+        default_shared: u32,
+    ) -> Result<sys::CUfunction, Error> {
+        if let Some(loaded) = self.loaded.get() {
+            return Ok(loaded.function);
+        }
+        let loaded = LoadedModule::load(ctx, self, default_shared)?;
+        // Another thread may have loaded it meanwhile; its module wins and ours is unloaded.
+        Ok(self.loaded.get_or_init(|| loaded).function)
+    }
+}
+
+/// A loaded `CUmodule` and its one entry point; unloaded on drop.
+struct LoadedModule {
+    module: sys::CUmodule,
+    function: sys::CUfunction,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: module and function handles may be used from any thread of the
+// process; every use binds `ctx` first.
+unsafe impl Send for LoadedModule {}
+unsafe impl Sync for LoadedModule {}
+
+/// Bytes kept for the JIT compiler's error log.
+const JIT_LOG_BYTES: usize = 16 * 1024;
+
+impl LoadedModule {
+    fn load(
+        ctx: &Arc<CudaContext>,
+        variant: &Variant,
+        default_shared: u32,
+    ) -> Result<LoadedModule, Error> {
+        let ptx = &variant.ptx;
+        let malformed = |what: &str| {
+            Error::ModuleLoad {
+            variant: variant.variant_name.clone(),
+            arch: variant.arch,
+            code: "invalid text".into(),
+            hint: format!("The {what} contains a NUL byte; this is a bug in the PTX backend: report the kernel."),
+            log: String::new(),
+        }
+        };
+        let text = CString::new(ptx.text.as_str()).map_err(|_| malformed("PTX text"))?;
+        let entry = CString::new(ptx.entry.as_str()).map_err(|_| malformed("entry name"))?;
+        ctx.bind_to_thread()
+            .map_err(|e| driver_error("making the CUDA context current", e))?;
+
+        let mut log = vec![0u8; JIT_LOG_BYTES];
+        let mut options = [
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER,
+            CUjit_option::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+        ];
+        // The size option's value is the integer itself, in the pointer slot.
+        let mut values = [
+            log.as_mut_ptr() as *mut c_void,
+            JIT_LOG_BYTES as *mut c_void,
+        ];
+        let mut module: sys::CUmodule = std::ptr::null_mut();
+        // SAFETY: `text` is NUL-terminated PTX; the option arrays have the
+        // stated length and the log buffer outlives the call.
+        let loaded = unsafe {
+            sys::cuModuleLoadDataEx(
+                &mut module,
+                text.as_ptr() as *const c_void,
+                options.len() as u32,
+                options.as_mut_ptr(),
+                values.as_mut_ptr(),
+            )
+        }
+        .result();
+        if let Err(err) = loaded {
+            let end = log.iter().position(|&b| b == 0).unwrap_or(log.len());
+            return Err(Error::ModuleLoad {
+                variant: variant.variant_name.clone(),
+                arch: variant.arch,
+                code: code_name(err.0),
+                hint: driver_hint(err.0).to_string(),
+                log: String::from_utf8_lossy(&log[..end]).into_owned(),
+            });
+        }
+        // From here on, dropping `this` unloads the module.
+        let mut this = LoadedModule {
+            module,
+            function: std::ptr::null_mut(),
+            ctx: ctx.clone(),
+        };
+        // SAFETY: `module` was just loaded and is not unloaded before `this` drops.
+        this.function = unsafe { result::module::get_function(module, entry) }.map_err(|e| {
+            driver_error(
+                &format!(
+                    "finding entry point `{}` of `{}`",
+                    ptx.entry, variant.variant_name
+                ),
+                e,
+            )
+        })?;
+        if ptx.shared_bytes > default_shared {
+            // Dynamic shared memory above the default needs an opt-in per function.
+            // SAFETY: `function` belongs to the loaded module; the context is current.
+            unsafe {
+                result::function::set_function_attribute(
+                    this.function,
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    ptx.shared_bytes as i32,
+                )
+            }
+            .map_err(|e| {
+                driver_error(
+                    &format!(
+                        "allowing {} bytes of shared memory for `{}`",
+                        ptx.shared_bytes, variant.variant_name
+                    ),
+                    e,
+                )
+            })?;
+        }
+        Ok(this)
+    }
+}
+
+impl Drop for LoadedModule {
+    fn drop(&mut self) {
+        // Errors cannot be returned from drop; cudarc keeps them for the next call.
+        self.ctx.record_err(self.ctx.bind_to_thread());
+        // SAFETY: the module is loaded and nothing uses it after this.
+        self.ctx
+            .record_err(unsafe { result::module::unload(self.module) });
+    }
+}

@@ -1,0 +1,93 @@
+//! [`DeviceScalar`]: the Rust types of the language's scalars, as buffer
+//! elements and as kernel parameters.
+
+use half::{bf16, f16};
+use warpforge_codegen::eval::HostValue;
+use warpforge_codegen::ir::{Literal, Scalar};
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A scalar type of the kernel language. Sealed: the set is fixed by the IR's
+/// [`Scalar`], and each type's parameter encoding must match the backends.
+///
+/// Every scalar can be a kernel parameter; every scalar except `bool` can be
+/// a buffer element (the language has no `bool` slices, and a byte other than
+/// 0 or 1 read back as `bool` would be undefined behaviour: use `u8`).
+pub trait DeviceScalar:
+    sealed::Sealed
+    + cudarc::driver::DeviceRepr
+    + cudarc::driver::ValidAsZeroBits
+    + Copy
+    + Send
+    + Sync
+    + 'static
+{
+    const SCALAR: Scalar;
+    /// The value as launch-time checks (`requires`) see it.
+    fn host_value(self) -> HostValue;
+    /// The bits of the kernel parameter, zero-extended to 64; the parameter
+    /// is `SCALAR.size_bytes()` wide, except `bool`, which is passed as a
+    /// `u32` 0 or 1.
+    fn param_bits(self) -> u64;
+}
+
+macro_rules! device_scalar {
+    ($($t:ty => $scalar:ident, |$v:ident| $literal:expr, $bits:expr;)*) => {$(
+        impl sealed::Sealed for $t {}
+        impl DeviceScalar for $t {
+            const SCALAR: Scalar = Scalar::$scalar;
+            fn host_value(self) -> HostValue {
+                let $v = self;
+                HostValue::Scalar($literal)
+            }
+            fn param_bits(self) -> u64 {
+                let $v = self;
+                $bits
+            }
+        }
+    )*};
+}
+
+device_scalar! {
+    bool => Bool, |v| Literal::Bool(v), u64::from(v);
+    i8 => I8, |v| Literal::Int(i64::from(v)), u64::from(v as u8);
+    u8 => U8, |v| Literal::Int(i64::from(v)), u64::from(v);
+    i32 => I32, |v| Literal::Int(i64::from(v)), u64::from(v as u32);
+    u32 => U32, |v| Literal::Int(i64::from(v)), u64::from(v);
+    i64 => I64, |v| Literal::Int(v), v as u64;
+    // Literals hold u64 values by their bits (see `ir::Literal`).
+    u64 => U64, |v| Literal::Int(v as i64), v;
+    f16 => F16, |v| Literal::Float(v.to_f64()), u64::from(v.to_bits());
+    bf16 => Bf16, |v| Literal::Float(v.to_f64()), u64::from(v.to_bits());
+    f32 => F32, |v| Literal::Float(f64::from(v)), u64::from(v.to_bits());
+    f64 => F64, |v| Literal::Float(v), v.to_bits();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn param_bits_are_the_values_bits() {
+        assert_eq!(true.param_bits(), 1);
+        assert_eq!(false.param_bits(), 0);
+        assert_eq!((-1i8).param_bits(), 0xff);
+        assert_eq!((-1i32).param_bits(), 0xffff_ffff);
+        assert_eq!((-1i64).param_bits(), u64::MAX);
+        assert_eq!(1.0f32.param_bits(), 0x3f80_0000);
+        assert_eq!(f16::from_f32(1.0).param_bits(), 0x3c00);
+        assert_eq!(bf16::from_f32(1.0).param_bits(), 0x3f80);
+        assert_eq!(2.0f64.param_bits(), 0x4000_0000_0000_0000);
+    }
+
+    #[test]
+    fn host_values_follow_the_literal_convention() {
+        assert_eq!(u64::MAX.host_value(), HostValue::Scalar(Literal::Int(-1)));
+        assert_eq!((-3i8).host_value(), HostValue::Scalar(Literal::Int(-3)));
+        assert_eq!(0.5f32.host_value(), HostValue::Scalar(Literal::Float(0.5)));
+        assert_eq!(true.host_value(), HostValue::Scalar(Literal::Bool(true)));
+        assert_eq!(<bf16 as DeviceScalar>::SCALAR, Scalar::Bf16);
+    }
+}

@@ -1,0 +1,471 @@
+//! Launch checks that need no GPU: which target runs on a device, and whether
+//! a call (const values, arguments, `requires`, grid, block, shared memory)
+//! is valid. The runtime runs them before any driver call of a launch.
+
+use warpforge_codegen::eval::{self, HostValue};
+use warpforge_codegen::ir::{Expr, ExprKind, Literal, ParamType, Place, Scalar};
+use warpforge_codegen::{Arch, KernelDef, Target};
+
+use crate::buffer::{ArgInfo, Grid};
+use crate::device::DeviceInfo;
+use crate::Error;
+
+/// What the compiled variant fixes about its launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VariantFacts {
+    /// The block shape the kernel declares, evaluated for this variant.
+    pub block: Option<[u32; 3]>,
+    /// Dynamic shared memory per block, in bytes.
+    pub shared_bytes: u32,
+}
+
+/// The dimensions a checked launch uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchDims {
+    pub blocks: [u32; 3],
+    pub threads: [u32; 3],
+    pub shared_bytes: u32,
+}
+
+/// The arch to load: the highest PTX target of `def` that the device runs.
+pub fn select_arch(def: &KernelDef, device: &DeviceInfo) -> Result<Arch, Error> {
+    let best = def
+        .targets
+        .iter()
+        .map(|&Target::Ptx(arch)| arch)
+        .filter(|&arch| device.supports(arch))
+        .max();
+    best.ok_or_else(|| {
+        let built: Vec<&str> = def.targets.iter().map(|t| t.name()).collect();
+        let built = if built.is_empty() { "no target".to_string() } else { built.join(", ") };
+        invalid(
+            &def.ir.name,
+            format!(
+                "it is built for {built}, and none runs on {} (compute capability {}.{}, {}): add an \
+                 arch at or below {} to the kernel's `arch(..)`, or run on a newer GPU",
+                device.name,
+                device.compute_capability.0,
+                device.compute_capability.1,
+                device.sm_name(),
+                device.sm_name()
+            ),
+        )
+    })
+}
+
+/// Every check of one launch; on success, the dimensions to launch with.
+/// `consts` are in `def.ir.const_params` order, `args` in `def.ir.params` order.
+pub fn validate_launch(
+    def: &KernelDef,
+    consts: &[i64],
+    facts: &VariantFacts,
+    grid: &Grid,
+    args: &[ArgInfo],
+    device: &DeviceInfo,
+) -> Result<LaunchDims, Error> {
+    check_consts(def, consts)?;
+    check_args(def, consts, args)?;
+    check_requirements(def, consts, args)?;
+    launch_dims(def, consts, facts, grid, device)
+}
+
+/// The number of const values and that each fits its parameter's type. The
+/// tune lists are only the search space: any value of the type is allowed.
+pub(crate) fn check_consts(def: &KernelDef, consts: &[i64]) -> Result<(), Error> {
+    let params = &def.ir.const_params;
+    if consts.len() != params.len() {
+        let names: Vec<String> = params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, p.ty.name()))
+            .collect();
+        return Err(invalid(
+            &def.ir.name,
+            format!(
+                "it takes {} const parameter(s) [{}], got {} value(s) {consts:?}: pass one value per \
+                 const parameter, in declaration order",
+                params.len(),
+                names.join(", "),
+                consts.len()
+            ),
+        ));
+    }
+    for (param, &value) in params.iter().zip(consts) {
+        if !fits(param.ty, value) {
+            return Err(invalid(
+                &def.variant_name(consts),
+                format!(
+                    "const parameter {} is a {}, and {value} is out of its range: pass a value of that type",
+                    param.name,
+                    param.ty.name()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether an integer value (bits as `ir::Literal` holds them) is a value of `ty`.
+fn fits(ty: Scalar, value: i64) -> bool {
+    match ty {
+        Scalar::Bool => value == 0 || value == 1,
+        Scalar::I8 => i8::try_from(value).is_ok(),
+        Scalar::U8 => u8::try_from(value).is_ok(),
+        Scalar::I32 => i32::try_from(value).is_ok(),
+        Scalar::U32 => u32::try_from(value).is_ok(),
+        // Every i64 is the bits of some i64 or u64; floats are never const params.
+        Scalar::I64 | Scalar::U64 | Scalar::F16 | Scalar::Bf16 | Scalar::F32 | Scalar::F64 => true,
+    }
+}
+
+fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), Error> {
+    let kernel = def.variant_name(consts);
+    let params = &def.ir.params;
+    if args.len() != params.len() {
+        let signature: Vec<String> = params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, param_type_name(p.ty)))
+            .collect();
+        return Err(invalid(
+            &kernel,
+            format!(
+                "it takes {} argument(s) ({}), got {}",
+                params.len(),
+                signature.join(", "),
+                args.len()
+            ),
+        ));
+    }
+    for (index, (param, arg)) in params.iter().zip(args).enumerate() {
+        let wrong = |what: String| {
+            invalid(
+                &kernel,
+                format!(
+                    "argument {index} `{}` is {}, {what}",
+                    param.name,
+                    param_type_name(param.ty)
+                ),
+            )
+        };
+        match (param.ty, *arg) {
+            (ParamType::Scalar(want), ArgInfo::Scalar { ty, .. }) if want != ty => {
+                return Err(wrong(format!(
+                    "got {}: convert it with `as {}`",
+                    ty.name(),
+                    want.name()
+                )));
+            }
+            (ParamType::Scalar(want), ArgInfo::Buffer { .. }) => {
+                return Err(wrong(format!(
+                    "got a buffer {}: pass a {} value with KernelArg::scalar",
+                    arg.describe(),
+                    want.name()
+                )));
+            }
+            (ParamType::Slice { .. }, ArgInfo::Scalar { ty, .. }) => {
+                return Err(wrong(format!(
+                    "got a {} scalar: pass a DeviceBuffer",
+                    ty.name()
+                )));
+            }
+            (ParamType::Slice { elem: want, .. }, ArgInfo::Buffer { elem, .. }) if want != elem => {
+                return Err(wrong(format!(
+                    "got a buffer of {}: pass a DeviceBuffer<{}>",
+                    elem.name(),
+                    want.name()
+                )));
+            }
+            (ParamType::Slice { mutable: true, .. }, ArgInfo::Buffer { mutable: false, .. }) => {
+                return Err(wrong(
+                    "got a shared borrow: the kernel writes it, so pass it with KernelArg::buffer_mut(&mut buffer)"
+                        .into(),
+                ));
+            }
+            (ParamType::Slice { .. }, ArgInfo::Buffer { len, .. }) if len > u64::from(u32::MAX) => {
+                return Err(wrong(format!(
+                    "got a buffer of {len} elements: kernels index slices with u32, so a slice holds at \
+                     most {} elements; split the data into smaller buffers",
+                    u32::MAX
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+fn param_type_name(ty: ParamType) -> String {
+    match ty {
+        ParamType::Scalar(s) => s.name().to_string(),
+        ParamType::Slice {
+            elem,
+            mutable: false,
+        } => format!("&[{}]", elem.name()),
+        ParamType::Slice {
+            elem,
+            mutable: true,
+        } => format!("&mut [{}]", elem.name()),
+    }
+}
+
+fn check_requirements(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), Error> {
+    if def.ir.requires.is_empty() {
+        return Ok(());
+    }
+    let host_values: Vec<HostValue> = args.iter().map(ArgInfo::host_value).collect();
+    for requirement in &def.ir.requires {
+        let failed = |why: &str, advice: &str| {
+            invalid(
+                &def.variant_name(consts),
+                format!(
+                    "requirement `{}` {why}{}: {advice}",
+                    requirement.text,
+                    values_of(def, consts, &host_values, &requirement.cond)
+                ),
+            )
+        };
+        match eval::eval(&requirement.cond, consts, &host_values) {
+            Ok(Literal::Bool(true)) => {}
+            Ok(Literal::Bool(false)) => {
+                return Err(failed(
+                    "does not hold",
+                    "change the arguments so that it does",
+                ));
+            }
+            Ok(other) => {
+                return Err(failed(
+                    &format!("is not a bool expression (it evaluated to {other:?})"),
+                    "this is a bug in the kernel's IR; report the kernel",
+                ));
+            }
+            Err(e) => {
+                return Err(failed(
+                    &format!("could not be checked ({e})"),
+                    "change the arguments so that it can",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// ` (with x.len() = 10, n = 12, BM = 64)`: the values a condition reads, in
+/// order of first use.
+fn values_of(def: &KernelDef, consts: &[i64], host_values: &[HostValue], cond: &Expr) -> String {
+    let mut reads = Vec::new();
+    collect_reads(cond, &mut reads);
+    let shown: Vec<String> = reads
+        .into_iter()
+        .filter_map(|read| match read {
+            Read::Param(id) => {
+                let param = def.ir.params.get(id as usize)?;
+                Some(match (param.ty, host_values.get(id as usize)?) {
+                    (_, HostValue::Slice { len }) => format!("{}.len() = {len}", param.name),
+                    (ty, HostValue::Scalar(lit)) => {
+                        format!("{} = {}", param.name, show_literal(ty_of(ty), *lit))
+                    }
+                })
+            }
+            Read::Const(id) => {
+                let param = def.ir.const_params.get(id as usize)?;
+                let value = consts.get(id as usize)?;
+                Some(format!(
+                    "{} = {}",
+                    param.name,
+                    show_literal(param.ty, Literal::Int(*value))
+                ))
+            }
+        })
+        .collect();
+    if shown.is_empty() {
+        String::new()
+    } else {
+        format!(" (with {})", shown.join(", "))
+    }
+}
+
+fn ty_of(ty: ParamType) -> Scalar {
+    match ty {
+        ParamType::Scalar(s) => s,
+        ParamType::Slice { .. } => Scalar::U32,
+    }
+}
+
+fn show_literal(ty: Scalar, lit: Literal) -> String {
+    match lit {
+        Literal::Int(v) if ty == Scalar::U64 => (v as u64).to_string(),
+        Literal::Int(v) => v.to_string(),
+        Literal::Bool(b) => b.to_string(),
+        Literal::Float(f) => f.to_string(),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Read {
+    Param(u32),
+    Const(u32),
+}
+
+fn collect_reads(expr: &Expr, out: &mut Vec<Read>) {
+    let mut push = |read: Read| {
+        if !out.contains(&read) {
+            out.push(read);
+        }
+    };
+    match &expr.kind {
+        ExprKind::Param(id) | ExprKind::Len(id) => push(Read::Param(*id)),
+        ExprKind::Const(id) => push(Read::Const(*id)),
+        ExprKind::Literal(_) | ExprKind::Special(_) => {}
+        ExprKind::Load(place) => collect_place_reads(place, out),
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => collect_reads(a, out),
+        ExprKind::Binary(_, a, b) => {
+            collect_reads(a, out);
+            collect_reads(b, out);
+        }
+        ExprKind::Select(c, a, b) => {
+            collect_reads(c, out);
+            collect_reads(a, out);
+            collect_reads(b, out);
+        }
+        ExprKind::Call(_, operands) => operands.iter().for_each(|e| collect_reads(e, out)),
+        ExprKind::Atomic {
+            place,
+            value,
+            compare,
+            ..
+        } => {
+            collect_place_reads(place, out);
+            collect_reads(value, out);
+            if let Some(c) = compare {
+                collect_reads(c, out);
+            }
+        }
+    }
+}
+
+fn collect_place_reads(place: &Place, out: &mut Vec<Read>) {
+    match place {
+        Place::Local { indices, .. } => indices.iter().for_each(|e| collect_reads(e, out)),
+        Place::Global { index, .. } => collect_reads(index, out),
+    }
+}
+
+fn launch_dims(
+    def: &KernelDef,
+    consts: &[i64],
+    facts: &VariantFacts,
+    grid: &Grid,
+    device: &DeviceInfo,
+) -> Result<LaunchDims, Error> {
+    let kernel = def.variant_name(consts);
+    let threads = match (facts.block, grid.threads) {
+        (Some(declared), Some(given)) if declared != given => {
+            return Err(invalid(
+                &kernel,
+                format!(
+                    "the kernel declares block({}) but the grid gives {} threads per block: leave \
+                     the threads out (Grid::blocks) or give exactly the declared shape",
+                    dims(declared),
+                    dims(given)
+                ),
+            ));
+        }
+        (Some(shape), _) | (None, Some(shape)) => shape,
+        (None, None) => {
+            return Err(invalid(
+                &kernel,
+                "the kernel declares no block shape and the grid gives no threads per block: use \
+                 Grid::new(blocks, threads) or Grid::linear(n, threads)"
+                    .into(),
+            ));
+        }
+    };
+    if threads.contains(&0) {
+        return Err(invalid(
+            &kernel,
+            format!(
+                "a block of {} threads is empty: every block dimension must be at least 1",
+                dims(threads)
+            ),
+        ));
+    }
+    let per_block: u64 = threads.iter().map(|&t| u64::from(t)).product();
+    if per_block > u64::from(device.max_threads_per_block) {
+        return Err(invalid(
+            &kernel,
+            format!(
+                "a block of {} = {per_block} threads is more than {} allows ({} per block): use \
+                 smaller blocks",
+                dims(threads),
+                device.name,
+                device.max_threads_per_block
+            ),
+        ));
+    }
+    for (axis, (&t, &max)) in AXES.iter().zip(threads.iter().zip(&device.max_block_dims)) {
+        if t > max {
+            return Err(invalid(
+                &kernel,
+                format!(
+                    "a block of {} threads has {t} along {axis}, more than {} allows ({max}): \
+                     reshape the block",
+                    dims(threads),
+                    device.name
+                ),
+            ));
+        }
+    }
+    if grid.blocks.contains(&0) {
+        return Err(invalid(
+            &kernel,
+            format!(
+                "the grid of {} blocks is empty: every grid dimension must be at least 1 (skip the \
+                 launch when there is no work)",
+                dims(grid.blocks)
+            ),
+        ));
+    }
+    for (axis, (&b, &max)) in AXES
+        .iter()
+        .zip(grid.blocks.iter().zip(&device.max_grid_dims))
+    {
+        if b > max {
+            return Err(invalid(
+                &kernel,
+                format!(
+                    "the grid of {} blocks has {b} along {axis}, more than {} allows ({max}): \
+                     spread the blocks over more grid dimensions or give each thread more work",
+                    dims(grid.blocks),
+                    device.name
+                ),
+            ));
+        }
+    }
+    if facts.shared_bytes > device.shared_mem_per_block_optin {
+        return Err(invalid(
+            &kernel,
+            format!(
+                "this variant needs {} bytes of shared memory per block, more than {} allows ({} \
+                 bytes): pick a variant with smaller tiles or fewer stages",
+                facts.shared_bytes, device.name, device.shared_mem_per_block_optin
+            ),
+        ));
+    }
+    Ok(LaunchDims {
+        blocks: grid.blocks,
+        threads,
+        shared_bytes: facts.shared_bytes,
+    })
+}
+
+const AXES: [&str; 3] = ["x", "y", "z"];
+
+fn dims(d: [u32; 3]) -> String {
+    format!("{}, {}, {}", d[0], d[1], d[2])
+}
+
+fn invalid(kernel: &str, message: String) -> Error {
+    Error::InvalidLaunch {
+        kernel: kernel.to_string(),
+        message,
+    }
+}

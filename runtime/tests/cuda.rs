@@ -1,0 +1,102 @@
+//! Buffers, timing and cuBLAS through the public API, on a GPU when there is
+//! one. Without a driver there is nothing to exercise; `device.rs` checks
+//! that `Runtime::new` then fails with a useful message.
+
+use warpforge_runtime::{bf16, f16, DeviceScalar, Error, Runtime};
+
+fn gpu() -> Option<Runtime> {
+    match Runtime::new() {
+        Ok(rt) => Some(rt),
+        Err(Error::NoDriver(why) | Error::NoDevice(why)) => {
+            eprintln!("no CUDA device, GPU paths not exercised: {why}");
+            None
+        }
+        Err(other) => panic!("starting CUDA failed unexpectedly: {other}"),
+    }
+}
+
+fn round_trip<T: DeviceScalar + PartialEq + std::fmt::Debug>(rt: &Runtime, values: Vec<T>) {
+    let buffer = rt.upload(&values).unwrap();
+    assert_eq!(buffer.len(), values.len());
+    assert_eq!(rt.download(&buffer).unwrap(), values);
+}
+
+#[test]
+fn every_buffer_type_round_trips() {
+    let Some(rt) = gpu() else { return };
+    round_trip(&rt, vec![f16::from_f32(1.5), f16::from_f32(-2.0)]);
+    round_trip(&rt, vec![bf16::from_f32(1.5), bf16::from_f32(-2.0)]);
+    round_trip(&rt, vec![1.5f32, -2.0, 1e30]);
+    round_trip(&rt, vec![1.5f64, -2.0]);
+    round_trip(&rt, vec![-1i8, 127]);
+    round_trip(&rt, vec![0u8, 255]);
+    round_trip(&rt, vec![i32::MIN, 7]);
+    round_trip(&rt, vec![u32::MAX, 7]);
+    round_trip(&rt, vec![i64::MIN, 7]);
+    round_trip(&rt, vec![u64::MAX, 7]);
+}
+
+#[test]
+fn zeroed_filled_and_overwritten_buffers() {
+    let Some(rt) = gpu() else { return };
+    let mut buffer = rt.alloc_zeroed::<u32>(1000).unwrap();
+    assert_eq!(rt.download(&buffer).unwrap(), vec![0; 1000]);
+    rt.fill(&mut buffer, 7).unwrap();
+    assert_eq!(rt.download(&buffer).unwrap(), vec![7; 1000]);
+    let values: Vec<u32> = (0..1000).collect();
+    rt.copy_from_host(&mut buffer, &values).unwrap();
+    assert_eq!(rt.download(&buffer).unwrap(), values);
+
+    let err = rt
+        .copy_from_host(&mut buffer, &values[..10])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("10 host values") && err.contains("1000"),
+        "{err}"
+    );
+    let err = rt.upload::<f32>(&[]).unwrap_err().to_string();
+    assert!(err.contains("empty"), "{err}");
+    let err = rt.alloc_zeroed::<bool>(4).unwrap_err().to_string();
+    assert!(err.contains("u8"), "{err}");
+}
+
+#[test]
+fn timing_and_synchronize() {
+    let Some(rt) = gpu() else { return };
+    let mut buffer = rt.alloc_zeroed::<f32>(1 << 20).unwrap();
+    let ms = rt.time_ms(|rt| rt.fill(&mut buffer, 1.0)).unwrap();
+    assert!(ms.is_finite() && ms >= 0.0, "{ms}");
+    rt.synchronize().unwrap();
+}
+
+#[test]
+fn cublas_sgemm_is_row_major() {
+    let Some(rt) = gpu() else { return };
+    let (m, n, k) = (37, 29, 13);
+    // Small integers: every product and sum is exact in f32.
+    let a: Vec<f32> = (0..m * k).map(|i| (i % 7) as f32 - 3.0).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| (i % 5) as f32 - 2.0).collect();
+    let mut want = vec![0.0f32; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            want[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+        }
+    }
+    let (da, db) = (rt.upload(&a).unwrap(), rt.upload(&b).unwrap());
+    let mut dc = rt.alloc_zeroed::<f32>(m * n).unwrap();
+    match rt.cublas_sgemm(m, n, k, &da, &db, &mut dc) {
+        Ok(()) => assert_eq!(rt.download(&dc).unwrap(), want),
+        // A machine with a driver but no cuBLAS must say how to get it.
+        Err(Error::Cublas(why)) if why.contains("not installed") => {
+            assert!(why.contains("LD_LIBRARY_PATH"), "{why}");
+            return;
+        }
+        Err(other) => panic!("{other}"),
+    }
+    let err = rt
+        .cublas_sgemm(m + 1, n, k, &da, &db, &mut dc)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("`a` is a 38 x 13 matrix"), "{err}");
+}

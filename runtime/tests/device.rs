@@ -1,0 +1,53 @@
+//! Starting a runtime: without a driver it must be an error that says what to
+//! install; with one, the device must describe itself sensibly.
+
+use warpforge_runtime::{Error, Runtime};
+
+#[test]
+fn runtime_new_reports_a_missing_driver_or_describes_the_device() {
+    match Runtime::new() {
+        Err(Error::NoDriver(message)) => {
+            assert!(message.contains("driver"), "{message}");
+            assert!(
+                message.contains("NVIDIA") || message.contains("nvidia-smi"),
+                "says what to do: {message}"
+            );
+        }
+        Err(Error::NoDevice(message)) => {
+            assert!(
+                message.contains("CUDA_VISIBLE_DEVICES") || message.contains("nvidia-smi"),
+                "{message}"
+            );
+        }
+        Err(other) => {
+            panic!("starting without a usable GPU must be NoDriver or NoDevice, got: {other}")
+        }
+        Ok(rt) => {
+            let device = rt.device();
+            assert!(!device.name.is_empty());
+            assert!(device.compute_capability >= (7, 0), "{device:?}");
+            assert!(device.sm_count > 0 && device.warp_size == 32, "{device:?}");
+            assert!(device.max_threads_per_block >= 1024, "{device:?}");
+            assert!(
+                device.shared_mem_per_block_optin >= device.shared_mem_per_block,
+                "{device:?}"
+            );
+            assert!(
+                device.total_memory_bytes > 0 && device.driver_version >= (12, 0),
+                "{device:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_ordinal_past_the_devices_is_an_error() {
+    match Runtime::cuda(usize::MAX) {
+        Err(Error::NoDriver(message)) => assert!(message.contains("driver"), "{message}"),
+        Err(Error::NoDevice(message)) => {
+            assert!(message.contains("CUDA_VISIBLE_DEVICES"), "{message}")
+        }
+        Err(other) => panic!("expected NoDriver or NoDevice, got: {other}"),
+        Ok(rt) => panic!("device {} cannot exist", rt.device().ordinal),
+    }
+}

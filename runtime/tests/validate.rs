@@ -1,0 +1,544 @@
+//! Launch checks on hand-built kernels and a described device: no GPU needed.
+
+use warpforge_codegen::ir::{
+    BinaryOp, Block, ConstParam, Expr, ExprKind, Kernel, Literal, Param, ParamType, Requirement,
+    Scalar,
+};
+use warpforge_codegen::{Arch, KernelDef, Target, TuneAxis};
+use warpforge_runtime::{
+    select_arch, validate_launch, ArgInfo, DeviceInfo, Error, Grid, HostValue, LaunchDims,
+    VariantFacts,
+};
+
+fn h200() -> DeviceInfo {
+    DeviceInfo {
+        name: "NVIDIA H200".into(),
+        ordinal: 0,
+        compute_capability: (9, 0),
+        sm_count: 132,
+        max_threads_per_block: 1024,
+        max_block_dims: [1024, 1024, 64],
+        max_grid_dims: [2_147_483_647, 65_535, 65_535],
+        shared_mem_per_block: 48 * 1024,
+        shared_mem_per_block_optin: 227 * 1024,
+        shared_mem_per_sm: 228 * 1024,
+        registers_per_block: 65_536,
+        warp_size: 32,
+        l2_cache_bytes: 60 * 1024 * 1024,
+        total_memory_bytes: 141 * 1024 * 1024 * 1024,
+        driver_version: (12, 8),
+    }
+}
+
+fn v100() -> DeviceInfo {
+    DeviceInfo {
+        name: "Tesla V100".into(),
+        compute_capability: (7, 0),
+        ..h200()
+    }
+}
+
+fn expr(ty: Scalar, kind: ExprKind) -> Expr {
+    Expr { ty, kind }
+}
+
+fn param(name: &str, ty: ParamType) -> Param {
+    Param {
+        name: name.into(),
+        ty,
+    }
+}
+
+/// `saxpy(a: f32, x: &[f32], y: &mut [f32], n: u32)` with
+/// `requires(x.len() >= n)`, for sm_70 and sm_80.
+fn saxpy() -> KernelDef {
+    let requirement = Requirement {
+        cond: expr(
+            Scalar::Bool,
+            ExprKind::Binary(
+                BinaryOp::Ge,
+                Box::new(expr(Scalar::U32, ExprKind::Len(1))),
+                Box::new(expr(Scalar::U32, ExprKind::Param(3))),
+            ),
+        ),
+        text: "x.len() >= n".into(),
+    };
+    KernelDef {
+        ir: Kernel {
+            name: "saxpy".into(),
+            const_params: vec![],
+            params: vec![
+                param("a", ParamType::Scalar(Scalar::F32)),
+                param(
+                    "x",
+                    ParamType::Slice {
+                        elem: Scalar::F32,
+                        mutable: false,
+                    },
+                ),
+                param(
+                    "y",
+                    ParamType::Slice {
+                        elem: Scalar::F32,
+                        mutable: true,
+                    },
+                ),
+                param("n", ParamType::Scalar(Scalar::U32)),
+            ],
+            locals: vec![],
+            block: None,
+            requires: vec![requirement],
+            body: Block::new(),
+        },
+        targets: vec![Target::Ptx(Arch::Sm70), Target::Ptx(Arch::Sm80)],
+        tune: vec![],
+    }
+}
+
+/// `tile<const BM: u32>(c: &mut [f32])` with `block(BM)`, for sm_80 and sm_90.
+fn tile() -> KernelDef {
+    KernelDef {
+        ir: Kernel {
+            name: "tile".into(),
+            const_params: vec![ConstParam {
+                name: "BM".into(),
+                ty: Scalar::U32,
+            }],
+            params: vec![param(
+                "c",
+                ParamType::Slice {
+                    elem: Scalar::F32,
+                    mutable: true,
+                },
+            )],
+            locals: vec![],
+            block: Some([
+                expr(Scalar::U32, ExprKind::Const(0)),
+                Expr::u32(1),
+                Expr::u32(1),
+            ]),
+            requires: vec![],
+            body: Block::new(),
+        },
+        targets: vec![Target::Ptx(Arch::Sm80), Target::Ptx(Arch::Sm90)],
+        tune: vec![TuneAxis {
+            name: "BM".into(),
+            values: vec![64, 128],
+        }],
+    }
+}
+
+fn f32_arg(v: f32) -> ArgInfo {
+    ArgInfo::Scalar {
+        ty: Scalar::F32,
+        value: HostValue::Scalar(Literal::Float(f64::from(v))),
+    }
+}
+
+fn u32_arg(v: u32) -> ArgInfo {
+    ArgInfo::Scalar {
+        ty: Scalar::U32,
+        value: HostValue::Scalar(Literal::Int(i64::from(v))),
+    }
+}
+
+fn buffer(elem: Scalar, len: u64, mutable: bool) -> ArgInfo {
+    ArgInfo::Buffer { elem, len, mutable }
+}
+
+fn saxpy_args(x_len: u64, n: u32) -> Vec<ArgInfo> {
+    vec![
+        f32_arg(2.0),
+        buffer(Scalar::F32, x_len, false),
+        buffer(Scalar::F32, x_len, true),
+        u32_arg(n),
+    ]
+}
+
+const NO_BLOCK: VariantFacts = VariantFacts {
+    block: None,
+    shared_bytes: 0,
+};
+
+/// The message of a refused launch, which must name the kernel.
+fn refused(result: Result<LaunchDims, Error>, kernel: &str) -> String {
+    match result {
+        Err(err @ Error::InvalidLaunch { .. }) => {
+            let message = err.to_string();
+            assert!(
+                message.contains(&format!("`{kernel}`")),
+                "names the kernel: {message}"
+            );
+            message
+        }
+        other => panic!("expected an invalid launch, got {other:?}"),
+    }
+}
+
+/// The tile kernel's args with no requirements, so these checks never evaluate expressions.
+fn tile_args() -> Vec<ArgInfo> {
+    vec![buffer(Scalar::F32, 4096, true)]
+}
+
+fn launch_tile(facts: VariantFacts, grid: Grid, device: &DeviceInfo) -> Result<LaunchDims, Error> {
+    validate_launch(&tile(), &[128], &facts, &grid, &tile_args(), device)
+}
+
+#[test]
+fn a_valid_launch_gives_its_dimensions() {
+    let facts = VariantFacts {
+        block: Some([128, 1, 1]),
+        shared_bytes: 64 * 1024,
+    };
+    let dims = launch_tile(facts, Grid::blocks([32, 2, 1]), &h200()).unwrap();
+    assert_eq!(
+        dims,
+        LaunchDims {
+            blocks: [32, 2, 1],
+            threads: [128, 1, 1],
+            shared_bytes: 64 * 1024
+        }
+    );
+    // Giving the declared shape again is fine.
+    let dims = launch_tile(facts, Grid::new([1, 1, 1], [128, 1, 1]), &h200()).unwrap();
+    assert_eq!(dims.threads, [128, 1, 1]);
+}
+
+#[test]
+fn wrong_argument_count() {
+    let def = saxpy();
+    let mut args = saxpy_args(100, 100);
+    args.pop();
+    let message = refused(
+        validate_launch(&def, &[], &NO_BLOCK, &Grid::linear(100, 64), &args, &h200()),
+        "saxpy",
+    );
+    assert!(
+        message.contains("takes 4 argument(s)") && message.contains("got 3"),
+        "{message}"
+    );
+    assert!(
+        message.contains("y: &mut [f32]"),
+        "shows the signature: {message}"
+    );
+}
+
+#[test]
+fn wrong_scalar_type() {
+    let mut args = saxpy_args(100, 100);
+    args[0] = ArgInfo::Scalar {
+        ty: Scalar::F64,
+        value: HostValue::Scalar(Literal::Float(2.0)),
+    };
+    let message = refused(
+        validate_launch(
+            &saxpy(),
+            &[],
+            &NO_BLOCK,
+            &Grid::linear(100, 64),
+            &args,
+            &h200(),
+        ),
+        "saxpy",
+    );
+    assert!(
+        message.contains("`a` is f32") && message.contains("got f64"),
+        "{message}"
+    );
+}
+
+#[test]
+fn buffer_for_a_scalar_and_scalar_for_a_buffer() {
+    let mut args = saxpy_args(100, 100);
+    args[3] = buffer(Scalar::U32, 1, false);
+    let message = refused(
+        validate_launch(
+            &saxpy(),
+            &[],
+            &NO_BLOCK,
+            &Grid::linear(100, 64),
+            &args,
+            &h200(),
+        ),
+        "saxpy",
+    );
+    assert!(
+        message.contains("`n` is u32") && message.contains("KernelArg::scalar"),
+        "{message}"
+    );
+
+    let mut args = saxpy_args(100, 100);
+    args[1] = f32_arg(1.0);
+    let message = refused(
+        validate_launch(
+            &saxpy(),
+            &[],
+            &NO_BLOCK,
+            &Grid::linear(100, 64),
+            &args,
+            &h200(),
+        ),
+        "saxpy",
+    );
+    assert!(
+        message.contains("`x` is &[f32]") && message.contains("DeviceBuffer"),
+        "{message}"
+    );
+}
+
+#[test]
+fn wrong_element_type() {
+    let mut args = saxpy_args(100, 100);
+    args[1] = buffer(Scalar::F16, 100, false);
+    let message = refused(
+        validate_launch(
+            &saxpy(),
+            &[],
+            &NO_BLOCK,
+            &Grid::linear(100, 64),
+            &args,
+            &h200(),
+        ),
+        "saxpy",
+    );
+    assert!(
+        message.contains("`x` is &[f32]") && message.contains("buffer of f16"),
+        "{message}"
+    );
+}
+
+#[test]
+fn shared_buffer_for_a_mut_parameter() {
+    let mut args = saxpy_args(100, 100);
+    args[2] = buffer(Scalar::F32, 100, false);
+    let message = refused(
+        validate_launch(
+            &saxpy(),
+            &[],
+            &NO_BLOCK,
+            &Grid::linear(100, 64),
+            &args,
+            &h200(),
+        ),
+        "saxpy",
+    );
+    assert!(
+        message.contains("`y` is &mut [f32]") && message.contains("buffer_mut"),
+        "{message}"
+    );
+}
+
+#[test]
+fn buffer_longer_than_a_u32_length() {
+    let message = refused(launch_tile_with_len(1 << 32), "tile[BM=128]");
+    assert!(message.contains("4294967296 elements"), "{message}");
+    assert!(launch_tile_with_len(u64::from(u32::MAX)).is_ok());
+}
+
+fn launch_tile_with_len(len: u64) -> Result<LaunchDims, Error> {
+    let facts = VariantFacts {
+        block: Some([128, 1, 1]),
+        shared_bytes: 0,
+    };
+    validate_launch(
+        &tile(),
+        &[128],
+        &facts,
+        &Grid::blocks([1, 1, 1]),
+        &[buffer(Scalar::F32, len, true)],
+        &h200(),
+    )
+}
+
+#[test]
+fn failed_requirement_quotes_it_with_the_values() {
+    let message = refused(
+        validate_launch(
+            &saxpy(),
+            &[],
+            &NO_BLOCK,
+            &Grid::linear(100, 64),
+            &saxpy_args(10, 100),
+            &h200(),
+        ),
+        "saxpy",
+    );
+    assert!(message.contains("`x.len() >= n`"), "{message}");
+    assert!(
+        message.contains("x.len() = 10") && message.contains("n = 100"),
+        "{message}"
+    );
+    assert!(validate_launch(
+        &saxpy(),
+        &[],
+        &NO_BLOCK,
+        &Grid::linear(100, 64),
+        &saxpy_args(100, 100),
+        &h200()
+    )
+    .is_ok());
+}
+
+#[test]
+fn const_values_count_and_range() {
+    let facts = VariantFacts {
+        block: Some([128, 1, 1]),
+        shared_bytes: 0,
+    };
+    let grid = Grid::blocks([1, 1, 1]);
+    let message = refused(
+        validate_launch(&tile(), &[], &facts, &grid, &tile_args(), &h200()),
+        "tile",
+    );
+    assert!(
+        message.contains("1 const parameter(s) [BM: u32]") && message.contains("got 0"),
+        "{message}"
+    );
+    let message = refused(
+        validate_launch(&tile(), &[-1], &facts, &grid, &tile_args(), &h200()),
+        "tile[BM=-1]",
+    );
+    assert!(
+        message.contains("BM is a u32") && message.contains("-1"),
+        "{message}"
+    );
+    // A value outside the tune list is allowed: the list is only the search space.
+    assert!(validate_launch(&tile(), &[96], &facts, &grid, &tile_args(), &h200()).is_ok());
+}
+
+#[test]
+fn block_too_large() {
+    let message = refused(
+        launch_tile(NO_BLOCK, Grid::new([1, 1, 1], [64, 32, 1]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(
+        message.contains("2048 threads") && message.contains("1024 per block"),
+        "{message}"
+    );
+    let message = refused(
+        launch_tile(NO_BLOCK, Grid::new([1, 1, 1], [1, 1, 128]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(
+        message.contains("128 along z") && message.contains("(64)"),
+        "{message}"
+    );
+    let message = refused(
+        launch_tile(NO_BLOCK, Grid::new([1, 1, 1], [0, 1, 1]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(message.contains("empty"), "{message}");
+}
+
+#[test]
+fn zero_sized_grid() {
+    let message = refused(
+        launch_tile(NO_BLOCK, Grid::linear(0, 256), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(
+        message.contains("grid of 0, 1, 1 blocks is empty"),
+        "{message}"
+    );
+    let message = refused(
+        launch_tile(NO_BLOCK, Grid::new([4, 0, 1], [32, 1, 1]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(message.contains("at least 1"), "{message}");
+}
+
+#[test]
+fn grid_too_large() {
+    let message = refused(
+        launch_tile(NO_BLOCK, Grid::new([1, 70_000, 1], [32, 1, 1]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(
+        message.contains("70000 along y") && message.contains("65535"),
+        "{message}"
+    );
+}
+
+#[test]
+fn shared_memory_over_the_device_limit() {
+    let facts = VariantFacts {
+        block: Some([128, 1, 1]),
+        shared_bytes: 228 * 1024,
+    };
+    let message = refused(
+        launch_tile(facts, Grid::blocks([1, 1, 1]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(
+        message.contains("233472 bytes") && message.contains("232448 bytes"),
+        "{message}"
+    );
+}
+
+#[test]
+fn declared_block_and_given_threads_differ() {
+    let facts = VariantFacts {
+        block: Some([128, 1, 1]),
+        shared_bytes: 0,
+    };
+    let message = refused(
+        launch_tile(facts, Grid::new([1, 1, 1], [256, 1, 1]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(
+        message.contains("block(128, 1, 1)") && message.contains("256, 1, 1"),
+        "{message}"
+    );
+    assert!(message.contains("Grid::blocks"), "{message}");
+}
+
+#[test]
+fn no_block_shape_at_all() {
+    let message = refused(
+        launch_tile(NO_BLOCK, Grid::blocks([1, 1, 1]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(
+        message.contains("no block shape") && message.contains("Grid::new"),
+        "{message}"
+    );
+}
+
+#[test]
+fn target_selection_takes_the_highest_supported_arch() {
+    let all = KernelDef {
+        targets: Arch::ALL.map(Target::Ptx).to_vec(),
+        ..saxpy()
+    };
+    assert_eq!(select_arch(&all, &h200()).unwrap(), Arch::Sm90);
+    let ampere = DeviceInfo {
+        compute_capability: (8, 6),
+        ..h200()
+    };
+    assert_eq!(select_arch(&all, &ampere).unwrap(), Arch::Sm80);
+    assert_eq!(select_arch(&all, &v100()).unwrap(), Arch::Sm70);
+    // Declaration order does not matter.
+    let reversed = KernelDef {
+        targets: vec![Target::Ptx(Arch::Sm90), Target::Ptx(Arch::Sm70)],
+        ..saxpy()
+    };
+    assert_eq!(select_arch(&reversed, &ampere).unwrap(), Arch::Sm70);
+}
+
+#[test]
+fn no_target_the_device_supports() {
+    let message = match select_arch(&tile(), &v100()) {
+        Err(err @ Error::InvalidLaunch { .. }) => err.to_string(),
+        other => panic!("expected an invalid launch, got {other:?}"),
+    };
+    assert!(message.contains("`tile`"), "{message}");
+    assert!(
+        message.contains("sm_80, sm_90") && message.contains("Tesla V100"),
+        "{message}"
+    );
+    assert!(
+        message.contains("compute capability 7.0") && message.contains("sm_70"),
+        "{message}"
+    );
+}
