@@ -113,7 +113,7 @@ fn check_saxpy(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, sizes: &[
         let run = || -> Result<Vec<f32>, Error> {
             let dx = rt.upload(&x)?;
             let mut dy = rt.upload(&y)?;
-            simple::saxpy::launch(rt, Grid::linear(n as u32, 256), a, &dx, &mut dy)?;
+            simple::saxpy::launch(rt, Grid::linear(n, 256), a, &dx, &mut dy)?;
             rt.download(&dy)
         };
         match run() {
@@ -139,7 +139,7 @@ fn check_histogram(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, sizes
                 simple::histogram::launch(
                     rt,
                     consts,
-                    Grid::blocks(blocks, 1, 1),
+                    Grid::blocks([blocks, 1, 1]),
                     &dv,
                     &mut counts,
                 )?;
@@ -208,7 +208,7 @@ fn check_softmax(
                 softmax::softmax_rows::launch(
                     rt,
                     consts,
-                    Grid::blocks(rows as u32, 1, 1),
+                    Grid::blocks([rows as u32, 1, 1]),
                     &dx,
                     &mut dy,
                     rows as u32,
