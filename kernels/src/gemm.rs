@@ -139,7 +139,7 @@ pub const DEFAULT_F32: gemm_f32::Consts = gemm_f32::Consts {
 
 /// The grid that covers an m x n output with `consts`' tiles.
 pub fn gemm_f32_grid(consts: gemm_f32::Consts, m: u32, n: u32) -> Grid {
-    Grid::blocks(n.div_ceil(consts.BN), m.div_ceil(consts.BM), 1)
+    Grid::blocks([n.div_ceil(consts.BN), m.div_ceil(consts.BM), 1])
 }
 
 /// `C = alpha * A B + beta * C` (row-major f32) with the given variant.
