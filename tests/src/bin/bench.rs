@@ -1,0 +1,89 @@
+//! Benchmarks beside cuBLAS, in one run: CUDA-event medians after warm-up, on
+//! random inputs larger than L2.
+//!
+//! `bench` sweeps every variant of the SIMT f32 GEMM at 4096^3, then times the
+//! fastest against cuBLAS sgemm (no TF32) and checks that both agree.
+
+use std::process::ExitCode;
+
+use warpforge::{DeviceBuffer, Error, Runtime};
+use warpforge_kernels::gemm;
+use warpforge_tests::compare::deviation;
+use warpforge_tests::{run_seed, Inputs};
+
+fn main() -> ExitCode {
+    let rt = match Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            println!("BENCH NOT RUN: no usable GPU: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match bench_gemm_f32(&rt, 4096) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            println!("bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Median of `reps` timed runs of `work`, after `warmup` untimed ones.
+fn median_ms(rt: &Runtime, warmup: usize, reps: usize, mut work: impl FnMut(&Runtime) -> Result<(), Error>) -> Result<f32, Error> {
+    for _ in 0..warmup {
+        work(rt)?;
+    }
+    let mut times = Vec::with_capacity(reps);
+    for _ in 0..reps {
+        times.push(rt.time_ms(&mut work)?);
+    }
+    times.sort_by(f32::total_cmp);
+    Ok(times[reps / 2])
+}
+
+fn tflops(size: usize, ms: f32) -> f64 {
+    2.0 * (size as f64).powi(3) / (ms as f64 * 1e-3) / 1e12
+}
+
+fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let device = rt.device();
+    println!("device: {} (sm_{}{}, {} SMs)", device.name, device.compute_capability.0, device.compute_capability.1, device.sm_count);
+    let mut inputs = Inputs::new(run_seed());
+    let a = rt.upload(&inputs.f32s(size * size))?;
+    let b = rt.upload(&inputs.f32s(size * size))?;
+    let mut c: DeviceBuffer<f32> = rt.alloc_zeroed(size * size)?;
+    let s = size as u32;
+
+    println!("\ngemm_f32 {size}^3, every variant (median of 10 after 2 warm-ups):");
+    let mut results = Vec::new();
+    for consts in gemm::gemm_f32::variants() {
+        let ms = median_ms(rt, 2, 10, |rt| gemm::gemm_f32_with(rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0))?;
+        println!("  {:<40} {:>8.3} ms {:>7.2} TFLOP/s", format!("{consts:?}"), ms, tflops(size, ms));
+        results.push((ms, consts));
+    }
+    results.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let best = results[0].1;
+
+    // The winner and cuBLAS, timed alternately so that drift hits both alike.
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    let mut reference: DeviceBuffer<f32> = rt.alloc_zeroed(size * size)?;
+    for _ in 0..5 {
+        ours.push(median_ms(rt, 3, 20, |rt| gemm::gemm_f32_with(rt, best, &a, &b, &mut c, (s, s, s), 1.0, 0.0))?);
+        theirs.push(median_ms(rt, 3, 20, |rt| rt.cublas_sgemm(size, size, size, &a, &b, &mut reference))?);
+    }
+    ours.sort_by(f32::total_cmp);
+    theirs.sort_by(f32::total_cmp);
+    let (ours, theirs) = (ours[2], theirs[2]);
+
+    let d = deviation(&rt.download(&c)?, &rt.download(&reference)?.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
+    println!("|---|---|---|---|");
+    println!("| warpforge gemm_f32 {best:?} | {ours:.3} | {:.2} | {:.3}x |", tflops(size, ours), theirs / ours);
+    println!("| cuBLAS sgemm (fp32, no TF32) | {theirs:.3} | {:.2} | 1.000x |", tflops(size, theirs));
+    println!("\nwarpforge vs cuBLAS result: {d}");
+    if !d.passes(1e-5) {
+        return Err(format!("gemm_f32 disagrees with cuBLAS: {d}").into());
+    }
+    Ok(())
+}
