@@ -14,6 +14,7 @@ use quote::ToTokens;
 use super::attr::KernelAttr;
 use super::constness::{self, Names};
 use super::errors::{Errors, Reported};
+use super::infer;
 use super::signature::Signature;
 use super::types;
 use crate::ir::{
@@ -169,17 +170,16 @@ impl Lowerer<'_> {
             .push((ident.to_string(), binding));
     }
 
+    fn lookup(&self, ident: &Ident) -> Option<Binding> {
+        let mut bindings = self.scopes.iter().rev().flat_map(|s| s.iter().rev());
+        bindings.find(|(n, _)| ident == n).map(|(_, b)| *b)
+    }
+
     fn resolve(&mut self, ident: &Ident) -> Lowered<Binding> {
         let name = ident.to_string();
-        let found = self
-            .scopes
-            .iter()
-            .rev()
-            .flat_map(|s| s.iter().rev())
-            .find(|(n, _)| *n == name);
-        match found {
-            Some((_, Binding::Broken)) => Err(Reported),
-            Some((_, binding)) => Ok(*binding),
+        match self.lookup(ident) {
+            Some(Binding::Broken) => Err(Reported),
+            Some(binding) => Ok(binding),
             None if SPECIALS.contains(&name.as_str()) || name == "lane_id" => {
                 Err(self.errors.push(ident, format!("`{name}` is a function: call it, e.g. `{name}()`")))
             }
@@ -315,15 +315,16 @@ impl Lowerer<'_> {
     /// with the next statement.
     fn block(&mut self, stmts: &[syn::Stmt], out: &mut Block) {
         self.scopes.push(Vec::new());
-        for stmt in stmts {
-            let _reported = self.stmt(stmt, out);
+        for (i, stmt) in stmts.iter().enumerate() {
+            let _reported = self.stmt(stmt, &stmts[i + 1..], out);
         }
         self.scopes.pop();
     }
 
-    fn stmt(&mut self, stmt: &syn::Stmt, out: &mut Block) -> Lowered<()> {
+    /// `rest` is what follows `stmt` in its block (where a `let` is in scope).
+    fn stmt(&mut self, stmt: &syn::Stmt, rest: &[syn::Stmt], out: &mut Block) -> Lowered<()> {
         match stmt {
-            syn::Stmt::Local(local) => self.let_stmt(local, out),
+            syn::Stmt::Local(local) => self.let_stmt(local, rest, out),
             syn::Stmt::Item(item) => self.err(
                 item,
                 "items (`fn`, `struct`, `use`, `const`, ..) cannot be declared inside a kernel: use `let` for values and const parameters for constants",
@@ -512,7 +513,14 @@ impl Lowerer<'_> {
         let (Some(start), Some(end)) = (&range.start, &range.end) else {
             return self.err(range, "a loop range needs both bounds: `a..b`");
         };
-        let (start_e, end_e) = self.pair(start, end, None)?;
+        // Untyped integer bounds take the type the body uses the variable with.
+        let inferred = match &name {
+            Some(ident) if is_untyped_literal(start) && is_untyped_literal(end) => self
+                .type_from_uses(ident, &f.body.stmts)
+                .filter(|t| t.is_int()),
+            _ => None,
+        };
+        let (start_e, end_e) = self.pair(start, end, inferred)?;
         if start_e.ty != end_e.ty {
             return self.err(
                 range,
@@ -631,7 +639,7 @@ impl Lowerer<'_> {
         Ok(cond)
     }
 
-    fn let_stmt(&mut self, local: &syn::Local, out: &mut Block) -> Lowered<()> {
+    fn let_stmt(&mut self, local: &syn::Local, rest: &[syn::Stmt], out: &mut Block) -> Lowered<()> {
         let (pat, annotation) = match &local.pat {
             syn::Pat::Type(t) => (&*t.pat, Some(&*t.ty)),
             other => (other, None),
@@ -648,7 +656,7 @@ impl Lowerer<'_> {
                 )
             }
         };
-        let result = self.let_local(local, ident, mutable, annotation, out);
+        let result = self.let_local(local, ident, mutable, annotation, rest, out);
         if let Some(ident) = ident {
             let binding = match result {
                 Ok(Some(id)) => Binding::Local(id),
@@ -667,6 +675,7 @@ impl Lowerer<'_> {
         ident: Option<&Ident>,
         mutable: bool,
         annotation: Option<&syn::Type>,
+        rest: &[syn::Stmt],
         out: &mut Block,
     ) -> Lowered<Option<LocalId>> {
         if let Some(a) = local.attrs.first() {
@@ -684,6 +693,13 @@ impl Lowerer<'_> {
         };
         let declared = annotation.map(|ty| self.declared_type(ty)).transpose()?;
         let name = ident.map_or_else(|| "_".to_string(), |i| i.to_string());
+        // An untyped literal value takes the type the following code uses the variable with.
+        let inferred = match (ident, &declared, init) {
+            (Some(ident), None, Some(init)) if is_untyped_literal(repeat_parts(init).0) => {
+                self.type_from_uses(ident, rest)
+            }
+            _ => None,
+        };
 
         match init {
             Some(syn::Expr::Call(c)) if call_name(c).as_deref() == Some("shared") => {
@@ -710,7 +726,8 @@ impl Lowerer<'_> {
                     .iter()
                     .map(|len| self.constant_size(len, "an array size"))
                     .collect::<Lowered<Vec<_>>>()?;
-                let value = self.expr(splat, declared.as_ref().map(|(elem, _)| *elem))?;
+                let value =
+                    self.expr(splat, declared.as_ref().map(|(elem, _)| *elem).or(inferred))?;
                 if let Some((elem, declared_dims)) = &declared {
                     self.check_type(splat, value.ty, *elem, "the initial value of the elements")?;
                     if *declared_dims != dims {
@@ -761,7 +778,7 @@ impl Lowerer<'_> {
                     }
                 }
                 let hint = declared.as_ref().map(|(elem, _)| *elem);
-                let value = self.value(init, hint, out)?;
+                let value = self.value(init, hint.or(inferred), out)?;
                 if let Some(want) = hint {
                     self.check_type(init, value.ty, want, &format!("the value of `{name}`"))?;
                 }
@@ -793,6 +810,59 @@ impl Lowerer<'_> {
                 Ok(s) => Ok((s, Vec::new())),
                 Err(msg) => self.err(other, msg),
             },
+        }
+    }
+
+    fn type_from_uses(&self, ident: &Ident, stmts: &[syn::Stmt]) -> Option<Scalar> {
+        infer::type_from_uses(ident, stmts, &|e| self.peek_type(e, ident))
+    }
+
+    /// The type of `e` if it is evident without lowering (names in scope but
+    /// `hiding`, typed literals, indices, casts, ..); `None` otherwise.
+    fn peek_type(&self, e: &syn::Expr, hiding: &Ident) -> Option<Scalar> {
+        let peek = |e: &syn::Expr| self.peek_type(e, hiding);
+        match peel(e) {
+            syn::Expr::Lit(l) => match &l.lit {
+                syn::Lit::Int(i) => Scalar::from_name(i.suffix()),
+                syn::Lit::Float(f) => Scalar::from_name(f.suffix()),
+                syn::Lit::Bool(_) => Some(Scalar::Bool),
+                _ => None,
+            },
+            syn::Expr::Path(_) | syn::Expr::Index(_) => {
+                let syn::Expr::Path(root) = index_chain(e).0 else {
+                    return None;
+                };
+                let ident = root.path.get_ident().filter(|i| *i != hiding)?;
+                match self.lookup(ident)? {
+                    Binding::Param(id) => match self.params[id as usize].ty {
+                        ParamType::Scalar(s) | ParamType::Slice { elem: s, .. } => Some(s),
+                    },
+                    Binding::Const(id) => Some(self.const_params[id as usize].ty),
+                    Binding::Local(id) => Some(self.locals[id as usize].ty),
+                    Binding::Broken => None,
+                }
+            }
+            syn::Expr::Field(_) => Some(Scalar::U32),
+            syn::Expr::Call(c) => match call_name(c)?.as_str() {
+                "lane_id" => Some(Scalar::U32),
+                "shfl_xor" | "shfl_down" => peek(c.args.first()?),
+                n if n.starts_with("atomic_") => match c.args.first()? {
+                    syn::Expr::Reference(r) => peek(&r.expr),
+                    _ => None,
+                },
+                _ => None,
+            },
+            syn::Expr::MethodCall(m) if m.method == "len" => Some(Scalar::U32),
+            syn::Expr::MethodCall(m) => peek(&m.receiver).or_else(|| m.args.iter().find_map(peek)),
+            syn::Expr::Unary(u) => peek(&u.expr),
+            syn::Expr::Binary(b) => match binary_op(&b.op) {
+                op if op.is_comparison() => Some(Scalar::Bool),
+                BinaryOp::LogicalAnd | BinaryOp::LogicalOr => Some(Scalar::Bool),
+                BinaryOp::Shl | BinaryOp::Shr => peek(&b.left),
+                _ => peek(&b.left).or_else(|| peek(&b.right)),
+            },
+            syn::Expr::Cast(c) => types::scalar(&c.ty).ok(),
+            _ => None,
         }
     }
 
@@ -900,8 +970,8 @@ impl Lowerer<'_> {
             );
         };
         self.scopes.push(Vec::new());
-        for stmt in init {
-            let _reported = self.stmt(stmt, out);
+        for (i, stmt) in init.iter().enumerate() {
+            let _reported = self.stmt(stmt, &block.stmts[i + 1..], out);
         }
         let value = self.value(tail, hint, out);
         self.scopes.pop();
@@ -948,19 +1018,19 @@ impl Lowerer<'_> {
                 let ty = match suffix_type(self, int.suffix())? {
                     Some(f) if f.is_float() => return self.float_literal(lit, text, f, negative),
                     Some(t) => t,
-                    None => {
-                        match hint {
-                            Some(h) if h.is_int() => h,
-                            Some(h) if h.is_float() => return self.err(
+                    None => match hint {
+                        Some(h) if h.is_int() => h,
+                        Some(h) if h.is_float() => {
+                            return self.err(
                                 lit,
                                 format!(
                                     "an integer literal where `{}` is expected: write `{text}.0`",
                                     h.name()
                                 ),
-                            ),
-                            _ => Scalar::I32,
+                            )
                         }
-                    }
+                        _ => Scalar::I32,
+                    },
                 };
                 if ty == Scalar::Bool {
                     return self.err(
@@ -1063,15 +1133,11 @@ impl Lowerer<'_> {
 
     /// A place: a scalar local, an array element, or a slice element.
     fn place(&mut self, e: &syn::Expr, access: Access) -> Lowered<(Place, Scalar)> {
-        let mut index_exprs = Vec::new();
-        let mut root = peel(e);
-        while let syn::Expr::Index(i) = root {
-            index_exprs.push(&*i.index);
-            root = peel(&i.expr);
-        }
-        index_exprs.reverse();
-        let syn::Expr::Path(path) = root else {
-            return self.err(root, "only variables, array elements `a[i][j]` and slice elements `y[i]` can be indexed or assigned");
+        let (path, index_exprs) = match index_chain(e) {
+            (syn::Expr::Path(path), index_exprs) => (path, index_exprs),
+            (root, _) => {
+                return self.err(root, "only variables, array elements `a[i][j]` and slice elements `y[i]` can be indexed or assigned")
+            }
         };
         let ident = self.path_ident(path)?;
         let binding = self.resolve(&ident)?;
@@ -1446,12 +1512,14 @@ impl Lowerer<'_> {
         self.arity(c, &c.args, arity, name)?;
         let target = match peel(&c.args[0]) {
             syn::Expr::Reference(r) if r.mutability.is_some() => &*r.expr,
-            other => return self.err(
-                other,
-                format!(
+            other => {
+                return self.err(
+                    other,
+                    format!(
                     "the first argument of `{name}` is the element to update, written `&mut y[i]`"
                 ),
-            ),
+                )
+            }
         };
         let (place, ty) = self.place(target, Access::Atomic)?;
         let supported = match op {
@@ -1640,6 +1708,18 @@ fn call_name(c: &syn::ExprCall) -> Option<String> {
     match &*c.func {
         syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
         _ => None,
+    }
+}
+
+/// `a[i][j]`: the indexed expression and the indices, outermost first.
+fn index_chain(e: &syn::Expr) -> (&syn::Expr, Vec<&syn::Expr>) {
+    match peel(e) {
+        syn::Expr::Index(i) => {
+            let (root, mut indices) = index_chain(&i.expr);
+            indices.push(&i.index);
+            (root, indices)
+        }
+        other => (other, Vec::new()),
     }
 }
 
