@@ -73,7 +73,14 @@ pub fn lower_kernel(
     let requires: Vec<Lowered<Requirement>> =
         attr.requires.iter().map(|r| lower.requirement(r)).collect();
     let mut body = Block::new();
-    lower.block(&item.block.stmts, &mut body);
+    let mut stmts = &item.block.stmts[..];
+    if let (syn::ReturnType::Type(..), Some((syn::Stmt::Expr(_, None), init))) =
+        (&item.sig.output, stmts.split_last())
+    {
+        // The signature's error covers the value this tail would return.
+        stmts = init;
+    }
+    lower.block(stmts, &mut body);
 
     let requires = requires.into_iter().collect::<Lowered<Vec<_>>>()?;
     let block = block?;
@@ -99,6 +106,17 @@ enum Binding {
     Local(LocalId),
     /// A declaration that failed; uses are not reported again.
     Broken,
+}
+
+/// Why an expression must be a compile-time constant.
+#[derive(Clone, Copy)]
+enum ConstantRole<'a> {
+    /// An index into this register array.
+    RegisterIndex(&'a Ident),
+    /// The `start`, `end` or `step` of an `#[unroll]` loop.
+    UnrollBound(&'static str),
+    /// An array or block size, described.
+    Size(&'a str),
 }
 
 /// How a place is used.
@@ -241,35 +259,32 @@ impl Lowerer<'_> {
         )
     }
 
-    /// Reports unless `expr` is a compile-time constant; `what` names its role.
+    /// Reports unless `expr` is a compile-time constant as `role` needs.
     fn check_constant(
         &mut self,
         at: impl ToTokens,
         expr: &Expr,
-        unroll_vars_allowed: bool,
-        what: &str,
+        role: ConstantRole,
     ) -> Lowered<()> {
-        let unroll_vars: &[LocalId] = if unroll_vars_allowed {
-            &self.unroll_vars
-        } else {
-            &[]
+        let unroll_vars: &[LocalId] = match role {
+            ConstantRole::RegisterIndex(_) | ConstantRole::UnrollBound(_) => &self.unroll_vars,
+            ConstantRole::Size(_) => &[],
         };
-        match constness::non_constant_part(expr, &self.names(), unroll_vars) {
-            None => Ok(()),
-            Some(part) => {
-                let allowed = if unroll_vars_allowed {
-                    "literals, const parameters and variables of `#[unroll]` loops"
-                } else {
-                    "literals and const parameters"
-                };
-                self.err(
-                    at,
-                    format!(
-                        "{what} must be a compile-time constant ({allowed}), but this uses {part}"
-                    ),
-                )
-            }
-        }
+        let Some(part) = constness::non_constant_part(expr, &self.names(), unroll_vars) else {
+            return Ok(());
+        };
+        let message = match role {
+            ConstantRole::RegisterIndex(array) => format!(
+                "the register array `{array}` must be indexed by compile-time constants (literals, const parameters and variables of `#[unroll]` loops), but this index uses {part}: mark the loop that makes the index `#[unroll]`, or use a shared array for run-time indices"
+            ),
+            ConstantRole::UnrollBound(which) => format!(
+                "the {which} of an `#[unroll]` loop must be a compile-time constant (literals, const parameters and variables of enclosing `#[unroll]` loops), but this uses {part}: use a const parameter (`const N: u32` with `tune(N = [..])`) or remove `#[unroll]`"
+            ),
+            ConstantRole::Size(what) => format!(
+                "{what} must be a compile-time constant (literals and const parameters), but this uses {part}: use a const parameter (`const N: u32` with `tune(N = [..])`)"
+            ),
+        };
+        self.err(at, message)
     }
 
     // ---- attribute expressions ----------------------------------------
@@ -290,7 +305,7 @@ impl Lowerer<'_> {
     fn constant_size(&mut self, e: &syn::Expr, what: &str) -> Lowered<Expr> {
         let size = self.expr(e, Some(Scalar::U32))?;
         self.check_type(e, size.ty, Scalar::U32, what)?;
-        self.check_constant(e, &size, false, what)?;
+        self.check_constant(e, &size, ConstantRole::Size(what))?;
         Ok(size)
     }
 
@@ -553,10 +568,10 @@ impl Lowerer<'_> {
             None => Expr::literal(ty, Literal::Int(1)),
         };
         if unroll {
-            self.check_constant(start, &start_e, true, "the start of an `#[unroll]` loop")?;
-            self.check_constant(end, &end_e, true, "the end of an `#[unroll]` loop")?;
+            self.check_constant(start, &start_e, ConstantRole::UnrollBound("start"))?;
+            self.check_constant(end, &end_e, ConstantRole::UnrollBound("end"))?;
             if let Some(s) = step {
-                self.check_constant(s, &step_e, true, "the step of an `#[unroll]` loop")?;
+                self.check_constant(s, &step_e, ConstantRole::UnrollBound("step"))?;
             }
         }
         let var_name = name
@@ -1226,12 +1241,7 @@ impl Lowerer<'_> {
                 }
                 if space == Space::Register {
                     for (idx, index) in index_exprs.iter().zip(&indices) {
-                        self.check_constant(
-                            idx,
-                            index,
-                            true,
-                            &format!("an index into the register array `{ident}` (it lives in registers; use a shared array for run-time indices)"),
-                        )?;
+                        self.check_constant(idx, index, ConstantRole::RegisterIndex(&ident))?;
                     }
                 }
                 Ok((Place::Local { local: id, indices }, ty))
@@ -1488,7 +1498,17 @@ impl Lowerer<'_> {
                 c,
                 format!("math is written as methods, as in Rust: `x.{n}(..)` instead of `{n}(x, ..)`"),
             ),
-            n => self.err(&c.func, format!("unknown function `{n}`: kernels can call {FUNCTIONS}; math is written as methods (`x.sqrt()`)")),
+            n => {
+                let ident = &c.func;
+                match call_ident(c).and_then(|i| self.lookup(i)) {
+                    Some(Binding::Broken) => Err(Reported),
+                    Some(_) => self.err(ident, format!("`{n}` is a variable, not a function: kernels can call {FUNCTIONS}")),
+                    None => self.err(
+                        ident,
+                        format!("unknown function `{n}`: kernels can call {FUNCTIONS}; math is written as methods (`x.sqrt()`)"),
+                    ),
+                }
+            }
         }
     }
 
@@ -1704,11 +1724,15 @@ fn is_untyped_literal(e: &syn::Expr) -> bool {
     }
 }
 
-fn call_name(c: &syn::ExprCall) -> Option<String> {
+fn call_ident(c: &syn::ExprCall) -> Option<&Ident> {
     match &*c.func {
-        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
         _ => None,
     }
+}
+
+fn call_name(c: &syn::ExprCall) -> Option<String> {
+    call_ident(c).map(|i| i.to_string())
 }
 
 /// `a[i][j]`: the indexed expression and the indices, outermost first.
