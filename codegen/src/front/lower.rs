@@ -528,12 +528,17 @@ impl Lowerer<'_> {
         let (Some(start), Some(end)) = (&range.start, &range.end) else {
             return self.err(range, "a loop range needs both bounds: `a..b`");
         };
-        // Untyped integer bounds take the type the body uses the variable with.
-        let inferred = match &name {
-            Some(ident) if is_untyped_literal(start) && is_untyped_literal(end) => self
-                .type_from_uses(ident, &f.body.stmts)
-                .filter(|t| t.is_int()),
-            _ => None,
+        // Untyped integer bounds take the type of the step, or else the type
+        // the body uses the variable with.
+        let inferred = if is_untyped_literal(start) && is_untyped_literal(end) {
+            let from_step = step.and_then(|s| self.peek_type(s, None));
+            let from_uses = || {
+                name.as_ref()
+                    .and_then(|n| self.type_from_uses(n, &f.body.stmts))
+            };
+            from_step.or_else(from_uses).filter(|t| t.is_int())
+        } else {
+            None
         };
         let (start_e, end_e) = self.pair(start, end, inferred)?;
         if start_e.ty != end_e.ty {
@@ -829,12 +834,12 @@ impl Lowerer<'_> {
     }
 
     fn type_from_uses(&self, ident: &Ident, stmts: &[syn::Stmt]) -> Option<Scalar> {
-        infer::type_from_uses(ident, stmts, &|e| self.peek_type(e, ident))
+        infer::type_from_uses(ident, stmts, &|e| self.peek_type(e, Some(ident)))
     }
 
     /// The type of `e` if it is evident without lowering (names in scope but
     /// `hiding`, typed literals, indices, casts, ..); `None` otherwise.
-    fn peek_type(&self, e: &syn::Expr, hiding: &Ident) -> Option<Scalar> {
+    fn peek_type(&self, e: &syn::Expr, hiding: Option<&Ident>) -> Option<Scalar> {
         let peek = |e: &syn::Expr| self.peek_type(e, hiding);
         match peel(e) {
             syn::Expr::Lit(l) => match &l.lit {
@@ -847,7 +852,7 @@ impl Lowerer<'_> {
                 let syn::Expr::Path(root) = index_chain(e).0 else {
                     return None;
                 };
-                let ident = root.path.get_ident().filter(|i| *i != hiding)?;
+                let ident = root.path.get_ident().filter(|i| Some(*i) != hiding)?;
                 match self.lookup(ident)? {
                     Binding::Param(id) => match self.params[id as usize].ty {
                         ParamType::Scalar(s) | ParamType::Slice { elem: s, .. } => Some(s),
