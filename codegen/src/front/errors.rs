@@ -10,16 +10,14 @@ pub struct Reported;
 /// The errors of one kernel, in the order found.
 #[derive(Default)]
 pub struct Errors {
+    /// The first error, with the later ones combined into it.
     first: Option<syn::Error>,
 }
 
 impl Errors {
     /// Records an error spanning `at` and returns the marker to propagate.
     pub fn push(&mut self, at: impl ToTokens, message: impl std::fmt::Display) -> Reported {
-        self.push_error(syn::Error::new_spanned(at, message))
-    }
-
-    pub fn push_error(&mut self, error: syn::Error) -> Reported {
+        let error = syn::Error::new_spanned(at, message);
         match &mut self.first {
             Some(first) => first.combine(error),
             None => self.first = Some(error),

@@ -803,7 +803,10 @@ impl Lowerer<'_> {
                     self.check_type(init, value.ty, want, &format!("the value of `{name}`"))?;
                 }
                 if ident.is_none() {
-                    out.push(Stmt::Expr(value));
+                    // `let _ = e;` keeps only the effect of `e` (an atomic).
+                    if constness::has_atomic(&value) {
+                        out.push(Stmt::Expr(value));
+                    }
                     return Ok(None);
                 }
                 let id = self.new_local(name, value.ty, Space::Register, Vec::new(), mutable);

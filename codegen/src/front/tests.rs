@@ -1505,3 +1505,21 @@ fn errors_are_collected() {
     );
     assert!(lines[3].contains("unknown function `foo`"));
 }
+
+#[test]
+fn let_underscore_keeps_only_effects() {
+    let (k, body) =
+        body("fn k(c: &mut [u32], n: u32) { let _ = n + 1; let _ = atomic_or(&mut c[0], n); }");
+    assert!(k.locals.is_empty());
+    assert_eq!(body.len(), 1);
+    assert!(matches!(
+        &body[0],
+        Stmt::Expr(Expr {
+            kind: ExprKind::Atomic {
+                op: AtomicOp::Or,
+                ..
+            },
+            ..
+        })
+    ));
+}
