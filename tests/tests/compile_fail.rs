@@ -5,8 +5,11 @@
 //! and read every changed `.stderr`.
 
 #[test]
-fn kernel_diagnostics() {
-    let cases = trybuild::TestCases::new();
-    cases.compile_fail("tests/ui/*.rs");
-    cases.pass("tests/ui/pass/*.rs");
+fn kernel_mistakes_are_reported_at_their_span() {
+    trybuild::TestCases::new().compile_fail("tests/ui/*.rs");
+}
+
+#[test]
+fn kernels_expand_to_typed_launchers() {
+    trybuild::TestCases::new().pass("tests/ui/pass/*.rs");
 }

@@ -248,13 +248,19 @@ impl Lowerer<'_> {
         if got == want {
             return Ok(());
         }
+        let fix = match (got, want) {
+            (_, Scalar::Bool) => "compare instead, e.g. `x != 0`".to_string(),
+            (Scalar::Bool, w) if w.is_float() => {
+                format!("convert it with `(b as u32) as {}`", w.name())
+            }
+            (_, w) => format!("convert it with `as {}`", w.name()),
+        };
         self.err(
             at,
             format!(
-                "{context} must be `{}`, but this is `{}`: convert it with `as {}`",
+                "{context} must be `{}`, but this is `{}`: {fix}",
                 want.name(),
-                got.name(),
-                want.name()
+                got.name()
             ),
         )
     }
@@ -647,15 +653,7 @@ impl Lowerer<'_> {
             return self.err(l, "`let` in a condition (`if let`, `while let`) is not supported: use a `bool` condition");
         }
         let cond = self.expr(e, Some(Scalar::Bool))?;
-        if cond.ty != Scalar::Bool {
-            return self.err(
-                e,
-                format!(
-                    "{construct} conditions must be `bool`, but this is `{}`: compare explicitly, e.g. `x != 0`",
-                    cond.ty.name()
-                ),
-            );
-        }
+        self.check_type(e, cond.ty, Scalar::Bool, &format!("{construct} conditions"))?;
         Ok(cond)
     }
 
