@@ -1,0 +1,1525 @@
+//! Lowering of each construct, and each error.
+
+use super::parse_kernel_str;
+use crate::def::{KernelDef, Target, TuneAxis};
+use crate::ir::*;
+
+fn parse(attr: &str, item: &str) -> KernelDef {
+    parse_kernel_str(attr, item).unwrap_or_else(|e| panic!("kernel rejected:\n{e}"))
+}
+
+/// The body of a kernel with no attribute.
+fn body(item: &str) -> (Kernel, Block) {
+    let def = parse("", item);
+    let body = def.ir.body.clone();
+    (def.ir, body)
+}
+
+/// The error messages of a rejected kernel.
+fn error(attr: &str, item: &str) -> String {
+    match parse_kernel_str(attr, item) {
+        Ok(def) => panic!("kernel accepted: {def:?}"),
+        Err(e) => e,
+    }
+}
+
+fn assert_error(attr: &str, item: &str, expected: &[&str]) {
+    let e = error(attr, item);
+    for part in expected {
+        assert!(e.contains(part), "expected `{part}` in:\n{e}");
+    }
+}
+
+fn lit(ty: Scalar, v: i64) -> Expr {
+    Expr::literal(ty, Literal::Int(v))
+}
+
+fn load(local: LocalId, ty: Scalar) -> Expr {
+    Expr {
+        ty,
+        kind: ExprKind::Load(Box::new(Place::Local {
+            local,
+            indices: vec![],
+        })),
+    }
+}
+
+fn bin(op: BinaryOp, ty: Scalar, a: Expr, b: Expr) -> Expr {
+    Expr {
+        ty,
+        kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+    }
+}
+
+fn special(s: Special) -> Expr {
+    Expr {
+        ty: Scalar::U32,
+        kind: ExprKind::Special(s),
+    }
+}
+
+#[test]
+fn saxpy() {
+    let def = parse(
+        "",
+        "pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
+            let i = block_idx().x * block_dim().x + thread_idx().x;
+            if i < x.len() {
+                y[i] = a * x[i] + y[i];
+            }
+        }",
+    );
+    assert_eq!(def.targets, Arch::ALL.map(Target::Ptx).to_vec());
+    assert!(def.tune.is_empty());
+    let k = &def.ir;
+    assert_eq!(k.name, "saxpy");
+    assert_eq!(
+        k.params,
+        vec![
+            Param {
+                name: "a".into(),
+                ty: ParamType::Scalar(Scalar::F32)
+            },
+            Param {
+                name: "x".into(),
+                ty: ParamType::Slice {
+                    elem: Scalar::F32,
+                    mutable: false
+                }
+            },
+            Param {
+                name: "y".into(),
+                ty: ParamType::Slice {
+                    elem: Scalar::F32,
+                    mutable: true
+                }
+            },
+        ]
+    );
+    assert_eq!(
+        k.locals,
+        vec![Local {
+            name: "i".into(),
+            ty: Scalar::U32,
+            space: Space::Register,
+            dims: vec![],
+            mutable: false
+        }]
+    );
+    let i = load(0, Scalar::U32);
+    let gid = bin(
+        BinaryOp::Add,
+        Scalar::U32,
+        bin(
+            BinaryOp::Mul,
+            Scalar::U32,
+            special(Special::BlockIdx(Axis::X)),
+            special(Special::BlockDim(Axis::X)),
+        ),
+        special(Special::ThreadIdx(Axis::X)),
+    );
+    let global = |param, index: Expr| Expr {
+        ty: Scalar::F32,
+        kind: ExprKind::Load(Box::new(Place::Global { param, index })),
+    };
+    let value = bin(
+        BinaryOp::Add,
+        Scalar::F32,
+        bin(
+            BinaryOp::Mul,
+            Scalar::F32,
+            Expr {
+                ty: Scalar::F32,
+                kind: ExprKind::Param(0),
+            },
+            global(1, i.clone()),
+        ),
+        global(2, i.clone()),
+    );
+    assert_eq!(
+        k.body,
+        vec![
+            Stmt::Let {
+                local: 0,
+                init: Some(gid)
+            },
+            Stmt::If {
+                cond: bin(
+                    BinaryOp::Lt,
+                    Scalar::Bool,
+                    i.clone(),
+                    Expr {
+                        ty: Scalar::U32,
+                        kind: ExprKind::Len(1)
+                    }
+                ),
+                then_body: vec![Stmt::Assign {
+                    place: Place::Global { param: 2, index: i },
+                    value
+                }],
+                else_body: vec![],
+            },
+        ]
+    );
+    // The definition survives the trip through JSON that the macro makes.
+    assert_eq!(KernelDef::from_json(&def.to_json()).unwrap(), def);
+}
+
+fn float(ty: Scalar, v: f64) -> Expr {
+    Expr::literal(ty, Literal::Float(v))
+}
+
+fn param(id: ParamId, ty: Scalar) -> Expr {
+    Expr {
+        ty,
+        kind: ExprKind::Param(id),
+    }
+}
+
+fn global(param: ParamId, ty: Scalar, index: Expr) -> Expr {
+    Expr {
+        ty,
+        kind: ExprKind::Load(Box::new(Place::Global { param, index })),
+    }
+}
+
+fn tid() -> Expr {
+    special(Special::ThreadIdx(Axis::X))
+}
+
+// ---- attribute --------------------------------------------------------
+
+#[test]
+fn attribute_arch_tune_block_requires() {
+    let def = parse(
+        "arch(sm_90, sm_70), block(BM * 2, 4), tune(BM = [64, 128], FAST = [true, false]), requires(x.len() >= n * BM)",
+        "fn k<const BM: u32, const FAST: bool>(x: &[f32], n: u32) {}",
+    );
+    assert_eq!(
+        def.targets,
+        vec![Target::Ptx(Arch::Sm90), Target::Ptx(Arch::Sm70)]
+    );
+    assert_eq!(
+        def.tune,
+        vec![
+            TuneAxis {
+                name: "BM".into(),
+                values: vec![64, 128]
+            },
+            TuneAxis {
+                name: "FAST".into(),
+                values: vec![1, 0]
+            },
+        ]
+    );
+    assert_eq!(
+        def.ir.const_params,
+        vec![
+            ConstParam {
+                name: "BM".into(),
+                ty: Scalar::U32
+            },
+            ConstParam {
+                name: "FAST".into(),
+                ty: Scalar::Bool
+            }
+        ]
+    );
+    let bm = Expr {
+        ty: Scalar::U32,
+        kind: ExprKind::Const(0),
+    };
+    assert_eq!(
+        def.ir.block,
+        Some([
+            bin(BinaryOp::Mul, Scalar::U32, bm.clone(), lit(Scalar::U32, 2)),
+            lit(Scalar::U32, 4),
+            lit(Scalar::U32, 1)
+        ])
+    );
+    let req = &def.ir.requires[0];
+    assert_eq!(req.text, "x.len() >= n * BM");
+    assert_eq!(
+        req.cond,
+        bin(
+            BinaryOp::Ge,
+            Scalar::Bool,
+            Expr {
+                ty: Scalar::U32,
+                kind: ExprKind::Len(0)
+            },
+            bin(BinaryOp::Mul, Scalar::U32, param(1, Scalar::U32), bm)
+        )
+    );
+    assert_eq!(def.variants().len(), 4);
+}
+
+#[test]
+fn attribute_errors() {
+    assert_error(
+        "arch(sm_75)",
+        "fn k() {}",
+        &["unknown architecture `sm_75`", "sm_70, sm_80, sm_90"],
+    );
+    assert_error(
+        "arch(sm_80, sm_80)",
+        "fn k() {}",
+        &["`sm_80` is listed twice"],
+    );
+    assert_error(
+        "grid(4)",
+        "fn k() {}",
+        &["unknown `#[kernel]` option", "`arch(sm_70, sm_80)`"],
+    );
+    assert_error(
+        "tune(BM = [64]), tune(BN = [1])",
+        "fn k<const BM: u32>() {}",
+        &["`tune(..)` is given twice"],
+    );
+    assert_error(
+        "",
+        "fn k<const BM: u32>() {}",
+        &["const parameter `BM` has no values", "tune(BM = [64, 128])"],
+    );
+    assert_error(
+        "tune(BN = [64])",
+        "fn k<const BM: u32>() {}",
+        &["`tune(BN = ..)` names no const parameter", "BM"],
+    );
+    assert_error(
+        "tune(BM = 64)",
+        "fn k<const BM: u32>() {}",
+        &["must be a non-empty list"],
+    );
+    assert_error(
+        "tune(BM = [-1])",
+        "fn k<const BM: u32>() {}",
+        &["-1 does not fit in `u32`"],
+    );
+    assert_error(
+        "tune(BM = [n])",
+        "fn k<const BM: u32>() {}",
+        &["tune values must be literals"],
+    );
+    assert_error(
+        "block(n)",
+        "fn k(n: u32) {}",
+        &[
+            "a `block(..)` size must be a compile-time constant",
+            "run-time parameter `n`",
+        ],
+    );
+    assert_error("block(1, 2, 3, 4)", "fn k() {}", &["one to three sizes"]);
+    assert_error(
+        "requires(x[0] > 0.0)",
+        "fn k(x: &[f32]) {}",
+        &[
+            "`requires(..)` is checked on the host",
+            "read of device memory",
+        ],
+    );
+    assert_error(
+        "requires(thread_idx().x < n)",
+        "fn k(n: u32) {}",
+        &["a thread or block index"],
+    );
+    assert_error(
+        "requires(n)",
+        "fn k(n: u32) {}",
+        &["a `requires(..)` condition must be `bool`"],
+    );
+}
+
+// ---- signature ----------------------------------------------------------
+
+#[test]
+fn signature_errors() {
+    assert_error(
+        "",
+        "fn k(x: Vec<f32>) {}",
+        &["`Vec` is not supported in kernels: use a slice parameter `&[T]`"],
+    );
+    assert_error("", "fn k(s: String) {}", &["strings are not supported"]);
+    assert_error(
+        "",
+        "fn k(n: usize) {}",
+        &["`usize` is not supported", "use `u32`"],
+    );
+    assert_error(
+        "",
+        "fn k(n: i16) {}",
+        &["`i16` is not supported", "bool, i8, u8"],
+    );
+    assert_error("", "fn k(a: &f32) {}", &["pass scalars by value"]);
+    assert_error(
+        "",
+        "fn k(a: [f32; 4]) {}",
+        &["array parameters are not supported"],
+    );
+    assert_error(
+        "",
+        "fn k(mut a: f32) {}",
+        &["parameters cannot be `mut`", "let mut a = a;"],
+    );
+    assert_error("", "fn k(a: f32, a: u32) {}", &["`a` is declared twice"]);
+    assert_error(
+        "",
+        "fn k(x: &[f32]) -> f32 { x[0] }",
+        &["kernels return nothing"],
+    );
+    assert_error(
+        "",
+        "fn k<T>(x: &[T]) {}",
+        &["generic type parameters are not supported"],
+    );
+    assert_error(
+        "tune(F = [1])",
+        "fn k<const F: f32>() {}",
+        &["const parameters are `u32`, `i32` or `bool`"],
+    );
+    assert_error("", "async fn k() {}", &["cannot be `async`"]);
+    assert_error(
+        "",
+        "#[inline] fn k() {}",
+        &["attributes other than doc comments"],
+    );
+    // A broken parameter is reported once, not again at each use.
+    let e = error("", "fn k(n: usize, y: &mut [u32]) { y[0] = n; }");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+// ---- literals and inference ------------------------------------------------
+
+#[test]
+fn literals_take_the_type_of_their_context() {
+    let (k, body) = body(
+        "fn k(x: &[f64], y: &mut [u64], b: u8) {
+            let a = 1;
+            let f = 2.5;
+            let h: f16 = 1.0;
+            let c = b + 3;
+            y[0] = 18446744073709551615;
+            let d = x[0] * 2.0;
+            let e = -1;
+            let g = 1.0f64;
+            let s = 1u8 << 3;
+        }",
+    );
+    let types: Vec<Scalar> = k.locals.iter().map(|l| l.ty).collect();
+    use Scalar::*;
+    assert_eq!(types, vec![I32, F32, F16, U8, F64, I32, F64, U8]);
+    assert_eq!(
+        body[0],
+        Stmt::Let {
+            local: 0,
+            init: Some(lit(I32, 1))
+        }
+    );
+    assert_eq!(
+        body[1],
+        Stmt::Let {
+            local: 1,
+            init: Some(float(F32, 2.5))
+        }
+    );
+    assert_eq!(
+        body[3],
+        Stmt::Let {
+            local: 3,
+            init: Some(bin(BinaryOp::Add, U8, param(2, U8), lit(U8, 3)))
+        }
+    );
+    assert_eq!(
+        body[4],
+        Stmt::Assign {
+            place: Place::Global {
+                param: 1,
+                index: lit(U32, 0)
+            },
+            value: lit(U64, -1)
+        }
+    );
+    assert_eq!(
+        body[6],
+        Stmt::Let {
+            local: 5,
+            init: Some(lit(I32, -1))
+        }
+    );
+    let Stmt::Let {
+        init: Some(shift), ..
+    } = &body[8]
+    else {
+        panic!("{:?}", body[8])
+    };
+    assert_eq!(*shift, bin(BinaryOp::Shl, U8, lit(U8, 1), lit(U32, 3)));
+}
+
+#[test]
+fn untyped_variables_take_the_type_of_their_uses() {
+    let (k, _) = body(
+        "fn k(x: &[f64], y: &mut [f64], n: u32) {
+            let mut sum = 0.0;
+            for i in 0..8 {
+                sum += x[n + i];
+            }
+            let mut count = 0;
+            count += n;
+            y[0] = sum;
+        }",
+    );
+    let types: Vec<(&str, Scalar)> = k.locals.iter().map(|l| (l.name.as_str(), l.ty)).collect();
+    assert_eq!(
+        types,
+        vec![
+            ("sum", Scalar::F64),
+            ("i", Scalar::U32),
+            ("count", Scalar::U32)
+        ]
+    );
+}
+
+#[test]
+fn literal_errors() {
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[0] = y[1] * 2; }",
+        &["an integer literal where `f32` is expected: write `2.0`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[0] = 1.5; }",
+        &["a float literal where `u32` is expected"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u8]) { y[0] = 300; }",
+        &["the literal 300 does not fit in `u8`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[0] = -1; }",
+        &["the literal -1 does not fit in `u32`"],
+    );
+    assert_error(
+        "",
+        "fn k() { let x = 1usize; }",
+        &["unknown literal suffix `usize`"],
+    );
+    assert_error(
+        "",
+        "fn k() { let c = 'a'; }",
+        &["only number and `bool` literals"],
+    );
+}
+
+// ---- names and scopes --------------------------------------------------------
+
+#[test]
+fn shadowing_and_scopes() {
+    let (k, body) = body(
+        "fn k(a: f32, y: &mut [f32]) {
+            let a = a * 2.0;
+            {
+                let a = 1.0;
+                y[1] = a;
+            }
+            y[0] = a;
+        }",
+    );
+    assert_eq!(k.locals.len(), 2);
+    assert_eq!(
+        body[0],
+        Stmt::Let {
+            local: 0,
+            init: Some(bin(
+                BinaryOp::Mul,
+                Scalar::F32,
+                param(0, Scalar::F32),
+                float(Scalar::F32, 2.0)
+            ))
+        }
+    );
+    assert_eq!(
+        body[2],
+        Stmt::Assign {
+            place: Place::Global {
+                param: 1,
+                index: lit(Scalar::U32, 1)
+            },
+            value: load(1, Scalar::F32)
+        }
+    );
+    assert_eq!(
+        body[3],
+        Stmt::Assign {
+            place: Place::Global {
+                param: 1,
+                index: lit(Scalar::U32, 0)
+            },
+            value: load(0, Scalar::F32)
+        }
+    );
+}
+
+#[test]
+fn name_errors() {
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { { let b = 1.0; } y[0] = b; }",
+        &["cannot find `b` in this kernel"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[0] = thread_idx; }",
+        &["`thread_idx` is a function: call it"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { let f = 1u32; y[0] = f(2); }",
+        &["`f` is a variable, not a function"],
+    );
+    assert_error(
+        "",
+        "fn k(x: &[f32], y: &mut [f32]) { y[0] = x; }",
+        &["the slice `x` is not a value"],
+    );
+    // A failed `let` is reported once, not again at each use of its name.
+    let e = error(
+        "",
+        "fn k(y: &mut [f32]) { let v: usize = 0; y[0] = v; y[1] = v; }",
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
+// ---- places and mutability -----------------------------------------------------
+
+#[test]
+fn assignment_errors() {
+    assert_error(
+        "",
+        "fn k(x: &[f32]) { x[0] = 1.0; }",
+        &["`x` is a read-only slice `&[f32]`", "`&mut [f32]`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { let s = 0.0; s = 1.0; y[0] = s; }",
+        &["cannot assign to `s` because it is not `mut`", "let mut s"],
+    );
+    assert_error(
+        "",
+        "fn k() { for i in 0..4 { i += 1; } }",
+        &["`i` is a loop variable and cannot be assigned"],
+    );
+    assert_error(
+        "",
+        "fn k(a: f32) { a = 1.0; }",
+        &["parameters cannot be assigned", "let mut a = a;"],
+    );
+    assert_error(
+        "tune(N = [1])",
+        "fn k<const N: u32>() { N = 2; }",
+        &["`N` is a const parameter"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[0][1] = 1.0; }",
+        &["`y` is a slice: index it with one index"],
+    );
+    assert_error(
+        "",
+        "fn k(n: u32) { let mut v = n; v[0] = 1; }",
+        &["`v` is a scalar and cannot be indexed"],
+    );
+    assert_error(
+        "",
+        "fn k() { let mut a = [[0u32; 2]; 2]; a[0] = 1; }",
+        &["`a` has 2 dimension(s)", "`a[i][i]`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[1.0] = 1.0; }",
+        &["a float literal where `u32` is expected"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], f: f32) { y[f] = 1.0; }",
+        &["indices are integers, but this is `f32`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], f: f32) { y[0] = f as u32; }",
+        &["the assigned value must be `f32`, but this is `u32`"],
+    );
+}
+
+// ---- operators -------------------------------------------------------------------
+
+#[test]
+fn operator_errors() {
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], a: f32, n: u32) { y[0] = a * n; }",
+        &["mismatched types: `f32` * `u32`", "convert one with `as`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32], a: u32, s: i32) { y[0] = a << s; }",
+        &["a shift amount must be `u32`, but this is `i32`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], a: f32) { y[0] = a << 1; }",
+        &["`<<` shifts integers, not `f32`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], a: f32) { y[0] = a & a; }",
+        &["`&` applies to integers and `bool`, not `f32`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32], a: u32) { if a && a { y[0] = 1; } }",
+        &["`&&` needs `bool` operands"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32], a: bool) { if a + a { y[0] = 1; } }",
+        &["`+` does not apply to `bool`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32], a: u32) { y[0] = -a; }",
+        &["`-` needs a signed integer or a float"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], a: f32) { y[0] = !a; }",
+        &["`!` applies to `bool` and integers"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32], a: u32) { if a { y[0] = 1; } }",
+        &["`if` conditions must be `bool`, but this is `u32`"],
+    );
+    assert_error(
+        "",
+        "fn k(a: u32) { while a { } }",
+        &["`while` conditions must be `bool`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32], a: f32) { if a as bool { y[0] = 1; } }",
+        &["casting to `bool` is not supported"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], a: bool) { y[0] = a as f32; }",
+        &["`bool` casts to integers only"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[0] = *y; }",
+        &["dereferencing `*` is not supported"],
+    );
+}
+
+#[test]
+fn casts_and_logic() {
+    let (_, body) = body(
+        "fn k(y: &mut [f32], n: u32, b: bool) {
+            let i = thread_idx().x;
+            if (i < n && !b) || i == 0 {
+                y[i] = i as f32 + n as f32;
+            }
+            let same = n as u32;
+        }",
+    );
+    let i = load(0, Scalar::U32);
+    let Stmt::If {
+        cond, then_body, ..
+    } = &body[1]
+    else {
+        panic!("{:?}", body[1])
+    };
+    let not_b = Expr {
+        ty: Scalar::Bool,
+        kind: ExprKind::Unary(UnaryOp::Not, Box::new(param(2, Scalar::Bool))),
+    };
+    assert_eq!(
+        *cond,
+        bin(
+            BinaryOp::LogicalOr,
+            Scalar::Bool,
+            bin(
+                BinaryOp::LogicalAnd,
+                Scalar::Bool,
+                bin(BinaryOp::Lt, Scalar::Bool, i.clone(), param(1, Scalar::U32)),
+                not_b
+            ),
+            bin(BinaryOp::Eq, Scalar::Bool, i.clone(), lit(Scalar::U32, 0)),
+        )
+    );
+    let cast = |e: Expr| Expr {
+        ty: Scalar::F32,
+        kind: ExprKind::Cast(Box::new(e)),
+    };
+    assert_eq!(
+        then_body[0],
+        Stmt::Assign {
+            place: Place::Global {
+                param: 0,
+                index: i.clone()
+            },
+            value: bin(
+                BinaryOp::Add,
+                Scalar::F32,
+                cast(i),
+                cast(param(1, Scalar::U32))
+            ),
+        }
+    );
+    // A cast to the type a value already has is no operation.
+    assert_eq!(
+        body[2],
+        Stmt::Let {
+            local: 1,
+            init: Some(param(1, Scalar::U32))
+        }
+    );
+}
+
+// ---- statements ------------------------------------------------------------------
+
+#[test]
+fn compound_assignment_is_assign_of_binary() {
+    let (_, body) = body("fn k(y: &mut [f32], s: u32) { let mut v = 1u32; v <<= s; y[v] += 1.0; }");
+    let v_place = Place::Local {
+        local: 0,
+        indices: vec![],
+    };
+    assert_eq!(
+        body[1],
+        Stmt::Assign {
+            place: v_place,
+            value: bin(
+                BinaryOp::Shl,
+                Scalar::U32,
+                load(0, Scalar::U32),
+                param(1, Scalar::U32)
+            )
+        }
+    );
+    let place = Place::Global {
+        param: 0,
+        index: load(0, Scalar::U32),
+    };
+    assert_eq!(
+        body[2],
+        Stmt::Assign {
+            place: place.clone(),
+            value: bin(
+                BinaryOp::Add,
+                Scalar::F32,
+                Expr {
+                    ty: Scalar::F32,
+                    kind: ExprKind::Load(Box::new(place))
+                },
+                float(Scalar::F32, 1.0)
+            ),
+        }
+    );
+}
+
+#[test]
+fn if_expression_is_a_temporary_and_an_if() {
+    let (k, body) = body(
+        "fn k(y: &mut [f32], n: u32) {
+            let v = if n > 4 { 1.0 } else if n > 2 { let h = 0.5; h * 2.0 } else { y[0] };
+            y[1] = v;
+        }",
+    );
+    let names: Vec<&str> = k.locals.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(names, vec!["h", "if_value", "if_value", "v"]);
+    assert!(k.locals[1].mutable && k.locals[2].mutable);
+    let set = |local, value| Stmt::Assign {
+        place: Place::Local {
+            local,
+            indices: vec![],
+        },
+        value,
+    };
+    let gt = |v| {
+        bin(
+            BinaryOp::Gt,
+            Scalar::Bool,
+            param(1, Scalar::U32),
+            lit(Scalar::U32, v),
+        )
+    };
+    let inner_if = vec![
+        Stmt::Let {
+            local: 1,
+            init: Some(float(Scalar::F32, 0.0)),
+        },
+        Stmt::If {
+            cond: gt(2),
+            then_body: vec![
+                Stmt::Let {
+                    local: 0,
+                    init: Some(float(Scalar::F32, 0.5)),
+                },
+                set(
+                    1,
+                    bin(
+                        BinaryOp::Mul,
+                        Scalar::F32,
+                        load(0, Scalar::F32),
+                        float(Scalar::F32, 2.0),
+                    ),
+                ),
+            ],
+            else_body: vec![set(1, global(0, Scalar::F32, lit(Scalar::U32, 0)))],
+        },
+    ];
+    let mut else_body = inner_if;
+    else_body.push(set(2, load(1, Scalar::F32)));
+    assert_eq!(
+        body[..3],
+        [
+            Stmt::Let {
+                local: 2,
+                init: Some(float(Scalar::F32, 0.0))
+            },
+            Stmt::If {
+                cond: gt(4),
+                then_body: vec![set(2, float(Scalar::F32, 1.0))],
+                else_body
+            },
+            Stmt::Let {
+                local: 3,
+                init: Some(load(2, Scalar::F32))
+            },
+        ]
+    );
+}
+
+#[test]
+fn if_expression_errors() {
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], c: bool) { let v = if c { 1.0 }; }",
+        &["needs an `else` branch"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], c: bool) { y[0] = if c { 1.0f32 } else { 1u32 }; }",
+        &["different types, `f32` and `u32`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], c: bool) { y[0] = 1.0 + if c { 1.0 } else { 2.0 }; }",
+        &["must be the whole value of a `let` or an assignment"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32], c: bool) { y[0] = if c { 1.0; } else { 2.0 }; }",
+        &["this branch must end with its value"],
+    );
+}
+
+#[test]
+fn loops() {
+    let (k, body) = body(
+        "fn k(y: &mut [u32], n: u32) {
+            for i in (2..n).step_by(4) { if i > 8 { break; } continue; }
+            #[unroll]
+            for _ in 0..4 { }
+            while n > 0 { return; }
+            loop { sync_threads(); }
+        }",
+    );
+    assert_eq!(k.locals[0].name, "i");
+    assert!(!k.locals[0].mutable);
+    assert_eq!(
+        body[0],
+        Stmt::For {
+            var: 0,
+            start: lit(Scalar::U32, 2),
+            end: param(1, Scalar::U32),
+            step: lit(Scalar::U32, 4),
+            unroll: false,
+            body: vec![
+                Stmt::If {
+                    cond: bin(
+                        BinaryOp::Gt,
+                        Scalar::Bool,
+                        load(0, Scalar::U32),
+                        lit(Scalar::U32, 8)
+                    ),
+                    then_body: vec![Stmt::Break],
+                    else_body: vec![],
+                },
+                Stmt::Continue,
+            ],
+        }
+    );
+    assert_eq!(
+        body[1],
+        Stmt::For {
+            var: 1,
+            start: lit(Scalar::I32, 0),
+            end: lit(Scalar::I32, 4),
+            step: lit(Scalar::I32, 1),
+            unroll: true,
+            body: vec![]
+        }
+    );
+    assert_eq!(
+        body[2],
+        Stmt::While {
+            cond: bin(
+                BinaryOp::Gt,
+                Scalar::Bool,
+                param(1, Scalar::U32),
+                lit(Scalar::U32, 0)
+            ),
+            body: vec![Stmt::Return]
+        }
+    );
+    assert_eq!(
+        body[3],
+        Stmt::While {
+            cond: Expr::literal(Scalar::Bool, Literal::Bool(true)),
+            body: vec![Stmt::Barrier]
+        }
+    );
+}
+
+#[test]
+fn loop_errors() {
+    assert_error(
+        "",
+        "fn k(n: u32) { #[unroll] for i in 0..n { } }",
+        &[
+            "the end of an `#[unroll]` loop must be a compile-time constant",
+            "run-time parameter `n`",
+        ],
+    );
+    assert_error(
+        "",
+        "fn k(n: u32) { #[unroll] for i in (0..8).step_by(n) { } }",
+        &["the step of an `#[unroll]`"],
+    );
+    assert_error(
+        "",
+        "fn k() { for i in 0..=4 { } }",
+        &["inclusive ranges `a..=b` are not supported"],
+    );
+    assert_error(
+        "",
+        "fn k(x: &[f32]) { for v in x { } }",
+        &["`for` loops run over integer ranges"],
+    );
+    assert_error(
+        "",
+        "fn k() { for i in (0..8).step_by(0) { } }",
+        &["the step of a loop must be positive"],
+    );
+    assert_error(
+        "",
+        "fn k(n: u64) { for i in 0u32..n { } }",
+        &[
+            "the bounds of a range must have the same type",
+            "`u32` and `u64`",
+        ],
+    );
+    assert_error(
+        "",
+        "fn k() { for i in 0.0..1.0 { } }",
+        &["loop ranges are over integers, not `f32`"],
+    );
+    assert_error("", "fn k() { break; }", &["`break` outside of a loop"]);
+    assert_error(
+        "",
+        "fn k() { 'outer: loop { } }",
+        &["loop labels are not supported"],
+    );
+    assert_error(
+        "",
+        "fn k() { #[inline] for i in 0..2 { } }",
+        &["the only attribute on a loop is `#[unroll]`"],
+    );
+    assert_error(
+        "",
+        "fn k() { loop { break 1; } }",
+        &["`break` with a value"],
+    );
+}
+
+// ---- arrays ------------------------------------------------------------------
+
+#[test]
+fn register_and_shared_arrays() {
+    let def = parse(
+        "tune(TM = [2])",
+        "fn k<const TM: u32>(y: &mut [f32]) {
+            let mut acc = [[0.0; 4]; TM];
+            let mut tile: [[f32; 8]; TM * 2] = shared();
+            let mut regs: [u32; 2];
+            #[unroll]
+            for i in 0..TM {
+                acc[i][3] = tile[thread_idx().x][i];
+            }
+        }",
+    );
+    let (k, body) = (&def.ir, &def.ir.body);
+    let tm = Expr {
+        ty: Scalar::U32,
+        kind: ExprKind::Const(0),
+    };
+    assert_eq!(
+        k.locals[0],
+        Local {
+            name: "acc".into(),
+            ty: Scalar::F32,
+            space: Space::Register,
+            dims: vec![tm.clone(), lit(Scalar::U32, 4)],
+            mutable: true
+        }
+    );
+    assert_eq!(
+        k.locals[1],
+        Local {
+            name: "tile".into(),
+            ty: Scalar::F32,
+            space: Space::Shared,
+            dims: vec![
+                bin(BinaryOp::Mul, Scalar::U32, tm, lit(Scalar::U32, 2)),
+                lit(Scalar::U32, 8)
+            ],
+            mutable: true,
+        }
+    );
+    assert_eq!(k.locals[2].dims.len(), 1);
+    assert_eq!(
+        body[0],
+        Stmt::Let {
+            local: 0,
+            init: Some(float(Scalar::F32, 0.0))
+        }
+    );
+    assert_eq!(
+        body[1],
+        Stmt::Let {
+            local: 1,
+            init: None
+        }
+    );
+    assert_eq!(
+        body[2],
+        Stmt::Let {
+            local: 2,
+            init: None
+        }
+    );
+    let Stmt::For {
+        unroll: true,
+        body: inner,
+        ..
+    } = &body[3]
+    else {
+        panic!("{:?}", body[3])
+    };
+    let i = load(3, Scalar::U32);
+    assert_eq!(
+        inner[0],
+        Stmt::Assign {
+            place: Place::Local {
+                local: 0,
+                indices: vec![i.clone(), lit(Scalar::U32, 3)]
+            },
+            value: Expr {
+                ty: Scalar::F32,
+                kind: ExprKind::Load(Box::new(Place::Local {
+                    local: 1,
+                    indices: vec![tid(), i]
+                }))
+            },
+        }
+    );
+}
+
+#[test]
+fn array_errors() {
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { let mut a = [0.0f32; 4]; for i in 0..4u32 { a[i] = 1.0; } }",
+        &[
+            "the register array `a` must be indexed by compile-time constants",
+            "the run-time variable `i`",
+            "#[unroll]",
+        ],
+    );
+    assert_error(
+        "",
+        "fn k(n: u32) { let a = [0.0f32; n]; }",
+        &[
+            "an array size must be a compile-time constant",
+            "run-time parameter `n`",
+        ],
+    );
+    assert_error(
+        "",
+        "fn k() { let mut t = shared(); }",
+        &[
+            "a shared array needs its element type and shape",
+            "let mut t: [[f32; 32]; 32] = shared();",
+        ],
+    );
+    assert_error(
+        "",
+        "fn k() { let t: f32 = shared(); }",
+        &["a shared array needs its element type and shape"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[0] = shared(); }",
+        &["`shared()` allocates a shared array"],
+    );
+    assert_error(
+        "",
+        "fn k() { let a = [1.0, 2.0]; }",
+        &["array literals are not supported"],
+    );
+    assert_error(
+        "",
+        "fn k() { let a: [f32; 4] = [0.0; 8]; }",
+        &["the annotated array shape differs"],
+    );
+    assert_error(
+        "",
+        "fn k() { let a: [f32; 2] = 1.0; }",
+        &["an array is created with `[v; N]`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { let a = [0.0f32; 2]; y[0] = a; }",
+        &["the array `a` is not a value"],
+    );
+    assert_error("", "fn k() { let x: f32; }", &["give `x` an initial value"]);
+    assert_error(
+        "",
+        "fn k() { let (a, b) = (1, 2); }",
+        &["destructuring is not supported"],
+    );
+}
+
+// ---- calls ----------------------------------------------------------------------
+
+#[test]
+fn intrinsics() {
+    let (_, body) = body(
+        "fn k(x: &[f32], y: &mut [f32], c: &mut [u32]) {
+            let v = x[0].sqrt().max(1.0).mul_add(2.0, x[1]);
+            let w = shfl_xor(v, 16);
+            let l = lane_id() + block_dim().y + grid_dim().z + block_idx().z;
+            atomic_add(&mut c[l], 1);
+            let old = atomic_compare_exchange(&mut c[0], 0, 1);
+            y[0] = w + (old as f32) + (x.len() as f32);
+        }",
+    );
+    let call = |i, args: Vec<Expr>| Expr {
+        ty: Scalar::F32,
+        kind: ExprKind::Call(i, args),
+    };
+    let x0 = global(0, Scalar::F32, lit(Scalar::U32, 0));
+    let x1 = global(0, Scalar::F32, lit(Scalar::U32, 1));
+    let v = call(
+        Intrinsic::MulAdd,
+        vec![
+            call(
+                Intrinsic::Max,
+                vec![call(Intrinsic::Sqrt, vec![x0]), float(Scalar::F32, 1.0)],
+            ),
+            float(Scalar::F32, 2.0),
+            x1,
+        ],
+    );
+    assert_eq!(
+        body[0],
+        Stmt::Let {
+            local: 0,
+            init: Some(v)
+        }
+    );
+    assert_eq!(
+        body[1],
+        Stmt::Let {
+            local: 1,
+            init: Some(call(
+                Intrinsic::ShflXor,
+                vec![load(0, Scalar::F32), lit(Scalar::U32, 16)]
+            ))
+        }
+    );
+    let Stmt::Let { init: Some(l), .. } = &body[2] else {
+        panic!()
+    };
+    let sp = special;
+    assert_eq!(
+        *l,
+        bin(
+            BinaryOp::Add,
+            Scalar::U32,
+            bin(
+                BinaryOp::Add,
+                Scalar::U32,
+                bin(
+                    BinaryOp::Add,
+                    Scalar::U32,
+                    sp(Special::LaneId),
+                    sp(Special::BlockDim(Axis::Y))
+                ),
+                sp(Special::GridDim(Axis::Z))
+            ),
+            sp(Special::BlockIdx(Axis::Z))
+        )
+    );
+    assert_eq!(
+        body[3],
+        Stmt::Expr(Expr {
+            ty: Scalar::U32,
+            kind: ExprKind::Atomic {
+                op: AtomicOp::Add,
+                place: Box::new(Place::Global {
+                    param: 2,
+                    index: load(2, Scalar::U32)
+                }),
+                value: Box::new(lit(Scalar::U32, 1)),
+                compare: None,
+            },
+        })
+    );
+    assert_eq!(
+        body[4],
+        Stmt::Let {
+            local: 3,
+            init: Some(Expr {
+                ty: Scalar::U32,
+                kind: ExprKind::Atomic {
+                    op: AtomicOp::CompareExchange,
+                    place: Box::new(Place::Global {
+                        param: 2,
+                        index: lit(Scalar::U32, 0)
+                    }),
+                    value: Box::new(lit(Scalar::U32, 1)),
+                    compare: Some(Box::new(lit(Scalar::U32, 0))),
+                },
+            }),
+        }
+    );
+}
+
+#[test]
+fn call_errors() {
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[0] = foo(1.0); }",
+        &["unknown function `foo`", "thread_idx()"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[0] = y[0].powi(2); }",
+        &["unknown method `powi`", "sqrt"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[0] = sqrt(y[0]); }",
+        &["math is written as methods", "`x.sqrt(..)`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[0] = y[0].sqrt(); }",
+        &["`.sqrt()` needs a float", "(x as f32).sqrt()"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[0] = y[0].abs(); }",
+        &["`.abs()` needs a signed integer or a float"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y[0] = y[0].max(1u32); }",
+        &["the argument of `.max()` (like its receiver) must be `f32`, but this is `u32`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[0] = thread_idx(); }",
+        &["`thread_idx()` has three components"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[0] = thread_idx().w; }",
+        &["has the fields `.x`, `.y` and `.z`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { let s = sync_threads(); }",
+        &["`sync_threads()` is a statement"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { sync_threads(1); }",
+        &["`sync_threads` takes 0 argument(s), but 1 were given"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f64]) { let v = shfl_down(y[0], 1); }",
+        &["`shfl_down` moves 32-bit values"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { y.len(); }",
+        &["a value that is never used"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { let a = [0.0f32; 2]; let n = a.len(); }",
+        &["`.len()` is the length of a slice parameter"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { let r = (0..4).step_by(2); }",
+        &["only supported on the range of a `for` loop"],
+    );
+}
+
+#[test]
+fn atomic_errors() {
+    assert_error(
+        "",
+        "fn k(x: &[u32]) { atomic_add(&mut x[0], 1); }",
+        &["`x` is a read-only slice"],
+    );
+    assert_error(
+        "",
+        "fn k() { let mut c = 0u32; atomic_add(&mut c, 1); }",
+        &[
+            "atomics update slice elements and shared array elements",
+            "c += v",
+        ],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { atomic_min(&mut y[0], 1.0); }",
+        &["`atomic_min` works on `i32`, `u32`, `i64` and `u64`, but this element is `f32`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u8]) { atomic_add(&mut y[0], 1); }",
+        &["`atomic_add` works on"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { atomic_add(y[0], 1); }",
+        &["the first argument of `atomic_add` is the element to update, written `&mut y[i]`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { atomic_add(&mut y[0], 1.0); }",
+        &["a float literal where `u32` is expected"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { atomic_inc(&mut y[0]); }",
+        &["unknown atomic `atomic_inc`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[atomic_add(&mut y[0], 1)] += 1; }",
+        &["would run the atomic twice"],
+    );
+}
+
+#[test]
+fn unsupported_constructs() {
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { let f = |v: f32| v; }",
+        &["closures are not supported in kernels"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [f32]) { println!(\"hi\"); }",
+        &["macros are not supported in kernels"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32], n: u32) { y[0] = match n { _ => 1 }; }",
+        &["`match` is not supported"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { return 1; }",
+        &["kernels return nothing"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { fn helper() {} }",
+        &["items (`fn`, `struct`, `use`, `const`, ..) cannot be declared inside a kernel"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { let t = (1, 2); }",
+        &["tuples are not supported"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { if let Some(v) = y { } }",
+        &["`let` in a condition"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { y[0] = std::u32::MAX; }",
+        &["paths are not supported in kernels"],
+    );
+}
+
+#[test]
+fn errors_are_collected() {
+    let e = error(
+        "arch(sm_1)",
+        "fn k(n: usize, y: &mut [f32]) {
+            let a = 1.0 * 2u32;
+            y[0] = foo();
+        }",
+    );
+    let lines: Vec<&str> = e.lines().collect();
+    assert_eq!(lines.len(), 4, "{e}");
+    assert!(lines[0].contains("`usize` is not supported"));
+    assert!(lines[1].contains("unknown architecture `sm_1`"));
+    assert!(
+        lines[2].contains("an integer literal where") || lines[2].contains("a float literal where"),
+        "{e}"
+    );
+    assert!(lines[3].contains("unknown function `foo`"));
+}
+
+#[test]
+fn let_underscore_keeps_only_effects() {
+    let (k, body) =
+        body("fn k(c: &mut [u32], n: u32) { let _ = n + 1; let _ = atomic_or(&mut c[0], n); }");
+    assert!(k.locals.is_empty());
+    assert_eq!(body.len(), 1);
+    assert!(matches!(
+        &body[0],
+        Stmt::Expr(Expr {
+            kind: ExprKind::Atomic {
+                op: AtomicOp::Or,
+                ..
+            },
+            ..
+        })
+    ));
+}
