@@ -85,7 +85,8 @@ fn cublas_sgemm_is_row_major() {
     let (da, db) = (rt.upload(&a).unwrap(), rt.upload(&b).unwrap());
     let mut dc = rt.alloc_zeroed::<f32>(m * n).unwrap();
     // The GPU tier needs cuBLAS (the benchmarks compare with it): missing is a failure.
-    rt.cublas_sgemm(m, n, k, &da, &db, &mut dc).unwrap_or_else(|e| panic!("{e}"));
+    rt.cublas_sgemm(m, n, k, &da, &db, &mut dc)
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(rt.download(&dc).unwrap(), want);
     let err = rt
         .cublas_sgemm(m + 1, n, k, &da, &db, &mut dc)

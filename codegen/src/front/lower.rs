@@ -1118,6 +1118,9 @@ impl Lowerer<'_> {
     /// A name or an element as a value.
     fn read(&mut self, e: &syn::Expr) -> Lowered<Expr> {
         if let syn::Expr::Path(p) = e {
+            if let Some(constant) = self.assoc_const(p)? {
+                return Ok(constant);
+            }
             let ident = self.path_ident(p)?;
             match self.resolve(&ident)? {
                 Binding::Param(id) => {
@@ -1143,6 +1146,29 @@ impl Lowerer<'_> {
             ty,
             kind: ExprKind::Load(Box::new(place)),
         })
+    }
+
+    /// `f32::INFINITY`, `u32::MAX`: a scalar type's associated constant, as a literal.
+    fn assoc_const(&mut self, p: &syn::ExprPath) -> Lowered<Option<Expr>> {
+        let segments: Vec<_> = p.path.segments.iter().collect();
+        if p.qself.is_some() || segments.len() != 2 {
+            return Ok(None);
+        }
+        let Some(ty) = Scalar::from_name(&segments[0].ident.to_string()) else {
+            return Ok(None);
+        };
+        let name = segments[1].ident.to_string();
+        match super::assoc::value(ty, &name) {
+            Some(lit) => Ok(Some(Expr::literal(ty, lit))),
+            None => self.err(
+                p,
+                format!(
+                    "`{}::{name}` is not a constant kernels know: use one of {}",
+                    ty.name(),
+                    super::assoc::NAMES
+                ),
+            ),
+        }
     }
 
     fn path_ident(&mut self, p: &syn::ExprPath) -> Lowered<Ident> {

@@ -13,6 +13,7 @@
 //! wrong and what the language supports instead; the passes keep going after
 //! an error where that is cheap, so one build reports several mistakes.
 
+mod assoc;
 mod attr;
 mod constness;
 mod errors;

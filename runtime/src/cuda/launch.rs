@@ -128,7 +128,8 @@ mod tests {
     use crate::scalar::DeviceScalar;
 
     fn backend() -> CudaBackend {
-        CudaBackend::new(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU and found none: {e}"))
+        CudaBackend::new(0)
+            .unwrap_or_else(|e| panic!("this test needs a CUDA GPU and found none: {e}"))
     }
 
     fn def(name: &str, params: Vec<(&str, ParamType)>) -> KernelDef {

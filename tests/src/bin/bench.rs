@@ -29,7 +29,12 @@ fn main() -> ExitCode {
 }
 
 /// Median of `reps` timed runs of `work`, after `warmup` untimed ones.
-fn median_ms(rt: &Runtime, warmup: usize, reps: usize, mut work: impl FnMut(&Runtime) -> Result<(), Error>) -> Result<f32, Error> {
+fn median_ms(
+    rt: &Runtime,
+    warmup: usize,
+    reps: usize,
+    mut work: impl FnMut(&Runtime) -> Result<(), Error>,
+) -> Result<f32, Error> {
     for _ in 0..warmup {
         work(rt)?;
     }
@@ -47,7 +52,10 @@ fn tflops(size: usize, ms: f32) -> f64 {
 
 fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::Error>> {
     let device = rt.device();
-    println!("device: {} (sm_{}{}, {} SMs)", device.name, device.compute_capability.0, device.compute_capability.1, device.sm_count);
+    println!(
+        "device: {} (sm_{}{}, {} SMs)",
+        device.name, device.compute_capability.0, device.compute_capability.1, device.sm_count
+    );
     let mut inputs = Inputs::new(run_seed());
     let a = rt.upload(&inputs.f32s(size * size))?;
     let b = rt.upload(&inputs.f32s(size * size))?;
@@ -57,8 +65,15 @@ fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::E
     println!("\ngemm_f32 {size}^3, every variant (median of 10 after 2 warm-ups):");
     let mut results = Vec::new();
     for consts in gemm::gemm_f32::variants() {
-        let ms = median_ms(rt, 2, 10, |rt| gemm::gemm_f32_with(rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0))?;
-        println!("  {:<40} {:>8.3} ms {:>7.2} TFLOP/s", format!("{consts:?}"), ms, tflops(size, ms));
+        let ms = median_ms(rt, 2, 10, |rt| {
+            gemm::gemm_f32_with(rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
+        })?;
+        println!(
+            "  {:<40} {:>8.3} ms {:>7.2} TFLOP/s",
+            format!("{consts:?}"),
+            ms,
+            tflops(size, ms)
+        );
         results.push((ms, consts));
     }
     results.sort_by(|x, y| x.0.total_cmp(&y.0));
@@ -69,18 +84,35 @@ fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::E
     let mut theirs = Vec::new();
     let mut reference: DeviceBuffer<f32> = rt.alloc_zeroed(size * size)?;
     for _ in 0..5 {
-        ours.push(median_ms(rt, 3, 20, |rt| gemm::gemm_f32_with(rt, best, &a, &b, &mut c, (s, s, s), 1.0, 0.0))?);
-        theirs.push(median_ms(rt, 3, 20, |rt| rt.cublas_sgemm(size, size, size, &a, &b, &mut reference))?);
+        ours.push(median_ms(rt, 3, 20, |rt| {
+            gemm::gemm_f32_with(rt, best, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
+        })?);
+        theirs.push(median_ms(rt, 3, 20, |rt| {
+            rt.cublas_sgemm(size, size, size, &a, &b, &mut reference)
+        })?);
     }
     ours.sort_by(f32::total_cmp);
     theirs.sort_by(f32::total_cmp);
     let (ours, theirs) = (ours[2], theirs[2]);
 
-    let d = deviation(&rt.download(&c)?, &rt.download(&reference)?.iter().map(|&v| v as f64).collect::<Vec<_>>());
+    let d = deviation(
+        &rt.download(&c)?,
+        &rt.download(&reference)?
+            .iter()
+            .map(|&v| v as f64)
+            .collect::<Vec<_>>(),
+    );
     println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
     println!("|---|---|---|---|");
-    println!("| warpforge gemm_f32 {best:?} | {ours:.3} | {:.2} | {:.3}x |", tflops(size, ours), theirs / ours);
-    println!("| cuBLAS sgemm (fp32, no TF32) | {theirs:.3} | {:.2} | 1.000x |", tflops(size, theirs));
+    println!(
+        "| warpforge gemm_f32 {best:?} | {ours:.3} | {:.2} | {:.3}x |",
+        tflops(size, ours),
+        theirs / ours
+    );
+    println!(
+        "| cuBLAS sgemm (fp32, no TF32) | {theirs:.3} | {:.2} | 1.000x |",
+        tflops(size, theirs)
+    );
     println!("\nwarpforge vs cuBLAS result: {d}");
     if !d.passes(1e-5) {
         return Err(format!("gemm_f32 disagrees with cuBLAS: {d}").into());
