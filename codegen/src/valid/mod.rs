@@ -57,7 +57,8 @@ fn numeric(ty: Scalar) -> bool {
     ty.is_float() || ty.is_int()
 }
 
-fn intrinsic_name(f: Intrinsic) -> &'static str {
+/// The DSL name of an intrinsic.
+pub fn intrinsic_name(f: Intrinsic) -> &'static str {
     match f {
         Intrinsic::Sqrt => "sqrt",
         Intrinsic::Rsqrt => "rsqrt",
