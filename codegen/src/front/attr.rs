@@ -1,0 +1,107 @@
+//! The `#[kernel(..)]` attribute, as syntax. Its expressions are lowered later,
+//! once the signature is known.
+
+use proc_macro2::Ident;
+use syn::parse::{Parse, ParseStream};
+use syn::punctuated::Punctuated;
+use syn::Token;
+
+#[derive(Default)]
+pub struct KernelAttr {
+    /// `arch(sm_70, sm_80)`; `None` when absent (all architectures).
+    pub arch: Option<Vec<Ident>>,
+    /// `block(x, y, z)`: one to three constant expressions.
+    pub block: Option<Vec<syn::Expr>>,
+    /// `tune(NAME = [v, ..], ..)`.
+    pub tune: Vec<TuneEntry>,
+    /// `requires(cond, ..)`.
+    pub requires: Vec<syn::Expr>,
+}
+
+/// One `NAME = [v, ..]` of `tune(..)`.
+pub struct TuneEntry {
+    pub name: Ident,
+    pub values: Vec<syn::Expr>,
+}
+
+const OPTIONS: &str =
+    "`arch(sm_70, sm_80)`, `block(256)`, `tune(NAME = [v, ..])` and `requires(cond, ..)`";
+
+impl Parse for KernelAttr {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let mut attr = KernelAttr::default();
+        let mut seen: Vec<String> = Vec::new();
+        let parser = syn::meta::parser(|meta| {
+            let key = meta
+                .path
+                .get_ident()
+                .map(|i| i.to_string())
+                .unwrap_or_default();
+            if seen.contains(&key) {
+                return Err(meta.error(format!(
+                    "`{key}(..)` is given twice: merge the two into one"
+                )));
+            }
+            match key.as_str() {
+                "arch" => {
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    let list = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
+                    attr.arch = Some(list.into_iter().collect());
+                }
+                "block" => {
+                    let list = parenthesized_exprs(meta.input)?;
+                    if list.is_empty() || list.len() > 3 {
+                        return Err(meta.error(
+                            "`block(..)` takes one to three sizes: `block(256)`, `block(16, 16)` or `block(8, 8, 4)`",
+                        ));
+                    }
+                    attr.block = Some(list);
+                }
+                "tune" => {
+                    meta.parse_nested_meta(|entry| {
+                        let Some(name) = entry.path.get_ident().cloned() else {
+                            return Err(entry.error("write each tune entry as `NAME = [v, ..]`"));
+                        };
+                        if attr.tune.iter().any(|t| t.name == name) {
+                            return Err(entry.error(format!(
+                                "`{name}` is tuned twice: give all its values in one list `{name} = [..]`"
+                            )));
+                        }
+                        let values = match entry.value()?.parse::<syn::Expr>()? {
+                            syn::Expr::Array(list) if !list.elems.is_empty() => list.elems.into_iter().collect(),
+                            other => {
+                                return Err(syn::Error::new_spanned(
+                                    other,
+                                    format!("the values of `{name}` must be a non-empty list: `{name} = [64, 128]`"),
+                                ))
+                            }
+                        };
+                        attr.tune.push(TuneEntry { name, values });
+                        Ok(())
+                    })?;
+                }
+                "requires" => attr.requires = parenthesized_exprs(meta.input)?,
+                _ => {
+                    return Err(meta.error(format!(
+                        "unknown `#[kernel]` option: the options are {OPTIONS}"
+                    )))
+                }
+            }
+            seen.push(key);
+            Ok(())
+        });
+        syn::parse::Parser::parse2(parser, input.parse()?)?;
+        Ok(attr)
+    }
+}
+
+fn parenthesized_exprs(input: ParseStream) -> syn::Result<Vec<syn::Expr>> {
+    let content;
+    syn::parenthesized!(content in input);
+    Ok(
+        Punctuated::<syn::Expr, Token![,]>::parse_terminated(&content)?
+            .into_iter()
+            .collect(),
+    )
+}

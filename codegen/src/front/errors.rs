@@ -1,0 +1,41 @@
+//! Error collection: passes report into [`Errors`] and keep going.
+
+use quote::ToTokens;
+
+/// Marks a failure whose error is already in [`Errors`]: callers stop lowering
+/// the construct without reporting again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reported;
+
+/// The errors of one kernel, in the order found.
+#[derive(Default)]
+pub struct Errors {
+    first: Option<syn::Error>,
+}
+
+impl Errors {
+    /// Records an error spanning `at` and returns the marker to propagate.
+    pub fn push(&mut self, at: impl ToTokens, message: impl std::fmt::Display) -> Reported {
+        self.push_error(syn::Error::new_spanned(at, message))
+    }
+
+    pub fn push_error(&mut self, error: syn::Error) -> Reported {
+        match &mut self.first {
+            Some(first) => first.combine(error),
+            None => self.first = Some(error),
+        }
+        Reported
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    /// All errors as one; `at` only matters if a pass failed without
+    /// reporting, which would be a bug of the front end.
+    pub fn into_error(self, at: impl ToTokens) -> syn::Error {
+        self.first.unwrap_or_else(|| {
+            syn::Error::new_spanned(at, "internal error of the warpforge front end: a pass failed without a message; please report this kernel")
+        })
+    }
+}
