@@ -948,19 +948,19 @@ impl Lowerer<'_> {
                 let ty = match suffix_type(self, int.suffix())? {
                     Some(f) if f.is_float() => return self.float_literal(lit, text, f, negative),
                     Some(t) => t,
-                    None => {
-                        match hint {
-                            Some(h) if h.is_int() => h,
-                            Some(h) if h.is_float() => return self.err(
+                    None => match hint {
+                        Some(h) if h.is_int() => h,
+                        Some(h) if h.is_float() => {
+                            return self.err(
                                 lit,
                                 format!(
                                     "an integer literal where `{}` is expected: write `{text}.0`",
                                     h.name()
                                 ),
-                            ),
-                            _ => Scalar::I32,
+                            )
                         }
-                    }
+                        _ => Scalar::I32,
+                    },
                 };
                 if ty == Scalar::Bool {
                     return self.err(
@@ -1446,12 +1446,14 @@ impl Lowerer<'_> {
         self.arity(c, &c.args, arity, name)?;
         let target = match peel(&c.args[0]) {
             syn::Expr::Reference(r) if r.mutability.is_some() => &*r.expr,
-            other => return self.err(
-                other,
-                format!(
+            other => {
+                return self.err(
+                    other,
+                    format!(
                     "the first argument of `{name}` is the element to update, written `&mut y[i]`"
                 ),
-            ),
+                )
+            }
         };
         let (place, ty) = self.place(target, Access::Atomic)?;
         let supported = match op {

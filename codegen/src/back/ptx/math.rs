@@ -120,11 +120,13 @@ impl Emitter<'_> {
             Intrinsic::Floor => self.ins(format!("cvt.rmi.{t}.{t} {r}, {x}")),
             Intrinsic::Ceil => self.ins(format!("cvt.rpi.{t}.{t} {r}, {x}")),
             Intrinsic::Round => return Ok(self.round_half_away(ty, x)),
-            _ if ty == Scalar::F64 => return Err(self.error(format!(
+            _ if ty == Scalar::F64 => {
+                return Err(self.error(format!(
                 "`{}` on f64 is not available on PTX targets: cast to f32, e.g. `(x as f32).{}()`",
                 intrinsic_name(f),
                 intrinsic_name(f)
-            ))),
+            )))
+            }
             Intrinsic::Exp => {
                 let scaled = self.fresh(ty);
                 self.ins(format!("mul.f32 {scaled}, {x}, {LOG2_E}"));
