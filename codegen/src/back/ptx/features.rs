@@ -9,7 +9,6 @@
 //! below.
 
 use crate::ir::Arch;
-use crate::Error;
 
 /// A PTX construct that not every target or version has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,19 +98,19 @@ impl FeatureUse {
         self.arch.compute_capability() >= feature.info().min_arch
     }
 
-    /// Records a use of `feature`, or explains why the target lacks it.
-    pub fn require(&mut self, feature: Feature, kernel: &str) -> Result<(), Error> {
+    /// Records a use of `feature`, or says why the target lacks it.
+    pub fn require(&mut self, feature: Feature) -> Result<(), String> {
         let info = feature.info();
         if !self.available(feature) {
-            return Err(Error::new(format!(
-                "kernel `{kernel}`: {} needs sm_{}{} or newer, and this variant targets {}: \
-                 drop {} from `arch(..)` or avoid the construct",
+            return Err(format!(
+                "{}: needs sm_{}{} or newer, and this variant targets {}; \
+                 drop {} from `arch(..)` or avoid the construct on it",
                 info.construct,
                 info.min_arch.0,
                 info.min_arch.1,
                 self.arch.name(),
                 self.arch.name()
-            )));
+            ));
         }
         self.version = self.version.max(info.min_version);
         Ok(())
@@ -119,5 +118,41 @@ impl FeatureUse {
 
     pub fn version(&self) -> (u32, u32) {
         self.version
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn using_a_feature_raises_the_version_only_as_far_as_needed() {
+        let mut sm70 = FeatureUse::new(Arch::Sm70);
+        assert_eq!(sm70.version(), (6, 0));
+        sm70.require(Feature::AtomAddF16).unwrap();
+        assert_eq!(sm70.version(), (6, 3));
+        let mut sm80 = FeatureUse::new(Arch::Sm80);
+        sm80.require(Feature::F32ToBf16).unwrap();
+        assert_eq!(sm80.version(), (7, 0));
+        sm80.require(Feature::Bf16ToF32).unwrap();
+        assert_eq!(sm80.version(), (7, 1));
+        let mut sm90 = FeatureUse::new(Arch::Sm90);
+        sm90.require(Feature::Bf16ToF32).unwrap();
+        assert_eq!(
+            sm90.version(),
+            (7, 8),
+            "never below the target's own base version"
+        );
+    }
+
+    #[test]
+    fn a_missing_feature_names_the_construct_and_the_arch() {
+        let mut sm80 = FeatureUse::new(Arch::Sm80);
+        assert_eq!(
+            sm80.require(Feature::AtomAddBf16).unwrap_err(),
+            "`atomic_add` on bf16 (`atom.add.noftz.bf16`): needs sm_90 or newer, and this variant targets sm_80; \
+             drop sm_80 from `arch(..)` or avoid the construct on it"
+        );
+        assert_eq!(sm80.version(), (7, 0), "a refused feature does not count");
     }
 }

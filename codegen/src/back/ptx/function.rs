@@ -171,7 +171,9 @@ impl<'k> Emitter<'k> {
     }
 
     pub fn require(&mut self, feature: Feature) -> Result<(), Error> {
-        self.features.require(feature, &self.kernel.name)
+        self.features
+            .require(feature)
+            .map_err(|reason| self.error(reason))
     }
 
     /// Emits one instruction.
