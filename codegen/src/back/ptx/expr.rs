@@ -460,8 +460,10 @@ impl Emitter<'_> {
         r
     }
 
-    /// Float to integer: truncate toward zero, saturate, NaN to 0 (PTX's
-    /// float-to-integer `cvt` saturates by itself; 8-bit targets clamp).
+    /// Float to integer: truncate toward zero, saturate, NaN to 0. PTX's
+    /// float-to-integer `cvt` saturates by itself (8-bit targets clamp the
+    /// 32-bit result) and gives 0 for NaN, except from f64 or into 64 bits,
+    /// where NaN gives `1 << (bits - 1)`: those select 0 explicitly.
     fn float_to_int(&mut self, from: Scalar, to: Scalar, x: Operand) -> Result<Operand, Error> {
         let x = self.widen(from, x)?;
         let src = if from == Scalar::F64 { "f64" } else { "f32" };
@@ -482,7 +484,18 @@ impl Emitter<'_> {
             }
             _ => r,
         };
-        Ok(Operand::Reg(clamped))
+        if from != Scalar::F64 && to.size_bytes() < 8 {
+            return Ok(Operand::Reg(clamped));
+        }
+        let nan = self.fresh(Scalar::Bool);
+        self.ins(format!("setp.nan.{src} {nan}, {x}, {x}"));
+        let zero = Operand::Imm("0".into());
+        Ok(Operand::Reg(self.select(
+            to,
+            Operand::Reg(nan),
+            zero,
+            Operand::Reg(clamped),
+        )))
     }
 
     fn float_cast(&mut self, from: Scalar, to: Scalar, x: Operand) -> Result<Operand, Error> {
