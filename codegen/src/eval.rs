@@ -610,4 +610,112 @@ mod tests {
         assert_eq!(eval(&konst, &[64], &[]), Ok(Literal::Int(64)));
         assert!(run(&konst).unwrap_err().message.contains("has no value"));
     }
+
+    /// `cast` against Rust's own `as` for every pair of the types Rust has
+    /// natively, over edge values of each source type.
+    #[test]
+    fn casts_agree_with_rust_as() {
+        macro_rules! check_from {
+            ($from:ty, $scalar:expr, $values:expr, $lit:expr) => {
+                for v in $values {
+                    let lit = $lit(v);
+                    let expect = [
+                        (Scalar::I8, Literal::Int(v as i8 as i64)),
+                        (Scalar::U8, Literal::Int(v as u8 as i64)),
+                        (Scalar::I32, Literal::Int(v as i32 as i64)),
+                        (Scalar::U32, Literal::Int(v as u32 as i64)),
+                        (Scalar::I64, Literal::Int(v as i64)),
+                        (Scalar::U64, Literal::Int(v as u64 as i64)),
+                        (Scalar::F32, Literal::Float(v as f32 as f64)),
+                        (Scalar::F64, Literal::Float(v as f64)),
+                    ];
+                    for (to, want) in expect {
+                        let got = cast($scalar, to, lit).unwrap();
+                        let same = match (got, want) {
+                            (Literal::Float(a), Literal::Float(b)) => {
+                                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+                            }
+                            _ => got == want,
+                        };
+                        assert!(
+                            same,
+                            "{} {v:?} as {}: got {got:?}, Rust gives {want:?}",
+                            stringify!($from),
+                            to.name()
+                        );
+                    }
+                }
+            };
+        }
+        let int = |v: i64| Literal::Int(v);
+        check_from!(i8, Scalar::I8, [i8::MIN, -1, 0, 1, i8::MAX], |v: i8| int(
+            v as i64
+        ));
+        check_from!(
+            u8,
+            Scalar::U8,
+            [0u8, 1, 200, u8::MAX],
+            |v: u8| int(v as i64)
+        );
+        check_from!(
+            i32,
+            Scalar::I32,
+            [i32::MIN, -1, 0, 16_777_217, 33_554_435, i32::MAX],
+            |v: i32| int(v as i64)
+        );
+        check_from!(
+            u32,
+            Scalar::U32,
+            [0u32, 16_777_217, 3_000_000_000, u32::MAX],
+            |v: u32| int(v as i64)
+        );
+        check_from!(
+            i64,
+            Scalar::I64,
+            [i64::MIN, -1, (1 << 53) + 1, 0x7fff_ffc0_0000_0001, i64::MAX],
+            int
+        );
+        check_from!(
+            u64,
+            Scalar::U64,
+            [0u64, (1 << 53) + 1, 1 << 63, u64::MAX],
+            |v: u64| int(v as i64)
+        );
+        let float = |v: f32| Literal::Float(v as f64);
+        check_from!(
+            f32,
+            Scalar::F32,
+            [
+                0.5f32,
+                -2.5,
+                255.9,
+                -128.9,
+                3e38,
+                1e10,
+                -1e10,
+                f32::NAN,
+                f32::INFINITY,
+                f32::NEG_INFINITY,
+                4294967296.0
+            ],
+            float
+        );
+        let double = |v: f64| Literal::Float(v);
+        check_from!(
+            f64,
+            Scalar::F64,
+            [
+                0.5f64,
+                -2.5,
+                1e300,
+                -1e300,
+                5e-324,
+                f64::NAN,
+                9.3e18,
+                -9.3e18,
+                1.0 + 2f64.powi(-24) + 2f64.powi(-50)
+            ],
+            double
+        );
+    }
 }

@@ -181,10 +181,6 @@ impl<'k> Emitter<'k> {
         self.lines.push(format!("    {};", text.as_ref()));
     }
 
-    pub fn comment(&mut self, text: impl AsRef<str>) {
-        self.lines.push(format!("    // {}", text.as_ref()));
-    }
-
     pub fn place_label(&mut self, label: &str) {
         self.lines.push(format!("{label}:"));
     }

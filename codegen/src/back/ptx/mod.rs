@@ -14,18 +14,21 @@
 //!   kernel declares its block shape;
 //! - typed virtual registers declared at the top, then the body.
 //!
-//! The emitter is split by construct: [`function`] (state and helpers),
-//! `stmt` (control flow), `expr` (operators and casts), `memory` (places and
-//! atomics), `math` (intrinsics), [`regs`] (register classes) and
-//! [`features`] (what each construct needs of the target).
+//! The emitter is split by construct: `function` (the emitter's state and
+//! helpers), `stmt` (control flow), `expr` (operators and casts), `memory`
+//! (places and atomics), `math` (intrinsics), `regs` (register classes),
+//! `usage` (a pre-pass over the body) and [`features`] (what each construct
+//! needs of the target). A new statement (an MMA, an async copy) is a new
+//! case in `stmt`, its operands come from `memory`/`regs`, and what it needs
+//! of the target is a new row in [`features`].
 
 pub mod features;
-pub mod function;
-pub mod regs;
 
 mod expr;
+mod function;
 mod math;
 mod memory;
+mod regs;
 mod stmt;
 mod usage;
 
