@@ -256,19 +256,18 @@ impl Emitter<'_> {
             }
             _ => return Err(self.error(unsupported())),
         };
+        // Operands in source order: the place, the expected value, the new one.
         let addr = self.address(place)?;
+        let expected = compare.map(|c| self.expr(c)).transpose()?;
         let value = self.expr(value)?;
         let old = self.fresh(ty);
-        match compare {
+        match expected {
             // IR: `compare` is the expected value, `value` the new one;
             // PTX: `atom.cas d, [a], expected, new`.
-            Some(compare) => {
-                let expected = self.expr(compare)?;
-                self.ins(format!(
-                    "atom.{}.{name}.{t} {old}, {addr}, {expected}, {value}",
-                    addr.space
-                ));
-            }
+            Some(expected) => self.ins(format!(
+                "atom.{}.{name}.{t} {old}, {addr}, {expected}, {value}",
+                addr.space
+            )),
             None => self.ins(format!(
                 "atom.{}.{name}.{t} {old}, {addr}, {value}",
                 addr.space
