@@ -1,1 +1,191 @@
-//! The `#[kernel]` attribute. STUB: being written.
+//! The `#[kernel]` attribute of warpforge.
+//!
+//! The function's body is parsed by [`warpforge_codegen::front`] into a
+//! [`KernelDef`] and is never emitted as Rust. The function becomes a module
+//! of the same name and visibility holding the definition (as JSON, so the
+//! expansion does not grow with the number of variants) and a typed launcher.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Ident, Span, TokenStream as TokenStream2};
+use quote::{format_ident, quote};
+use warpforge_codegen::ir::{ParamType, Scalar};
+use warpforge_codegen::{front, KernelDef};
+
+/// Compiles a kernel written in the warpforge kernel language (see the
+/// crate documentation of `warpforge` and docs/dsl.md).
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let item = syn::parse_macro_input!(item as syn::ItemFn);
+    let expanded = front::parse_kernel(attr.into(), &item).and_then(|def| expand(&item, &def));
+    expanded
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Names the launcher takes besides the kernel's parameters.
+const LAUNCHER_ARGS: [&str; 3] = ["rt", "grid", "consts"];
+
+fn expand(item: &syn::ItemFn, def: &KernelDef) -> syn::Result<TokenStream2> {
+    let vis = &item.vis;
+    let name = &item.sig.ident;
+    let docs: Vec<&syn::Attribute> = item
+        .attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .collect();
+    let json = proc_macro2::Literal::string(&def.to_json());
+
+    let user_params = param_idents(item);
+    let mut params = Vec::new();
+    let mut args = Vec::new();
+    for (ident, param) in user_params.iter().zip(&def.ir.params) {
+        if LAUNCHER_ARGS.contains(&ident.to_string().as_str()) {
+            return Err(syn::Error::new(
+                ident.span(),
+                format!("`{ident}` is a parameter of the generated launcher (`launch(rt, [consts,] grid, ..)`): rename this parameter"),
+            ));
+        }
+        let (ty, arg) = match param.ty {
+            ParamType::Scalar(s) => {
+                let ty = rust_type(s);
+                (ty, quote!(::warpforge::KernelArg::scalar(#ident)))
+            }
+            ParamType::Slice {
+                elem,
+                mutable: false,
+            } => {
+                let elem = rust_type(elem);
+                (
+                    quote!(&::warpforge::DeviceBuffer<#elem>),
+                    quote!(::warpforge::KernelArg::buffer(#ident)),
+                )
+            }
+            ParamType::Slice {
+                elem,
+                mutable: true,
+            } => {
+                let elem = rust_type(elem);
+                (
+                    quote!(&mut ::warpforge::DeviceBuffer<#elem>),
+                    quote!(::warpforge::KernelArg::buffer_mut(#ident)),
+                )
+            }
+        };
+        params.push(quote!(#ident: #ty));
+        args.push(arg);
+    }
+
+    let (consts_items, consts_param, consts_values) = if def.ir.const_params.is_empty() {
+        (TokenStream2::new(), TokenStream2::new(), quote!(&[]))
+    } else {
+        (
+            consts_items(def),
+            quote!(consts: self::Consts,),
+            quote!(&consts.values()),
+        )
+    };
+
+    Ok(quote! {
+        #(#docs)*
+        #vis mod #name {
+            /// The kernel's definition (IR, targets, tune space).
+            pub fn def() -> &'static ::warpforge::__private::KernelDef {
+                static DEF: ::std::sync::OnceLock<::warpforge::__private::KernelDef> = ::std::sync::OnceLock::new();
+                DEF.get_or_init(|| {
+                    ::warpforge::__private::KernelDef::from_json(#json)
+                        .expect("the #[kernel] macro serialized this definition")
+                })
+            }
+
+            #consts_items
+
+            #(#docs)*
+            #[allow(clippy::too_many_arguments)]
+            pub fn launch(
+                rt: &::warpforge::Runtime,
+                #consts_param
+                grid: ::warpforge::Grid,
+                #(#params),*
+            ) -> ::core::result::Result<(), ::warpforge::Error> {
+                rt.launch(self::def(), #consts_values, grid, &mut [#(#args),*])
+            }
+        }
+    })
+}
+
+/// `Consts`, its `values()`, and `variants()`.
+fn consts_items(def: &KernelDef) -> TokenStream2 {
+    let names: Vec<Ident> = def
+        .ir
+        .const_params
+        .iter()
+        .map(|c| Ident::new(&c.name, Span::call_site()))
+        .collect();
+    let types: Vec<TokenStream2> = def
+        .ir
+        .const_params
+        .iter()
+        .map(|c| rust_type(c.ty))
+        .collect();
+    let field_docs: Vec<String> = names
+        .iter()
+        .map(|n| format!("The value of the const parameter `{n}`."))
+        .collect();
+    let from_values = def.ir.const_params.iter().enumerate().map(|(i, c)| {
+        let name = &names[i];
+        match c.ty {
+            Scalar::Bool => quote!(#name: values[#i] != 0),
+            _ => {
+                let ty = rust_type(c.ty);
+                quote!(#name: values[#i] as #ty)
+            }
+        }
+    });
+    let ctor = format_ident!("Consts");
+    quote! {
+        /// One variant's values of the const parameters.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[allow(non_snake_case)]
+        pub struct #ctor {
+            #( #[doc = #field_docs] pub #names: #types, )*
+        }
+
+        impl #ctor {
+            /// The values in declaration order, as the runtime takes them.
+            pub fn values(&self) -> ::std::vec::Vec<i64> {
+                ::std::vec![#(self.#names as i64),*]
+            }
+        }
+
+        /// Every variant the kernel is built in: the cartesian product of its `tune(..)` values.
+        pub fn variants() -> ::std::vec::Vec<#ctor> {
+            self::def().variants().into_iter().map(|values| #ctor { #(#from_values),* }).collect()
+        }
+    }
+}
+
+/// The parameter names as the user spelled them (spans kept for errors).
+fn param_idents(item: &syn::ItemFn) -> Vec<Ident> {
+    item.sig
+        .inputs
+        .iter()
+        .filter_map(|arg| match arg {
+            syn::FnArg::Typed(t) => match &*t.pat {
+                syn::Pat::Ident(p) => Some(p.ident.clone()),
+                _ => None,
+            },
+            syn::FnArg::Receiver(_) => None,
+        })
+        .collect()
+}
+
+fn rust_type(s: Scalar) -> TokenStream2 {
+    match s {
+        Scalar::F16 => quote!(::warpforge::f16),
+        Scalar::Bf16 => quote!(::warpforge::bf16),
+        other => {
+            let ident = Ident::new(other.name(), Span::call_site());
+            quote!(#ident)
+        }
+    }
+}

@@ -14,6 +14,7 @@ use quote::ToTokens;
 use super::attr::KernelAttr;
 use super::constness::{self, Names};
 use super::errors::{Errors, Reported};
+use super::infer;
 use super::signature::Signature;
 use super::types;
 use crate::ir::{
@@ -72,7 +73,14 @@ pub fn lower_kernel(
     let requires: Vec<Lowered<Requirement>> =
         attr.requires.iter().map(|r| lower.requirement(r)).collect();
     let mut body = Block::new();
-    lower.block(&item.block.stmts, &mut body);
+    let mut stmts = &item.block.stmts[..];
+    if let (syn::ReturnType::Type(..), Some((syn::Stmt::Expr(_, None), init))) =
+        (&item.sig.output, stmts.split_last())
+    {
+        // The signature's error covers the value this tail would return.
+        stmts = init;
+    }
+    lower.block(stmts, &mut body);
 
     let requires = requires.into_iter().collect::<Lowered<Vec<_>>>()?;
     let block = block?;
@@ -98,6 +106,17 @@ enum Binding {
     Local(LocalId),
     /// A declaration that failed; uses are not reported again.
     Broken,
+}
+
+/// Why an expression must be a compile-time constant.
+#[derive(Clone, Copy)]
+enum ConstantRole<'a> {
+    /// An index into this register array.
+    RegisterIndex(&'a Ident),
+    /// The `start`, `end` or `step` of an `#[unroll]` loop.
+    UnrollBound(&'static str),
+    /// An array or block size, described.
+    Size(&'a str),
 }
 
 /// How a place is used.
@@ -169,17 +188,16 @@ impl Lowerer<'_> {
             .push((ident.to_string(), binding));
     }
 
+    fn lookup(&self, ident: &Ident) -> Option<Binding> {
+        let mut bindings = self.scopes.iter().rev().flat_map(|s| s.iter().rev());
+        bindings.find(|(n, _)| ident == n).map(|(_, b)| *b)
+    }
+
     fn resolve(&mut self, ident: &Ident) -> Lowered<Binding> {
         let name = ident.to_string();
-        let found = self
-            .scopes
-            .iter()
-            .rev()
-            .flat_map(|s| s.iter().rev())
-            .find(|(n, _)| *n == name);
-        match found {
-            Some((_, Binding::Broken)) => Err(Reported),
-            Some((_, binding)) => Ok(*binding),
+        match self.lookup(ident) {
+            Some(Binding::Broken) => Err(Reported),
+            Some(binding) => Ok(binding),
             None if SPECIALS.contains(&name.as_str()) || name == "lane_id" => {
                 Err(self.errors.push(ident, format!("`{name}` is a function: call it, e.g. `{name}()`")))
             }
@@ -241,35 +259,32 @@ impl Lowerer<'_> {
         )
     }
 
-    /// Reports unless `expr` is a compile-time constant; `what` names its role.
+    /// Reports unless `expr` is a compile-time constant as `role` needs.
     fn check_constant(
         &mut self,
         at: impl ToTokens,
         expr: &Expr,
-        unroll_vars_allowed: bool,
-        what: &str,
+        role: ConstantRole,
     ) -> Lowered<()> {
-        let unroll_vars: &[LocalId] = if unroll_vars_allowed {
-            &self.unroll_vars
-        } else {
-            &[]
+        let unroll_vars: &[LocalId] = match role {
+            ConstantRole::RegisterIndex(_) | ConstantRole::UnrollBound(_) => &self.unroll_vars,
+            ConstantRole::Size(_) => &[],
         };
-        match constness::non_constant_part(expr, &self.names(), unroll_vars) {
-            None => Ok(()),
-            Some(part) => {
-                let allowed = if unroll_vars_allowed {
-                    "literals, const parameters and variables of `#[unroll]` loops"
-                } else {
-                    "literals and const parameters"
-                };
-                self.err(
-                    at,
-                    format!(
-                        "{what} must be a compile-time constant ({allowed}), but this uses {part}"
-                    ),
-                )
-            }
-        }
+        let Some(part) = constness::non_constant_part(expr, &self.names(), unroll_vars) else {
+            return Ok(());
+        };
+        let message = match role {
+            ConstantRole::RegisterIndex(array) => format!(
+                "the register array `{array}` must be indexed by compile-time constants (literals, const parameters and variables of `#[unroll]` loops), but this index uses {part}: mark the loop that makes the index `#[unroll]`, or use a shared array for run-time indices"
+            ),
+            ConstantRole::UnrollBound(which) => format!(
+                "the {which} of an `#[unroll]` loop must be a compile-time constant (literals, const parameters and variables of enclosing `#[unroll]` loops), but this uses {part}: use a const parameter (`const N: u32` with `tune(N = [..])`) or remove `#[unroll]`"
+            ),
+            ConstantRole::Size(what) => format!(
+                "{what} must be a compile-time constant (literals and const parameters), but this uses {part}: use a const parameter (`const N: u32` with `tune(N = [..])`)"
+            ),
+        };
+        self.err(at, message)
     }
 
     // ---- attribute expressions ----------------------------------------
@@ -290,7 +305,7 @@ impl Lowerer<'_> {
     fn constant_size(&mut self, e: &syn::Expr, what: &str) -> Lowered<Expr> {
         let size = self.expr(e, Some(Scalar::U32))?;
         self.check_type(e, size.ty, Scalar::U32, what)?;
-        self.check_constant(e, &size, false, what)?;
+        self.check_constant(e, &size, ConstantRole::Size(what))?;
         Ok(size)
     }
 
@@ -315,15 +330,16 @@ impl Lowerer<'_> {
     /// with the next statement.
     fn block(&mut self, stmts: &[syn::Stmt], out: &mut Block) {
         self.scopes.push(Vec::new());
-        for stmt in stmts {
-            let _reported = self.stmt(stmt, out);
+        for (i, stmt) in stmts.iter().enumerate() {
+            let _reported = self.stmt(stmt, &stmts[i + 1..], out);
         }
         self.scopes.pop();
     }
 
-    fn stmt(&mut self, stmt: &syn::Stmt, out: &mut Block) -> Lowered<()> {
+    /// `rest` is what follows `stmt` in its block (where a `let` is in scope).
+    fn stmt(&mut self, stmt: &syn::Stmt, rest: &[syn::Stmt], out: &mut Block) -> Lowered<()> {
         match stmt {
-            syn::Stmt::Local(local) => self.let_stmt(local, out),
+            syn::Stmt::Local(local) => self.let_stmt(local, rest, out),
             syn::Stmt::Item(item) => self.err(
                 item,
                 "items (`fn`, `struct`, `use`, `const`, ..) cannot be declared inside a kernel: use `let` for values and const parameters for constants",
@@ -512,7 +528,14 @@ impl Lowerer<'_> {
         let (Some(start), Some(end)) = (&range.start, &range.end) else {
             return self.err(range, "a loop range needs both bounds: `a..b`");
         };
-        let (start_e, end_e) = self.pair(start, end, None)?;
+        // Untyped integer bounds take the type the body uses the variable with.
+        let inferred = match &name {
+            Some(ident) if is_untyped_literal(start) && is_untyped_literal(end) => self
+                .type_from_uses(ident, &f.body.stmts)
+                .filter(|t| t.is_int()),
+            _ => None,
+        };
+        let (start_e, end_e) = self.pair(start, end, inferred)?;
         if start_e.ty != end_e.ty {
             return self.err(
                 range,
@@ -545,10 +568,10 @@ impl Lowerer<'_> {
             None => Expr::literal(ty, Literal::Int(1)),
         };
         if unroll {
-            self.check_constant(start, &start_e, true, "the start of an `#[unroll]` loop")?;
-            self.check_constant(end, &end_e, true, "the end of an `#[unroll]` loop")?;
+            self.check_constant(start, &start_e, ConstantRole::UnrollBound("start"))?;
+            self.check_constant(end, &end_e, ConstantRole::UnrollBound("end"))?;
             if let Some(s) = step {
-                self.check_constant(s, &step_e, true, "the step of an `#[unroll]` loop")?;
+                self.check_constant(s, &step_e, ConstantRole::UnrollBound("step"))?;
             }
         }
         let var_name = name
@@ -631,7 +654,7 @@ impl Lowerer<'_> {
         Ok(cond)
     }
 
-    fn let_stmt(&mut self, local: &syn::Local, out: &mut Block) -> Lowered<()> {
+    fn let_stmt(&mut self, local: &syn::Local, rest: &[syn::Stmt], out: &mut Block) -> Lowered<()> {
         let (pat, annotation) = match &local.pat {
             syn::Pat::Type(t) => (&*t.pat, Some(&*t.ty)),
             other => (other, None),
@@ -648,7 +671,7 @@ impl Lowerer<'_> {
                 )
             }
         };
-        let result = self.let_local(local, ident, mutable, annotation, out);
+        let result = self.let_local(local, ident, mutable, annotation, rest, out);
         if let Some(ident) = ident {
             let binding = match result {
                 Ok(Some(id)) => Binding::Local(id),
@@ -667,6 +690,7 @@ impl Lowerer<'_> {
         ident: Option<&Ident>,
         mutable: bool,
         annotation: Option<&syn::Type>,
+        rest: &[syn::Stmt],
         out: &mut Block,
     ) -> Lowered<Option<LocalId>> {
         if let Some(a) = local.attrs.first() {
@@ -684,6 +708,13 @@ impl Lowerer<'_> {
         };
         let declared = annotation.map(|ty| self.declared_type(ty)).transpose()?;
         let name = ident.map_or_else(|| "_".to_string(), |i| i.to_string());
+        // An untyped literal value takes the type the following code uses the variable with.
+        let inferred = match (ident, &declared, init) {
+            (Some(ident), None, Some(init)) if is_untyped_literal(repeat_parts(init).0) => {
+                self.type_from_uses(ident, rest)
+            }
+            _ => None,
+        };
 
         match init {
             Some(syn::Expr::Call(c)) if call_name(c).as_deref() == Some("shared") => {
@@ -710,7 +741,8 @@ impl Lowerer<'_> {
                     .iter()
                     .map(|len| self.constant_size(len, "an array size"))
                     .collect::<Lowered<Vec<_>>>()?;
-                let value = self.expr(splat, declared.as_ref().map(|(elem, _)| *elem))?;
+                let value =
+                    self.expr(splat, declared.as_ref().map(|(elem, _)| *elem).or(inferred))?;
                 if let Some((elem, declared_dims)) = &declared {
                     self.check_type(splat, value.ty, *elem, "the initial value of the elements")?;
                     if *declared_dims != dims {
@@ -761,7 +793,7 @@ impl Lowerer<'_> {
                     }
                 }
                 let hint = declared.as_ref().map(|(elem, _)| *elem);
-                let value = self.value(init, hint, out)?;
+                let value = self.value(init, hint.or(inferred), out)?;
                 if let Some(want) = hint {
                     self.check_type(init, value.ty, want, &format!("the value of `{name}`"))?;
                 }
@@ -793,6 +825,59 @@ impl Lowerer<'_> {
                 Ok(s) => Ok((s, Vec::new())),
                 Err(msg) => self.err(other, msg),
             },
+        }
+    }
+
+    fn type_from_uses(&self, ident: &Ident, stmts: &[syn::Stmt]) -> Option<Scalar> {
+        infer::type_from_uses(ident, stmts, &|e| self.peek_type(e, ident))
+    }
+
+    /// The type of `e` if it is evident without lowering (names in scope but
+    /// `hiding`, typed literals, indices, casts, ..); `None` otherwise.
+    fn peek_type(&self, e: &syn::Expr, hiding: &Ident) -> Option<Scalar> {
+        let peek = |e: &syn::Expr| self.peek_type(e, hiding);
+        match peel(e) {
+            syn::Expr::Lit(l) => match &l.lit {
+                syn::Lit::Int(i) => Scalar::from_name(i.suffix()),
+                syn::Lit::Float(f) => Scalar::from_name(f.suffix()),
+                syn::Lit::Bool(_) => Some(Scalar::Bool),
+                _ => None,
+            },
+            syn::Expr::Path(_) | syn::Expr::Index(_) => {
+                let syn::Expr::Path(root) = index_chain(e).0 else {
+                    return None;
+                };
+                let ident = root.path.get_ident().filter(|i| *i != hiding)?;
+                match self.lookup(ident)? {
+                    Binding::Param(id) => match self.params[id as usize].ty {
+                        ParamType::Scalar(s) | ParamType::Slice { elem: s, .. } => Some(s),
+                    },
+                    Binding::Const(id) => Some(self.const_params[id as usize].ty),
+                    Binding::Local(id) => Some(self.locals[id as usize].ty),
+                    Binding::Broken => None,
+                }
+            }
+            syn::Expr::Field(_) => Some(Scalar::U32),
+            syn::Expr::Call(c) => match call_name(c)?.as_str() {
+                "lane_id" => Some(Scalar::U32),
+                "shfl_xor" | "shfl_down" => peek(c.args.first()?),
+                n if n.starts_with("atomic_") => match c.args.first()? {
+                    syn::Expr::Reference(r) => peek(&r.expr),
+                    _ => None,
+                },
+                _ => None,
+            },
+            syn::Expr::MethodCall(m) if m.method == "len" => Some(Scalar::U32),
+            syn::Expr::MethodCall(m) => peek(&m.receiver).or_else(|| m.args.iter().find_map(peek)),
+            syn::Expr::Unary(u) => peek(&u.expr),
+            syn::Expr::Binary(b) => match binary_op(&b.op) {
+                op if op.is_comparison() => Some(Scalar::Bool),
+                BinaryOp::LogicalAnd | BinaryOp::LogicalOr => Some(Scalar::Bool),
+                BinaryOp::Shl | BinaryOp::Shr => peek(&b.left),
+                _ => peek(&b.left).or_else(|| peek(&b.right)),
+            },
+            syn::Expr::Cast(c) => types::scalar(&c.ty).ok(),
+            _ => None,
         }
     }
 
@@ -900,8 +985,8 @@ impl Lowerer<'_> {
             );
         };
         self.scopes.push(Vec::new());
-        for stmt in init {
-            let _reported = self.stmt(stmt, out);
+        for (i, stmt) in init.iter().enumerate() {
+            let _reported = self.stmt(stmt, &block.stmts[i + 1..], out);
         }
         let value = self.value(tail, hint, out);
         self.scopes.pop();
@@ -1063,15 +1148,11 @@ impl Lowerer<'_> {
 
     /// A place: a scalar local, an array element, or a slice element.
     fn place(&mut self, e: &syn::Expr, access: Access) -> Lowered<(Place, Scalar)> {
-        let mut index_exprs = Vec::new();
-        let mut root = peel(e);
-        while let syn::Expr::Index(i) = root {
-            index_exprs.push(&*i.index);
-            root = peel(&i.expr);
-        }
-        index_exprs.reverse();
-        let syn::Expr::Path(path) = root else {
-            return self.err(root, "only variables, array elements `a[i][j]` and slice elements `y[i]` can be indexed or assigned");
+        let (path, index_exprs) = match index_chain(e) {
+            (syn::Expr::Path(path), index_exprs) => (path, index_exprs),
+            (root, _) => {
+                return self.err(root, "only variables, array elements `a[i][j]` and slice elements `y[i]` can be indexed or assigned")
+            }
         };
         let ident = self.path_ident(path)?;
         let binding = self.resolve(&ident)?;
@@ -1160,12 +1241,7 @@ impl Lowerer<'_> {
                 }
                 if space == Space::Register {
                     for (idx, index) in index_exprs.iter().zip(&indices) {
-                        self.check_constant(
-                            idx,
-                            index,
-                            true,
-                            &format!("an index into the register array `{ident}` (it lives in registers; use a shared array for run-time indices)"),
-                        )?;
+                        self.check_constant(idx, index, ConstantRole::RegisterIndex(&ident))?;
                     }
                 }
                 Ok((Place::Local { local: id, indices }, ty))
@@ -1422,7 +1498,17 @@ impl Lowerer<'_> {
                 c,
                 format!("math is written as methods, as in Rust: `x.{n}(..)` instead of `{n}(x, ..)`"),
             ),
-            n => self.err(&c.func, format!("unknown function `{n}`: kernels can call {FUNCTIONS}; math is written as methods (`x.sqrt()`)")),
+            n => {
+                let ident = &c.func;
+                match call_ident(c).and_then(|i| self.lookup(i)) {
+                    Some(Binding::Broken) => Err(Reported),
+                    Some(_) => self.err(ident, format!("`{n}` is a variable, not a function: kernels can call {FUNCTIONS}")),
+                    None => self.err(
+                        ident,
+                        format!("unknown function `{n}`: kernels can call {FUNCTIONS}; math is written as methods (`x.sqrt()`)"),
+                    ),
+                }
+            }
         }
     }
 
@@ -1638,10 +1724,26 @@ fn is_untyped_literal(e: &syn::Expr) -> bool {
     }
 }
 
-fn call_name(c: &syn::ExprCall) -> Option<String> {
+fn call_ident(c: &syn::ExprCall) -> Option<&Ident> {
     match &*c.func {
-        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(|i| i.to_string()),
+        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
         _ => None,
+    }
+}
+
+fn call_name(c: &syn::ExprCall) -> Option<String> {
+    call_ident(c).map(|i| i.to_string())
+}
+
+/// `a[i][j]`: the indexed expression and the indices, outermost first.
+fn index_chain(e: &syn::Expr) -> (&syn::Expr, Vec<&syn::Expr>) {
+    match peel(e) {
+        syn::Expr::Index(i) => {
+            let (root, mut indices) = index_chain(&i.expr);
+            indices.push(&i.index);
+            (root, indices)
+        }
+        other => (other, Vec::new()),
     }
 }
 

@@ -5,8 +5,9 @@
 //! - [`attr`]: the attribute (`arch`, `block`, `tune`, `requires`) as syntax;
 //! - [`signature`]: parameters and const generic parameters, their types;
 //! - [`lower`]: name resolution (scopes, shadowing), type checking with
-//!   literal inference, const-ness analysis ([`constness`]) and lowering of the
-//!   body, `block(..)` and `requires(..)` into the IR of [`crate::ir`].
+//!   literal inference ([`infer`] for variables initialized by untyped
+//!   literals), const-ness analysis ([`constness`]) and lowering of the body,
+//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`].
 //!
 //! Every error is a [`syn::Error`] at the offending span that says what is
 //! wrong and what the language supports instead; the passes keep going after
@@ -15,6 +16,7 @@
 mod attr;
 mod constness;
 mod errors;
+mod infer;
 mod lower;
 mod signature;
 mod types;
