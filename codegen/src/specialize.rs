@@ -1,10 +1,649 @@
-//! Specialization. STUB: interface only, being written.
+//! Specialization: turns the IR of a variant family into the IR of one
+//! variant.
+//!
+//! 1. Every [`ExprKind::Const`] becomes a literal of the variant's value.
+//! 2. Constant subexpressions are folded with [`crate::eval`] (exact integer
+//!    semantics of their type: a fold that overflows is an error, since the
+//!    same expression would panic in Rust).
+//! 3. `if` with a constant condition is replaced by the branch taken, `while`
+//!    with a constant false condition is dropped.
+//! 4. Every `#[unroll]` loop is replaced by one copy of its body per
+//!    iteration, with the loop variable replaced by that iteration's literal.
+//!
+//! Scoping choice for unrolled bodies: the copies are spliced one after the
+//! other into the enclosing block and keep the `LocalId`s of the locals they
+//! declare. Each copy re-runs its `Let`s before any use, and the copies never
+//! overlap, so one id per local is enough (backends reuse one register).
+//! Branches of constant `if`s are spliced the same way.
+//!
+//! `break` and `continue` that would leave or restart an unrolled loop are
+//! rejected: after unrolling there is no loop left for them to target.
 
-use crate::ir::Kernel;
+use crate::eval;
+use crate::ir::{BinaryOp, Expr, ExprKind, Kernel, Literal, LocalId, Place, Scalar, Stmt};
 use crate::Error;
+
+/// The most iterations one `#[unroll]` loop may have: beyond this the code
+/// size (and register pressure of what unrolling is for) stops paying off.
+pub const MAX_UNROLL: i128 = 1024;
 
 /// Substitutes const params, folds constants, unrolls `#[unroll]` loops.
 pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
-    let _ = (kernel, consts);
-    todo!("specialize")
+    if consts.len() != kernel.const_params.len() {
+        return Err(Error::new(format!(
+            "kernel `{}` has {} const params but {} values were given: pass one value per const param, in declaration order",
+            kernel.name,
+            kernel.const_params.len(),
+            consts.len()
+        )));
+    }
+    for (param, &value) in kernel.const_params.iter().zip(consts) {
+        let fits = match param.ty {
+            Scalar::Bool => value == 0 || value == 1,
+            ty if ty.is_int() => eval::encode_int(ty, value as i128).is_ok(),
+            _ => false,
+        };
+        if !fits {
+            return Err(Error::new(format!(
+                "kernel `{}`: const param `{}` is a {} and cannot take the value {value}",
+                kernel.name,
+                param.name,
+                param.ty.name()
+            )));
+        }
+    }
+    let variant = if consts.is_empty() {
+        format!("kernel `{}`", kernel.name)
+    } else {
+        let values: Vec<String> = kernel
+            .const_params
+            .iter()
+            .zip(consts)
+            .map(|(p, v)| format!("{}={v}", p.name))
+            .collect();
+        format!("kernel `{}` with {}", kernel.name, values.join(", "))
+    };
+    let mut s = Specializer {
+        kernel,
+        consts,
+        variant,
+        unrolled: Vec::new(),
+        loops: Vec::new(),
+    };
+
+    let mut out = kernel.clone();
+    for (local, decl) in out.locals.iter_mut().zip(&kernel.locals) {
+        for (axis, (dim, decl_dim)) in local.dims.iter_mut().zip(&decl.dims).enumerate() {
+            *dim = s.expr(decl_dim)?;
+            if dim.as_int().is_none() {
+                return Err(s.error(format!(
+                    "dimension {axis} of array `{}` is not a compile-time constant: use literals and const params",
+                    decl.name
+                )));
+            }
+        }
+    }
+    if let Some(block) = &kernel.block {
+        let mut dims = block.clone();
+        for dim in &mut dims {
+            *dim = s.expr(dim)?;
+        }
+        out.block = Some(dims);
+    }
+    for (req, decl) in out.requires.iter_mut().zip(&kernel.requires) {
+        req.cond = s.expr(&decl.cond)?;
+    }
+    out.body = s.block(&kernel.body)?;
+    Ok(out)
+}
+
+struct Specializer<'a> {
+    kernel: &'a Kernel,
+    consts: &'a [i64],
+    /// "kernel `k` with BM=64", for messages.
+    variant: String,
+    /// The values of the loop variables of the unrolled loops being copied.
+    unrolled: Vec<(LocalId, Literal)>,
+    /// The enclosing loops, innermost last: `Some(var)` for an unrolled loop.
+    loops: Vec<Option<LocalId>>,
+}
+
+impl Specializer<'_> {
+    fn error(&self, message: String) -> Error {
+        Error::new(format!("{}: {message}", self.variant))
+    }
+
+    fn local_name(&self, id: LocalId) -> &str {
+        self.kernel
+            .locals
+            .get(id as usize)
+            .map_or("?", |l| l.name.as_str())
+    }
+
+    fn block(&mut self, block: &[Stmt]) -> Result<Vec<Stmt>, Error> {
+        let mut out = Vec::with_capacity(block.len());
+        for stmt in block {
+            self.stmt(stmt, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    fn stmt(&mut self, stmt: &Stmt, out: &mut Vec<Stmt>) -> Result<(), Error> {
+        match stmt {
+            Stmt::Let { local, init } => {
+                let init = init.as_ref().map(|e| self.expr(e)).transpose()?;
+                out.push(Stmt::Let {
+                    local: *local,
+                    init,
+                });
+            }
+            Stmt::Assign { place, value } => {
+                out.push(Stmt::Assign {
+                    place: self.place(place)?,
+                    value: self.expr(value)?,
+                });
+            }
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                let cond = self.expr(cond)?;
+                match cond.kind {
+                    ExprKind::Literal(Literal::Bool(true)) => out.extend(self.block(then_body)?),
+                    ExprKind::Literal(Literal::Bool(false)) => out.extend(self.block(else_body)?),
+                    _ => out.push(Stmt::If {
+                        cond,
+                        then_body: self.block(then_body)?,
+                        else_body: self.block(else_body)?,
+                    }),
+                }
+            }
+            Stmt::For {
+                var,
+                start,
+                end,
+                step,
+                unroll: false,
+                body,
+            } => {
+                let (start, end, step) = (self.expr(start)?, self.expr(end)?, self.expr(step)?);
+                self.loops.push(None);
+                let body = self.block(body)?;
+                self.loops.pop();
+                out.push(Stmt::For {
+                    var: *var,
+                    start,
+                    end,
+                    step,
+                    unroll: false,
+                    body,
+                });
+            }
+            Stmt::For {
+                var,
+                start,
+                end,
+                step,
+                unroll: true,
+                body,
+            } => self.unroll(*var, start, end, step, body, out)?,
+            Stmt::While { cond, body } => {
+                let cond = self.expr(cond)?;
+                if cond.kind != ExprKind::Literal(Literal::Bool(false)) {
+                    self.loops.push(None);
+                    let body = self.block(body)?;
+                    self.loops.pop();
+                    out.push(Stmt::While { cond, body });
+                }
+            }
+            Stmt::Break | Stmt::Continue => {
+                if let Some(Some(var)) = self.loops.last() {
+                    let what = if *stmt == Stmt::Break {
+                        "break"
+                    } else {
+                        "continue"
+                    };
+                    return Err(self.error(format!(
+                        "`{what}` in the body of `#[unroll] for {}`: an unrolled loop has no loop left to {what}; \
+                         guard the rest of the body with an `if`, or drop `#[unroll]`",
+                        self.local_name(*var)
+                    )));
+                }
+                out.push(stmt.clone());
+            }
+            Stmt::Return | Stmt::Barrier => out.push(stmt.clone()),
+            Stmt::Expr(e) => out.push(Stmt::Expr(self.expr(e)?)),
+        }
+        Ok(())
+    }
+
+    fn unroll(
+        &mut self,
+        var: LocalId,
+        start: &Expr,
+        end: &Expr,
+        step: &Expr,
+        body: &[Stmt],
+        out: &mut Vec<Stmt>,
+    ) -> Result<(), Error> {
+        let name = self.local_name(var).to_string();
+        let ty = self
+            .kernel
+            .locals
+            .get(var as usize)
+            .map_or(Scalar::I32, |l| l.ty);
+        let mut bound = |what: &str, e: &Expr| -> Result<i128, Error> {
+            let folded = self.expr(e)?;
+            match folded.kind {
+                ExprKind::Literal(Literal::Int(v)) if ty == Scalar::U64 => Ok(v as u64 as i128),
+                ExprKind::Literal(Literal::Int(v)) => Ok(v as i128),
+                _ => Err(self.error(format!(
+                    "the {what} of `#[unroll] for {name}` is not a compile-time constant: \
+                     use literals, const params and enclosing #[unroll] loop variables, or drop `#[unroll]`"
+                ))),
+            }
+        };
+        let (start, end, step) = (
+            bound("start", start)?,
+            bound("end", end)?,
+            bound("step", step)?,
+        );
+        if step <= 0 {
+            return Err(self.error(format!(
+                "`#[unroll] for {name}` has step {step}: the step must be positive"
+            )));
+        }
+        let trips = if start < end {
+            (end - start + step - 1) / step
+        } else {
+            0
+        };
+        if trips > MAX_UNROLL {
+            return Err(self.error(format!(
+                "`#[unroll] for {name}` would unroll {trips} iterations, more than the limit of {MAX_UNROLL}: \
+                 unroll an inner loop only, or drop `#[unroll]`"
+            )));
+        }
+        self.loops.push(Some(var));
+        let mut value = start;
+        while value < end {
+            let lit = eval::encode_int(ty, value).map_err(|e| self.error(e.message))?;
+            self.unrolled.push((var, lit));
+            // An error abandons the whole specialization, so the stacks need
+            // no unwinding on the `?` paths.
+            out.extend(self.block(body)?);
+            self.unrolled.pop();
+            value += step;
+        }
+        self.loops.pop();
+        Ok(())
+    }
+
+    fn place(&mut self, place: &Place) -> Result<Place, Error> {
+        Ok(match place {
+            Place::Local { local, indices } => Place::Local {
+                local: *local,
+                indices: indices
+                    .iter()
+                    .map(|i| self.expr(i))
+                    .collect::<Result<_, _>>()?,
+            },
+            Place::Global { param, index } => Place::Global {
+                param: *param,
+                index: self.expr(index)?,
+            },
+        })
+    }
+
+    /// Substitutes and folds one expression.
+    fn expr(&mut self, expr: &Expr) -> Result<Expr, Error> {
+        let ty = expr.ty;
+        let kind = match &expr.kind {
+            ExprKind::Const(_) => {
+                let lit = eval::eval(expr, self.consts, &[]).map_err(|e| self.error(e.message))?;
+                return Ok(Expr::literal(ty, lit));
+            }
+            ExprKind::Load(place) => {
+                if let Place::Local { local, indices } = place.as_ref() {
+                    if indices.is_empty() {
+                        if let Some((_, lit)) =
+                            self.unrolled.iter().rev().find(|(var, _)| var == local)
+                        {
+                            return Ok(Expr::literal(ty, *lit));
+                        }
+                    }
+                }
+                ExprKind::Load(Box::new(self.place(place)?))
+            }
+            ExprKind::Unary(op, a) => ExprKind::Unary(*op, Box::new(self.expr(a)?)),
+            ExprKind::Binary(op, a, b) => {
+                let a = self.expr(a)?;
+                // Short-circuit operators with a constant left operand: the
+                // right one is only kept (and folded) when it decides.
+                match (op, &a.kind) {
+                    (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(false)))
+                    | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(true))) => {
+                        return Ok(a)
+                    }
+                    (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(true)))
+                    | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(false))) => {
+                        return self.expr(b)
+                    }
+                    _ => ExprKind::Binary(*op, Box::new(a), Box::new(self.expr(b)?)),
+                }
+            }
+            ExprKind::Cast(a) => ExprKind::Cast(Box::new(self.expr(a)?)),
+            ExprKind::Select(cond, a, b) => {
+                let cond = self.expr(cond)?;
+                match cond.kind {
+                    ExprKind::Literal(Literal::Bool(true)) => return self.expr(a),
+                    ExprKind::Literal(Literal::Bool(false)) => return self.expr(b),
+                    _ => ExprKind::Select(
+                        Box::new(cond),
+                        Box::new(self.expr(a)?),
+                        Box::new(self.expr(b)?),
+                    ),
+                }
+            }
+            ExprKind::Call(intrinsic, args) => ExprKind::Call(
+                *intrinsic,
+                args.iter()
+                    .map(|a| self.expr(a))
+                    .collect::<Result<_, _>>()?,
+            ),
+            ExprKind::Atomic {
+                op,
+                place,
+                value,
+                compare,
+            } => ExprKind::Atomic {
+                op: *op,
+                place: Box::new(self.place(place)?),
+                value: Box::new(self.expr(value)?),
+                compare: compare
+                    .as_ref()
+                    .map(|c| self.expr(c).map(Box::new))
+                    .transpose()?,
+            },
+            ExprKind::Literal(_) | ExprKind::Param(_) | ExprKind::Len(_) | ExprKind::Special(_) => {
+                return Ok(expr.clone())
+            }
+        };
+        let folded = Expr { ty, kind };
+        let foldable = match &folded.kind {
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => is_literal(a),
+            ExprKind::Binary(_, a, b) => is_literal(a) && is_literal(b),
+            _ => false,
+        };
+        if foldable {
+            let lit = eval::eval(&folded, &[], &[])
+                .map_err(|e| self.error(format!("constant expression: {}", e.message)))?;
+            return Ok(Expr::literal(ty, lit));
+        }
+        Ok(folded)
+    }
+}
+
+fn is_literal(e: &Expr) -> bool {
+    matches!(e.kind, ExprKind::Literal(_))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{ConstParam, Local, Param, ParamType, Space};
+
+    fn u32_lit(v: u32) -> Expr {
+        Expr::u32(v)
+    }
+
+    fn konst(id: u32) -> Expr {
+        Expr {
+            ty: Scalar::U32,
+            kind: ExprKind::Const(id),
+        }
+    }
+
+    fn load(local: LocalId, ty: Scalar) -> Expr {
+        Expr {
+            ty,
+            kind: ExprKind::Load(Box::new(Place::Local {
+                local,
+                indices: vec![],
+            })),
+        }
+    }
+
+    fn bin(op: BinaryOp, a: Expr, b: Expr) -> Expr {
+        let ty = if op.is_comparison() {
+            Scalar::Bool
+        } else {
+            a.ty
+        };
+        Expr {
+            ty,
+            kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+        }
+    }
+
+    fn local(name: &str, ty: Scalar, dims: Vec<Expr>, mutable: bool) -> Local {
+        Local {
+            name: name.into(),
+            ty,
+            space: Space::Register,
+            dims,
+            mutable,
+        }
+    }
+
+    /// `acc[k] = acc[k] + x[k]` over `#[unroll] for k in 0..N`, plus a
+    /// `if N > 2 { .. } else { .. }`.
+    fn kernel(body: Vec<Stmt>) -> Kernel {
+        Kernel {
+            name: "k".into(),
+            const_params: vec![ConstParam {
+                name: "N".into(),
+                ty: Scalar::U32,
+            }],
+            params: vec![Param {
+                name: "x".into(),
+                ty: ParamType::Slice {
+                    elem: Scalar::F32,
+                    mutable: false,
+                },
+            }],
+            locals: vec![
+                local("acc", Scalar::F32, vec![konst(0)], true),
+                local("k", Scalar::U32, vec![], false),
+            ],
+            block: Some([
+                bin(BinaryOp::Mul, konst(0), u32_lit(32)),
+                u32_lit(1),
+                u32_lit(1),
+            ]),
+            requires: vec![],
+            body,
+        }
+    }
+
+    fn unrolled_loop(body: Vec<Stmt>) -> Stmt {
+        Stmt::For {
+            var: 1,
+            start: u32_lit(0),
+            end: konst(0),
+            step: u32_lit(1),
+            unroll: true,
+            body,
+        }
+    }
+
+    fn acc_at(index: Expr) -> Place {
+        Place::Local {
+            local: 0,
+            indices: vec![index],
+        }
+    }
+
+    #[test]
+    fn substitutes_folds_and_unrolls() {
+        let body = vec![
+            Stmt::Let {
+                local: 0,
+                init: Some(Expr::literal(Scalar::F32, Literal::Float(0.0))),
+            },
+            unrolled_loop(vec![Stmt::Assign {
+                place: acc_at(load(1, Scalar::U32)),
+                value: Expr {
+                    ty: Scalar::F32,
+                    kind: ExprKind::Load(Box::new(Place::Global {
+                        param: 0,
+                        index: load(1, Scalar::U32),
+                    })),
+                },
+            }]),
+        ];
+        let k = specialize(&kernel(body), &[3]).unwrap();
+        assert_eq!(k.locals[0].dims, vec![u32_lit(3)]);
+        assert_eq!(k.block.as_ref().unwrap()[0], u32_lit(96));
+        assert_eq!(k.body.len(), 4, "Let + 3 copies");
+        for (i, stmt) in k.body[1..].iter().enumerate() {
+            let Stmt::Assign {
+                place: Place::Local { indices, .. },
+                value,
+            } = stmt
+            else {
+                panic!("{stmt:?}")
+            };
+            assert_eq!(indices[0], u32_lit(i as u32));
+            let ExprKind::Load(place) = &value.kind else {
+                panic!()
+            };
+            assert_eq!(
+                **place,
+                Place::Global {
+                    param: 0,
+                    index: u32_lit(i as u32)
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn constant_ifs_keep_only_the_branch_taken() {
+        let body = vec![Stmt::If {
+            cond: bin(BinaryOp::Gt, konst(0), u32_lit(2)),
+            then_body: vec![Stmt::Barrier],
+            else_body: vec![Stmt::Return],
+        }];
+        assert_eq!(
+            specialize(&kernel(body.clone()), &[3]).unwrap().body,
+            vec![Stmt::Barrier]
+        );
+        assert_eq!(
+            specialize(&kernel(body), &[2]).unwrap().body,
+            vec![Stmt::Return]
+        );
+    }
+
+    #[test]
+    fn dead_branches_are_not_folded() {
+        // `if N > 0 { x = 10 / N }` with N = 0 must not report a division by zero.
+        let body = vec![Stmt::If {
+            cond: bin(BinaryOp::Gt, konst(0), u32_lit(0)),
+            then_body: vec![Stmt::Expr(bin(BinaryOp::Div, u32_lit(10), konst(0)))],
+            else_body: vec![],
+        }];
+        assert_eq!(specialize(&kernel(body), &[0]).unwrap().body, vec![]);
+    }
+
+    #[test]
+    fn overflowing_folds_name_kernel_and_variant() {
+        let body = vec![Stmt::Expr(bin(BinaryOp::Mul, konst(0), u32_lit(1 << 20)))];
+        let e = specialize(&kernel(body), &[1 << 13]).unwrap_err();
+        assert_eq!(
+            e.message,
+            "kernel `k` with N=8192: constant expression: `8192 * 1048576` overflows u32"
+        );
+    }
+
+    #[test]
+    fn const_values_are_checked() {
+        assert_eq!(
+            specialize(&kernel(vec![]), &[]).unwrap_err().message,
+            "kernel `k` has 1 const params but 0 values were given: pass one value per const param, in declaration order"
+        );
+        assert_eq!(
+            specialize(&kernel(vec![]), &[-1]).unwrap_err().message,
+            "kernel `k`: const param `N` is a u32 and cannot take the value -1"
+        );
+    }
+
+    #[test]
+    fn unroll_bounds_must_be_constant_and_small() {
+        let mut k = kernel(vec![unrolled_loop(vec![])]);
+        k.params.push(Param {
+            name: "n".into(),
+            ty: ParamType::Scalar(Scalar::U32),
+        });
+        k.body = vec![Stmt::For {
+            var: 1,
+            start: u32_lit(0),
+            end: Expr {
+                ty: Scalar::U32,
+                kind: ExprKind::Param(1),
+            },
+            step: u32_lit(1),
+            unroll: true,
+            body: vec![],
+        }];
+        let e = specialize(&k, &[4]).unwrap_err();
+        assert_eq!(
+            e.message,
+            "kernel `k` with N=4: the end of `#[unroll] for k` is not a compile-time constant: \
+             use literals, const params and enclosing #[unroll] loop variables, or drop `#[unroll]`"
+        );
+        let e = specialize(&kernel(vec![unrolled_loop(vec![])]), &[5000]).unwrap_err();
+        assert!(
+            e.message
+                .contains("would unroll 5000 iterations, more than the limit of 1024"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn break_in_an_unrolled_loop_is_rejected() {
+        let e = specialize(&kernel(vec![unrolled_loop(vec![Stmt::Break])]), &[2]).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("kernel `k` with N=2: `break` in the body of `#[unroll] for k`"),
+            "{}",
+            e.message
+        );
+        // A break of a loop nested inside the unrolled one is fine.
+        let inner = Stmt::While {
+            cond: Expr::literal(Scalar::Bool, Literal::Bool(true)),
+            body: vec![Stmt::Break],
+        };
+        let k = specialize(&kernel(vec![unrolled_loop(vec![inner.clone()])]), &[2]).unwrap();
+        assert_eq!(k.body, vec![inner.clone(), inner]);
+    }
+
+    #[test]
+    fn dims_must_become_constant() {
+        let mut k = kernel(vec![]);
+        k.params.push(Param {
+            name: "n".into(),
+            ty: ParamType::Scalar(Scalar::U32),
+        });
+        k.locals[0].dims = vec![Expr {
+            ty: Scalar::U32,
+            kind: ExprKind::Param(1),
+        }];
+        assert_eq!(
+            specialize(&k, &[1]).unwrap_err().message,
+            "kernel `k` with N=1: dimension 0 of array `acc` is not a compile-time constant: use literals and const params"
+        );
+    }
 }

@@ -1,0 +1,158 @@
+//! What each PTX construct needs: the lowest `.version` and the lowest
+//! target architecture, in ONE table. The emitter asks [`FeatureUse::require`]
+//! before emitting a construct; the module's `.version` is the highest
+//! version any used construct needs (at least the target's own base version).
+//! Tensor Core, ldmatrix and cp.async constructs enter as new rows.
+//!
+//! Facts from the PTX ISA (see /work/shared/reference/ptx-notes.md §1), each
+//! confirmed by ptxas 12.9 refusing the construct one version or one target
+//! below.
+
+use crate::ir::Arch;
+
+/// A PTX construct that not every target or version has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Feature {
+    /// `cvt.f32.bf16`: widening bf16.
+    Bf16ToF32,
+    /// `cvt.rn.bf16.f32`: rounding to bf16 (every bf16 arithmetic result).
+    F32ToBf16,
+    /// `fma.rn.bf16`.
+    FmaBf16,
+    /// `tanh.approx.f32` (the emitter builds tanh from `ex2` without it).
+    TanhApprox,
+    /// `atom.add.noftz.f16`.
+    AtomAddF16,
+    /// `atom.add.noftz.bf16`.
+    AtomAddBf16,
+    /// `atom.cas.b16` (compare-exchange of f16/bf16).
+    AtomCasB16,
+}
+
+/// One row of the table.
+pub struct FeatureInfo {
+    /// What the user wrote that needs it, for messages.
+    pub construct: &'static str,
+    /// Lowest PTX ISA version, (major, minor).
+    pub min_version: (u32, u32),
+    /// Lowest compute capability, (major, minor).
+    pub min_arch: (u32, u32),
+}
+
+impl Feature {
+    pub fn info(self) -> FeatureInfo {
+        let (construct, min_version, min_arch) = match self {
+            Feature::Bf16ToF32 => ("bf16 conversions (`cvt.f32.bf16`)", (7, 1), (8, 0)),
+            Feature::F32ToBf16 => (
+                "bf16 arithmetic and conversions (`cvt.rn.bf16.f32`)",
+                (7, 0),
+                (8, 0),
+            ),
+            Feature::FmaBf16 => ("`mul_add` on bf16 (`fma.rn.bf16`)", (7, 0), (8, 0)),
+            Feature::TanhApprox => ("`tanh.approx.f32`", (7, 0), (7, 5)),
+            Feature::AtomAddF16 => ("`atomic_add` on f16 (`atom.add.noftz.f16`)", (6, 3), (7, 0)),
+            Feature::AtomAddBf16 => (
+                "`atomic_add` on bf16 (`atom.add.noftz.bf16`)",
+                (7, 8),
+                (9, 0),
+            ),
+            Feature::AtomCasB16 => (
+                "`atomic_compare_exchange` on 16-bit types (`atom.cas.b16`)",
+                (6, 3),
+                (7, 0),
+            ),
+        };
+        FeatureInfo {
+            construct,
+            min_version,
+            min_arch,
+        }
+    }
+}
+
+/// The lowest `.version` that knows the target itself.
+pub fn base_version(arch: Arch) -> (u32, u32) {
+    match arch {
+        Arch::Sm70 => (6, 0),
+        Arch::Sm80 => (7, 0),
+        Arch::Sm90 => (7, 8),
+    }
+}
+
+/// The features one module uses so far, and the `.version` they need.
+pub struct FeatureUse {
+    arch: Arch,
+    version: (u32, u32),
+}
+
+impl FeatureUse {
+    pub fn new(arch: Arch) -> FeatureUse {
+        FeatureUse {
+            arch,
+            version: base_version(arch),
+        }
+    }
+
+    /// Whether the target has `feature` (without using it).
+    pub fn available(&self, feature: Feature) -> bool {
+        self.arch.compute_capability() >= feature.info().min_arch
+    }
+
+    /// Records a use of `feature`, or says why the target lacks it.
+    pub fn require(&mut self, feature: Feature) -> Result<(), String> {
+        let info = feature.info();
+        if !self.available(feature) {
+            return Err(format!(
+                "{}: needs sm_{}{} or newer, and this variant targets {}; \
+                 drop {} from `arch(..)` or avoid the construct on it",
+                info.construct,
+                info.min_arch.0,
+                info.min_arch.1,
+                self.arch.name(),
+                self.arch.name()
+            ));
+        }
+        self.version = self.version.max(info.min_version);
+        Ok(())
+    }
+
+    pub fn version(&self) -> (u32, u32) {
+        self.version
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn using_a_feature_raises_the_version_only_as_far_as_needed() {
+        let mut sm70 = FeatureUse::new(Arch::Sm70);
+        assert_eq!(sm70.version(), (6, 0));
+        sm70.require(Feature::AtomAddF16).unwrap();
+        assert_eq!(sm70.version(), (6, 3));
+        let mut sm80 = FeatureUse::new(Arch::Sm80);
+        sm80.require(Feature::F32ToBf16).unwrap();
+        assert_eq!(sm80.version(), (7, 0));
+        sm80.require(Feature::Bf16ToF32).unwrap();
+        assert_eq!(sm80.version(), (7, 1));
+        let mut sm90 = FeatureUse::new(Arch::Sm90);
+        sm90.require(Feature::Bf16ToF32).unwrap();
+        assert_eq!(
+            sm90.version(),
+            (7, 8),
+            "never below the target's own base version"
+        );
+    }
+
+    #[test]
+    fn a_missing_feature_names_the_construct_and_the_arch() {
+        let mut sm80 = FeatureUse::new(Arch::Sm80);
+        assert_eq!(
+            sm80.require(Feature::AtomAddBf16).unwrap_err(),
+            "`atomic_add` on bf16 (`atom.add.noftz.bf16`): needs sm_90 or newer, and this variant targets sm_80; \
+             drop sm_80 from `arch(..)` or avoid the construct on it"
+        );
+        assert_eq!(sm80.version(), (7, 0), "a refused feature does not count");
+    }
+}

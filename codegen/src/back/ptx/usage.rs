@@ -1,0 +1,101 @@
+//! A pre-pass over the body: which parameters the kernel reads and which
+//! slices it writes (a slice never written is read through the read-only
+//! cache, `ld.global.nc`).
+
+use crate::ir::{Block, Expr, ExprKind, Kernel, Place, Stmt};
+
+pub struct Usage {
+    /// Per parameter: read as a scalar, or its pointer used.
+    pub used: Vec<bool>,
+    /// Per parameter: its `.len()` read.
+    pub len_read: Vec<bool>,
+    /// Per parameter: a slice element stored to or updated atomically.
+    pub written: Vec<bool>,
+}
+
+impl Usage {
+    pub fn of(kernel: &Kernel) -> Usage {
+        let n = kernel.params.len();
+        let mut usage = Usage {
+            used: vec![false; n],
+            len_read: vec![false; n],
+            written: vec![false; n],
+        };
+        usage.block(&kernel.body);
+        usage
+    }
+
+    fn block(&mut self, block: &Block) {
+        for stmt in block {
+            match stmt {
+                Stmt::Let { init, .. } => init.iter().for_each(|e| self.expr(e)),
+                Stmt::Assign { place, value } => {
+                    self.place(place, true);
+                    self.expr(value);
+                }
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => {
+                    self.expr(cond);
+                    self.block(then_body);
+                    self.block(else_body);
+                }
+                Stmt::For {
+                    start,
+                    end,
+                    step,
+                    body,
+                    ..
+                } => {
+                    [start, end, step].into_iter().for_each(|e| self.expr(e));
+                    self.block(body);
+                }
+                Stmt::While { cond, body } => {
+                    self.expr(cond);
+                    self.block(body);
+                }
+                Stmt::Expr(e) => self.expr(e),
+                Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {}
+            }
+        }
+    }
+
+    fn place(&mut self, place: &Place, write: bool) {
+        match place {
+            Place::Local { indices, .. } => indices.iter().for_each(|e| self.expr(e)),
+            Place::Global { param, index } => {
+                self.used[*param as usize] = true;
+                self.written[*param as usize] |= write;
+                self.expr(index);
+            }
+        }
+    }
+
+    fn expr(&mut self, e: &Expr) {
+        match &e.kind {
+            ExprKind::Param(id) => self.used[*id as usize] = true,
+            ExprKind::Len(id) => self.len_read[*id as usize] = true,
+            ExprKind::Load(place) => self.place(place, false),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => self.expr(a),
+            ExprKind::Binary(_, a, b) => {
+                self.expr(a);
+                self.expr(b);
+            }
+            ExprKind::Select(c, a, b) => [c, a, b].into_iter().for_each(|e| self.expr(e)),
+            ExprKind::Call(_, args) => args.iter().for_each(|a| self.expr(a)),
+            ExprKind::Atomic {
+                place,
+                value,
+                compare,
+                ..
+            } => {
+                self.place(place, true);
+                self.expr(value);
+                compare.iter().for_each(|c| self.expr(c));
+            }
+            ExprKind::Literal(_) | ExprKind::Const(_) | ExprKind::Special(_) => {}
+        }
+    }
+}

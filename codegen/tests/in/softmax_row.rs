@@ -1,0 +1,34 @@
+// Softmax of each row of a `rows x cols` matrix, one warp per row.
+#[kernel(block(32), requires(x.len() == y.len()))]
+fn softmax_row(x: &[f32], y: &mut [f32], cols: u32) {
+    let row = block_idx().x;
+    let lane = lane_id();
+    let base = row * cols;
+    let mut m = -3.0e38f32;
+    let mut c = lane;
+    while c < cols {
+        m = m.max(x[base + c]);
+        c += 32;
+    }
+    #[unroll]
+    for k in 0..5u32 {
+        m = m.max(shfl_xor(m, 16 >> k));
+    }
+    let mut s = 0.0f32;
+    c = lane;
+    while c < cols {
+        s += (x[base + c] - m).exp();
+        c += 32;
+    }
+    #[unroll]
+    for k in 0..5u32 {
+        s += shfl_down(s, 1 << k);
+    }
+    let total = shfl_xor(s, 0);
+    let inv = 1.0 / total;
+    c = lane;
+    while c < cols {
+        y[base + c] = (x[base + c] - m).exp() * inv;
+        c += 32;
+    }
+}

@@ -1,0 +1,26 @@
+//! PTX snapshots: every variant of every input in `tests/in`, for every arch
+//! it targets, against `tests/out/ptx/<input>.<arch>.snap`.
+//! Review changes with `cargo insta review`.
+
+mod common;
+
+use warpforge_codegen::compile_ptx;
+
+#[test]
+fn ptx_snapshots() {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(common::tests_dir().join("out/ptx"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    let _guard = settings.bind_to_scope();
+    for (input, def) in common::inputs() {
+        for consts in def.variants() {
+            for arch in common::archs(&def) {
+                let name = common::snapshot_name(&input, &def, &consts, arch);
+                let module = compile_ptx(&def, &consts, arch)
+                    .unwrap_or_else(|e| panic!("{name}: {}", e.message));
+                insta::assert_snapshot!(name, module.text);
+            }
+        }
+    }
+}
