@@ -303,7 +303,20 @@ pub enum ExprKind {
 pub enum Literal {
     Bool(bool),
     Int(i64),
-    Float(f64),
+    /// Serialized as its bits: JSON has no infinities or NaNs.
+    Float(#[serde(with = "float_bits")] f64),
+}
+
+mod float_bits {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(v.to_bits())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        u64::deserialize(d).map(f64::from_bits)
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
