@@ -214,14 +214,34 @@ pub enum Stmt {
     /// Brings `local` into scope. Scalars take `init`; register arrays take
     /// `init` as a splat value for every element (or stay undefined with
     /// `None`); shared arrays never have `init`.
-    Let { local: LocalId, init: Option<Expr> },
-    Assign { place: Place, value: Expr },
-    If { cond: Expr, then_body: Block, else_body: Block },
+    Let {
+        local: LocalId,
+        init: Option<Expr>,
+    },
+    Assign {
+        place: Place,
+        value: Expr,
+    },
+    If {
+        cond: Expr,
+        then_body: Block,
+        else_body: Block,
+    },
     /// `for var in (start..end).step_by(step)`: `var` takes `start`, `start + step`, ...
     /// while `var < end`. `start`, `end` and `step` have the type of `var`
     /// (an integer); `step` is positive. `end` is evaluated once, before the loop.
-    For { var: LocalId, start: Expr, end: Expr, step: Expr, unroll: bool, body: Block },
-    While { cond: Expr, body: Block },
+    For {
+        var: LocalId,
+        start: Expr,
+        end: Expr,
+        step: Expr,
+        unroll: bool,
+        body: Block,
+    },
+    While {
+        cond: Expr,
+        body: Block,
+    },
     Break,
     Continue,
     Return,
@@ -270,7 +290,12 @@ pub enum ExprKind {
     Special(Special),
     Call(Intrinsic, Vec<Expr>),
     /// Atomic read-modify-write of a global or shared place; yields the old value.
-    Atomic { op: AtomicOp, place: Box<Place>, value: Box<Expr>, compare: Option<Box<Expr>> },
+    Atomic {
+        op: AtomicOp,
+        place: Box<Place>,
+        value: Box<Expr>,
+        compare: Option<Box<Expr>>,
+    },
 }
 
 /// A literal value. Integers hold the value's bits zero- or sign-extended to 64 bits.
@@ -386,7 +411,10 @@ pub enum AtomicOp {
 
 impl Expr {
     pub fn literal(ty: Scalar, lit: Literal) -> Expr {
-        Expr { ty, kind: ExprKind::Literal(lit) }
+        Expr {
+            ty,
+            kind: ExprKind::Literal(lit),
+        }
     }
 
     pub fn u32(v: u32) -> Expr {

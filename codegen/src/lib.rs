@@ -30,13 +30,19 @@ pub struct Error {
 
 impl Error {
     pub fn new(message: impl Into<String>) -> Error {
-        Error { message: message.into() }
+        Error {
+            message: message.into(),
+        }
     }
 }
 
 /// Builds the PTX of one variant (`consts` in `def.ir.const_params` order) for one arch:
 /// specialize, validate, emit.
-pub fn compile_ptx(def: &KernelDef, consts: &[i64], arch: Arch) -> Result<back::ptx::PtxModule, Error> {
+pub fn compile_ptx(
+    def: &KernelDef,
+    consts: &[i64],
+    arch: Arch,
+) -> Result<back::ptx::PtxModule, Error> {
     let kernel = specialize::specialize(&def.ir, consts)?;
     valid::validate(&kernel)?;
     back::ptx::emit(&kernel, arch)

@@ -46,7 +46,11 @@ pub struct Grid {
 
 /// One launch argument, borrowed for the duration of the launch.
 pub enum KernelArg<'a> {
-    Scalar { ty: Scalar, value: HostValue, bits: u64 },
+    Scalar {
+        ty: Scalar,
+        value: HostValue,
+        bits: u64,
+    },
     Buffer(PhantomData<&'a ()>),
 }
 
@@ -68,7 +72,13 @@ impl<'a> KernelArg<'a> {
 pub struct Runtime {}
 
 impl Runtime {
-    pub fn launch(&self, def: &KernelDef, consts: &[i64], grid: Grid, args: &mut [KernelArg<'_>]) -> Result<(), Error> {
+    pub fn launch(
+        &self,
+        def: &KernelDef,
+        consts: &[i64],
+        grid: Grid,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<(), Error> {
         let _ = (def, consts, grid, args);
         todo!()
     }
