@@ -87,6 +87,16 @@ pub fn build(repo: &Path, ptxas: &Ptxas) -> Result<()> {
             format!("could not remove stale {}", generated.join(stale).display())
         })?;
         println!("removed generated/{}", stale.display());
+        // Drop the folders that held only stale files; remove_dir refuses non-empty ones.
+        for folder in stale
+            .ancestors()
+            .skip(1)
+            .take_while(|f| f.starts_with(REFERENCE_PTX_DIR))
+        {
+            if std::fs::remove_dir(generated.join(folder)).is_err() {
+                break;
+            }
+        }
     }
     for (relative, text) in &outputs.files {
         let path = generated.join(relative);
@@ -101,7 +111,7 @@ pub fn build(repo: &Path, ptxas: &Ptxas) -> Result<()> {
     }
     report_spills(&outputs.spilling);
     println!(
-        "build-ptx: generated/ is up to date ({} files)",
+        "build-ptx: generated/ is up to date ({} file(s))",
         outputs.files.len()
     );
     Ok(())
@@ -121,7 +131,7 @@ pub fn check(repo: &Path, ptxas: &Ptxas) -> Result<()> {
         );
     }
     println!(
-        "build-ptx --check: generated/ is up to date ({} files)",
+        "build-ptx --check: generated/ is up to date ({} file(s))",
         outputs.files.len()
     );
     Ok(())
