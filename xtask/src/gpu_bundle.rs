@@ -46,17 +46,21 @@ pub fn build(repo: &Path) -> Result<()> {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
         .with_context(|| format!("could not make {} executable", script.display()))?;
 
-    let mut total = 0;
-    for entry in std::fs::read_dir(&bundle)? {
+    let mut files: Vec<(String, u64)> = Vec::new();
+    for entry in std::fs::read_dir(&bundle)
+        .with_context(|| format!("could not list {}", bundle.display()))?
+    {
         let entry = entry?;
-        let size = entry.metadata()?.len();
-        total += size;
-        println!(
-            "{:>10.1} KiB  {BUNDLE_DIR}/{}",
-            size as f64 / 1024.0,
-            entry.file_name().to_string_lossy()
-        );
+        files.push((
+            entry.file_name().to_string_lossy().into_owned(),
+            entry.metadata()?.len(),
+        ));
     }
+    files.sort();
+    for (name, size) in &files {
+        println!("{:>10.1} KiB  {BUNDLE_DIR}/{name}", *size as f64 / 1024.0);
+    }
+    let total: u64 = files.iter().map(|(_, size)| size).sum();
     println!("{:>10.1} MiB  total", total as f64 / (1024.0 * 1024.0));
     if total > SIZE_LIMIT_BYTES {
         bail!(
