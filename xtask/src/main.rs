@@ -15,7 +15,7 @@ use crate::ptxas::Ptxas;
 
 #[derive(Parser)]
 #[command(
-    name = "cargo xtask",
+    bin_name = "cargo xtask",
     about = "warpforge's developer commands",
     version
 )]
@@ -26,51 +26,66 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Task {
-    /// The main job: builds `gpu-check` (warpforge-tests) in release and runs
-    /// it. Without a GPU it says so and lists the generated variants.
-    /// Arguments after `--` go to gpu-check; its exit code is passed through.
+    /// The main job: build and run gpu-check in release
+    ///
+    /// Builds the `gpu-check` binary of warpforge-tests in release and runs
+    /// it; its exit code is this command's. Without a GPU it says so and
+    /// lists the generated variants.
     Run {
+        /// Arguments for gpu-check (after `--`)
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// The CPU test tier, failing fast: cargo fmt --check, cargo test
-    /// --workspace --locked, then build-ptx --check.
+    /// The CPU test tier (what CI runs)
+    ///
+    /// In order, stopping at the first failure: find ptxas, `cargo fmt --all
+    /// -- --check`, `cargo test --workspace --locked`, `cargo xtask build-ptx
+    /// --check`. Ends with one summary line per step.
     Test,
+    /// Build and assemble every stock kernel variant; write generated/
+    ///
     /// Compiles every variant of every stock kernel to PTX for each arch it
-    /// targets, assembles it with ptxas, and writes generated/manifest.json
-    /// (resource use per variant) and generated/ptx/ (reference PTX of each
-    /// kernel's first variant per arch).
+    /// targets, assembles each with `ptxas -v -O3`, and writes
+    /// generated/manifest.json (resource use of every variant) and
+    /// generated/ptx/ (the PTX of each kernel's first variant per arch).
     BuildPtx {
-        /// Regenerate in memory and fail if generated/ differs, instead of writing it.
+        /// Regenerate in memory and fail if generated/ differs, instead of writing it
         #[arg(long)]
         check: bool,
     },
-    /// Builds the GPU-tier binaries (stripped, release) into gpu-bundle/ with
-    /// a run.sh that a GPU machine runs from the repository root.
+    /// Build the GPU tier into gpu-bundle/ for a GPU machine
+    ///
+    /// Builds the GPU-tier binaries of warpforge-tests in release, stripped,
+    /// and copies them into gpu-bundle/ with run.sh, which a GPU machine runs
+    /// from the repository root.
     GpuBundle,
-    /// Finds ptxas (CUDA 12.x), installing it under target/ptxas-venv if
-    /// needed, and prints its path and version. Set PTXAS to use another one.
+    /// Find (or install) ptxas and print its path and version
+    ///
+    /// Uses $PTXAS if set, else a CUDA 12.x `ptxas` on PATH, else the one
+    /// under target/ptxas-venv, installing it there from PyPI
+    /// (nvidia-cuda-nvcc-cu12) when missing.
     Ptxas,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let repo = repo_root();
+    let done = |result: Result<()>| result.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
         Task::Run { args } => run_gpu_check(&repo, &args),
-        Task::Test => test::run(&repo),
-        Task::BuildPtx { check } => find_ptxas(&repo).and_then(|ptxas| {
+        Task::Test => done(test::run(&repo)),
+        Task::BuildPtx { check } => done(find_ptxas(&repo).and_then(|ptxas| {
             if check {
                 build_ptx::check(&repo, &ptxas)
             } else {
                 build_ptx::build(&repo, &ptxas)
             }
-        }),
-        Task::GpuBundle => gpu_bundle::build(&repo),
-        Task::Ptxas => find_ptxas(&repo).map(|_| ()),
+        })),
+        Task::GpuBundle => done(gpu_bundle::build(&repo)),
+        Task::Ptxas => done(find_ptxas(&repo).map(|_| ())),
     };
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("error: {error:#}");
             ExitCode::FAILURE
@@ -93,8 +108,8 @@ pub fn find_ptxas(repo: &Path) -> Result<Ptxas> {
     Ok(ptxas)
 }
 
-/// Runs `gpu-check` in release and exits with its exit code.
-fn run_gpu_check(repo: &Path, args: &[String]) -> Result<()> {
+/// Runs `gpu-check` in release; its exit code (1 if a signal ended it) is ours.
+fn run_gpu_check(repo: &Path, args: &[String]) -> Result<ExitCode> {
     let status = Command::new(cargo())
         .current_dir(repo)
         .args([
@@ -110,7 +125,12 @@ fn run_gpu_check(repo: &Path, args: &[String]) -> Result<()> {
         .args(args)
         .status()
         .context("could not run cargo")?;
-    std::process::exit(status.code().unwrap_or(1));
+    Ok(ExitCode::from(
+        status
+            .code()
+            .and_then(|code| u8::try_from(code).ok())
+            .unwrap_or(1),
+    ))
 }
 
 /// The cargo that runs this xtask, so that child builds use the same toolchain.
