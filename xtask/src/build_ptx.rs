@@ -122,12 +122,13 @@ pub fn build(repo: &Path, ptxas: &Ptxas) -> Result<()> {
 pub fn check(repo: &Path, ptxas: &Ptxas) -> Result<()> {
     let outputs = generate(repo, ptxas, &warpforge_kernels::all())?;
     report_spills(&outputs.spilling);
-    let problems = compare(&repo.join(GENERATED_DIR), &outputs.files)?;
+    let generated = repo.join(GENERATED_DIR);
+    let problems = compare(&generated, &outputs.files)?;
     if !problems.is_empty() {
         bail!(
-            "generated/ is out of date (with ptxas {}):\n  {}\nrun `cargo xtask build-ptx` and commit the result",
-            ptxas.version,
-            problems.join("\n  ")
+            "generated/ is out of date:\n  {}\n{}run `cargo xtask build-ptx` and commit the result",
+            problems.join("\n  "),
+            ptxas_mismatch_hint(&generated, ptxas)
         );
     }
     println!(
@@ -135,6 +136,24 @@ pub fn check(repo: &Path, ptxas: &Ptxas) -> Result<()> {
         outputs.files.len()
     );
     Ok(())
+}
+
+/// Resource counts change with the ptxas release: when the committed manifest
+/// was made with another one, say so, since that alone makes it stale.
+fn ptxas_mismatch_hint(generated: &Path, ptxas: &Ptxas) -> String {
+    let committed = std::fs::read_to_string(generated.join(MANIFEST_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+        .and_then(|manifest| manifest["ptxas"].as_str().map(str::to_string));
+    match committed {
+        Some(version) if version != ptxas.version => format!(
+            "generated/manifest.json was made with ptxas {version}, this is ptxas {} ({}): \
+             point PTXAS at that release, or\n",
+            ptxas.version,
+            ptxas.path.display()
+        ),
+        _ => String::new(),
+    }
 }
 
 fn report_spills(spilling: &[String]) {
@@ -349,6 +368,8 @@ fn sha256_hex(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::OnceLock;
+
     use super::*;
 
     /// Hand-written PTX in the shape the backend emits: one entry, dynamic
@@ -403,20 +424,40 @@ $L__BB0_2:
         )
     }
 
+    /// A kernel with an empty body: enough for naming.
+    fn kernel_def(name: &str, const_names: &[&str]) -> KernelDef {
+        use warpforge_codegen::ir::{ConstParam, Kernel, Scalar};
+        KernelDef {
+            ir: Kernel {
+                name: name.into(),
+                const_params: const_names
+                    .iter()
+                    .map(|name| ConstParam {
+                        name: name.to_string(),
+                        ty: Scalar::U32,
+                    })
+                    .collect(),
+                params: Vec::new(),
+                locals: Vec::new(),
+                block: None,
+                requires: Vec::new(),
+                body: Vec::new(),
+            },
+            targets: Arch::ALL.into_iter().map(Target::Ptx).collect(),
+            tune: Vec::new(),
+        }
+    }
+
     fn saxpy_job(arch: Arch, block: u32, fma: &str) -> Job {
+        let def = kernel_def("saxpy", &["BLOCK"]);
+        let consts = vec![i64::from(block)];
         Job {
             kernel: "saxpy".into(),
-            variant: format!("saxpy[BLOCK={block}]"),
-            consts: vec![i64::from(block)],
+            variant: def.variant_name(&consts),
+            consts: consts.clone(),
             arch,
             reference: block == 128,
-            path: [
-                "saxpy".to_string(),
-                arch.name().to_string(),
-                format!("saxpy.BLOCK={block}.ptx"),
-            ]
-            .iter()
-            .collect(),
+            path: ptx_path(&def, &consts, arch),
             module: PtxModule {
                 text: saxpy_ptx(arch, fma),
                 entry: "saxpy".into(),
@@ -427,10 +468,15 @@ $L__BB0_2:
         }
     }
 
+    /// Found once per test binary, so that parallel tests never install it twice at once.
     fn ptxas() -> Ptxas {
-        let repo = crate::repo_root();
-        Ptxas::find(&repo)
-            .expect("the pipeline test needs ptxas: run `cargo xtask ptxas` or set PTXAS")
+        static PTXAS: OnceLock<Ptxas> = OnceLock::new();
+        PTXAS
+            .get_or_init(|| {
+                Ptxas::find(&crate::repo_root())
+                    .expect("the pipeline test needs ptxas: run `cargo xtask ptxas` or set PTXAS")
+            })
+            .clone()
     }
 
     #[test]
@@ -521,6 +567,20 @@ $L__BB0_2:
         assert!(
             error.contains("Not a name of any known instruction: 'fmaa'"),
             "{error}"
+        );
+    }
+
+    #[test]
+    fn ptx_paths_name_the_kernel_arch_and_every_const() {
+        let def = kernel_def("gemm_f32", &["BM", "BK"]);
+        assert_eq!(
+            ptx_path(&def, &[64, -8], Arch::Sm80),
+            Path::new("gemm_f32/sm_80/gemm_f32.BM=64.BK=-8.ptx")
+        );
+        let def = kernel_def("saxpy", &[]);
+        assert_eq!(
+            ptx_path(&def, &[], Arch::Sm90),
+            Path::new("saxpy/sm_90/saxpy.ptx")
         );
     }
 
