@@ -1,1 +1,139 @@
-fn main() {}
+//! `cargo xtask <command>`: warpforge's chores (see `cargo xtask --help`).
+
+mod build_ptx;
+mod gpu_bundle;
+mod ptxas;
+mod test;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+
+use crate::ptxas::Ptxas;
+
+#[derive(Parser)]
+#[command(
+    bin_name = "cargo xtask",
+    about = "warpforge's developer commands",
+    version
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Task,
+}
+
+#[derive(Subcommand)]
+enum Task {
+    /// The main job: build and run gpu-check in release
+    ///
+    /// Builds the `gpu-check` binary of warpforge-tests in release and runs
+    /// it; its exit code is this command's. Without a GPU it says so and
+    /// lists the generated variants.
+    Run {
+        /// Arguments for gpu-check (after `--`)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The CPU test tier (what CI runs)
+    ///
+    /// In order, stopping at the first failure: find ptxas, `cargo fmt --all
+    /// -- --check`, `cargo test --workspace --locked`, `cargo xtask build-ptx
+    /// --check`. Ends with one summary line per step.
+    Test,
+    /// Build and assemble every stock kernel variant; write generated/
+    ///
+    /// Compiles every variant of every stock kernel to PTX for each arch it
+    /// targets, assembles each with `ptxas -v -O3`, and writes
+    /// generated/manifest.json (resource use of every variant) and
+    /// generated/ptx/ (the PTX of each kernel's first variant per arch).
+    BuildPtx {
+        /// Regenerate in memory and fail if generated/ differs, instead of writing it
+        #[arg(long)]
+        check: bool,
+    },
+    /// Build the GPU tier into gpu-bundle/ for a GPU machine
+    ///
+    /// Builds the GPU-tier binaries of warpforge-tests in release, stripped,
+    /// and copies them into gpu-bundle/ with run.sh, which a GPU machine runs
+    /// from the repository root.
+    GpuBundle,
+    /// Find (or install) ptxas and print its path and version
+    ///
+    /// Uses $PTXAS if set, else a CUDA 12.x `ptxas` on PATH, else the one
+    /// under target/ptxas-venv, installing it there from PyPI
+    /// (nvidia-cuda-nvcc-cu12) when missing.
+    Ptxas,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let repo = repo_root();
+    let done = |result: Result<()>| result.map(|()| ExitCode::SUCCESS);
+    let result = match cli.command {
+        Task::Run { args } => run_gpu_check(&repo, &args),
+        Task::Test => done(test::run(&repo)),
+        Task::BuildPtx { check } => done(find_ptxas(&repo).and_then(|ptxas| {
+            if check {
+                build_ptx::check(&repo, &ptxas)
+            } else {
+                build_ptx::build(&repo, &ptxas)
+            }
+        })),
+        Task::GpuBundle => done(gpu_bundle::build(&repo)),
+        Task::Ptxas => done(find_ptxas(&repo).map(|_| ())),
+    };
+    match result {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The workspace root: xtask lives one folder below it.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits inside the workspace")
+        .to_path_buf()
+}
+
+/// [`Ptxas::find`], announcing which ptxas is used.
+pub fn find_ptxas(repo: &Path) -> Result<Ptxas> {
+    let ptxas = Ptxas::find(repo)?;
+    println!("ptxas {} ({})", ptxas.version, ptxas.path.display());
+    Ok(ptxas)
+}
+
+/// Runs `gpu-check` in release; its exit code (1 if a signal ended it) is ours.
+fn run_gpu_check(repo: &Path, args: &[String]) -> Result<ExitCode> {
+    let status = Command::new(cargo())
+        .current_dir(repo)
+        .args([
+            "run",
+            "--release",
+            "--locked",
+            "-p",
+            gpu_bundle::PACKAGE,
+            "--bin",
+            gpu_bundle::GPU_CHECK,
+            "--",
+        ])
+        .args(args)
+        .status()
+        .context("could not run cargo")?;
+    Ok(ExitCode::from(
+        status
+            .code()
+            .and_then(|code| u8::try_from(code).ok())
+            .unwrap_or(1),
+    ))
+}
+
+/// The cargo that runs this xtask, so that child builds use the same toolchain.
+pub fn cargo() -> String {
+    std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_string())
+}

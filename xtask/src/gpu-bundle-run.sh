@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# The GPU tier, written into gpu-bundle/ by `cargo xtask gpu-bundle`. Run it
+# on a machine with an NVIDIA GPU, from the repository root:
+#   gpu-bundle/run.sh
+# Every step runs even when an earlier one fails, so that all logs come back;
+# the exit status is non-zero if any step failed. Logs go to $OUT (the
+# device machine's return folder), or gpu-bundle/logs when OUT is unset.
+set -uo pipefail
+
+bundle=$(cd "$(dirname "$0")" && pwd)
+out=${OUT:-$bundle/logs}
+mkdir -p "$out"
+
+# cuBLAS comes from the CUDA toolkit or from pip's nvidia-cublas-cu12; cudarc
+# loads it (and libcuda) at run time through the loader path.
+cublas_lib=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="/usr/local/cuda/lib64${cublas_lib:+:$cublas_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+
+echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"
+echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
+
+steps=()
+statuses=()
+# run_step NAME COMMAND...: runs COMMAND, tees its output into $out/NAME.log.
+run_step() {
+    local name=$1
+    shift
+    echo
+    echo "==> $name: $*"
+    "$@" 2>&1 | tee "$out/$name.log"
+    local status=${PIPESTATUS[0]}
+    steps+=("$name")
+    if [ "$status" -eq 0 ]; then statuses+=("ok"); else statuses+=("FAILED (exit $status)"); fi
+}
+
+run_step gpu-check "$bundle/gpu-check"
+run_step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$bundle/gpu-check" --quick
+run_step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/gpu-check" --quick
+run_step bench "$bundle/bench"
+
+echo
+echo "==> summary"
+failed=0
+for i in "${!steps[@]}"; do
+    printf '%-10s %s\n' "${steps[$i]}" "${statuses[$i]}"
+    [ "${statuses[$i]}" = ok ] || failed=1
+done
+exit "$failed"

@@ -1,0 +1,119 @@
+//! `cargo xtask gpu-bundle`: the GPU tier's binaries, stripped, and the
+//! script that runs them, in one small folder that travels to a GPU machine.
+
+use std::io::BufReader;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use cargo_metadata::{Message, TargetKind};
+
+use crate::cargo;
+
+/// The crate that holds the GPU tier.
+pub const PACKAGE: &str = "warpforge-tests";
+/// Checks every variant against a CPU reference; `--quick` runs a subset for the sanitizers.
+pub const GPU_CHECK: &str = "gpu-check";
+/// Every binary run.sh needs.
+const GPU_BINARIES: [&str; 2] = [GPU_CHECK, "bench"];
+const BUNDLE_DIR: &str = "gpu-bundle";
+const RUN_SCRIPT: &str = include_str!("gpu-bundle-run.sh");
+/// The device machine takes at most 64 MiB of working tree; leave room for the rest.
+const SIZE_LIMIT_BYTES: u64 = 48 << 20;
+
+pub fn build(repo: &Path) -> Result<()> {
+    let executables = build_binaries(repo)?;
+    let bundle = repo.join(BUNDLE_DIR);
+    if bundle.exists() {
+        std::fs::remove_dir_all(&bundle)
+            .with_context(|| format!("could not clear {}", bundle.display()))?;
+    }
+    std::fs::create_dir_all(&bundle)
+        .with_context(|| format!("could not create {}", bundle.display()))?;
+    for (name, executable) in GPU_BINARIES.iter().zip(&executables) {
+        std::fs::copy(executable, bundle.join(name)).with_context(|| {
+            format!(
+                "could not copy {} into {}",
+                executable.display(),
+                bundle.display()
+            )
+        })?;
+    }
+    let script = bundle.join("run.sh");
+    std::fs::write(&script, RUN_SCRIPT)
+        .with_context(|| format!("could not write {}", script.display()))?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .with_context(|| format!("could not make {} executable", script.display()))?;
+
+    let mut files: Vec<(String, u64)> = Vec::new();
+    for entry in std::fs::read_dir(&bundle)
+        .with_context(|| format!("could not list {}", bundle.display()))?
+    {
+        let entry = entry?;
+        files.push((
+            entry.file_name().to_string_lossy().into_owned(),
+            entry.metadata()?.len(),
+        ));
+    }
+    files.sort();
+    for (name, size) in &files {
+        println!("{:>10.1} KiB  {BUNDLE_DIR}/{name}", *size as f64 / 1024.0);
+    }
+    let total: u64 = files.iter().map(|(_, size)| size).sum();
+    println!("{:>10.1} MiB  total", total as f64 / (1024.0 * 1024.0));
+    if total > SIZE_LIMIT_BYTES {
+        bail!(
+            "{BUNDLE_DIR}/ is {:.1} MiB, over the {} MiB that leaves room in a 64 MiB transfer; \
+             find what grew with `ls -l {BUNDLE_DIR}`",
+            total as f64 / (1024.0 * 1024.0),
+            SIZE_LIMIT_BYTES >> 20
+        );
+    }
+    println!("run it on a GPU machine from the repository root: {BUNDLE_DIR}/run.sh");
+    Ok(())
+}
+
+/// Builds [`GPU_BINARIES`] in release, stripped, and returns their paths in that order.
+fn build_binaries(repo: &Path) -> Result<Vec<PathBuf>> {
+    let mut child = Command::new(cargo())
+        .current_dir(repo)
+        .args(["build", "--release", "--locked", "-p", PACKAGE, "--bins"])
+        // Symbols would make the bundle several times larger.
+        .args(["--config", "profile.release.strip=true"])
+        .arg("--message-format=json-render-diagnostics")
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("could not run cargo build")?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut found: Vec<Option<PathBuf>> = vec![None; GPU_BINARIES.len()];
+    for message in Message::parse_stream(BufReader::new(stdout)) {
+        let Message::CompilerArtifact(artifact) =
+            message.context("could not read cargo's JSON messages")?
+        else {
+            continue;
+        };
+        if !artifact.target.kind.contains(&TargetKind::Bin) {
+            continue;
+        }
+        if let Some(index) = GPU_BINARIES
+            .iter()
+            .position(|name| *name == artifact.target.name)
+        {
+            found[index] = artifact.executable.map(PathBuf::from);
+        }
+    }
+    let status = child.wait().context("cargo build did not finish")?;
+    if !status.success() {
+        bail!("cargo build --release -p {PACKAGE} --bins failed ({status}); its errors are above");
+    }
+    GPU_BINARIES
+        .iter()
+        .zip(found)
+        .map(|(name, path)| {
+            path.with_context(|| {
+                format!("cargo built no binary `{name}` in {PACKAGE}; add tests/src/bin/{name}.rs")
+            })
+        })
+        .collect()
+}
