@@ -356,6 +356,11 @@ impl Lowerer<'_> {
     }
 
     fn expr_stmt(&mut self, e: &syn::Expr, out: &mut Block) -> Lowered<()> {
+        if let syn::Expr::Binary(b) = e {
+            if let Some(op) = compound_op(&b.op) {
+                return self.compound_assign(b, op, out);
+            }
+        }
         match e {
             syn::Expr::Assign(a) => {
                 let (place, ty) = self.place(&a.left, Access::Write)?;
@@ -364,7 +369,6 @@ impl Lowerer<'_> {
                 out.push(Stmt::Assign { place, value });
                 Ok(())
             }
-            syn::Expr::Binary(b) if compound_op(&b.op).is_some() => self.compound_assign(b, out),
             syn::Expr::If(i) => self.if_stmt(i, out),
             syn::Expr::ForLoop(f) => self.for_loop(f, out),
             syn::Expr::While(w) => {
@@ -441,8 +445,13 @@ impl Lowerer<'_> {
         }
     }
 
-    fn compound_assign(&mut self, b: &syn::ExprBinary, out: &mut Block) -> Lowered<()> {
-        let op = compound_op(&b.op).expect("called for compound operators");
+    /// `place op= value` as `place = place op value`.
+    fn compound_assign(
+        &mut self,
+        b: &syn::ExprBinary,
+        op: BinaryOp,
+        out: &mut Block,
+    ) -> Lowered<()> {
         let (place, ty) = self.place(&b.left, Access::Write)?;
         let rhs_hint = if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
             Scalar::U32
@@ -568,9 +577,10 @@ impl Lowerer<'_> {
             Some(s) => {
                 let step_e = self.expr(s, Some(ty))?;
                 self.check_type(s, step_e.ty, ty, "the step")?;
+                // Literals of unsigned types are never negative; their bits may look so.
                 if step_e
                     .as_int()
-                    .is_some_and(|v| v <= 0 || (!ty.is_signed() && v < 0))
+                    .is_some_and(|v| v == 0 || (ty.is_signed() && v < 0))
                 {
                     return self.err(s, "the step of a loop must be positive");
                 }
@@ -737,9 +747,8 @@ impl Lowerer<'_> {
                 });
                 Ok(Some(id))
             }
-            Some(syn::Expr::Repeat(_)) => {
-                let init = init.expect("matched Some");
-                let (splat, lengths) = repeat_parts(init);
+            Some(repeat @ syn::Expr::Repeat(_)) => {
+                let (splat, lengths) = repeat_parts(repeat);
                 let dims = lengths
                     .iter()
                     .map(|len| self.constant_size(len, "an array size"))
