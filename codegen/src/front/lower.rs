@@ -322,7 +322,7 @@ impl Lowerer<'_> {
             return self.err(
                 e,
                 format!(
-                    "`requires(..)` is checked on the host before the launch, so it can only use scalar parameters, slice lengths (`x.len()`), const parameters and literals, but this uses {part}"
+                    "`requires(..)` is checked on the host before the launch, so it can only use scalar parameters, slice lengths (`x.len()`), const parameters and literals, but this uses {part}: check that inside the kernel instead"
                 ),
             );
         }
@@ -570,7 +570,7 @@ impl Lowerer<'_> {
         if !ty.is_int() {
             return self.err(
                 range,
-                format!("loop ranges are over integers, not `{}`", ty.name()),
+                format!("loop ranges are over integers, not `{}`: loop over an integer and compute the value, e.g. `i as f32 * step`", ty.name()),
             );
         }
         let step_e = match step {
@@ -582,7 +582,10 @@ impl Lowerer<'_> {
                     .as_int()
                     .is_some_and(|v| v == 0 || (ty.is_signed() && v < 0))
                 {
-                    return self.err(s, "the step of a loop must be positive");
+                    return self.err(
+                        s,
+                        "the step of a loop must be positive: to count down, use a `while` loop",
+                    );
                 }
                 step_e
             }
@@ -1070,7 +1073,7 @@ impl Lowerer<'_> {
                 }
                 let magnitude: u64 = match int.base10_parse() {
                     Ok(v) => v,
-                    Err(_) => return self.err(lit, "this literal does not fit in 64 bits"),
+                    Err(_) => return self.err(lit, "this literal does not fit in 64 bits, the widest integers (`i64`, `u64`)"),
                 };
                 let value = if negative {
                     -i128::from(magnitude)
@@ -1080,7 +1083,7 @@ impl Lowerer<'_> {
                 if !types::int_fits(value, ty) {
                     return self.err(
                         lit,
-                        format!("the literal {value} does not fit in `{}`", ty.name()),
+                        format!("the literal {value} does not fit in `{}`: use a wider type, e.g. with a suffix (`{value}i64`)", ty.name()),
                     );
                 }
                 Ok(Expr::literal(ty, Literal::Int(value as i64)))
@@ -1101,7 +1104,7 @@ impl Lowerer<'_> {
                 };
                 self.float_literal(lit, f.base10_digits(), ty, negative)
             }
-            other => self.err(other, "only number and `bool` literals exist in kernels"),
+            other => self.err(other, "only number and `bool` literals exist in kernels: characters and strings have no GPU type"),
         }
     }
 
@@ -1113,10 +1116,19 @@ impl Lowerer<'_> {
         negative: bool,
     ) -> Lowered<Expr> {
         if !ty.is_float() {
-            return self.err(lit, format!("a float literal cannot be `{}`", ty.name()));
+            return self.err(
+                lit,
+                format!(
+                    "a float literal cannot be `{}`: write an integer literal",
+                    ty.name()
+                ),
+            );
         }
         let Ok(value) = digits.parse::<f64>() else {
-            return self.err(lit, "this float literal cannot be read");
+            return self.err(
+                lit,
+                "this float literal cannot be read: write it as digits with a `.`, e.g. `1.5`",
+            );
         };
         Ok(Expr::literal(
             ty,
@@ -1202,7 +1214,7 @@ impl Lowerer<'_> {
                 let ty = self.params[id as usize].ty;
                 match ty {
                     ParamType::Scalar(_) if !indices.is_empty() => {
-                        self.err(e, format!("`{ident}` is a scalar parameter and cannot be indexed"))
+                        self.err(e, format!("`{ident}` is a scalar parameter and cannot be indexed: pass a slice `&[T]` to index it"))
                     }
                     ParamType::Scalar(_) => self.err(
                         e,
@@ -1232,7 +1244,7 @@ impl Lowerer<'_> {
                     (local.ty, local.space, local.dims.len(), local.mutable);
                 if indices.len() != rank {
                     let msg = match (rank, indices.len()) {
-                        (0, _) => format!("`{ident}` is a scalar and cannot be indexed"),
+                        (0, _) => format!("`{ident}` is a scalar and cannot be indexed: declare an array to index it, e.g. `let mut {ident} = [0u32; 4];`"),
                         (_, 0) if access == Access::Read => format!(
                             "the array `{ident}` is not a value: read one element, indexing all of its {rank} dimension(s)"
                         ),
@@ -1499,7 +1511,7 @@ impl Lowerer<'_> {
                 if !matches!(value.ty, Scalar::I32 | Scalar::U32 | Scalar::F32) {
                     return self.err(
                         &c.args[0],
-                        format!("`{name}` moves 32-bit values (`i32`, `u32`, `f32`), not `{}`", value.ty.name()),
+                        format!("`{name}` moves 32-bit values (`i32`, `u32`, `f32`), not `{}`: convert the value with `as` first", value.ty.name()),
                     );
                 }
                 let lane = self.expr(&c.args[1], Some(Scalar::U32))?;
@@ -1576,7 +1588,7 @@ impl Lowerer<'_> {
             return self.err(
                 target,
                 format!(
-                    "`{name}` works on {types}, but this element is `{}`",
+                    "`{name}` works on {types}, but this element is `{}`: store the values in one of those types",
                     ty.name()
                 ),
             );
