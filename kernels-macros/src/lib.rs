@@ -189,3 +189,57 @@ fn rust_type(s: Scalar) -> TokenStream2 {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The expansion with the definition's JSON taken out.
+    fn expansion_without_json(attr: &str) -> String {
+        let item: syn::ItemFn = syn::parse_str(
+            "/// Docs.\npub fn k<const BM: u32, const BN: u32>(a: f32, x: &[f16], y: &mut [f32]) {}",
+        )
+        .unwrap();
+        let def = front::parse_kernel(attr.parse().unwrap(), &item).unwrap();
+        let json = proc_macro2::Literal::string(&def.to_json()).to_string();
+        let expanded = expand(&item, &def).unwrap().to_string();
+        assert!(expanded.contains(&json));
+        expanded.replace(&json, "JSON")
+    }
+
+    #[test]
+    fn expansion_does_not_grow_with_the_variants() {
+        let four = expansion_without_json("tune(BM = [1, 2], BN = [1, 2])");
+        let sixty_four = expansion_without_json(
+            "tune(BM = [1, 2, 3, 4, 5, 6, 7, 8], BN = [1, 2, 3, 4, 5, 6, 7, 8])",
+        );
+        assert_eq!(four, sixty_four);
+    }
+
+    #[test]
+    fn launcher_signature() {
+        let expanded = expansion_without_json("tune(BM = [1], BN = [2])");
+        let launch = "pub fn launch (rt : & :: warpforge :: Runtime , consts : self :: Consts , grid : :: warpforge :: Grid , \
+             a : f32 , x : & :: warpforge :: DeviceBuffer < :: warpforge :: f16 > , y : & mut :: warpforge :: DeviceBuffer < f32 >)";
+        assert!(expanded.contains(launch), "{expanded}");
+        assert!(expanded.contains(
+            "pub struct Consts { # [doc = \"The value of the const parameter `BM`.\"] pub BM : u32"
+        ));
+        assert_eq!(
+            expanded.matches("# [doc = \" Docs.\"]").count(),
+            2,
+            "docs on the module and on launch"
+        );
+    }
+
+    #[test]
+    fn launcher_names_cannot_be_parameters() {
+        let item: syn::ItemFn = syn::parse_str("fn k(grid: u32) {}").unwrap();
+        let def = front::parse_kernel(TokenStream2::new(), &item).unwrap();
+        let err = expand(&item, &def).unwrap_err().to_string();
+        assert!(
+            err.contains("`grid` is a parameter of the generated launcher"),
+            "{err}"
+        );
+    }
+}

@@ -322,7 +322,7 @@ impl Lowerer<'_> {
             return self.err(
                 e,
                 format!(
-                    "`requires(..)` is checked on the host before the launch, so it can only use scalar parameters, slice lengths (`x.len()`), const parameters and literals, but this uses {part}"
+                    "`requires(..)` is checked on the host before the launch, so it can only use scalar parameters, slice lengths (`x.len()`), const parameters and literals, but this uses {part}: check that inside the kernel instead"
                 ),
             );
         }
@@ -356,6 +356,11 @@ impl Lowerer<'_> {
     }
 
     fn expr_stmt(&mut self, e: &syn::Expr, out: &mut Block) -> Lowered<()> {
+        if let syn::Expr::Binary(b) = e {
+            if let Some(op) = compound_op(&b.op) {
+                return self.compound_assign(b, op, out);
+            }
+        }
         match e {
             syn::Expr::Assign(a) => {
                 let (place, ty) = self.place(&a.left, Access::Write)?;
@@ -364,7 +369,6 @@ impl Lowerer<'_> {
                 out.push(Stmt::Assign { place, value });
                 Ok(())
             }
-            syn::Expr::Binary(b) if compound_op(&b.op).is_some() => self.compound_assign(b, out),
             syn::Expr::If(i) => self.if_stmt(i, out),
             syn::Expr::ForLoop(f) => self.for_loop(f, out),
             syn::Expr::While(w) => {
@@ -441,8 +445,13 @@ impl Lowerer<'_> {
         }
     }
 
-    fn compound_assign(&mut self, b: &syn::ExprBinary, out: &mut Block) -> Lowered<()> {
-        let op = compound_op(&b.op).expect("called for compound operators");
+    /// `place op= value` as `place = place op value`.
+    fn compound_assign(
+        &mut self,
+        b: &syn::ExprBinary,
+        op: BinaryOp,
+        out: &mut Block,
+    ) -> Lowered<()> {
         let (place, ty) = self.place(&b.left, Access::Write)?;
         let rhs_hint = if matches!(op, BinaryOp::Shl | BinaryOp::Shr) {
             Scalar::U32
@@ -561,18 +570,22 @@ impl Lowerer<'_> {
         if !ty.is_int() {
             return self.err(
                 range,
-                format!("loop ranges are over integers, not `{}`", ty.name()),
+                format!("loop ranges are over integers, not `{}`: loop over an integer and compute the value, e.g. `i as f32 * step`", ty.name()),
             );
         }
         let step_e = match step {
             Some(s) => {
                 let step_e = self.expr(s, Some(ty))?;
                 self.check_type(s, step_e.ty, ty, "the step")?;
+                // Literals of unsigned types are never negative; their bits may look so.
                 if step_e
                     .as_int()
-                    .is_some_and(|v| v <= 0 || (!ty.is_signed() && v < 0))
+                    .is_some_and(|v| v == 0 || (ty.is_signed() && v < 0))
                 {
-                    return self.err(s, "the step of a loop must be positive");
+                    return self.err(
+                        s,
+                        "the step of a loop must be positive: to count down, use a `while` loop",
+                    );
                 }
                 step_e
             }
@@ -737,9 +750,8 @@ impl Lowerer<'_> {
                 });
                 Ok(Some(id))
             }
-            Some(syn::Expr::Repeat(_)) => {
-                let init = init.expect("matched Some");
-                let (splat, lengths) = repeat_parts(init);
+            Some(repeat @ syn::Expr::Repeat(_)) => {
+                let (splat, lengths) = repeat_parts(repeat);
                 let dims = lengths
                     .iter()
                     .map(|len| self.constant_size(len, "an array size"))
@@ -1061,7 +1073,7 @@ impl Lowerer<'_> {
                 }
                 let magnitude: u64 = match int.base10_parse() {
                     Ok(v) => v,
-                    Err(_) => return self.err(lit, "this literal does not fit in 64 bits"),
+                    Err(_) => return self.err(lit, "this literal does not fit in 64 bits, the widest integers (`i64`, `u64`)"),
                 };
                 let value = if negative {
                     -i128::from(magnitude)
@@ -1071,7 +1083,7 @@ impl Lowerer<'_> {
                 if !types::int_fits(value, ty) {
                     return self.err(
                         lit,
-                        format!("the literal {value} does not fit in `{}`", ty.name()),
+                        format!("the literal {value} does not fit in `{}`: use a wider type, e.g. with a suffix (`{value}i64`)", ty.name()),
                     );
                 }
                 Ok(Expr::literal(ty, Literal::Int(value as i64)))
@@ -1092,7 +1104,7 @@ impl Lowerer<'_> {
                 };
                 self.float_literal(lit, f.base10_digits(), ty, negative)
             }
-            other => self.err(other, "only number and `bool` literals exist in kernels"),
+            other => self.err(other, "only number and `bool` literals exist in kernels: characters and strings have no GPU type"),
         }
     }
 
@@ -1104,10 +1116,19 @@ impl Lowerer<'_> {
         negative: bool,
     ) -> Lowered<Expr> {
         if !ty.is_float() {
-            return self.err(lit, format!("a float literal cannot be `{}`", ty.name()));
+            return self.err(
+                lit,
+                format!(
+                    "a float literal cannot be `{}`: write an integer literal",
+                    ty.name()
+                ),
+            );
         }
         let Ok(value) = digits.parse::<f64>() else {
-            return self.err(lit, "this float literal cannot be read");
+            return self.err(
+                lit,
+                "this float literal cannot be read: write it as digits with a `.`, e.g. `1.5`",
+            );
         };
         Ok(Expr::literal(
             ty,
@@ -1219,7 +1240,7 @@ impl Lowerer<'_> {
                 let ty = self.params[id as usize].ty;
                 match ty {
                     ParamType::Scalar(_) if !indices.is_empty() => {
-                        self.err(e, format!("`{ident}` is a scalar parameter and cannot be indexed"))
+                        self.err(e, format!("`{ident}` is a scalar parameter and cannot be indexed: pass a slice `&[T]` to index it"))
                     }
                     ParamType::Scalar(_) => self.err(
                         e,
@@ -1249,7 +1270,7 @@ impl Lowerer<'_> {
                     (local.ty, local.space, local.dims.len(), local.mutable);
                 if indices.len() != rank {
                     let msg = match (rank, indices.len()) {
-                        (0, _) => format!("`{ident}` is a scalar and cannot be indexed"),
+                        (0, _) => format!("`{ident}` is a scalar and cannot be indexed: declare an array to index it, e.g. `let mut {ident} = [0u32; 4];`"),
                         (_, 0) if access == Access::Read => format!(
                             "the array `{ident}` is not a value: read one element, indexing all of its {rank} dimension(s)"
                         ),
@@ -1516,7 +1537,7 @@ impl Lowerer<'_> {
                 if !matches!(value.ty, Scalar::I32 | Scalar::U32 | Scalar::F32) {
                     return self.err(
                         &c.args[0],
-                        format!("`{name}` moves 32-bit values (`i32`, `u32`, `f32`), not `{}`", value.ty.name()),
+                        format!("`{name}` moves 32-bit values (`i32`, `u32`, `f32`), not `{}`: convert the value with `as` first", value.ty.name()),
                     );
                 }
                 let lane = self.expr(&c.args[1], Some(Scalar::U32))?;
@@ -1593,7 +1614,7 @@ impl Lowerer<'_> {
             return self.err(
                 target,
                 format!(
-                    "`{name}` works on {types}, but this element is `{}`",
+                    "`{name}` works on {types}, but this element is `{}`: store the values in one of those types",
                     ty.name()
                 ),
             );

@@ -1,12 +1,12 @@
 //! The Rust-syntax front end: a `#[kernel]` function (a [`syn::ItemFn`] plus
 //! the attribute's tokens) to a [`KernelDef`].
 //!
-//! The passes, in order:
-//! - [`attr`]: the attribute (`arch`, `block`, `tune`, `requires`) as syntax;
-//! - [`signature`]: parameters and const generic parameters, their types;
-//! - [`lower`]: name resolution (scopes, shadowing), type checking with
-//!   literal inference ([`infer`] for variables initialized by untyped
-//!   literals), const-ness analysis ([`constness`]) and lowering of the body,
+//! The passes, in order (one private module each):
+//! - `attr`: the attribute (`arch`, `block`, `tune`, `requires`) as syntax;
+//! - `signature`: parameters and const generic parameters, their types;
+//! - `lower`: name resolution (scopes, shadowing), type checking with
+//!   literal inference (`infer` for variables initialized by untyped
+//!   literals), const-ness analysis (`constness`) and lowering of the body,
 //!   `block(..)` and `requires(..)` into the IR of [`crate::ir`].
 //!
 //! Every error is a [`syn::Error`] at the offending span that says what is

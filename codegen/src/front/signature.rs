@@ -96,7 +96,7 @@ pub fn parse_signature(item: &syn::ItemFn, errors: &mut Errors) -> Signature {
                         errors.push(
                             &c.ty,
                             format!(
-                                "const parameters are `u32`, `i32` or `bool`, not `{}`",
+                                "const parameters are `u32`, `i32` or `bool`, not `{}`: declare it `const NAME: u32`",
                                 other.name()
                             ),
                         );

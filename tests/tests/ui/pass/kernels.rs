@@ -1,4 +1,6 @@
-//! Kernels that use most of the language compile, and their launchers have the expected types.
+//! Kernels that use most of the language compile without warnings, and their launchers have
+//! the expected types.
+#![deny(warnings, missing_docs)]
 
 use warpforge::prelude::*;
 
@@ -11,6 +13,7 @@ pub fn saxpy(a: f32, x: &[f32], y: &mut [f32]) {
     }
 }
 
+/// A tiled matrix product, c = a * b.
 #[kernel(
     arch(sm_80, sm_90),
     block(BM * BN / (TM * TN)),
@@ -65,6 +68,7 @@ pub fn gemm<const BM: u32, const BN: u32, const TM: u32, const TN: u32>(
     }
 }
 
+/// Counts values into bins.
 #[kernel(tune(WIDE = [true, false]))]
 fn histogram<const WIDE: bool>(data: &[u32], bins: &mut [u32], scale: f16) {
     let mut i = block_idx().x * block_dim().x + thread_idx().x;
@@ -79,6 +83,12 @@ fn histogram<const WIDE: bool>(data: &[u32], bins: &mut [u32], scale: f16) {
     let _ = scale;
 }
 
+/// Takes no arguments at all.
+#[kernel(block(32))]
+pub fn barrier_only() {
+    sync_threads();
+}
+
 fn main() {
     // Launchers are typed functions; take them without calling (there is no GPU here).
     let _: fn(&Runtime, Grid, f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> Result<(), Error> = saxpy::launch;
@@ -86,6 +96,7 @@ fn main() {
         gemm::launch;
     let _: fn(&Runtime, histogram::Consts, Grid, &DeviceBuffer<u32>, &mut DeviceBuffer<u32>, f16) -> Result<(), Error> =
         histogram::launch;
+    let _: fn(&Runtime, Grid) -> Result<(), Error> = barrier_only::launch;
     let _: fn() -> &'static warpforge::__private::KernelDef = saxpy::def;
     let _: fn() -> Vec<gemm::Consts> = gemm::variants;
     let consts = gemm::Consts { BM: 64, BN: 128, TM: 8, TN: 4 };
