@@ -30,12 +30,6 @@ impl fmt::Display for Operand {
     }
 }
 
-impl From<Reg> for Operand {
-    fn from(r: Reg) -> Operand {
-        Operand::Reg(r)
-    }
-}
-
 /// Where a parameter's value lives once loaded at entry.
 #[derive(Clone, Copy)]
 pub enum ParamRegs {
