@@ -199,7 +199,7 @@ impl<'k> Emitter<'k> {
     }
 
     /// The operand in a register (immediates are moved into a fresh one).
-    pub fn to_reg(&mut self, op: Operand, ty: Scalar) -> Reg {
+    pub fn in_reg(&mut self, op: Operand, ty: Scalar) -> Reg {
         match op {
             Operand::Reg(r) => r,
             imm => {

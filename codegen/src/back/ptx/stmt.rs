@@ -78,7 +78,7 @@ impl Emitter<'_> {
     /// A predicate register holding a bool condition.
     fn condition(&mut self, cond: &Expr) -> Result<Operand, Error> {
         let value = self.expr(cond)?;
-        Ok(Operand::Reg(self.to_reg(value, cond.ty)))
+        Ok(Operand::Reg(self.in_reg(value, cond.ty)))
     }
 
     fn if_else(
