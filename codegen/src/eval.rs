@@ -134,7 +134,7 @@ fn decode_bool(lit: Literal) -> Result<bool, Error> {
 }
 
 /// (min, max) of an integer type.
-pub fn int_range(ty: Scalar) -> (i128, i128) {
+fn int_range(ty: Scalar) -> (i128, i128) {
     match ty {
         Scalar::I8 => (i8::MIN as i128, i8::MAX as i128),
         Scalar::U8 => (0, u8::MAX as i128),
@@ -177,7 +177,7 @@ fn wrap_int(ty: Scalar, v: i128) -> i128 {
 }
 
 /// `v` rounded to the nearest value of the float type `ty`.
-pub fn round_float(ty: Scalar, v: f64) -> f64 {
+fn round_float(ty: Scalar, v: f64) -> f64 {
     match ty {
         Scalar::F16 => half::f16::from_f64(v).to_f64(),
         Scalar::Bf16 => half::bf16::from_f64(v).to_f64(),

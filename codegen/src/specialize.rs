@@ -371,6 +371,9 @@ impl Specializer<'_> {
             }
         };
         let folded = Expr { ty, kind };
+        if let Some(operand) = integer_identity(&folded) {
+            return Ok(operand);
+        }
         let foldable = match &folded.kind {
             ExprKind::Unary(_, a) | ExprKind::Cast(a) => is_literal(a),
             ExprKind::Binary(_, a, b) => is_literal(a) && is_literal(b),
@@ -383,6 +386,36 @@ impl Specializer<'_> {
         }
         Ok(folded)
     }
+}
+
+/// The operand of an integer operation with a neutral literal (`x + 0`,
+/// `0 + x`, `x * 1`, `x / 1`, `x << 0`, ...), which unrolling produces often
+/// (`base + j` for `j = 0`). Integers only: `x + 0.0` is not `x` for `x = -0.0`.
+fn integer_identity(e: &Expr) -> Option<Expr> {
+    let ExprKind::Binary(op, a, b) = &e.kind else {
+        return None;
+    };
+    if !e.ty.is_int() {
+        return None;
+    }
+    let (zero, one) = (Some(0), Some(1));
+    let keep = match op {
+        BinaryOp::Add | BinaryOp::BitOr | BinaryOp::BitXor if a.as_int() == zero => b,
+        BinaryOp::Add
+        | BinaryOp::Sub
+        | BinaryOp::BitOr
+        | BinaryOp::BitXor
+        | BinaryOp::Shl
+        | BinaryOp::Shr
+            if b.as_int() == zero =>
+        {
+            a
+        }
+        BinaryOp::Mul if a.as_int() == one => b,
+        BinaryOp::Mul | BinaryOp::Div if b.as_int() == one => a,
+        _ => return None,
+    };
+    Some((**keep).clone())
 }
 
 fn is_literal(e: &Expr) -> bool {
@@ -628,6 +661,36 @@ mod tests {
         };
         let k = specialize(&kernel(vec![unrolled_loop(vec![inner.clone()])]), &[2]).unwrap();
         assert_eq!(k.body, vec![inner.clone(), inner]);
+    }
+
+    #[test]
+    fn neutral_integer_literals_fold_away() {
+        // `base + k * 1` with k unrolled from 0: the copy for k = 0 is `base`.
+        let base = Expr {
+            ty: Scalar::U32,
+            kind: ExprKind::Special(crate::ir::Special::LaneId),
+        };
+        let index = bin(
+            BinaryOp::Add,
+            base.clone(),
+            bin(BinaryOp::Mul, load(1, Scalar::U32), u32_lit(1)),
+        );
+        let body = vec![unrolled_loop(vec![Stmt::Expr(index)])];
+        let k = specialize(&kernel(body), &[2]).unwrap();
+        assert_eq!(k.body[0], Stmt::Expr(base.clone()));
+        assert_eq!(k.body[1], Stmt::Expr(bin(BinaryOp::Add, base, u32_lit(1))));
+        // Not for floats: -0.0 + 0.0 is +0.0.
+        let x = Expr {
+            ty: Scalar::F32,
+            kind: ExprKind::Param(0),
+        };
+        let sum = bin(
+            BinaryOp::Add,
+            x,
+            Expr::literal(Scalar::F32, Literal::Float(0.0)),
+        );
+        let k = specialize(&kernel(vec![Stmt::Expr(sum.clone())]), &[2]).unwrap();
+        assert_eq!(k.body[0], Stmt::Expr(sum));
     }
 
     #[test]

@@ -126,6 +126,24 @@ fn shared_arrays_share_one_aligned_dynamic_block() {
 }
 
 #[test]
+fn shared_memory_is_bounded_per_arch() {
+    // 128 KB: past sm_70's 96 KB, within sm_80's 163 KB.
+    let source = "#[kernel] fn big(y: &mut [f32]) {
+        let mut tile: [f32; 32768] = shared();
+        let t = thread_idx().x;
+        tile[t] = 1.0;
+        sync_threads();
+        y[t] = tile[32767 - t];
+    }";
+    assert_eq!(
+        compile_error(source, Arch::Sm70),
+        "kernel `big` (sm_70): its shared arrays take 131072 bytes, more than the 98304 one block may use on sm_70: \
+         use smaller tiles for this arch"
+    );
+    assert_eq!(compile(source, Arch::Sm80).unwrap().shared_bytes, 131072);
+}
+
+#[test]
 fn parameters_follow_the_launch_abi() {
     let source = "#[kernel] fn abi(flag: bool, n: u32, x: &[f32], y: &mut [f32]) {
         let i = thread_idx().x;

@@ -299,7 +299,7 @@ impl Emitter<'_> {
             BinaryOp::Gt => "gt",
             _ => "ge",
         };
-        let x = self.to_reg(x, ty);
+        let x = self.in_reg(x, ty);
         let p = self.fresh(Scalar::Bool);
         self.ins(format!("setp.{cmp}.{} {p}, {x}, {y}", arith(ty)));
         Ok(Operand::Reg(p))
@@ -399,7 +399,7 @@ impl Emitter<'_> {
         };
         match to {
             Scalar::I8 | Scalar::U8 => {
-                let r = self.to_reg(value, to);
+                let r = self.in_reg(value, to);
                 Operand::Reg(self.normalize(to, r))
             }
             _ => value,

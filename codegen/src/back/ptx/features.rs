@@ -79,6 +79,17 @@ pub fn base_version(arch: Arch) -> (u32, u32) {
     }
 }
 
+/// The most shared memory one block may use on the target (with the
+/// opt-in attribute above 48 KB), in bytes: 96 KB on sm_70, 163 KB on
+/// sm_80, 227 KB on sm_90 (CUDA C Programming Guide, compute capabilities).
+pub fn max_shared_bytes(arch: Arch) -> u32 {
+    match arch {
+        Arch::Sm70 => 96 * 1024,
+        Arch::Sm80 => 163 * 1024,
+        Arch::Sm90 => 227 * 1024,
+    }
+}
+
 /// The features one module uses so far, and the `.version` they need.
 pub struct FeatureUse {
     arch: Arch,

@@ -30,12 +30,6 @@ impl fmt::Display for Operand {
     }
 }
 
-impl From<Reg> for Operand {
-    fn from(r: Reg) -> Operand {
-        Operand::Reg(r)
-    }
-}
-
 /// Where a parameter's value lives once loaded at entry.
 #[derive(Clone, Copy)]
 pub enum ParamRegs {
@@ -205,7 +199,7 @@ impl<'k> Emitter<'k> {
     }
 
     /// The operand in a register (immediates are moved into a fresh one).
-    pub fn to_reg(&mut self, op: Operand, ty: Scalar) -> Reg {
+    pub fn in_reg(&mut self, op: Operand, ty: Scalar) -> Reg {
         match op {
             Operand::Reg(r) => r,
             imm => {

@@ -86,7 +86,7 @@ impl Emitter<'_> {
                 } else {
                     "f16"
                 };
-                let ops: Vec<_> = xs.into_iter().map(|x| self.to_reg(x, ty)).collect();
+                let ops: Vec<_> = xs.into_iter().map(|x| self.in_reg(x, ty)).collect();
                 let r = self.fresh(ty);
                 self.ins(format!(
                     "fma.rn.{t} {r}, {}, {}, {}",
@@ -218,7 +218,7 @@ impl Emitter<'_> {
     /// `shfl_down` lanes past 31 on their own value).
     fn shuffle(&mut self, f: Intrinsic, args: &[Expr], ty: Scalar) -> Result<Operand, Error> {
         let value = self.expr(&args[0])?;
-        let value = self.to_reg(value, ty);
+        let value = self.in_reg(value, ty);
         let lane = self.expr(&args[1])?;
         let mode = if f == Intrinsic::ShflXor {
             "bfly"

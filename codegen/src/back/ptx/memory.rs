@@ -92,7 +92,7 @@ impl Emitter<'_> {
             self.ins(format!("cvt.u32.u64 {r}, {i}"));
             Ok(r)
         } else {
-            Ok(self.to_reg(i, Scalar::U32))
+            Ok(self.in_reg(i, Scalar::U32))
         }
     }
 
@@ -195,7 +195,7 @@ impl Emitter<'_> {
             self.ins(format!("selp.u32 {byte}, 1, 0, {value}"));
             byte
         } else {
-            self.to_reg(value, ty)
+            self.in_reg(value, ty)
         };
         self.ins(format!(
             "st.{}.{} {addr}, {value}",

@@ -90,6 +90,17 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     };
 
     let mut e = Emitter::new(kernel, arch);
+    let limit = features::max_shared_bytes(arch);
+    if e.shared_bytes > limit {
+        return Err(Error::new(format!(
+            "kernel `{}` ({}): its shared arrays take {} bytes, more than the {limit} one block may use on {}: \
+             use smaller tiles for this arch",
+            kernel.name,
+            arch.name(),
+            e.shared_bytes,
+            arch.name()
+        )));
+    }
     e.prologue();
     e.block(&kernel.body)?;
     e.ins("ret");

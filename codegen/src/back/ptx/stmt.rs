@@ -78,7 +78,7 @@ impl Emitter<'_> {
     /// A predicate register holding a bool condition.
     fn condition(&mut self, cond: &Expr) -> Result<Operand, Error> {
         let value = self.expr(cond)?;
-        Ok(Operand::Reg(self.to_reg(value, cond.ty)))
+        Ok(Operand::Reg(self.in_reg(value, cond.ty)))
     }
 
     fn if_else(
@@ -106,10 +106,11 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `for var in (start..end).step_by(step)`, rotated so the test that
-    /// leaves the loop never computes `var + step` past `end`: the loop goes
-    /// on while `end - var > step` (unsigned, exact for signed types too
-    /// since `var < end`), so no wrap can turn it into an endless loop.
+    /// `for var in (start..end).step_by(step)`, rotated (test at the bottom).
+    /// The bottom test never computes `var + step` past `end`, so no wrap
+    /// can turn the loop endless: with step 1, `var + 1 <= end` always;
+    /// otherwise the loop goes on while `end - var > step` (unsigned, exact
+    /// for signed types too since `var < end`).
     fn for_loop(
         &mut self,
         var: LocalId,
@@ -143,14 +144,22 @@ impl Emitter<'_> {
         self.block(body)?;
         self.loops.pop();
         self.place_label(&cont_label);
-        let unsigned = if ty.size_bytes() == 8 { "u64" } else { "u32" };
-        let left = self.fresh(ty);
-        self.ins(format!("sub.{unsigned} {left}, {end}, {var_reg}"));
-        let last = self.fresh(Scalar::Bool);
-        self.ins(format!("setp.le.{unsigned} {last}, {left}, {step}"));
-        self.ins(format!("@{last} bra {end_label}"));
-        self.ins(format!("add.{t} {var_reg}, {var_reg}, {step}"));
-        self.ins(format!("bra {body_label}"));
+        if step == Operand::Imm("1".into()) {
+            // `var < end` in the body, so `var + 1` cannot wrap.
+            self.ins(format!("add.{t} {var_reg}, {var_reg}, 1"));
+            let more = self.fresh(Scalar::Bool);
+            self.ins(format!("setp.lt.{t} {more}, {var_reg}, {end}"));
+            self.ins(format!("@{more} bra {body_label}"));
+        } else {
+            let unsigned = if ty.size_bytes() == 8 { "u64" } else { "u32" };
+            let left = self.fresh(ty);
+            self.ins(format!("sub.{unsigned} {left}, {end}, {var_reg}"));
+            let last = self.fresh(Scalar::Bool);
+            self.ins(format!("setp.le.{unsigned} {last}, {left}, {step}"));
+            self.ins(format!("@{last} bra {end_label}"));
+            self.ins(format!("add.{t} {var_reg}, {var_reg}, {step}"));
+            self.ins(format!("bra {body_label}"));
+        }
         self.place_label(&end_label);
         Ok(())
     }
