@@ -35,6 +35,17 @@ run_step() {
     if [ "$status" -eq 0 ]; then statuses+=("ok"); else statuses+=("FAILED (exit $status)"); fi
 }
 
+# The crates' own GPU tests (ignored in the CPU tier), every test binary in turn.
+run_gpu_tests() {
+    local failed=0
+    for t in "$bundle"/test-*; do
+        echo "--- $(basename "$t")"
+        "$t" --include-ignored --test-threads=1 || failed=1
+    done
+    return "$failed"
+}
+
+run_step gpu-tests run_gpu_tests
 run_step gpu-check "$bundle/gpu-check"
 run_step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/gpu-check" --quick

@@ -17,6 +17,10 @@ pub const PACKAGE: &str = "warpforge-tests";
 pub const GPU_CHECK: &str = "gpu-check";
 /// Every binary run.sh needs.
 const GPU_BINARIES: [&str; 2] = [GPU_CHECK, "bench"];
+/// Crates whose own tests include `#[ignore]`d GPU tests.
+const GPU_TESTED_CRATES: [&str; 1] = ["warpforge-runtime"];
+/// Bundle file names of those test executables start with this; run.sh runs them all.
+const GPU_TEST_PREFIX: &str = "test-";
 const BUNDLE_DIR: &str = "gpu-bundle";
 const RUN_SCRIPT: &str = include_str!("gpu-bundle-run.sh");
 /// The device machine takes at most 64 MiB of working tree; leave room for the rest.
@@ -24,6 +28,7 @@ const SIZE_LIMIT_BYTES: u64 = 48 << 20;
 
 pub fn build(repo: &Path) -> Result<()> {
     let executables = build_binaries(repo)?;
+    let gpu_tests = build_gpu_tests(repo)?;
     let bundle = repo.join(BUNDLE_DIR);
     if bundle.exists() {
         std::fs::remove_dir_all(&bundle)
@@ -32,6 +37,15 @@ pub fn build(repo: &Path) -> Result<()> {
     std::fs::create_dir_all(&bundle)
         .with_context(|| format!("could not create {}", bundle.display()))?;
     for (name, executable) in GPU_BINARIES.iter().zip(&executables) {
+        std::fs::copy(executable, bundle.join(name)).with_context(|| {
+            format!(
+                "could not copy {} into {}",
+                executable.display(),
+                bundle.display()
+            )
+        })?;
+    }
+    for (name, executable) in &gpu_tests {
         std::fs::copy(executable, bundle.join(name)).with_context(|| {
             format!(
                 "could not copy {} into {}",
@@ -76,44 +90,84 @@ pub fn build(repo: &Path) -> Result<()> {
 
 /// Builds [`GPU_BINARIES`] in release, stripped, and returns their paths in that order.
 fn build_binaries(repo: &Path) -> Result<Vec<PathBuf>> {
+    let artifacts = cargo_executables(repo, &["build", "-p", PACKAGE, "--bins"], |a| {
+        a.target.kind.contains(&TargetKind::Bin)
+    })?;
+    GPU_BINARIES
+        .iter()
+        .map(|name| {
+            artifacts
+                .iter()
+                .find(|(target, _)| target == name)
+                .map(|(_, path)| path.clone())
+                .with_context(|| {
+                    format!(
+                        "cargo built no binary `{name}` in {PACKAGE}; add tests/src/bin/{name}.rs"
+                    )
+                })
+        })
+        .collect()
+}
+
+/// Builds the test executables of [`GPU_TESTED_CRATES`] in release: their
+/// GPU tests are `#[ignore]`d in the CPU tier and run with `--include-ignored` here.
+/// Returns (bundle file name, path) pairs.
+fn build_gpu_tests(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let mut out = Vec::new();
+    for krate in GPU_TESTED_CRATES {
+        let artifacts =
+            cargo_executables(repo, &["test", "-p", krate, "--no-run"], |a| a.profile.test)?;
+        if artifacts.is_empty() {
+            bail!("cargo built no test executable for {krate}");
+        }
+        out.extend(
+            artifacts
+                .into_iter()
+                .map(|(target, path)| (format!("{GPU_TEST_PREFIX}{krate}-{target}"), path)),
+        );
+    }
+    Ok(out)
+}
+
+/// Runs `cargo <args> --release --locked` (stripped) and returns the
+/// (target name, executable) of each artifact that `keep` accepts.
+fn cargo_executables(
+    repo: &Path,
+    args: &[&str],
+    keep: impl Fn(&cargo_metadata::Artifact) -> bool,
+) -> Result<Vec<(String, PathBuf)>> {
     let mut child = Command::new(cargo())
         .current_dir(repo)
-        .args(["build", "--release", "--locked", "-p", PACKAGE, "--bins"])
+        .args(args)
+        .args(["--release", "--locked"])
         // Symbols would make the bundle several times larger.
         .args(["--config", "profile.release.strip=true"])
         .arg("--message-format=json-render-diagnostics")
         .stdout(Stdio::piped())
         .spawn()
-        .context("could not run cargo build")?;
+        .context("could not run cargo")?;
     let stdout = child.stdout.take().expect("stdout is piped");
-    let mut found: Vec<Option<PathBuf>> = vec![None; GPU_BINARIES.len()];
+    let mut found = Vec::new();
     for message in Message::parse_stream(BufReader::new(stdout)) {
         let Message::CompilerArtifact(artifact) =
             message.context("could not read cargo's JSON messages")?
         else {
             continue;
         };
-        if !artifact.target.kind.contains(&TargetKind::Bin) {
+        if !keep(&artifact) {
             continue;
         }
-        if let Some(index) = GPU_BINARIES
-            .iter()
-            .position(|name| *name == artifact.target.name)
-        {
-            found[index] = artifact.executable.map(PathBuf::from);
+        if let Some(executable) = &artifact.executable {
+            found.push((artifact.target.name.clone(), PathBuf::from(executable)));
         }
     }
-    let status = child.wait().context("cargo build did not finish")?;
+    let status = child.wait().context("cargo did not finish")?;
     if !status.success() {
-        bail!("cargo build --release -p {PACKAGE} --bins failed ({status}); its errors are above");
+        bail!(
+            "cargo {} failed ({status}); its errors are above",
+            args.join(" ")
+        );
     }
-    GPU_BINARIES
-        .iter()
-        .zip(found)
-        .map(|(name, path)| {
-            path.with_context(|| {
-                format!("cargo built no binary `{name}` in {PACKAGE}; add tests/src/bin/{name}.rs")
-            })
-        })
-        .collect()
+    found.sort();
+    Ok(found)
 }
