@@ -49,6 +49,7 @@ run_step gpu-tests run_gpu_tests
 run_step gpu-check "$bundle/gpu-check"
 run_step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/gpu-check" --quick
+run_step quickstart "$bundle/example-quickstart"
 run_step bench "$bundle/bench"
 
 echo

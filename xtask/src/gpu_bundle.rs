@@ -17,6 +17,8 @@ pub const PACKAGE: &str = "warpforge-tests";
 pub const GPU_CHECK: &str = "gpu-check";
 /// Every binary run.sh needs.
 const GPU_BINARIES: [&str; 2] = [GPU_CHECK, "bench"];
+/// The README's example, run on the GPU as a new user would run it.
+const EXAMPLE: (&str, &str) = ("warpforge", "quickstart");
 /// Crates whose own tests include `#[ignore]`d GPU tests.
 const GPU_TESTED_CRATES: [&str; 1] = ["warpforge-runtime"];
 /// Bundle file names of those test executables start with this; run.sh runs them all.
@@ -29,6 +31,7 @@ const SIZE_LIMIT_BYTES: u64 = 48 << 20;
 pub fn build(repo: &Path) -> Result<()> {
     let executables = build_binaries(repo)?;
     let gpu_tests = build_gpu_tests(repo)?;
+    let example = build_example(repo)?;
     let bundle = repo.join(BUNDLE_DIR);
     if bundle.exists() {
         std::fs::remove_dir_all(&bundle)
@@ -45,7 +48,7 @@ pub fn build(repo: &Path) -> Result<()> {
             )
         })?;
     }
-    for (name, executable) in &gpu_tests {
+    for (name, executable) in gpu_tests.iter().chain([&example]) {
         std::fs::copy(executable, bundle.join(name)).with_context(|| {
             format!(
                 "could not copy {} into {}",
@@ -107,6 +110,19 @@ fn build_binaries(repo: &Path) -> Result<Vec<PathBuf>> {
                 })
         })
         .collect()
+}
+
+/// Builds [`EXAMPLE`] in release; returns (bundle file name, path).
+fn build_example(repo: &Path) -> Result<(String, PathBuf)> {
+    let (krate, name) = EXAMPLE;
+    let artifacts = cargo_executables(repo, &["build", "-p", krate, "--example", name], |a| {
+        a.target.kind.contains(&TargetKind::Example)
+    })?;
+    let (_, path) = artifacts
+        .into_iter()
+        .find(|(target, _)| target == name)
+        .with_context(|| format!("cargo built no example `{name}` in {krate}"))?;
+    Ok((format!("example-{name}"), path))
 }
 
 /// Builds the test executables of [`GPU_TESTED_CRATES`] in release: their
