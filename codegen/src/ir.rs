@@ -430,6 +430,20 @@ impl Expr {
         }
     }
 
+    /// `lhs op rhs`, typed as the IR requires: `bool` for comparisons and
+    /// logical operators, the left operand's type otherwise.
+    pub fn binary(op: BinaryOp, lhs: Expr, rhs: Expr) -> Expr {
+        let ty = if op.is_comparison() || matches!(op, BinaryOp::LogicalAnd | BinaryOp::LogicalOr) {
+            Scalar::Bool
+        } else {
+            lhs.ty
+        };
+        Expr {
+            ty,
+            kind: ExprKind::Binary(op, Box::new(lhs), Box::new(rhs)),
+        }
+    }
+
     pub fn u32(v: u32) -> Expr {
         Expr::literal(Scalar::U32, Literal::Int(v as i64))
     }

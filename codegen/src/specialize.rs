@@ -449,15 +449,7 @@ mod tests {
     }
 
     fn bin(op: BinaryOp, a: Expr, b: Expr) -> Expr {
-        let ty = if op.is_comparison() {
-            Scalar::Bool
-        } else {
-            a.ty
-        };
-        Expr {
-            ty,
-            kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
-        }
+        Expr::binary(op, a, b)
     }
 
     fn local(name: &str, ty: Scalar, dims: Vec<Expr>, mutable: bool) -> Local {
