@@ -60,7 +60,8 @@ const MAX_VECTOR_BYTES: u32 = 16;
 #[derive(Clone, Debug, PartialEq)]
 struct Affine {
     /// Opaque terms as their serialized IR, each once, with a non-zero
-    /// coefficient, in order of first appearance.
+    /// coefficient, sorted: equal forms compare equal whatever the order
+    /// of the operands.
     terms: Vec<(String, u32)>,
     constant: u32,
 }
@@ -91,6 +92,7 @@ impl Affine {
             }
         }
         self.terms.retain(|(_, c)| *c != 0);
+        self.terms.sort();
         self.constant = self
             .constant
             .wrapping_add(other.constant.wrapping_mul(factor));
@@ -157,7 +159,8 @@ impl Affine {
     }
 
     fn is_multiple_of(&self, width: u32) -> bool {
-        self.constant % width == 0 && self.terms.iter().all(|(_, c)| c % width == 0)
+        self.constant.is_multiple_of(width)
+            && self.terms.iter().all(|(_, c)| c.is_multiple_of(width))
     }
 }
 
@@ -296,7 +299,7 @@ pub fn shared_vector<'s>(
     let array_offset = shared_offsets[array as usize]?;
     [4u32, 2].into_iter().find_map(|width| {
         let bytes = width * size;
-        if bytes > MAX_VECTOR_BYTES || array_offset % bytes != 0 {
+        if bytes > MAX_VECTOR_BYTES || !array_offset.is_multiple_of(bytes) {
             return None;
         }
         let accesses = stmts
@@ -326,10 +329,12 @@ pub fn shared_vector<'s>(
             .collect();
         let mut offsets = Vec::with_capacity(accesses.len());
         for a in &accesses {
-            if let Move::Load(dest) = &a.kind {
-                if kernel.local(local_of(dest)?).ty != ty {
-                    return None;
-                }
+            let register_ty = match &a.kind {
+                Move::Load(dest) => kernel.local(local_of(dest)?).ty,
+                Move::Store(value) => value.ty,
+            };
+            if register_ty != ty {
+                return None;
             }
             let Place::Local { indices, .. } = a.shared else {
                 return None;
@@ -396,4 +401,398 @@ fn join(regs: &[Reg]) -> String {
         .map(|r| r.to_string())
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{Literal, Local};
+
+    fn u32_lit(v: u32) -> Expr {
+        Expr::u32(v)
+    }
+
+    fn bin(op: BinaryOp, a: Expr, b: Expr) -> Expr {
+        Expr {
+            ty: a.ty,
+            kind: ExprKind::Binary(op, Box::new(a), Box::new(b)),
+        }
+    }
+
+    fn cast(e: Expr, ty: Scalar) -> Expr {
+        Expr {
+            ty,
+            kind: ExprKind::Cast(Box::new(e)),
+        }
+    }
+
+    fn param(id: u32, ty: Scalar) -> Expr {
+        Expr {
+            ty,
+            kind: ExprKind::Param(id),
+        }
+    }
+
+    fn terms(pairs: &[(&Expr, u32)], constant: u32) -> Affine {
+        pairs
+            .iter()
+            .fold(Affine::constant(constant), |acc, (e, c)| {
+                acc.plus(Affine::term(e), *c)
+            })
+    }
+
+    #[test]
+    fn affine_forms_of_integer_arithmetic() {
+        let (x, y) = (param(0, Scalar::U32), param(1, Scalar::U32));
+        // (x * 4 + 3) - x = 3x + 3
+        let e = bin(
+            BinaryOp::Sub,
+            bin(
+                BinaryOp::Add,
+                bin(BinaryOp::Mul, x.clone(), u32_lit(4)),
+                u32_lit(3),
+            ),
+            x.clone(),
+        );
+        assert_eq!(Affine::of(&e), terms(&[(&x, 3)], 3));
+        // 2 * (x << 3) + y - y = 16x: cancelled terms disappear
+        let e = bin(
+            BinaryOp::Sub,
+            bin(
+                BinaryOp::Add,
+                bin(
+                    BinaryOp::Mul,
+                    u32_lit(2),
+                    bin(BinaryOp::Shl, x.clone(), u32_lit(3)),
+                ),
+                y.clone(),
+            ),
+            y.clone(),
+        );
+        assert_eq!(Affine::of(&e), terms(&[(&x, 16)], 0));
+        // The order of the operands does not matter.
+        let xy = bin(BinaryOp::Add, x.clone(), y.clone());
+        let yx = bin(BinaryOp::Add, y.clone(), x.clone());
+        assert_eq!(Affine::of(&xy), Affine::of(&yx));
+        // x * y is one opaque term
+        let product = bin(BinaryOp::Mul, x.clone(), y.clone());
+        assert_eq!(Affine::of(&product), terms(&[(&product, 1)], 0));
+        // Division is opaque, even by a literal.
+        let quotient = bin(BinaryOp::Div, x.clone(), u32_lit(4));
+        assert_eq!(Affine::of(&quotient), terms(&[(&quotient, 1)], 0));
+    }
+
+    #[test]
+    fn affine_forms_wrap_modulo_2_pow_32() {
+        let x = param(0, Scalar::U32);
+        // x * 2^31 * 2 wraps to 0 in u32, so the form is constant 0.
+        let e = bin(
+            BinaryOp::Mul,
+            bin(BinaryOp::Mul, x.clone(), u32_lit(1 << 31)),
+            u32_lit(2),
+        );
+        assert_eq!(Affine::of(&e), Affine::constant(0));
+        // x - 1 is x + 0xffff_ffff.
+        let e = bin(BinaryOp::Sub, x.clone(), u32_lit(1));
+        assert_eq!(Affine::of(&e), terms(&[(&x, 1)], u32::MAX));
+        // A 64-bit index keeps its low 32 bits: (x as u64) << 33 is 0 there,
+        // and a cast between 32- and 64-bit integers is transparent.
+        let wide = cast(x.clone(), Scalar::U64);
+        let shifted = bin(
+            BinaryOp::Shl,
+            wide.clone(),
+            Expr::literal(Scalar::U32, Literal::Int(33)),
+        );
+        assert_eq!(Affine::of(&shifted), Affine::constant(0));
+        let e = cast(
+            bin(
+                BinaryOp::Add,
+                wide,
+                Expr::literal(Scalar::U64, Literal::Int(1 << 32 | 5)),
+            ),
+            Scalar::U32,
+        );
+        assert_eq!(Affine::of(&e), terms(&[(&x, 1)], 5));
+        // The emitter masks a shift amount to the bit width: x << 34 is x << 2.
+        let e = bin(BinaryOp::Shl, x.clone(), u32_lit(34));
+        assert_eq!(Affine::of(&e), terms(&[(&x, 4)], 0));
+    }
+
+    #[test]
+    fn affine_forms_keep_what_does_not_wrap_at_2_pow_32_opaque() {
+        // u8 arithmetic wraps at 256: (b + 1) is one term.
+        let b = param(0, Scalar::U8);
+        let sum = bin(
+            BinaryOp::Add,
+            b.clone(),
+            Expr::literal(Scalar::U8, Literal::Int(1)),
+        );
+        assert_eq!(Affine::of(&sum), terms(&[(&sum, 1)], 0));
+        let widened = cast(sum.clone(), Scalar::U32);
+        assert_eq!(Affine::of(&widened), terms(&[(&widened, 1)], 0));
+        // A negative literal shift amount is not decomposed.
+        let x = param(1, Scalar::I32);
+        let shifted = bin(
+            BinaryOp::Shl,
+            x,
+            Expr::literal(Scalar::I32, Literal::Int(-1)),
+        );
+        assert_eq!(Affine::of(&shifted), terms(&[(&shifted, 1)], 0));
+        // Float literals compare by their bits: -0.0 and 0.0 are different terms.
+        let f = |v: f64| {
+            cast(
+                bin(
+                    BinaryOp::Div,
+                    Expr::literal(Scalar::F32, Literal::Float(1.0)),
+                    Expr::literal(Scalar::F32, Literal::Float(v)),
+                ),
+                Scalar::U32,
+            )
+        };
+        assert_ne!(Affine::of(&f(0.0)), Affine::of(&f(-0.0)));
+        assert_eq!(Affine::of(&f(0.0)), Affine::of(&f(0.0)));
+    }
+
+    #[test]
+    fn flattening_is_row_major() {
+        let (s, c) = (param(0, Scalar::U32), param(1, Scalar::U32));
+        let indices = [
+            s.clone(),
+            u32_lit(3),
+            bin(
+                BinaryOp::Add,
+                bin(BinaryOp::Mul, c.clone(), u32_lit(4)),
+                u32_lit(1),
+            ),
+        ];
+        let dims = [u32_lit(2), u32_lit(8), u32_lit(132)];
+        let offset = Affine::flattened(&indices, &dims).unwrap();
+        assert_eq!(offset, terms(&[(&s, 1056), (&c, 4)], 3 * 132 + 1));
+        assert!(!offset.is_multiple_of(2));
+        let aligned = offset.plus(Affine::constant(3), 1);
+        assert!(aligned.is_multiple_of(4));
+        assert!(!aligned.plus(Affine::term(&s), 1).is_multiple_of(2));
+    }
+
+    // Locals of the grouping tests.
+    const TILE: LocalId = 0; // shared f32 [4][68]
+    const OTHER: LocalId = 1; // shared f32 [4][68]
+    const WIDE: LocalId = 2; // shared f64 [64]
+    const IDX: LocalId = 3; // shared u32 [64]
+    const V: LocalId = 4; // register f32 [4]
+    const C: LocalId = 5; // register u32
+    const W: LocalId = 6; // register f64 [4]
+
+    fn kernel() -> Kernel {
+        let local = |name: &str, ty, space, dims: &[u32]| Local {
+            name: name.into(),
+            ty,
+            space,
+            dims: dims.iter().map(|d| u32_lit(*d)).collect(),
+            mutable: true,
+        };
+        Kernel {
+            name: "k".into(),
+            const_params: vec![],
+            params: vec![],
+            locals: vec![
+                local("tile", Scalar::F32, Space::Shared, &[4, 68]),
+                local("other", Scalar::F32, Space::Shared, &[4, 68]),
+                local("wide", Scalar::F64, Space::Shared, &[64]),
+                local("idx", Scalar::U32, Space::Shared, &[64]),
+                local("v", Scalar::F32, Space::Register, &[4]),
+                local("c", Scalar::U32, Space::Register, &[]),
+                local("w", Scalar::F64, Space::Register, &[4]),
+            ],
+            block: None,
+            requires: vec![],
+            body: vec![],
+        }
+    }
+
+    /// Byte offsets as the emitter lays the arrays out.
+    const OFFSETS: [Option<u32>; 7] = [
+        Some(0),
+        Some(1088),
+        Some(2176),
+        Some(2688),
+        None,
+        None,
+        None,
+    ];
+
+    fn place(local: LocalId, indices: Vec<Expr>) -> Place {
+        Place::Local { local, indices }
+    }
+
+    fn load(place: Place, ty: Scalar) -> Expr {
+        Expr {
+            ty,
+            kind: ExprKind::Load(Box::new(place)),
+        }
+    }
+
+    fn c() -> Expr {
+        load(place(C, vec![]), Scalar::U32)
+    }
+
+    /// `c * scale + offset`
+    fn at(scale: u32, offset: u32) -> Expr {
+        bin(
+            BinaryOp::Add,
+            bin(BinaryOp::Mul, c(), u32_lit(scale)),
+            u32_lit(offset),
+        )
+    }
+
+    /// `v[i] = array[1][index]` (`array` of f32).
+    fn read(i: u32, array: LocalId, index: Expr) -> Stmt {
+        Stmt::Assign {
+            place: place(V, vec![u32_lit(i)]),
+            value: load(place(array, vec![u32_lit(1), index]), Scalar::F32),
+        }
+    }
+
+    /// `tile[1][index] = value`
+    fn write(index: Expr, value: Expr) -> Stmt {
+        Stmt::Assign {
+            place: place(TILE, vec![u32_lit(1), index]),
+            value,
+        }
+    }
+
+    fn v(i: u32) -> Expr {
+        load(place(V, vec![u32_lit(i)]), Scalar::F32)
+    }
+
+    fn width(stmts: &[Stmt]) -> Option<usize> {
+        width_at(&OFFSETS, stmts)
+    }
+
+    fn width_at(offsets: &[Option<u32>], stmts: &[Stmt]) -> Option<usize> {
+        shared_vector(&kernel(), offsets, stmts).map(|g| g.len())
+    }
+
+    #[test]
+    fn groups_four_consecutive_aligned_loads() {
+        let reads: Vec<Stmt> = (0..4).map(|i| read(i, TILE, at(4, i))).collect();
+        assert_eq!(width(&reads), Some(4));
+        // Only three left: a pair, then one on its own.
+        assert_eq!(width(&reads[1..]), None);
+        assert_eq!(width(&reads[2..]), Some(2));
+        assert_eq!(width(&reads[3..]), None);
+        // `let x = tile[..]` pairs too.
+        let lets = [
+            Stmt::Let {
+                local: C,
+                init: Some(load(place(IDX, vec![u32_lit(8)]), Scalar::U32)),
+            },
+            Stmt::Let {
+                local: C,
+                init: Some(load(place(IDX, vec![u32_lit(9)]), Scalar::U32)),
+            },
+        ];
+        assert_eq!(width(&lets), Some(2));
+    }
+
+    #[test]
+    fn alignment_decides_the_width() {
+        // c * 4 + 2: a multiple of 2, not of 4.
+        let reads: Vec<Stmt> = (0..4).map(|i| read(i, TILE, at(4, 2 + i))).collect();
+        assert_eq!(width(&reads), Some(2));
+        // c * 2: a multiple of 2 only.
+        let reads: Vec<Stmt> = (0..4).map(|i| read(i, TILE, at(2, i))).collect();
+        assert_eq!(width(&reads), Some(2));
+        // c * 4 + 1: odd.
+        let reads: Vec<Stmt> = (0..4).map(|i| read(i, TILE, at(4, 1 + i))).collect();
+        assert_eq!(width(&reads), None);
+        // c + i: unknown.
+        let reads: Vec<Stmt> = (0..4).map(|i| read(i, TILE, at(1, i))).collect();
+        assert_eq!(width(&reads), None);
+        // An array at an offset that is 8- but not 16-byte aligned: pairs only.
+        let mut offsets = OFFSETS;
+        offsets[TILE as usize] = Some(8);
+        let reads: Vec<Stmt> = (0..4).map(|i| read(i, TILE, at(4, i))).collect();
+        assert_eq!(width_at(&offsets, &reads), Some(2));
+        // 8-byte elements: at most a pair (16 bytes).
+        let wide: Vec<Stmt> = (0..4)
+            .map(|i| Stmt::Assign {
+                place: place(W, vec![u32_lit(i)]),
+                value: load(place(WIDE, vec![at(4, i)]), Scalar::F64),
+            })
+            .collect();
+        assert_eq!(width(&wide), Some(2));
+    }
+
+    #[test]
+    fn only_adjacent_consecutive_moves_of_one_array_group() {
+        // Stride 2.
+        let reads: Vec<Stmt> = (0..4).map(|i| read(i, TILE, at(4, 2 * i))).collect();
+        assert_eq!(width(&reads), None);
+        // Two arrays.
+        let reads = [read(0, TILE, at(4, 0)), read(1, OTHER, at(4, 1))];
+        assert_eq!(width(&reads), None);
+        // A statement in between.
+        let reads = [
+            read(0, TILE, at(4, 0)),
+            Stmt::Barrier,
+            read(1, TILE, at(4, 1)),
+        ];
+        assert_eq!(width(&reads), None);
+        // A load next to a store.
+        let mixed = [read(0, TILE, at(4, 0)), write(at(4, 1), v(0))];
+        assert_eq!(width(&mixed), None);
+    }
+
+    #[test]
+    fn indices_must_not_see_the_group_change_anything() {
+        // c = idx[c * 2]; c2 = idx[c * 2 + 1]: the second index reads the
+        // first destination.
+        let reads = [
+            Stmt::Assign {
+                place: place(C, vec![]),
+                value: load(place(IDX, vec![at(2, 0)]), Scalar::U32),
+            },
+            Stmt::Assign {
+                place: place(C, vec![]),
+                value: load(place(IDX, vec![at(2, 1)]), Scalar::U32),
+            },
+        ];
+        assert_eq!(width(&reads), None);
+        // An index that reads shared memory.
+        let from_memory = |k: u32| {
+            bin(
+                BinaryOp::Add,
+                load(place(IDX, vec![u32_lit(0)]), Scalar::U32),
+                u32_lit(k),
+            )
+        };
+        let reads = [read(0, TILE, from_memory(0)), read(1, TILE, from_memory(1))];
+        assert_eq!(width(&reads), None);
+    }
+
+    #[test]
+    fn groups_stores_of_register_values() {
+        let writes: Vec<Stmt> = (0..4).map(|i| write(at(4, i), v(i))).collect();
+        assert_eq!(width(&writes), Some(4));
+        // Computed values, and one value twice.
+        let doubled = |i| {
+            bin(
+                BinaryOp::Mul,
+                v(i),
+                Expr::literal(Scalar::F32, Literal::Float(2.0)),
+            )
+        };
+        let writes = [write(at(4, 0), doubled(0)), write(at(4, 1), doubled(0))];
+        assert_eq!(width(&writes), Some(2));
+        // A value read from shared memory may see an earlier store.
+        let writes = [
+            write(at(4, 0), v(0)),
+            write(
+                at(4, 1),
+                load(place(TILE, vec![u32_lit(1), at(4, 0)]), Scalar::F32),
+            ),
+        ];
+        assert_eq!(width(&writes), None);
+    }
 }
