@@ -5,11 +5,12 @@
 //! (an LDS.64 / LDS.128), so the DSL needs no vector types.
 //!
 //! A group is `width` (4 or 2) adjacent statements of one block, all loads
-//! (`reg = tile[..]`, or `let x = tile[..]`) or all stores (`tile[..] = reg`),
+//! (`reg = tile[..]`, or `let x = tile[..]`) or all stores (`tile[..] = v`),
 //! where
-//! - every register side is a scalar register local or a register-array
-//!   element, and every shared side an element of the same shared array of
-//!   4- or 8-byte elements, at most 16 bytes in all;
+//! - every load's destination is a scalar register local or a
+//!   register-array element, every stored value an expression that reads
+//!   registers only, and every shared side an element of the same shared
+//!   array of 4- or 8-byte elements, at most 16 bytes in all;
 //! - the flattened (row-major) element offsets are `f, f + 1, .., f + width - 1`,
 //!   and `f` is provably a multiple of `width`, so the address is
 //!   `width * size`-byte aligned, as `.v2`/`.v4` require;
@@ -20,11 +21,11 @@
 //! adjacent, so nothing else runs between them. A load group writes only its
 //! destination registers, which no index reads, and reads memory the group
 //! does not write; a store group writes only shared memory, which no index
-//! and no stored register reads. So every index has the same value in every
-//! statement of the group as in the first one, each statement touches the
-//! element its offset names, the elements are distinct, and doing all the
-//! reads (or writes) at once at the first statement's address is the same
-//! as doing them one by one. Loads land in fresh registers and are moved to
+//! and no stored value reads. So every index (and stored value) has the
+//! same value whether computed at its own statement or before the group,
+//! each statement touches the element its offset names, the elements are
+//! distinct, and doing all the reads (or writes) at once at the first
+//! statement's address is the same as doing them one by one. Loads land in fresh registers and are moved to
 //! their destinations in statement order, so a destination written twice
 //! ends with the later value, as it would.
 //!
@@ -37,7 +38,8 @@
 //! cannot break the proof: "offset k is offset 0 plus k" holds modulo 2^32,
 //! so the byte addresses (also modulo 2^32) are consecutive, and since the
 //! widths (2, 4) and alignments (up to 16) divide 2^32, "a multiple of the
-//! width" modulo 2^32 is a multiple in the address too. 8-bit integer
+//! width" modulo 2^32 is a multiple in the address too (and an aligned
+//! vector cannot straddle the wrap). 8-bit integer
 //! arithmetic wraps at 2^8 instead, so 8-bit subexpressions stay opaque.
 //! Opaque terms are compared exactly (by their serialized IR, so float
 //! literals compare by their bits); equal pure expressions over unchanged
