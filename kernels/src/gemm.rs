@@ -13,9 +13,8 @@ use warpforge::prelude::*;
 /// elements is then 4 consecutive shared elements at a multiple of 4, which
 /// the backend reads with one 128-bit load (`ld.shared.v4.f32`): per k-step,
 /// `(TM + TN) / 4` shared loads feed `TM * TN` FMAs (8 x 8: 4 per 64, where
-/// one load per element took 16). A warp's B reads
-/// are 16-byte chunks side by side, so they are free of bank conflicts;
-/// its A reads are broadcasts.
+/// one load per element took 16). A warp's B reads are 16-byte chunks side
+/// by side, so they are free of bank conflicts; its A reads are broadcasts.
 ///
 /// A is stored transposed in shared memory (`a_tile[stage][kk][row]`) so that
 /// both operands are read along rows. Its rows are padded to `BM + 4`
