@@ -6,11 +6,25 @@ use warpforge::prelude::*;
 /// and `C` (m x n), any m, n, k (ragged tiles are predicated).
 ///
 /// The block computes a `BM x BN` tile of C with `(BM / TM) * (BN / TN)` threads,
-/// each holding a `TM x TN` register tile. Thread `(ty, tx)` owns rows
-/// `ty + i * (BM / TM)` and columns `tx + j * (BN / TN)`: strided rather than
-/// contiguous, so that a warp's shared-memory reads of B hit 32 different banks
-/// and its writes of C are coalesced. A is stored transposed in shared memory
-/// (`a_tile[stage][kk][row]`) so that both operands are read along rows.
+/// each holding a `TM x TN` register tile (TM and TN multiples of 4). As in
+/// CUTLASS's SIMT GEMMs, thread `(ty, tx)` owns groups of 4 consecutive rows
+/// and columns: rows `(i / 4) * (BM * 4 / TM) + ty * 4 + i % 4` and columns
+/// `(j / 4) * (BN * 4 / TN) + tx * 4 + j % 4`. Each group of 4 fragment
+/// elements is then 4 consecutive shared elements at a multiple of 4, which
+/// the backend reads with one 128-bit load (`ld.shared.v4.f32`): per k-step,
+/// `(TM + TN) / 4` shared loads feed `TM * TN` FMAs (8 x 8: 4 per 64, where
+/// one load per element took 16). A warp's B reads are 16-byte chunks side
+/// by side, so they are free of bank conflicts; its A reads are broadcasts.
+///
+/// A is stored transposed in shared memory (`a_tile[stage][kk][row]`) so that
+/// both operands are read along rows. Its rows are padded to `BM + 4`
+/// elements: the staging stores of a warp write `a_tile[s][e % BK][e / BK]`
+/// for 32 consecutive `e`, whose word address is `(e % BK) * (BM + 4) + e / BK`,
+/// or `4 * (e % BK) + e / BK` modulo the 32 banks (BM is a multiple of 32).
+/// For BK = 8 that is `4 * (lane % 8) + lane / 8` plus a constant: 32
+/// distinct banks, where the unpadded `e / BK` alone hit 4 banks 8 ways
+/// (BK = 16: 2 ways instead of 16). `BM + 4` keeps every row, and so every
+/// A group, 16-byte aligned.
 ///
 /// Pipeline: two shared-memory stages. In step `t` each thread loads tile `t`
 /// from global memory into registers, computes tile `t - 1` from shared memory
@@ -31,7 +45,7 @@ pub fn gemm_f32<const BM: u32, const BN: u32, const BK: u32, const TM: u32, cons
     alpha: f32,
     beta: f32,
 ) {
-    let mut a_tile: [[[f32; BM]; BK]; 2] = shared();
+    let mut a_tile: [[[f32; BM + 4]; BK]; 2] = shared();
     let mut b_tile: [[[f32; BN]; BK]; 2] = shared();
     let tid = thread_idx().x;
     let tx = tid % (BN / TN);
@@ -76,11 +90,11 @@ pub fn gemm_f32<const BM: u32, const BN: u32, const BK: u32, const TM: u32, cons
             for kk in 0..BK {
                 #[unroll]
                 for i in 0..TM {
-                    a_frag[i] = a_tile[s][kk][ty + i * (BM / TM)];
+                    a_frag[i] = a_tile[s][kk][(i / 4) * (BM * 4 / TM) + ty * 4 + i % 4];
                 }
                 #[unroll]
                 for j in 0..TN {
-                    b_frag[j] = b_tile[s][kk][tx + j * (BN / TN)];
+                    b_frag[j] = b_tile[s][kk][(j / 4) * (BN * 4 / TN) + tx * 4 + j % 4];
                 }
                 #[unroll]
                 for i in 0..TM {
@@ -109,10 +123,10 @@ pub fn gemm_f32<const BM: u32, const BN: u32, const BK: u32, const TM: u32, cons
 
     #[unroll]
     for i in 0..TM {
-        let r = row0 + ty + i * (BM / TM);
+        let r = row0 + (i / 4) * (BM * 4 / TM) + ty * 4 + i % 4;
         #[unroll]
         for j in 0..TN {
-            let col = col0 + tx + j * (BN / TN);
+            let col = col0 + (j / 4) * (BN * 4 / TN) + tx * 4 + j % 4;
             if r < m && col < n {
                 let idx = r * n + col;
                 // beta == 0 must not read C: it may hold anything, NaN included.

@@ -17,7 +17,8 @@
 //! The emitter is split by construct: `function` (the emitter's state and
 //! helpers), `stmt` (control flow), `expr` (operators and casts), `memory`
 //! (places and atomics), `math` (intrinsics), `regs` (register classes),
-//! `usage` (a pre-pass over the body) and [`features`] (what each construct
+//! `usage` (a pre-pass over the body), `vectorize` (adjacent shared-memory
+//! moves as one vector access) and [`features`] (what each construct
 //! needs of the target). A new statement (an MMA, an async copy) is a new
 //! case in `stmt`, its operands come from `memory`/`regs`, and what it needs
 //! of the target is a new row in [`features`].
@@ -31,6 +32,7 @@ mod memory;
 mod regs;
 mod stmt;
 mod usage;
+mod vectorize;
 
 use function::{param_names, param_type, scalar_param_name, Emitter, SHARED_SYMBOL};
 

@@ -4,12 +4,29 @@
 //! emission order, so the text is deterministic.
 
 use super::function::{arith, Emitter, LoopLabels, Operand};
+use super::vectorize::shared_vector;
 use crate::ir::{Expr, ExprKind, Literal, LocalId, Place, Scalar, Stmt};
 use crate::Error;
 
 impl Emitter<'_> {
+    /// A block's statements in order; adjacent moves of consecutive shared
+    /// elements go as one vector access (see `vectorize`).
     pub fn block(&mut self, block: &[Stmt]) -> Result<(), Error> {
-        block.iter().try_for_each(|stmt| self.stmt(stmt))
+        let mut rest = block;
+        while let Some(stmt) = rest.first() {
+            let done = match shared_vector(self.kernel, &self.shared_offsets, rest) {
+                Some(vector) => {
+                    self.shared_vector(&vector)?;
+                    vector.len()
+                }
+                None => {
+                    self.stmt(stmt)?;
+                    1
+                }
+            };
+            rest = &rest[done..];
+        }
+        Ok(())
     }
 
     fn stmt(&mut self, stmt: &Stmt) -> Result<(), Error> {
