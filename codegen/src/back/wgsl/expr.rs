@@ -269,7 +269,7 @@ impl Emitter<'_> {
             } else {
                 x.text
             };
-            let helper = self.helper(Helper::FloatToInt(to))?;
+            let helper = self.helper(Helper::FloatToInt(to));
             return Ok(call(&helper, &[wide]));
         }
         // Same representation (i8 -> i32, u8 -> u32): the value is already extended.
@@ -306,7 +306,7 @@ impl Emitter<'_> {
             Intrinsic::Min => "min",
             Intrinsic::Max => "max",
             Intrinsic::MulAdd => "fma",
-            Intrinsic::Round => return Ok(call(&self.helper(Helper::Round(ty))?, &xs)),
+            Intrinsic::Round => return Ok(call(&self.helper(Helper::Round(ty)), &xs)),
             Intrinsic::ShflXor => {
                 self.needs_subgroups = true;
                 "subgroupShuffleXor"
@@ -314,7 +314,7 @@ impl Emitter<'_> {
             Intrinsic::ShflDown => {
                 self.needs_subgroups = true;
                 xs.push(self.builtins.lane.clone());
-                return Ok(call(&self.helper(Helper::ShuffleDown(ty))?, &xs));
+                return Ok(call(&self.helper(Helper::ShuffleDown(ty)), &xs));
             }
         };
         let code = call(name, &xs);
@@ -390,7 +390,7 @@ impl Emitter<'_> {
                 };
                 args.push(self.expr(compare)?.text);
                 args.push(self.expr(value)?.text);
-                return Ok(call(&self.helper(Helper::CompareExchange(var))?, &args));
+                return Ok(call(&self.helper(Helper::CompareExchange(var)), &args));
             }
         };
         let p = self.place(place)?;

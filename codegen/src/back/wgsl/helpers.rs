@@ -27,16 +27,16 @@ pub enum Helper {
 
 impl Emitter<'_> {
     /// The name of a helper, recording its use.
-    pub fn helper(&mut self, helper: Helper) -> Result<String, Error> {
+    pub fn helper(&mut self, helper: Helper) -> String {
         self.helpers.insert(helper);
-        Ok(match helper {
+        match helper {
             Helper::FloatToInt(to) => format!("wf_f32_to_{}", to.name()),
             Helper::Round(ty) => format!("wf_round_{}", ty.name()),
             Helper::ShuffleDown(ty) => format!("wf_shuffle_down_{}", ty.name()),
             Helper::CompareExchange(var) => {
                 format!("wf_compare_exchange_{}", self.atomic_var(var).0)
             }
-        })
+        }
     }
 
     /// The name of an atomic variable, its element type and its dimensions.
@@ -63,7 +63,7 @@ impl Emitter<'_> {
 
     /// The text of a helper function.
     pub fn helper_text(&mut self, helper: &Helper) -> Result<String, Error> {
-        let name = self.helper(*helper)?;
+        let name = self.helper(*helper);
         Ok(match *helper {
             Helper::FloatToInt(to) => {
                 let t = self.ty(to)?;
