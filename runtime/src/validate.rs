@@ -4,7 +4,7 @@
 
 use warpforge_codegen::eval::{self, HostValue};
 use warpforge_codegen::ir::{Expr, ExprKind, Literal, ParamType, Place, Scalar};
-use warpforge_codegen::{Arch, KernelDef, Target};
+use warpforge_codegen::{Arch, KernelDef};
 
 use crate::buffer::{ArgInfo, Grid};
 use crate::device::DeviceInfo;
@@ -32,7 +32,7 @@ pub fn select_arch(def: &KernelDef, device: &DeviceInfo) -> Result<Arch, Error> 
     let best = def
         .targets
         .iter()
-        .map(|&Target::Ptx(arch)| arch)
+        .filter_map(|t| t.arch())
         .filter(|&arch| device.supports(arch))
         .max();
     best.ok_or_else(|| {

@@ -81,9 +81,9 @@ fn list_variants() {
             let facts: Vec<String> = def
                 .targets
                 .iter()
-                .map(|target| {
-                    let warpforge_codegen::Target::Ptx(arch) = *target;
-                    match warpforge_codegen::compile_ptx(def, &consts, arch) {
+                .filter_map(|target| target.arch())
+                .map(
+                    |arch| match warpforge_codegen::compile_ptx(def, &consts, arch) {
                         Ok(m) => format!(
                             "{} (PTX {}.{}, {} B shared)",
                             arch.name(),
@@ -92,8 +92,8 @@ fn list_variants() {
                             m.shared_bytes
                         ),
                         Err(e) => format!("{}: {e}", arch.name()),
-                    }
-                })
+                    },
+                )
                 .collect();
             println!("  {:<48} {}", def.variant_name(&consts), facts.join(", "));
         }
