@@ -20,6 +20,8 @@ mod error;
 mod runtime;
 mod scalar;
 mod validate;
+mod variants;
+mod wgpu;
 
 pub use half::{bf16, f16};
 pub use warpforge_codegen::eval::HostValue;
@@ -27,7 +29,7 @@ pub use warpforge_codegen::ir::Scalar;
 pub use warpforge_codegen::KernelDef;
 
 pub use buffer::{ArgInfo, DeviceBuffer, Grid, KernelArg};
-pub use device::DeviceInfo;
+pub use device::{BackendKind, DeviceBackend, DeviceInfo, WgpuDeviceInfo};
 pub use error::Error;
 pub use runtime::Runtime;
 pub use scalar::DeviceScalar;
