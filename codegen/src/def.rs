@@ -9,12 +9,36 @@ use crate::ir::{Arch, Kernel};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Target {
     Ptx(Arch),
+    /// Portable WGSL for WebGPU (wgpu), see [`crate::back::wgsl`].
+    Wgsl,
 }
 
 impl Target {
+    /// Every target, in the order a kernel without `arch(..)` is built for.
+    pub const ALL: [Target; 4] = [
+        Target::Ptx(Arch::Sm70),
+        Target::Ptx(Arch::Sm80),
+        Target::Ptx(Arch::Sm90),
+        Target::Wgsl,
+    ];
+
+    /// The spelling of `arch(..)`: `sm_70`, `sm_80`, `sm_90`, `wgsl`.
     pub fn name(self) -> &'static str {
         match self {
             Target::Ptx(arch) => arch.name(),
+            Target::Wgsl => "wgsl",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Target> {
+        Target::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// The CUDA architecture of a PTX target; `None` for WGSL.
+    pub fn arch(self) -> Option<Arch> {
+        match self {
+            Target::Ptx(arch) => Some(arch),
+            Target::Wgsl => None,
         }
     }
 }

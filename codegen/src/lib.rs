@@ -5,7 +5,7 @@
 //! The flow of one variant: [`front`] (DSL -> IR, in the proc-macro) ->
 //! [`KernelDef`] (serialized into the user's binary) -> [`specialize`] (const
 //! params substituted, constants folded, `#[unroll]` loops unrolled) ->
-//! [`valid`] -> [`back::ptx`].
+//! [`valid`] -> [`back::ptx`] or [`back::wgsl`].
 
 pub mod back;
 pub mod def;
@@ -46,4 +46,18 @@ pub fn compile_ptx(
     let kernel = specialize::specialize(&def.ir, consts)?;
     valid::validate(&kernel)?;
     back::ptx::emit(&kernel, arch)
+}
+
+/// Builds the WGSL of one variant (`consts` in `def.ir.const_params` order):
+/// specialize, validate, emit. `block` is the launch's block shape, which
+/// becomes the entry point's workgroup size: required when the kernel
+/// declares no `block(..)`, and equal to it when it does.
+pub fn compile_wgsl(
+    def: &KernelDef,
+    consts: &[i64],
+    block: Option<[u32; 3]>,
+) -> Result<back::wgsl::WgslModule, Error> {
+    let kernel = specialize::specialize(&def.ir, consts)?;
+    valid::validate(&kernel)?;
+    back::wgsl::emit(&kernel, block)
 }

@@ -28,8 +28,8 @@ fn compile_error(source: &str, arch: Arch) -> String {
 }
 
 const BF16_ADD: &str =
-    "#[kernel] fn bf16_add(x: &mut [bf16]) { let i = thread_idx().x; x[i] = x[i] + x[i + 1]; }";
-const BF16_COPY: &str = "#[kernel] fn bf16_copy(x: &[bf16], y: &mut [bf16]) { let i = thread_idx().x; y[i] = -x[i].abs(); }";
+    "#[kernel(arch(sm_70, sm_80, sm_90))] fn bf16_add(x: &mut [bf16]) { let i = thread_idx().x; x[i] = x[i] + x[i + 1]; }";
+const BF16_COPY: &str = "#[kernel(arch(sm_70, sm_80, sm_90))] fn bf16_copy(x: &[bf16], y: &mut [bf16]) { let i = thread_idx().x; y[i] = -x[i].abs(); }";
 
 #[test]
 fn bf16_arithmetic_needs_sm_80() {
@@ -56,7 +56,7 @@ fn bf16_loads_stores_and_sign_bits_work_everywhere() {
 
 #[test]
 fn bf16_conversions_need_sm_80() {
-    let source = "#[kernel] fn to_bf16(x: &[f32], y: &mut [bf16]) { let i = thread_idx().x; y[i] = x[i] as bf16; }";
+    let source = "#[kernel(arch(sm_70, sm_80, sm_90))] fn to_bf16(x: &[f32], y: &mut [bf16]) { let i = thread_idx().x; y[i] = x[i] as bf16; }";
     assert_eq!(
         compile_error(source, Arch::Sm70),
         "kernel `to_bf16` (sm_70): bf16 arithmetic and conversions (`cvt.rn.bf16.f32`): needs sm_80 or newer, \
@@ -66,7 +66,7 @@ fn bf16_conversions_need_sm_80() {
 
 #[test]
 fn transcendental_f64_intrinsics_are_refused_on_every_arch() {
-    let source = "#[kernel] fn exp64(x: &mut [f64]) { let i = thread_idx().x; x[i] = x[i].exp(); }";
+    let source = "#[kernel(arch(sm_70, sm_80, sm_90))] fn exp64(x: &mut [f64]) { let i = thread_idx().x; x[i] = x[i].exp(); }";
     for arch in Arch::ALL {
         assert_eq!(
             compile_error(source, arch),
@@ -80,7 +80,7 @@ fn transcendental_f64_intrinsics_are_refused_on_every_arch() {
 
 #[test]
 fn float_remainder_is_refused() {
-    let source = "#[kernel] fn fmod(x: &mut [f32]) { let i = thread_idx().x; x[i] = x[i] % 2.0; }";
+    let source = "#[kernel(arch(sm_70, sm_80, sm_90))] fn fmod(x: &mut [f32]) { let i = thread_idx().x; x[i] = x[i] % 2.0; }";
     assert_eq!(
         compile_error(source, Arch::Sm80),
         "kernel `fmod` (sm_80): `%` on f32 (the floating-point remainder) is not available on PTX targets: \
@@ -90,7 +90,7 @@ fn float_remainder_is_refused() {
 
 #[test]
 fn tanh_uses_the_instruction_where_it_exists() {
-    let source = "#[kernel] fn t(x: &mut [f32]) { let i = thread_idx().x; x[i] = x[i].tanh(); }";
+    let source = "#[kernel(arch(sm_70, sm_80, sm_90))] fn t(x: &mut [f32]) { let i = thread_idx().x; x[i] = x[i].tanh(); }";
     let sm70 = compile(source, Arch::Sm70).unwrap();
     assert!(!sm70.text.contains("tanh.approx") && sm70.text.contains("ex2.approx"));
     assert_eq!(sm70.version, (6, 0));
@@ -101,7 +101,7 @@ fn tanh_uses_the_instruction_where_it_exists() {
 
 #[test]
 fn shared_arrays_share_one_aligned_dynamic_block() {
-    let source = "#[kernel(block(64))] fn layout(y: &mut [f64]) {
+    let source = "#[kernel(block(64), arch(sm_70, sm_80, sm_90))] fn layout(y: &mut [f64]) {
         let mut flags: [u8; 3] = shared();
         let mut values: [[f64; 3]; 2] = shared();
         let t = thread_idx().x;
@@ -128,7 +128,7 @@ fn shared_arrays_share_one_aligned_dynamic_block() {
 #[test]
 fn shared_memory_is_bounded_per_arch() {
     // 128 KB: past sm_70's 96 KB, within sm_80's 163 KB.
-    let source = "#[kernel] fn big(y: &mut [f32]) {
+    let source = "#[kernel(arch(sm_70, sm_80, sm_90))] fn big(y: &mut [f32]) {
         let mut tile: [f32; 32768] = shared();
         let t = thread_idx().x;
         tile[t] = 1.0;
@@ -145,7 +145,7 @@ fn shared_memory_is_bounded_per_arch() {
 
 #[test]
 fn parameters_follow_the_launch_abi() {
-    let source = "#[kernel] fn abi(flag: bool, n: u32, x: &[f32], y: &mut [f32]) {
+    let source = "#[kernel(arch(sm_70, sm_80, sm_90))] fn abi(flag: bool, n: u32, x: &[f32], y: &mut [f32]) {
         let i = thread_idx().x;
         if flag && i < n { y[i] = x[i]; }
     }";

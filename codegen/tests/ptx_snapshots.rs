@@ -4,7 +4,7 @@
 
 mod common;
 
-use warpforge_codegen::compile_ptx;
+use warpforge_codegen::{compile_ptx, Target};
 
 #[test]
 fn ptx_snapshots() {
@@ -16,7 +16,7 @@ fn ptx_snapshots() {
     for (input, def) in common::inputs() {
         for consts in def.variants() {
             for arch in common::archs(&def) {
-                let name = common::snapshot_name(&input, &def, &consts, arch);
+                let name = common::snapshot_name(&input, &def, &consts, Target::Ptx(arch));
                 let module = compile_ptx(&def, &consts, arch)
                     .unwrap_or_else(|e| panic!("{name}: {}", e.message));
                 insta::assert_snapshot!(name, module.text);

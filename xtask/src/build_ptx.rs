@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use warpforge_codegen::back::ptx::PtxModule;
-use warpforge_codegen::{Arch, KernelDef, Target};
+use warpforge_codegen::{Arch, KernelDef};
 
 use crate::ptxas::{Ptxas, ResourceUsage};
 
@@ -236,10 +236,10 @@ fn compile(defs: &[&KernelDef]) -> Result<Vec<Job>> {
                 .into_iter()
                 .enumerate()
                 .flat_map(move |(index, consts)| {
-                    def.targets.iter().map(move |target| {
-                        let Target::Ptx(arch) = *target;
-                        (*def, consts.clone(), arch, index == 0)
-                    })
+                    def.targets
+                        .iter()
+                        .filter_map(|target| target.arch())
+                        .map(move |arch| (*def, consts.clone(), arch, index == 0))
                 })
         })
         .collect();
@@ -443,7 +443,10 @@ $L__BB0_2:
                 requires: Vec::new(),
                 body: Vec::new(),
             },
-            targets: Arch::ALL.into_iter().map(Target::Ptx).collect(),
+            targets: Arch::ALL
+                .into_iter()
+                .map(warpforge_codegen::Target::Ptx)
+                .collect(),
             tune: Vec::new(),
         }
     }

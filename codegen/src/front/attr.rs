@@ -8,7 +8,7 @@ use syn::Token;
 
 #[derive(Default)]
 pub struct KernelAttr {
-    /// `arch(sm_70, sm_80)`; `None` when absent (all architectures).
+    /// `arch(sm_70, sm_80, wgsl)`; `None` when absent (every target).
     pub arch: Option<Vec<Ident>>,
     /// `block(x, y, z)`: one to three constant expressions.
     pub block: Option<Vec<syn::Expr>>,

@@ -28,7 +28,6 @@ mod tests;
 use proc_macro2::TokenStream;
 
 use crate::def::{KernelDef, Target, TuneAxis};
-use crate::ir::Arch;
 use errors::Errors;
 
 /// Parses one kernel: `attr` is the content of `#[kernel(..)]`, `item` the function under it.
@@ -39,6 +38,15 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
     let tune = tune_axes(&attr, &sig, &mut errors);
     let targets = targets(&attr, &mut errors);
     let ir = lower::lower_kernel(item, &attr, &sig, &mut errors);
+    if let Ok(ir) = &ir {
+        // Types and constructs do not depend on const values: the family's
+        // IR tells whether every variant can be WGSL.
+        if targets.contains(&Target::Wgsl) {
+            if let Err(e) = crate::back::wgsl::check(ir) {
+                errors.push(&item.sig.ident, e.message);
+            }
+        }
+    }
     match (ir, tune) {
         (Ok(ir), Ok(tune)) if errors.is_empty() => Ok(KernelDef { ir, targets, tune }),
         _ => Err(errors.into_error(&item.sig.ident)),
@@ -64,22 +72,22 @@ pub fn parse_kernel_str(attr: &str, item: &str) -> Result<KernelDef, String> {
 
 /// The targets in declared order; all of them when the attribute names none.
 fn targets(attr: &attr::KernelAttr, errors: &mut Errors) -> Vec<Target> {
-    let Some(arches) = &attr.arch else {
-        return Arch::ALL.into_iter().map(Target::Ptx).collect();
+    let Some(names) = &attr.arch else {
+        return Target::ALL.to_vec();
     };
     let mut targets = Vec::new();
-    for ident in arches {
+    for ident in names {
         let name = ident.to_string();
-        match Arch::from_name(&name) {
-            Some(arch) if targets.contains(&Target::Ptx(arch)) => {
+        match Target::from_name(&name) {
+            Some(target) if targets.contains(&target) => {
                 errors.push(
                     ident,
-                    format!("`{name}` is listed twice in `arch(..)`: list each architecture once"),
+                    format!("`{name}` is listed twice in `arch(..)`: list each target once"),
                 );
             }
-            Some(arch) => targets.push(Target::Ptx(arch)),
+            Some(target) => targets.push(target),
             None => {
-                let known: Vec<&str> = Arch::ALL.iter().map(|a| a.name()).collect();
+                let known: Vec<&str> = Target::ALL.iter().map(|t| t.name()).collect();
                 errors.push(
                     ident,
                     format!(

@@ -8,9 +8,9 @@ fn parse(attr: &str, item: &str) -> KernelDef {
     parse_kernel_str(attr, item).unwrap_or_else(|e| panic!("kernel rejected:\n{e}"))
 }
 
-/// The body of a kernel with no attribute.
+/// The body of a kernel for the PTX targets (which take every type).
 fn body(item: &str) -> (Kernel, Block) {
-    let def = parse("", item);
+    let def = parse("arch(sm_70, sm_80, sm_90)", item);
     let body = def.ir.body.clone();
     (def.ir, body)
 }
@@ -69,7 +69,7 @@ fn saxpy() {
             }
         }",
     );
-    assert_eq!(def.targets, Arch::ALL.map(Target::Ptx).to_vec());
+    assert_eq!(def.targets, Target::ALL.to_vec());
     assert!(def.tune.is_empty());
     let k = &def.ir;
     assert_eq!(k.name, "saxpy");
@@ -259,7 +259,7 @@ fn attribute_errors() {
     assert_error(
         "arch(sm_75)",
         "fn k() {}",
-        &["unknown architecture `sm_75`", "sm_70, sm_80, sm_90"],
+        &["unknown architecture `sm_75`", "sm_70, sm_80, sm_90, wgsl"],
     );
     assert_error(
         "arch(sm_80, sm_80)",
@@ -1522,4 +1522,37 @@ fn let_underscore_keeps_only_effects() {
             ..
         })
     ));
+}
+
+// ---- targets -----------------------------------------------------------------
+
+#[test]
+fn targets_are_every_one_by_default_or_those_listed() {
+    let item = "fn k(x: &mut [f32]) { x[0] = 1.0; }";
+    assert_eq!(parse("", item).targets, Target::ALL.to_vec());
+    assert_eq!(
+        parse("arch(wgsl, sm_80)", item).targets,
+        vec![Target::Wgsl, Target::Ptx(Arch::Sm80)]
+    );
+    assert_error("arch(wgsl, wgsl)", item, &["`wgsl` is listed twice"]);
+}
+
+#[test]
+fn a_wgsl_target_needs_a_kernel_wgsl_can_express() {
+    let item = "fn k(x: &mut [f64]) { x[0] = 1.0; }";
+    let expected = "kernel `k`: WGSL cannot express parameter `x: &mut [f64]`: \
+                    build the kernel for PTX only, `#[kernel(arch(sm_70, sm_80, sm_90))]`";
+    assert_eq!(error("", item), expected);
+    assert_eq!(error("arch(sm_80, wgsl)", item), expected);
+    assert_eq!(
+        parse("arch(sm_70, sm_80, sm_90)", item).targets,
+        Arch::ALL.map(Target::Ptx).to_vec()
+    );
+    // The check sees the whole family: a construct in a branch that some
+    // variants drop still counts.
+    assert!(error(
+        "tune(WIDE = [false, true])",
+        "fn k<const WIDE: bool>(x: &mut [f32]) { if WIDE { x[0] = (x[0] as f64 * 2.0) as f32; } }"
+    )
+    .contains("WGSL cannot express a cast to f64"));
 }

@@ -81,7 +81,7 @@ pub fn intrinsic_name(f: Intrinsic) -> &'static str {
     }
 }
 
-fn atomic_name(op: AtomicOp) -> &'static str {
+pub fn atomic_name(op: AtomicOp) -> &'static str {
     match op {
         AtomicOp::Add => "atomic_add",
         AtomicOp::Min => "atomic_min",

@@ -1,5 +1,5 @@
 //! Shared by the integration tests: the DSL inputs under `tests/in` and the
-//! PTX snapshots under `tests/out/ptx`.
+//! snapshots under `tests/out/ptx` and `tests/out/wgsl`.
 
 #![allow(dead_code)] // each test binary uses its own part
 
@@ -68,11 +68,11 @@ pub fn inputs() -> Vec<(String, KernelDef)> {
         .collect()
 }
 
-/// The snapshot name of one compiled variant: `<input>.<arch>`, with the
+/// The snapshot name of one compiled variant: `<input>.<target>`, with the
 /// const values in between when the input has several variants.
-pub fn snapshot_name(input: &str, def: &KernelDef, consts: &[i64], arch: Arch) -> String {
+pub fn snapshot_name(input: &str, def: &KernelDef, consts: &[i64], target: Target) -> String {
     if def.variants().len() == 1 {
-        return format!("{input}.{}", arch.name());
+        return format!("{input}.{}", target.name());
     }
     let values: Vec<String> = def
         .ir
@@ -81,14 +81,10 @@ pub fn snapshot_name(input: &str, def: &KernelDef, consts: &[i64], arch: Arch) -
         .zip(consts)
         .map(|(p, v)| format!("{}{v}", p.name))
         .collect();
-    format!("{input}.{}.{}", values.join("_"), arch.name())
+    format!("{input}.{}.{}", values.join("_"), target.name())
 }
 
+/// The PTX targets of a kernel.
 pub fn archs(def: &KernelDef) -> Vec<Arch> {
-    def.targets
-        .iter()
-        .map(|t| match t {
-            Target::Ptx(arch) => *arch,
-        })
-        .collect()
+    def.targets.iter().filter_map(|t| t.arch()).collect()
 }

@@ -1,5 +1,5 @@
 // Every atomic on global and shared memory, for each 32- and 64-bit type.
-#[kernel(block(64))]
+#[kernel(block(64), arch(sm_70, sm_80, sm_90))]
 fn atomics(xi: &mut [i32], xu: &mut [u32], xl: &mut [i64], xul: &mut [u64], xf: &mut [f32], xd: &mut [f64]) {
     let mut si: [i32; 64] = shared();
     let mut su: [u32; 64] = shared();

@@ -1,5 +1,5 @@
 // Sum of a slice: a shared-memory tree per block, one atomic per block.
-#[kernel(block(256))]
+#[kernel(block(256), arch(sm_70, sm_80, sm_90))]
 fn block_reduce(x: &[f32], sum: &mut [f32]) {
     let mut partial: [f32; 256] = shared();
     let t = thread_idx().x;

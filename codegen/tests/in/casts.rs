@@ -1,5 +1,5 @@
 // `as` between every pair of scalar types except bf16 (see casts_bf16), with Rust's semantics.
-#[kernel]
+#[kernel(arch(sm_70, sm_80, sm_90))]
 fn casts(
     v_bool: bool,
     v_i8: i8,

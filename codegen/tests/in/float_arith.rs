@@ -1,5 +1,5 @@
 // Arithmetic, negation, comparisons and selects on f16 (through f32), f32 and f64.
-#[kernel]
+#[kernel(arch(sm_70, sm_80, sm_90))]
 fn float_arith(
     x_f16: &mut [f16],
     x_f32: &mut [f32],

@@ -1,5 +1,5 @@
 // Arithmetic, bitwise operators, shifts and comparisons on every integer type, and bool logic.
-#[kernel]
+#[kernel(arch(sm_70, sm_80, sm_90))]
 fn int_arith(
     x_i8: &mut [i8],
     x_u8: &mut [u8],

@@ -1,5 +1,5 @@
 // The math intrinsics PTX has for f64 (the approximate ones are f32-only).
-#[kernel]
+#[kernel(arch(sm_70, sm_80, sm_90))]
 fn intrinsics_f64(
     x: &mut [f64],
 ) {

@@ -1,5 +1,5 @@
 // Integer abs/min/max on every integer type, and warp shuffles.
-#[kernel]
+#[kernel(arch(sm_70, sm_80, sm_90))]
 fn intrinsics_int(a: &mut [i8], b: &mut [u8], c: &mut [i32], d: &mut [u32], e: &mut [i64], f: &mut [u64], g: &mut [f32]) {
     let i = thread_idx().x;
     a[i] = a[i].abs().min(a[i + 1]).max(a[i + 2]);

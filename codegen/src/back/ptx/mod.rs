@@ -70,24 +70,7 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     for p in &kernel.params {
         check_identifier(kernel, "parameter", &p.name)?;
     }
-    let block = match &kernel.block {
-        Some(dims) => {
-            let mut shape = [0u32; 3];
-            for (out, dim) in shape.iter_mut().zip(dims) {
-                *out = dim
-                    .as_int()
-                    .and_then(|v| u32::try_from(v).ok())
-                    .ok_or_else(|| {
-                        Error::new(format!(
-                            "kernel `{}`: `block(..)` is not constant: specialize it first",
-                            kernel.name
-                        ))
-                    })?;
-            }
-            Some(shape)
-        }
-        None => None,
-    };
+    let block = super::declared_block(kernel)?;
 
     let mut e = Emitter::new(kernel, arch);
     let limit = features::max_shared_bytes(arch);
