@@ -7,6 +7,7 @@ use warpforge_codegen::ir::Scalar;
 
 use crate::cuda::CudaMemory;
 use crate::scalar::DeviceScalar;
+use crate::wgpu::WgpuBuffer;
 use crate::Error;
 
 /// A typed buffer in device memory, created by a [`crate::Runtime`] and
@@ -18,12 +19,15 @@ pub struct DeviceBuffer<T: DeviceScalar> {
 /// Where a buffer's elements live, per backend.
 pub(crate) enum Memory<T> {
     Cuda(CudaSlice<T>),
+    Wgpu(WgpuBuffer),
 }
 
 impl<T: DeviceScalar> DeviceBuffer<T> {
     pub fn len(&self) -> usize {
-        let Memory::Cuda(slice) = &self.memory;
-        slice.len()
+        match &self.memory {
+            Memory::Cuda(slice) => slice.len(),
+            Memory::Wgpu(buffer) => buffer.len,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -31,17 +35,21 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
     }
 
     /// The CUDA allocation, for calling CUDA libraries (cuBLAS) on the
-    /// runtime's stream ([`crate::Runtime::cuda_stream`]).
+    /// runtime's stream ([`crate::Runtime::cuda_stream`]); `None` on wgpu.
     #[doc(hidden)]
-    pub fn cuda_slice(&self) -> &CudaSlice<T> {
-        let Memory::Cuda(slice) = &self.memory;
-        slice
+    pub fn cuda_slice(&self) -> Option<&CudaSlice<T>> {
+        match &self.memory {
+            Memory::Cuda(slice) => Some(slice),
+            Memory::Wgpu(_) => None,
+        }
     }
 
     #[doc(hidden)]
-    pub fn cuda_slice_mut(&mut self) -> &mut CudaSlice<T> {
-        let Memory::Cuda(slice) = &mut self.memory;
-        slice
+    pub fn cuda_slice_mut(&mut self) -> Option<&mut CudaSlice<T>> {
+        match &mut self.memory {
+            Memory::Cuda(slice) => Some(slice),
+            Memory::Wgpu(_) => None,
+        }
     }
 }
 
@@ -181,6 +189,8 @@ pub(crate) enum ArgKind<'a> {
 pub(crate) enum MemoryRef<'a> {
     Cuda(&'a dyn CudaMemory),
     CudaMut(&'a mut dyn CudaMemory),
+    Wgpu(&'a WgpuBuffer),
+    WgpuMut(&'a mut WgpuBuffer),
 }
 
 impl<'a> KernelArg<'a> {
@@ -196,24 +206,30 @@ impl<'a> KernelArg<'a> {
 
     pub fn buffer<T: DeviceScalar>(b: &'a DeviceBuffer<T>) -> KernelArg<'a> {
         let len = b.len();
-        let Memory::Cuda(slice) = &b.memory;
+        let memory = match &b.memory {
+            Memory::Cuda(slice) => MemoryRef::Cuda(slice),
+            Memory::Wgpu(buffer) => MemoryRef::Wgpu(buffer),
+        };
         KernelArg {
             kind: ArgKind::Buffer {
                 elem: T::SCALAR,
                 len,
-                memory: MemoryRef::Cuda(slice),
+                memory,
             },
         }
     }
 
     pub fn buffer_mut<T: DeviceScalar>(b: &'a mut DeviceBuffer<T>) -> KernelArg<'a> {
         let len = b.len();
-        let Memory::Cuda(slice) = &mut b.memory;
+        let memory = match &mut b.memory {
+            Memory::Cuda(slice) => MemoryRef::CudaMut(slice),
+            Memory::Wgpu(buffer) => MemoryRef::WgpuMut(buffer),
+        };
         KernelArg {
             kind: ArgKind::Buffer {
                 elem: T::SCALAR,
                 len,
-                memory: MemoryRef::CudaMut(slice),
+                memory,
             },
         }
     }
@@ -227,7 +243,7 @@ impl<'a> KernelArg<'a> {
             ArgKind::Buffer { elem, len, memory } => ArgInfo::Buffer {
                 elem: *elem,
                 len: *len as u64,
-                mutable: matches!(memory, MemoryRef::CudaMut(_)),
+                mutable: matches!(memory, MemoryRef::CudaMut(_) | MemoryRef::WgpuMut(_)),
             },
         }
     }

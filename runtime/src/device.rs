@@ -3,14 +3,21 @@
 
 use warpforge_codegen::Arch;
 
+use crate::Error;
+
 /// The limits and identity of one device, read once when the runtime starts.
+/// Limits a backend does not report are 0 (see each field).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeviceInfo {
+    /// Which API drives the device, with the limits only that API has.
+    pub backend: DeviceBackend,
+    /// The device's name, e.g. "NVIDIA H200" or "llvmpipe (LLVM 15.0.6, 256 bits)".
     pub name: String,
-    /// The device's index among the devices the driver sees.
+    /// The device's index among the devices the driver sees (0 on wgpu: the adapter it picked).
     pub ordinal: usize,
-    /// (major, minor), e.g. (9, 0) for an H100/H200.
+    /// (major, minor), e.g. (9, 0) for an H100/H200; (0, 0) on wgpu, which runs no PTX.
     pub compute_capability: (u32, u32),
+    /// 0 on wgpu, which does not report it.
     pub sm_count: u32,
     pub max_threads_per_block: u32,
     pub max_block_dims: [u32; 3],
@@ -19,16 +26,94 @@ pub struct DeviceInfo {
     pub shared_mem_per_block: u32,
     /// The most shared memory a block can opt into (e.g. 227 KiB on sm_90).
     pub shared_mem_per_block_optin: u32,
+    /// 0 on wgpu, which does not report it.
     pub shared_mem_per_sm: u32,
+    /// 0 on wgpu, which does not report it.
     pub registers_per_block: u32,
+    /// On wgpu, the smallest subgroup size the adapter may use.
     pub warp_size: u32,
+    /// 0 on wgpu, which does not report it.
     pub l2_cache_bytes: u32,
+    /// 0 on wgpu, which does not report it.
     pub total_memory_bytes: u64,
-    /// The CUDA version the driver supports, (major, minor), e.g. (12, 4).
+    /// The CUDA version the driver supports, (major, minor), e.g. (12, 4); (0, 0) on wgpu.
     pub driver_version: (u32, u32),
 }
 
+/// The API a runtime drives its device through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BackendKind {
+    Cuda,
+    Wgpu,
+}
+
+impl BackendKind {
+    /// The values `WARPFORGE_BACKEND` accepts.
+    pub const ENV_VALUES: [(&'static str, BackendKind); 2] =
+        [("cuda", BackendKind::Cuda), ("wgpu", BackendKind::Wgpu)];
+
+    /// Reads a value of `WARPFORGE_BACKEND`: `None` (unset or empty) lets
+    /// [`crate::Runtime::new`] choose.
+    pub fn from_env_value(value: Option<&str>) -> Result<Option<BackendKind>, Error> {
+        let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+            return Ok(None);
+        };
+        Self::ENV_VALUES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(value))
+            .map(|&(_, kind)| Some(kind))
+            .ok_or_else(|| {
+                Error::NoDevice(format!(
+                    "WARPFORGE_BACKEND is `{value}`, which names no backend: set it to `cuda` or \
+                     `wgpu`, or unset it to use CUDA when a GPU driver is present and wgpu otherwise"
+                ))
+            })
+    }
+}
+
+/// The backend of a device, with what only that backend has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceBackend {
+    Cuda,
+    Wgpu(WgpuDeviceInfo),
+}
+
+/// What wgpu reports about its adapter beyond the common limits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WgpuDeviceInfo {
+    /// The graphics API wgpu drives the adapter through: "Vulkan", "Metal", "Dx12".
+    pub api: String,
+    /// The driver and its version, e.g. "llvmpipe (Mesa 22.3.6 (LLVM 15.0.6))".
+    pub driver: String,
+    /// Whether shaders may use `f16` (`Features::SHADER_F16`).
+    pub shader_f16: bool,
+    /// The (smallest, largest) subgroup size, when shaders may use subgroup
+    /// operations (`Features::SUBGROUP`); warp operations need (32, 32).
+    pub subgroup_sizes: Option<(u32, u32)>,
+    pub max_storage_buffers_per_shader_stage: u32,
+    pub max_storage_buffer_binding_size: u64,
+    pub max_uniform_buffer_binding_size: u64,
+    pub max_buffer_size: u64,
+}
+
+impl DeviceBackend {
+    pub fn kind(&self) -> BackendKind {
+        match self {
+            DeviceBackend::Cuda => BackendKind::Cuda,
+            DeviceBackend::Wgpu(_) => BackendKind::Wgpu,
+        }
+    }
+}
+
 impl DeviceInfo {
+    /// "CUDA" or "wgpu (Vulkan)": the API and, on wgpu, the graphics API under it.
+    pub fn backend_name(&self) -> String {
+        match &self.backend {
+            DeviceBackend::Cuda => "CUDA".to_string(),
+            DeviceBackend::Wgpu(wgpu) => format!("wgpu ({})", wgpu.api),
+        }
+    }
+
     /// Whether PTX built for `arch` runs here (the driver JIT-compiles PTX
     /// for any device of the same or a higher compute capability).
     pub fn supports(&self, arch: Arch) -> bool {
@@ -59,5 +144,26 @@ mod tests {
         assert_eq!(split_driver_version(12090), (12, 9));
         assert_eq!(split_driver_version(12040), (12, 4));
         assert_eq!(split_driver_version(11020), (11, 2));
+    }
+
+    #[test]
+    fn backend_environment_values() {
+        assert_eq!(BackendKind::from_env_value(None).unwrap(), None);
+        assert_eq!(BackendKind::from_env_value(Some("")).unwrap(), None);
+        assert_eq!(
+            BackendKind::from_env_value(Some("cuda")).unwrap(),
+            Some(BackendKind::Cuda)
+        );
+        assert_eq!(
+            BackendKind::from_env_value(Some(" WGPU ")).unwrap(),
+            Some(BackendKind::Wgpu)
+        );
+        let err = BackendKind::from_env_value(Some("vulkan"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`vulkan`") && err.contains("`cuda`") && err.contains("`wgpu`"),
+            "{err}"
+        );
     }
 }

@@ -3,7 +3,7 @@
 
 use cudarc::driver::result::DriverError;
 use cudarc::driver::sys::CUresult;
-use warpforge_codegen::Arch;
+use warpforge_codegen::{Arch, Target};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -19,10 +19,10 @@ pub enum Error {
     #[error("cannot launch `{kernel}`: {message}")]
     InvalidLaunch { kernel: String, message: String },
     /// Code generation failed for one variant; `source` keeps codegen's message.
-    #[error("cannot build the PTX of `{variant}` for {}: {source}", arch.name())]
+    #[error("cannot build `{variant}` for {}: {source}", target.name())]
     Codegen {
         variant: String,
-        arch: Arch,
+        target: Target,
         #[source]
         source: warpforge_codegen::Error,
     },
@@ -45,6 +45,10 @@ pub enum Error {
     /// cuBLAS is missing or failed.
     #[error("{0}")]
     Cublas(String),
+    /// A wgpu call failed: no adapter, a rejected shader, a lost device, out
+    /// of memory, or an operation this backend does not have.
+    #[error("{0}")]
+    Wgpu(String),
 }
 
 fn jit_log(log: &str) -> String {

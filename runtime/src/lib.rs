@@ -1,17 +1,21 @@
 //! warpforge-runtime: devices, buffers, modules and checked launches.
 //!
-//! A [`Runtime`] drives one device (CUDA today, through cudarc with the driver
-//! loaded at run time, so a machine without a GPU gets an [`Error`], never a
-//! panic). Kernels arrive as [`KernelDef`]s from the `#[kernel]` macro;
-//! [`Runtime::launch`] picks the PTX target for the device, builds and loads
-//! the variant once, checks the call ([`validate_launch`], which needs no GPU)
-//! and launches it.
+//! A [`Runtime`] drives one device through one of two backends: CUDA
+//! (cudarc, with the driver loaded at run time, so a machine without a GPU
+//! gets an [`Error`], never a panic), or wgpu (Vulkan, Metal, DX12; Mesa's
+//! lavapipe runs it on a CPU). [`Runtime::new`] takes CUDA when it works and
+//! wgpu otherwise; `WARPFORGE_BACKEND=cuda|wgpu` forces one. Kernels arrive
+//! as [`KernelDef`]s from the `#[kernel]` macro; [`Runtime::launch`] picks the
+//! target for the device (the best PTX arch on CUDA, WGSL on wgpu), builds
+//! the variant once, checks the call ([`validate_launch`], which needs no
+//! GPU) and launches it.
 //!
 //! Inside: `scalar` ([`DeviceScalar`]), `device` ([`DeviceInfo`]), `buffer`
 //! ([`DeviceBuffer`], [`KernelArg`], [`Grid`]), `validate` (the checks that
-//! need no GPU), `runtime` ([`Runtime`]) and `cuda` (the backend: context,
-//! module cache, launches, timing, cuBLAS). A wgpu backend will sit beside
-//! `cuda` as another variant of the runtime's backend.
+//! need no GPU), `variants` (the compiled-variant cache both backends use),
+//! `runtime` ([`Runtime`]), and the backends `cuda` (context, module cache,
+//! launches, timing, cuBLAS) and `wgpu` (adapter, storage buffers, pipelines,
+//! launches in the WGSL backend's ABI).
 
 mod buffer;
 mod cuda;
@@ -20,6 +24,8 @@ mod error;
 mod runtime;
 mod scalar;
 mod validate;
+mod variants;
+mod wgpu;
 
 pub use half::{bf16, f16};
 pub use warpforge_codegen::eval::HostValue;
@@ -27,7 +33,7 @@ pub use warpforge_codegen::ir::Scalar;
 pub use warpforge_codegen::KernelDef;
 
 pub use buffer::{ArgInfo, DeviceBuffer, Grid, KernelArg};
-pub use device::DeviceInfo;
+pub use device::{BackendKind, DeviceBackend, DeviceInfo, WgpuDeviceInfo};
 pub use error::Error;
 pub use runtime::Runtime;
 pub use scalar::DeviceScalar;

@@ -7,12 +7,14 @@ use warpforge_codegen::KernelDef;
 
 use crate::buffer::{check_new_buffer, DeviceBuffer, Grid, KernelArg, Memory};
 use crate::cuda::CudaBackend;
-use crate::device::DeviceInfo;
+use crate::device::{BackendKind, DeviceInfo};
 use crate::scalar::DeviceScalar;
+use crate::wgpu::WgpuBackend;
 use crate::Error;
 
-/// A device to run kernels on. Every operation goes to one stream, in order;
-/// launches are asynchronous, downloads wait for the work before them.
+/// A device to run kernels on: a CUDA GPU, or any adapter wgpu drives
+/// (Vulkan, Metal, DX12). Every operation goes to one stream (queue), in
+/// order; launches are asynchronous, downloads wait for the work before them.
 pub struct Runtime {
     backend: Backend,
 }
@@ -20,13 +22,36 @@ pub struct Runtime {
 /// The API a runtime drives its device through.
 enum Backend {
     Cuda(CudaBackend),
+    Wgpu(WgpuBackend),
 }
 
+/// The variable that forces a backend: `cuda` or `wgpu`.
+const BACKEND_VARIABLE: &str = "WARPFORGE_BACKEND";
+
 impl Runtime {
-    /// The first CUDA device. Fails with a message saying what to install or
-    /// set when there is no driver or no device.
+    /// The first CUDA device when a CUDA driver and GPU are present, else the
+    /// adapter wgpu picks; `WARPFORGE_BACKEND=cuda|wgpu` forces one. Fails
+    /// with what to install or set when neither works.
     pub fn new() -> Result<Runtime, Error> {
-        Runtime::cuda(0)
+        let value = std::env::var(BACKEND_VARIABLE).ok();
+        match BackendKind::from_env_value(value.as_deref())? {
+            Some(kind) => Runtime::with_backend(kind),
+            None => Runtime::cuda(0).or_else(|cuda| {
+                Runtime::wgpu().map_err(|wgpu| {
+                    Error::NoDevice(format!(
+                        "no device to run kernels on.\nCUDA: {cuda}\nwgpu: {wgpu}"
+                    ))
+                })
+            }),
+        }
+    }
+
+    /// A runtime on the given backend: CUDA device 0, or wgpu's adapter.
+    pub fn with_backend(kind: BackendKind) -> Result<Runtime, Error> {
+        match kind {
+            BackendKind::Cuda => Runtime::cuda(0),
+            BackendKind::Wgpu => Runtime::wgpu(),
+        }
     }
 
     /// CUDA device `ordinal`, counted among the devices CUDA_VISIBLE_DEVICES leaves visible.
@@ -36,37 +61,55 @@ impl Runtime {
         })
     }
 
-    fn cuda_backend(&self) -> &CudaBackend {
-        let Backend::Cuda(cuda) = &self.backend;
-        cuda
+    /// The adapter wgpu picks (high performance first; `WGPU_BACKEND` and
+    /// `WGPU_ADAPTER_NAME` narrow the choice), with f16 and subgroups when
+    /// it has them and its own limits.
+    pub fn wgpu() -> Result<Runtime, Error> {
+        Ok(Runtime {
+            backend: Backend::Wgpu(WgpuBackend::new()?),
+        })
     }
 
     pub fn device(&self) -> &DeviceInfo {
-        &self.cuda_backend().info
+        match &self.backend {
+            Backend::Cuda(cuda) => &cuda.info,
+            Backend::Wgpu(wgpu) => &wgpu.info,
+        }
     }
 
-    /// A new buffer holding a copy of `data`.
+    /// "CUDA" or "wgpu (Vulkan)"; [`Runtime::device`]'s `name` names the device.
+    pub fn backend_name(&self) -> String {
+        self.device().backend_name()
+    }
+
+    /// A new buffer holding a copy of `data`. On wgpu, elements are f32,
+    /// i32, u32 or f16 (what WGSL stores).
     pub fn upload<T: DeviceScalar>(&self, data: &[T]) -> Result<DeviceBuffer<T>, Error> {
         check_new_buffer::<T>(data.len())?;
-        let slice = self.cuda_backend().upload(data)?;
-        Ok(DeviceBuffer {
-            memory: Memory::Cuda(slice),
-        })
+        let memory = match &self.backend {
+            Backend::Cuda(cuda) => Memory::Cuda(cuda.upload(data)?),
+            Backend::Wgpu(wgpu) => Memory::Wgpu(wgpu.upload(data)?),
+        };
+        Ok(DeviceBuffer { memory })
     }
 
     /// A new buffer of `len` zeros.
     pub fn alloc_zeroed<T: DeviceScalar>(&self, len: usize) -> Result<DeviceBuffer<T>, Error> {
         check_new_buffer::<T>(len)?;
-        let slice = self.cuda_backend().alloc_zeroed(len)?;
-        Ok(DeviceBuffer {
-            memory: Memory::Cuda(slice),
-        })
+        let memory = match &self.backend {
+            Backend::Cuda(cuda) => Memory::Cuda(cuda.alloc_zeroed(len)?),
+            Backend::Wgpu(wgpu) => Memory::Wgpu(wgpu.alloc_zeroed::<T>(len)?),
+        };
+        Ok(DeviceBuffer { memory })
     }
 
     /// The buffer's elements, after all work enqueued before has finished.
     pub fn download<T: DeviceScalar>(&self, buffer: &DeviceBuffer<T>) -> Result<Vec<T>, Error> {
-        let Memory::Cuda(slice) = &buffer.memory;
-        self.cuda_backend().download(slice)
+        match (&self.backend, &buffer.memory) {
+            (Backend::Cuda(cuda), Memory::Cuda(slice)) => cuda.download(slice),
+            (Backend::Wgpu(wgpu), Memory::Wgpu(memory)) => wgpu.download(memory),
+            _ => Err(self.foreign_buffer("the buffer to download")),
+        }
     }
 
     /// Overwrites the buffer with `data`, which must have the buffer's length.
@@ -75,8 +118,11 @@ impl Runtime {
         buffer: &mut DeviceBuffer<T>,
         data: &[T],
     ) -> Result<(), Error> {
-        let Memory::Cuda(slice) = &mut buffer.memory;
-        self.cuda_backend().copy_from_host(slice, data)
+        match (&self.backend, &mut buffer.memory) {
+            (Backend::Cuda(cuda), Memory::Cuda(slice)) => cuda.copy_from_host(slice, data),
+            (Backend::Wgpu(wgpu), Memory::Wgpu(memory)) => wgpu.copy_from_host(memory, data),
+            _ => Err(self.foreign_buffer("the buffer to copy into")),
+        }
     }
 
     /// Sets every element of the buffer to `value`.
@@ -91,8 +137,10 @@ impl Runtime {
 
     /// Launches one variant of a kernel: `consts` in `def.ir.const_params`
     /// order, `args` in `def.ir.params` order. Everything is checked before
-    /// the driver sees the launch (see [`crate::validate_launch`]); the variant
-    /// is built and loaded on its first launch and cached.
+    /// the device sees the launch (see [`crate::validate_launch`]); the variant
+    /// is built and loaded on its first launch and cached. CUDA runs the
+    /// kernel's best PTX target for the device; wgpu runs its `wgsl` target,
+    /// built for the launch's block shape when the kernel declares none.
     pub fn launch(
         &self,
         def: &KernelDef,
@@ -100,27 +148,35 @@ impl Runtime {
         grid: Grid,
         args: &mut [KernelArg<'_>],
     ) -> Result<(), Error> {
-        self.cuda_backend().launch(def, consts, grid, args, |arch| {
-            warpforge_codegen::compile_ptx(def, consts, arch)
-        })
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.launch(def, consts, grid, args, |arch| {
+                warpforge_codegen::compile_ptx(def, consts, arch)
+            }),
+            Backend::Wgpu(wgpu) => wgpu.launch(def, consts, grid, args, |block| {
+                warpforge_codegen::compile_wgsl(def, consts, block)
+            }),
+        }
     }
 
     /// Waits until all enqueued work has finished; reports a fault of any of it.
     pub fn synchronize(&self) -> Result<(), Error> {
-        self.cuda_backend().synchronize()
+        match &self.backend {
+            Backend::Cuda(cuda) => cuda.synchronize(),
+            Backend::Wgpu(wgpu) => wgpu.synchronize(),
+        }
     }
 
     /// GPU time in milliseconds of the work `work` enqueues, measured with
     /// events on the runtime's stream. The events bracket everything the
     /// closure enqueues, host time between launches included when the GPU
-    /// idles; time many launches per call to measure short kernels.
+    /// idles; time many launches per call to measure short kernels. CUDA only.
     pub fn time_ms(&self, work: impl FnOnce(&Runtime) -> Result<(), Error>) -> Result<f32, Error> {
-        self.cuda_backend().time_ms(|| work(self))
+        self.cuda_backend("GPU timing")?.time_ms(|| work(self))
     }
 
     /// Row-major `c[m x n] = a[m x k] * b[k x n]` in f32 with cuBLAS, on the
     /// runtime's stream (the reference for benchmarks). Default math mode:
-    /// full f32, no TF32.
+    /// full f32, no TF32. CUDA only.
     pub fn cublas_sgemm(
         &self,
         m: usize,
@@ -130,16 +186,40 @@ impl Runtime {
         b: &DeviceBuffer<f32>,
         c: &mut DeviceBuffer<f32>,
     ) -> Result<(), Error> {
-        let (Memory::Cuda(a), Memory::Cuda(b), Memory::Cuda(c)) =
-            (&a.memory, &b.memory, &mut c.memory);
-        self.cuda_backend().sgemm((m, n, k), a, b, c)
+        let cuda = self.cuda_backend("cuBLAS")?;
+        match (&a.memory, &b.memory, &mut c.memory) {
+            (Memory::Cuda(a), Memory::Cuda(b), Memory::Cuda(c)) => cuda.sgemm((m, n, k), a, b, c),
+            _ => Err(self.foreign_buffer("a cuBLAS operand")),
+        }
     }
 
     /// The CUDA stream all work goes to, for calling CUDA libraries in order
-    /// with the runtime's own work.
+    /// with the runtime's own work; `None` on wgpu.
     #[doc(hidden)]
-    pub fn cuda_stream(&self) -> &Arc<CudaStream> {
-        &self.cuda_backend().stream
+    pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
+        match &self.backend {
+            Backend::Cuda(cuda) => Some(&cuda.stream),
+            Backend::Wgpu(_) => None,
+        }
+    }
+
+    fn cuda_backend(&self, what: &str) -> Result<&CudaBackend, Error> {
+        match &self.backend {
+            Backend::Cuda(cuda) => Ok(cuda),
+            Backend::Wgpu(_) => Err(Error::Wgpu(format!(
+                "{what} needs CUDA, and this runtime runs on {}: run on a CUDA GPU \
+                 (WARPFORGE_BACKEND=cuda)",
+                self.backend_name()
+            ))),
+        }
+    }
+
+    fn foreign_buffer(&self, what: &str) -> Error {
+        Error::Buffer(format!(
+            "{what} was created by a runtime on another backend, and this runtime runs on {}: \
+             create the buffer with this runtime (download and upload it to move it)",
+            self.backend_name()
+        ))
     }
 }
 

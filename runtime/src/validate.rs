@@ -7,7 +7,7 @@ use warpforge_codegen::ir::{Expr, ExprKind, Literal, ParamType, Place, Scalar};
 use warpforge_codegen::{Arch, KernelDef};
 
 use crate::buffer::{ArgInfo, Grid};
-use crate::device::DeviceInfo;
+use crate::device::{DeviceBackend, DeviceInfo};
 use crate::Error;
 
 /// What the compiled variant fixes about its launch.
@@ -32,7 +32,7 @@ pub fn select_arch(def: &KernelDef, device: &DeviceInfo) -> Result<Arch, Error> 
     let best = def
         .targets
         .iter()
-        .filter_map(|t| t.arch())
+        .filter_map(|target| target.arch())
         .filter(|&arch| device.supports(arch))
         .max();
     best.ok_or_else(|| {
@@ -65,6 +65,7 @@ pub fn validate_launch(
 ) -> Result<LaunchDims, Error> {
     check_consts(def, consts)?;
     check_args(def, consts, args)?;
+    check_binding_limits(def, consts, args, device)?;
     check_requirements(def, consts, args)?;
     launch_dims(def, consts, facts, grid, device)
 }
@@ -188,6 +189,52 @@ fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), E
                 )));
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// wgpu binds each slice as a storage buffer: their number and sizes are
+/// limited per adapter. CUDA passes pointers and has no such limits.
+fn check_binding_limits(
+    def: &KernelDef,
+    consts: &[i64],
+    args: &[ArgInfo],
+    device: &DeviceInfo,
+) -> Result<(), Error> {
+    let DeviceBackend::Wgpu(wgpu) = &device.backend else {
+        return Ok(());
+    };
+    let kernel = def.variant_name(consts);
+    let slices = def
+        .ir
+        .params
+        .iter()
+        .filter(|p| matches!(p.ty, ParamType::Slice { .. }))
+        .count();
+    if slices > wgpu.max_storage_buffers_per_shader_stage as usize {
+        return Err(invalid(
+            &kernel,
+            format!(
+                "it takes {slices} slices, and {} binds at most {} storage buffers per kernel: run \
+                 it on CUDA or on an adapter with a higher limit",
+                device.name, wgpu.max_storage_buffers_per_shader_stage
+            ),
+        ));
+    }
+    for (index, (param, arg)) in def.ir.params.iter().zip(args).enumerate() {
+        if let ArgInfo::Buffer { elem, len, .. } = *arg {
+            let bytes = len.saturating_mul(elem.size_bytes() as u64);
+            if bytes > wgpu.max_storage_buffer_binding_size {
+                return Err(invalid(
+                    &kernel,
+                    format!(
+                        "argument {index} `{}` is a buffer of {bytes} bytes, and {} binds at most \
+                         {} bytes per storage buffer: split the data into smaller launches",
+                        param.name, device.name, wgpu.max_storage_buffer_binding_size
+                    ),
+                ));
+            }
         }
     }
     Ok(())
@@ -370,14 +417,7 @@ fn launch_dims(
             ));
         }
         (Some(shape), _) | (None, Some(shape)) => shape,
-        (None, None) => {
-            return Err(invalid(
-                &kernel,
-                "the kernel declares no block shape and the grid gives no threads per block: use \
-                 Grid::new(blocks, threads) or Grid::linear(n, threads)"
-                    .into(),
-            ));
-        }
+        (None, None) => return Err(missing_block(&kernel)),
     };
     if threads.contains(&0) {
         return Err(invalid(
@@ -455,6 +495,16 @@ fn launch_dims(
         threads,
         shared_bytes: facts.shared_bytes,
     })
+}
+
+/// The refusal of a launch that gives no block shape to a kernel that declares none.
+pub(crate) fn missing_block(kernel: &str) -> Error {
+    invalid(
+        kernel,
+        "the kernel declares no block shape and the grid gives no threads per block: use \
+         Grid::new(blocks, threads) or Grid::linear(n, threads)"
+            .into(),
+    )
 }
 
 const AXES: [&str; 3] = ["x", "y", "z"];

@@ -7,7 +7,7 @@
 use warpforge_runtime::{bf16, f16, DeviceScalar, Runtime};
 
 fn gpu() -> Runtime {
-    Runtime::new().unwrap_or_else(|e| panic!("this test needs a CUDA GPU and found none: {e}"))
+    Runtime::cuda(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU and found none: {e}"))
 }
 
 fn round_trip<T: DeviceScalar + PartialEq + std::fmt::Debug>(rt: &Runtime, values: Vec<T>) {

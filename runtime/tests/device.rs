@@ -1,11 +1,13 @@
 //! Starting a runtime: without a driver it must be an error that says what to
 //! install; with one, the device must describe itself sensibly.
 
-use warpforge_runtime::{Error, Runtime};
+mod common;
+
+use warpforge_runtime::{BackendKind, DeviceBackend, Error, Runtime};
 
 #[test]
-fn runtime_new_reports_a_missing_driver_or_describes_the_device() {
-    match Runtime::new() {
+fn runtime_cuda_reports_a_missing_driver_or_describes_the_device() {
+    match Runtime::cuda(0) {
         Err(Error::NoDriver(message)) => {
             assert!(message.contains("driver"), "{message}");
             assert!(
@@ -24,6 +26,8 @@ fn runtime_new_reports_a_missing_driver_or_describes_the_device() {
         }
         Ok(rt) => {
             let device = rt.device();
+            assert_eq!(device.backend, DeviceBackend::Cuda);
+            assert_eq!(rt.backend_name(), "CUDA");
             assert!(!device.name.is_empty());
             assert!(device.compute_capability >= (7, 0), "{device:?}");
             assert!(device.sm_count > 0 && device.warp_size == 32, "{device:?}");
@@ -49,5 +53,38 @@ fn an_ordinal_past_the_devices_is_an_error() {
         }
         Err(other) => panic!("expected NoDriver or NoDevice, got: {other}"),
         Ok(rt) => panic!("device {} cannot exist", rt.device().ordinal),
+    }
+}
+
+/// Without WARPFORGE_BACKEND, CUDA when it works, else wgpu; when neither
+/// works, the error names both failures.
+#[test]
+fn runtime_new_prefers_cuda_then_wgpu() {
+    common::quiet_mesa();
+    let forced = std::env::var("WARPFORGE_BACKEND").ok();
+    if let Some(kind) = BackendKind::from_env_value(forced.as_deref()).unwrap() {
+        if let Ok(rt) = Runtime::new() {
+            assert_eq!(
+                rt.device().backend.kind(),
+                kind,
+                "WARPFORGE_BACKEND={forced:?}"
+            );
+        }
+        return;
+    }
+    match (Runtime::new(), Runtime::cuda(0).is_ok()) {
+        (Ok(rt), true) => assert_eq!(rt.device().backend, DeviceBackend::Cuda),
+        (Ok(rt), false) => assert!(
+            rt.backend_name().starts_with("wgpu"),
+            "{}",
+            rt.backend_name()
+        ),
+        (Err(e), _) => {
+            let message = e.to_string();
+            assert!(
+                message.contains("CUDA:") && message.contains("wgpu:"),
+                "{message}"
+            );
+        }
     }
 }

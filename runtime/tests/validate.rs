@@ -6,12 +6,13 @@ use warpforge_codegen::ir::{
 };
 use warpforge_codegen::{Arch, KernelDef, Target, TuneAxis};
 use warpforge_runtime::{
-    select_arch, validate_launch, ArgInfo, DeviceInfo, Error, Grid, HostValue, LaunchDims,
-    VariantFacts,
+    select_arch, validate_launch, ArgInfo, DeviceBackend, DeviceInfo, Error, Grid, HostValue,
+    LaunchDims, VariantFacts, WgpuDeviceInfo,
 };
 
 fn h200() -> DeviceInfo {
     DeviceInfo {
+        backend: DeviceBackend::Cuda,
         name: "NVIDIA H200".into(),
         ordinal: 0,
         compute_capability: (9, 0),
@@ -34,6 +35,37 @@ fn v100() -> DeviceInfo {
     DeviceInfo {
         name: "Tesla V100".into(),
         compute_capability: (7, 0),
+        ..h200()
+    }
+}
+
+/// lavapipe's limits, as wgpu reports them (WebGPU's defaults where they are lower).
+fn lavapipe() -> DeviceInfo {
+    DeviceInfo {
+        backend: DeviceBackend::Wgpu(WgpuDeviceInfo {
+            api: "Vulkan".into(),
+            driver: "llvmpipe (Mesa 22.3.6 (LLVM 15.0.6))".into(),
+            shader_f16: true,
+            subgroup_sizes: Some((8, 8)),
+            max_storage_buffers_per_shader_stage: 8,
+            max_storage_buffer_binding_size: 128 << 20,
+            max_uniform_buffer_binding_size: 64 << 10,
+            max_buffer_size: 256 << 20,
+        }),
+        name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+        compute_capability: (0, 0),
+        sm_count: 0,
+        max_threads_per_block: 1024,
+        max_block_dims: [1024, 1024, 1024],
+        max_grid_dims: [65_535; 3],
+        shared_mem_per_block: 32 * 1024,
+        shared_mem_per_block_optin: 32 * 1024,
+        shared_mem_per_sm: 0,
+        registers_per_block: 0,
+        warp_size: 8,
+        l2_cache_bytes: 0,
+        total_memory_bytes: 0,
+        driver_version: (0, 0),
         ..h200()
     }
 }
@@ -541,4 +573,103 @@ fn no_target_the_device_supports() {
         message.contains("compute capability 7.0") && message.contains("sm_70"),
         "{message}"
     );
+}
+
+#[test]
+fn wgpu_limits_storage_buffers_and_their_sizes() {
+    let def = saxpy();
+    let dims = validate_launch(
+        &def,
+        &[],
+        &NO_BLOCK,
+        &Grid::linear(100, 64),
+        &saxpy_args(100, 100),
+        &lavapipe(),
+    )
+    .unwrap();
+    assert_eq!(dims.blocks, [2, 1, 1]);
+    // 128 MiB of f32 is the binding limit; one element more is refused.
+    let len = (128u64 << 20) / 4 + 1;
+    let message = refused(
+        validate_launch(
+            &def,
+            &[],
+            &NO_BLOCK,
+            &Grid::linear(100, 64),
+            &saxpy_args(len, 100),
+            &lavapipe(),
+        ),
+        "saxpy",
+    );
+    assert!(
+        message.contains("argument 1 `x`")
+            && message.contains("134217728 bytes per storage buffer"),
+        "{message}"
+    );
+    // CUDA has no such limit.
+    validate_launch(
+        &def,
+        &[],
+        &NO_BLOCK,
+        &Grid::linear(100, 64),
+        &saxpy_args(len, 100),
+        &h200(),
+    )
+    .unwrap();
+    let few = DeviceInfo {
+        backend: DeviceBackend::Wgpu(WgpuDeviceInfo {
+            max_storage_buffers_per_shader_stage: 1,
+            ..match lavapipe().backend {
+                DeviceBackend::Wgpu(w) => w,
+                DeviceBackend::Cuda => unreachable!("lavapipe is a wgpu device"),
+            }
+        }),
+        ..lavapipe()
+    };
+    let message = refused(
+        validate_launch(
+            &def,
+            &[],
+            &NO_BLOCK,
+            &Grid::linear(100, 64),
+            &saxpy_args(100, 100),
+            &few,
+        ),
+        "saxpy",
+    );
+    assert!(
+        message.contains("2 slices") && message.contains("at most 1 storage buffers"),
+        "{message}"
+    );
+    // The workgroup count limit is the grid limit.
+    let message = refused(
+        validate_launch(
+            &def,
+            &[],
+            &NO_BLOCK,
+            &Grid::new([70_000, 1, 1], [64, 1, 1]),
+            &saxpy_args(100, 100),
+            &lavapipe(),
+        ),
+        "saxpy",
+    );
+    assert!(message.contains("65535"), "{message}");
+}
+
+#[test]
+fn a_wgsl_only_kernel_has_no_ptx_target() {
+    let wgsl_only = KernelDef {
+        targets: vec![Target::Wgsl],
+        ..saxpy()
+    };
+    let message = match select_arch(&wgsl_only, &h200()) {
+        Err(err) => err.to_string(),
+        Ok(arch) => panic!("a wgsl-only kernel got {arch:?}"),
+    };
+    assert!(message.contains("built for wgsl"), "{message}");
+    let mixed = KernelDef {
+        targets: vec![Target::Wgsl, Target::Ptx(Arch::Sm80)],
+        ..saxpy()
+    };
+    assert_eq!(select_arch(&mixed, &h200()).unwrap(), Arch::Sm80);
 }

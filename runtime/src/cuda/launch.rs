@@ -9,8 +9,9 @@ use std::ffi::c_void;
 
 use cudarc::driver::{result, SyncOnDrop};
 use warpforge_codegen::back::ptx::PtxModule;
-use warpforge_codegen::{Arch, KernelDef};
+use warpforge_codegen::{Arch, KernelDef, Target};
 
+use super::module::Variant;
 use super::CudaBackend;
 use crate::buffer::{ArgKind, KernelArg, MemoryRef};
 use crate::error::driver_error;
@@ -39,11 +40,12 @@ impl CudaBackend {
         let variant = self.modules.get_or_compile(def, consts, arch, || {
             // Codegen would also refuse a wrong count, in its own words; ours say what to pass.
             check_consts(def, consts)?;
-            compile(arch).map_err(|source| Error::Codegen {
+            let ptx = compile(arch).map_err(|source| Error::Codegen {
                 variant: def.variant_name(consts),
-                arch,
+                target: Target::Ptx(arch),
                 source,
-            })
+            })?;
+            Ok(Variant::new(def, consts, arch, ptx))
         })?;
         let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
         let dims = validate_launch(def, consts, &variant.facts, &grid, &infos, &self.info)?;
@@ -70,14 +72,22 @@ impl CudaBackend {
             match &mut arg.kind {
                 ArgKind::Scalar { bits, .. } => slots.push(*bits),
                 ArgKind::Buffer { len, memory, .. } => {
-                    let owner = match memory {
-                        MemoryRef::Cuda(m) => m.context(),
-                        MemoryRef::CudaMut(m) => m.context(),
-                    };
-                    self.check_owner(owner, &format!("argument {index} of `{kernel}`"))?;
+                    let what = format!("argument {index} of `{kernel}`");
                     let (ptr, guard) = match memory {
-                        MemoryRef::Cuda(m) => m.read_ptr(&self.stream),
-                        MemoryRef::CudaMut(m) => m.write_ptr(&self.stream),
+                        MemoryRef::Cuda(m) => {
+                            self.check_owner(m.context(), &what)?;
+                            m.read_ptr(&self.stream)
+                        }
+                        MemoryRef::CudaMut(m) => {
+                            self.check_owner(m.context(), &what)?;
+                            m.write_ptr(&self.stream)
+                        }
+                        MemoryRef::Wgpu(_) | MemoryRef::WgpuMut(_) => {
+                            return Err(Error::Buffer(format!(
+                                "{what} is a wgpu buffer and this runtime runs on CUDA: create \
+                                 the buffer with this runtime"
+                            )))
+                        }
                     };
                     slots.push(ptr);
                     // Validation guarantees the length fits a u32.
@@ -121,7 +131,6 @@ mod tests {
 
     use half::f16;
     use warpforge_codegen::ir::{Block, Kernel, Param, ParamType, Scalar};
-    use warpforge_codegen::Target;
 
     use super::*;
     use crate::buffer::{DeviceBuffer, Memory};
@@ -225,7 +234,9 @@ mod tests {
             1,
             "the second launch reuses the cached module"
         );
-        let Memory::Cuda(y_slice) = &y.memory;
+        let Memory::Cuda(y_slice) = &y.memory else {
+            panic!("a CUDA buffer")
+        };
         let out = backend.download(y_slice).unwrap();
         for (i, (&got, (&x0, &y0))) in out.iter().zip(xs.iter().zip(&ys)).enumerate() {
             // Two launches: y = 2x + (2x + y0) for i < n, untouched beyond.
@@ -271,7 +282,9 @@ mod tests {
             backend
                 .launch(&mark, &[], Grid::blocks([1, 1, 1]), &mut args, compile)
                 .unwrap();
-            let Memory::Cuda(slice) = &out.memory;
+            let Memory::Cuda(slice) = &out.memory else {
+                panic!("a CUDA buffer")
+            };
             let values = backend.download(slice).unwrap();
             assert!(
                 values.iter().all(|v| v.to_f32() == want),

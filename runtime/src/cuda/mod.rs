@@ -13,12 +13,12 @@ use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUresult};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 
-use crate::device::{split_driver_version, DeviceInfo};
+use crate::device::{split_driver_version, DeviceBackend, DeviceInfo};
 use crate::error::{code_name, driver_error, driver_hint};
 use crate::scalar::DeviceScalar;
 use crate::Error;
 
-pub(crate) use module::ModuleCache;
+use module::ModuleCache;
 
 /// The oldest driver the runtime runs on: the bindings are those of CUDA 12,
 /// and sm_90 PTX needs a CUDA 12 driver.
@@ -222,6 +222,7 @@ fn query_device(ctx: &Arc<CudaContext>, driver_version: (u32, u32)) -> Result<De
         Ok(value.max(0) as u32)
     };
     Ok(DeviceInfo {
+        backend: DeviceBackend::Cuda,
         name: ctx.name().map_err(|e| driver_error(op, e))?,
         ordinal: ctx.ordinal(),
         compute_capability: (

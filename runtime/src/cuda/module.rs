@@ -1,32 +1,26 @@
 //! The module cache: one compiled and loaded PTX module per (kernel, const
-//! values, arch). PTX is built on the first launch of a variant and loaded
+//! values, arch), in a [`VariantCache`]. PTX is built on the first launch of a variant and loaded
 //! (JIT-compiled by the driver) once that launch has passed its checks.
 
-use std::collections::BTreeMap;
 use std::ffi::{c_void, CString};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUfunction_attribute, CUjit_option};
 use cudarc::driver::CudaContext;
 use warpforge_codegen::back::ptx::PtxModule;
-use warpforge_codegen::{Arch, Kernel, KernelDef};
+use warpforge_codegen::{Arch, KernelDef};
 
 use crate::error::{code_name, driver_error, driver_hint};
 use crate::validate::VariantFacts;
+use crate::variants::VariantCache;
 use crate::Error;
 
-/// Variants by kernel name. Names need not be unique across a program, so a
-/// hit also compares the whole IR.
-#[derive(Default)]
-pub(crate) struct ModuleCache {
-    variants: Mutex<BTreeMap<String, Vec<Arc<Variant>>>>,
-}
+/// The PTX variants of a runtime, by arch.
+pub(crate) type ModuleCache = VariantCache<Arch, Variant>;
 
 /// One compiled variant, loaded on first use.
 pub(crate) struct Variant {
-    ir: Kernel,
-    consts: Vec<i64>,
     arch: Arch,
     pub(crate) variant_name: String,
     ptx: PtxModule,
@@ -34,29 +28,9 @@ pub(crate) struct Variant {
     loaded: OnceLock<LoadedModule>,
 }
 
-impl ModuleCache {
-    /// The cached variant, or `compile` it and cache it. `compile` runs under
-    /// the cache's lock, so a variant is compiled once.
-    pub(crate) fn get_or_compile(
-        &self,
-        def: &KernelDef,
-        consts: &[i64],
-        arch: Arch,
-        compile: impl FnOnce() -> Result<PtxModule, Error>,
-    ) -> Result<Arc<Variant>, Error> {
-        // The cache stays consistent if a holder panicked: entries are inserted whole.
-        let mut variants = self.variants.lock().unwrap_or_else(PoisonError::into_inner);
-        let same = |v: &&Arc<Variant>| v.arch == arch && v.consts == consts && v.ir == def.ir;
-        if let Some(found) = variants
-            .get(&def.ir.name)
-            .and_then(|list| list.iter().find(same))
-        {
-            return Ok(found.clone());
-        }
-        let ptx = compile()?;
-        let variant = Arc::new(Variant {
-            ir: def.ir.clone(),
-            consts: consts.to_vec(),
+impl Variant {
+    pub(crate) fn new(def: &KernelDef, consts: &[i64], arch: Arch, ptx: PtxModule) -> Variant {
+        Variant {
             arch,
             variant_name: def.variant_name(consts),
             facts: VariantFacts {
@@ -65,12 +39,7 @@ impl ModuleCache {
             },
             ptx,
             loaded: OnceLock::new(),
-        });
-        variants
-            .entry(def.ir.name.clone())
-            .or_default()
-            .push(variant.clone());
-        Ok(variant)
+        }
     }
 }
 

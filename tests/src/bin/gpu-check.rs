@@ -8,18 +8,19 @@
 
 use std::process::ExitCode;
 
-use warpforge::{DeviceBuffer, Error, Grid, Runtime};
-use warpforge_kernels::{gemm, reduce, simple, softmax};
-use warpforge_tests::compare::deviation;
+use warpforge::Runtime;
+use warpforge_tests::checks::{check_gemm, check_histogram, check_saxpy, check_softmax, check_sum};
 use warpforge_tests::report::Report;
-use warpforge_tests::{reference, run_seed, Inputs};
+use warpforge_tests::{run_seed, Inputs};
 
 /// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
 const NOT_RUN: u8 = 2;
 
 fn main() -> ExitCode {
     let quick = std::env::args().any(|a| a == "--quick");
-    let rt = match Runtime::new() {
+    // The GPU tier is CUDA's: Runtime::new would fall back to wgpu (the wgpu
+    // tier is tests/wgpu_lavapipe.rs).
+    let rt = match Runtime::cuda(0) {
         Ok(rt) => rt,
         Err(e) => {
             println!("GPU TIER NOT RUN: no usable GPU: {e}");
@@ -96,196 +97,6 @@ fn list_variants() {
                 )
                 .collect();
             println!("  {:<48} {}", def.variant_name(&consts), facts.join(", "));
-        }
-    }
-}
-
-/// An output buffer of `n` NaNs: any element the kernel fails to write fails the check.
-fn poisoned(rt: &Runtime, n: usize) -> Result<DeviceBuffer<f32>, Error> {
-    rt.upload(&vec![f32::NAN; n])
-}
-
-fn check_saxpy(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, sizes: &[usize]) {
-    for &n in sizes {
-        let what = format!("saxpy n={n}");
-        let (x, y, a) = (inputs.f32s(n), inputs.f32s(n), 1.5f32);
-        let expected = reference::saxpy(a, &x, &y);
-        let run = || -> Result<Vec<f32>, Error> {
-            let dx = rt.upload(&x)?;
-            let mut dy = rt.upload(&y)?;
-            simple::saxpy::launch(rt, Grid::linear(n, 256), a, &dx, &mut dy)?;
-            rt.download(&dy)
-        };
-        match run() {
-            Ok(out) => {
-                let d = deviation(&out, &expected);
-                report.check(&what, d.passes(1e-6), d);
-            }
-            Err(e) => report.error(&what, e),
-        }
-    }
-}
-
-fn check_histogram(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, sizes: &[usize]) {
-    for consts in simple::histogram::variants() {
-        for &n in sizes {
-            let what = format!("histogram[BINS={}] n={n}", consts.BINS);
-            let values = inputs.u32s(n);
-            let expected = reference::histogram(&values, consts.BINS);
-            let run = || -> Result<Vec<u32>, Error> {
-                let dv = rt.upload(&values)?;
-                let mut counts = rt.alloc_zeroed::<u32>(consts.BINS as usize)?;
-                let blocks = (n as u32).div_ceil(256).min(1024);
-                simple::histogram::launch(
-                    rt,
-                    consts,
-                    Grid::blocks([blocks, 1, 1]),
-                    &dv,
-                    &mut counts,
-                )?;
-                rt.download(&counts)
-            };
-            match run() {
-                Ok(out) => {
-                    let wrong = out.iter().zip(&expected).filter(|(o, e)| o != e).count();
-                    report.check(
-                        &what,
-                        wrong == 0,
-                        format_args!("{wrong} of {} bins differ (exact)", out.len()),
-                    );
-                }
-                Err(e) => report.error(&what, e),
-            }
-        }
-    }
-}
-
-fn check_sum(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, sizes: &[usize]) {
-    for consts in reduce::block_sum::variants() {
-        for &n in sizes {
-            let what = format!("block_sum[THREADS={}] (two passes) n={n}", consts.THREADS);
-            let x = inputs.f32s(n);
-            let expected = reference::sum(&x);
-            let magnitude: f64 = x.iter().map(|v| v.abs() as f64).sum();
-            let run = || -> Result<f32, Error> {
-                let dx = rt.upload(&x)?;
-                let mut scratch = poisoned(rt, reduce::sum_blocks(n, consts.THREADS) as usize)?;
-                let mut out = poisoned(rt, 1)?;
-                reduce::sum(rt, consts, &dx, &mut scratch, &mut out)?;
-                Ok(rt.download(&out)?[0])
-            };
-            match run() {
-                Ok(out) => {
-                    // f32 accumulation: error bounded by a small multiple of eps * sum |x|.
-                    let err = (out as f64 - expected).abs();
-                    let ok = out.is_finite() && err <= 1e-5 * magnitude.max(1.0);
-                    report.check(
-                        &what,
-                        ok,
-                        format_args!("got {out}, expected {expected:.6}, |err| {err:.2e}"),
-                    );
-                }
-                Err(e) => report.error(&what, e),
-            }
-        }
-    }
-}
-
-fn check_softmax(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize)],
-) {
-    for consts in softmax::softmax_rows::variants() {
-        for &(rows, cols) in shapes {
-            let what = format!("softmax_rows[THREADS={}] {rows}x{cols}", consts.THREADS);
-            let x: Vec<f32> = inputs.f32s(rows * cols).iter().map(|v| v * 8.0).collect();
-            let expected = reference::softmax_rows(&x, rows, cols);
-            let run = || -> Result<Vec<f32>, Error> {
-                let dx = rt.upload(&x)?;
-                let mut dy = poisoned(rt, rows * cols)?;
-                softmax::softmax_rows::launch(
-                    rt,
-                    consts,
-                    Grid::blocks([rows as u32, 1, 1]),
-                    &dx,
-                    &mut dy,
-                    rows as u32,
-                    cols as u32,
-                )?;
-                rt.download(&dy)
-            };
-            match run() {
-                Ok(out) => {
-                    let d = deviation(&out, &expected);
-                    report.check(&what, d.passes(1e-5), d);
-                }
-                Err(e) => report.error(&what, e),
-            }
-        }
-    }
-}
-
-fn check_gemm(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-) {
-    for &(m, n, k) in shapes {
-        let (a, b) = (inputs.f32s(m * k), inputs.f32s(k * n));
-        let c_in = inputs.f32s(m * n);
-        // beta = 0 on a poisoned C (C must be neither read nor left unwritten), and
-        // beta != 0 on a random C.
-        let cases = [(1.5f32, 0.0f32), (0.75, -0.5)];
-        let expected: Vec<Vec<f64>> = cases
-            .iter()
-            .map(|&(alpha, beta)| {
-                reference::gemm(&a, &b, &c_in, (m, n, k), alpha as f64, beta as f64)
-            })
-            .collect();
-        let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b)?)))();
-        let (da, db) = match uploaded {
-            Ok(v) => v,
-            Err(e) => {
-                report.error(&format!("gemm_f32 {m}x{n}x{k} upload"), e);
-                continue;
-            }
-        };
-        for consts in gemm::gemm_f32::variants() {
-            for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
-                let what = format!(
-                    "gemm_f32[BM={},BN={},BK={},TM={},TN={}] {m}x{n}x{k} alpha={alpha} beta={beta}",
-                    consts.BM, consts.BN, consts.BK, consts.TM, consts.TN
-                );
-                let run = || -> Result<Vec<f32>, Error> {
-                    let mut dc = if beta == 0.0 {
-                        poisoned(rt, m * n)?
-                    } else {
-                        rt.upload(&c_in)?
-                    };
-                    gemm::gemm_f32_with(
-                        rt,
-                        consts,
-                        &da,
-                        &db,
-                        &mut dc,
-                        (m as u32, n as u32, k as u32),
-                        alpha,
-                        beta,
-                    )?;
-                    rt.download(&dc)
-                };
-                match run() {
-                    Ok(out) => {
-                        let d = deviation(&out, expected);
-                        // f32 products accumulated in f32: error grows like sqrt(k) * eps.
-                        report.check(&what, d.passes(1e-5), d);
-                    }
-                    Err(e) => report.error(&what, e),
-                }
-            }
         }
     }
 }

@@ -1,0 +1,121 @@
+//! The wgpu tier: every stock kernel with a `wgsl` target, every variant,
+//! against the float64 references on a wgpu adapter, with the GPU tier's
+//! checks (`warpforge_tests::checks`: fresh random inputs, NaN-poisoned
+//! outputs). CI runs it on Mesa's lavapipe, a CPU Vulkan driver, so a
+//! missing adapter fails with what to install.
+//!
+//! Sizes: ragged ones (1, 31, 1000, 4097; GEMM up to 257 x 200 x 33), no
+//! large ones. lavapipe runs shaders on the CPU and compiles each pipeline
+//! with LLVM, so the 32 GEMM variants' compiles dominate; these sizes keep
+//! the whole file near a minute on 2 cores (about 2 minutes is the budget).
+//! The large shapes are the CUDA GPU tier's (`gpu-check`).
+
+use warpforge::{BackendKind, DeviceBackend, Grid, Runtime};
+use warpforge_codegen::Target;
+use warpforge_kernels::softmax;
+use warpforge_tests::checks::{check_gemm, check_histogram, check_saxpy, check_softmax, check_sum};
+use warpforge_tests::report::Report;
+use warpforge_tests::{run_seed, Inputs};
+
+const SIZES: &[usize] = &[1, 31, 1000, 4097];
+
+/// The kernels this file checks, by name: every stock kernel with a `wgsl`
+/// target must be one of them.
+const CHECKED: &[&str] = &[
+    "saxpy",
+    "histogram",
+    "block_sum",
+    "softmax_rows",
+    "gemm_f32",
+];
+
+/// Shared with the runtime's wgpu tests: Mesa's XDG_RUNTIME_DIR, the adapter line.
+#[path = "../../runtime/tests/common/mesa.rs"]
+mod mesa;
+
+fn lavapipe() -> Runtime {
+    mesa::quiet_mesa();
+    let rt = Runtime::with_backend(BackendKind::Wgpu).unwrap_or_else(|e| {
+        panic!(
+            "the wgpu tier needs a Vulkan, Metal or DX12 adapter; on Linux without a GPU install \
+             Mesa's lavapipe: apt-get install mesa-vulkan-drivers libvulkan1\n{e}"
+        )
+    });
+    mesa::announce_adapter(&rt.backend_name(), &rt.device().name);
+    rt
+}
+
+/// Runs one kernel's checks and fails the test on any failed line.
+fn check(run: impl FnOnce(&Runtime, &mut Inputs, &mut Report)) {
+    let rt = lavapipe();
+    let seed = run_seed();
+    let mut report = Report::default();
+    run(&rt, &mut Inputs::new(seed), &mut report);
+    report.finish();
+    assert!(
+        report.all_passed(),
+        "failures above on {}: {} (replay with WARPFORGE_SEED={seed})",
+        rt.backend_name(),
+        rt.device().name
+    );
+}
+
+#[test]
+fn every_stock_kernel_with_a_wgsl_target_is_checked() {
+    for def in warpforge_kernels::all() {
+        if def.targets.contains(&Target::Wgsl) {
+            assert!(
+                CHECKED.contains(&def.ir.name.as_str()),
+                "stock kernel `{}` has a wgsl target and no check here: add one",
+                def.ir.name
+            );
+        }
+    }
+}
+
+#[test]
+fn saxpy() {
+    check(|rt, inputs, report| check_saxpy(rt, inputs, report, SIZES));
+}
+
+#[test]
+fn histogram() {
+    check(|rt, inputs, report| check_histogram(rt, inputs, report, SIZES));
+}
+
+#[test]
+fn block_sum() {
+    check(|rt, inputs, report| check_sum(rt, inputs, report, SIZES));
+}
+
+#[test]
+fn softmax_rows() {
+    let shapes = &[(1, 1), (3, 31), (7, 1000), (2, 4097)];
+    let rt = lavapipe();
+    let DeviceBackend::Wgpu(wgpu) = &rt.device().backend else {
+        panic!("a wgpu runtime describes a wgpu device")
+    };
+    if wgpu.subgroup_sizes == Some((32, 32)) {
+        check(|rt, inputs, report| check_softmax(rt, inputs, report, shapes));
+        return;
+    }
+    // Warp shuffles need subgroups of exactly 32 lanes (lavapipe's follow
+    // the host's vector width, 8 lanes for 256 bits): the launch must say so.
+    for consts in softmax::softmax_rows::variants() {
+        let run = || -> Result<(), warpforge::Error> {
+            let x = rt.upload(&[0.5f32; 32])?;
+            let mut y = rt.upload(&[f32::NAN; 32])?;
+            softmax::softmax_rows::launch(&rt, consts, Grid::blocks([1, 1, 1]), &x, &mut y, 1, 32)
+        };
+        let err = run()
+            .expect_err("softmax_rows cannot run without subgroups of 32")
+            .to_string();
+        assert!(err.contains("subgroups of exactly 32"), "{err}");
+    }
+}
+
+#[test]
+fn gemm_f32() {
+    let shapes = &[(1, 1, 1), (31, 17, 5), (127, 255, 63), (257, 200, 33)];
+    check(|rt, inputs, report| check_gemm(rt, inputs, report, shapes));
+}
