@@ -47,6 +47,8 @@ run_gpu_tests() {
 
 run_step gpu-tests run_gpu_tests
 run_step gpu-check "$bundle/gpu-check"
+# The WGSL variants through wgpu on the same GPU (needs a Vulkan loader and driver).
+run_step gpu-check-wgpu "$bundle/gpu-check" --wgpu
 run_step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step quickstart "$bundle/example-quickstart"

@@ -2,7 +2,10 @@
 //! random inputs larger than L2.
 //!
 //! `bench` sweeps every variant of the SIMT f32 GEMM at 4096^3, then times the
-//! fastest against cuBLAS sgemm (no TF32) and checks that both agree.
+//! fastest against cuBLAS sgemm (no TF32) and checks that both agree. Then the
+//! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):
+//! wgpu has no event timer here, so those are host wall-clock medians of
+//! launch + wait, which include a submission (microseconds against milliseconds).
 
 use std::process::ExitCode;
 
@@ -12,20 +15,66 @@ use warpforge_tests::compare::deviation;
 use warpforge_tests::{run_seed, Inputs};
 
 fn main() -> ExitCode {
-    let rt = match Runtime::new() {
+    let rt = match Runtime::cuda(0) {
         Ok(rt) => rt,
         Err(e) => {
-            println!("BENCH NOT RUN: no usable GPU: {e}");
+            println!("BENCH NOT RUN: no usable CUDA GPU: {e}");
             return ExitCode::from(2);
         }
     };
-    match bench_gemm_f32(&rt, 4096) {
+    let result = bench_gemm_f32(&rt, 4096).and_then(|ptx_ms| bench_gemm_f32_wgpu(4096, ptx_ms));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             println!("bench failed: {e}");
             ExitCode::FAILURE
         }
     }
+}
+
+/// The WGSL variants of the same GEMM through wgpu, beside the PTX path's best time.
+fn bench_gemm_f32_wgpu(size: usize, ptx_ms: f32) -> Result<(), Box<dyn std::error::Error>> {
+    let rt = Runtime::wgpu()?;
+    println!("\nwgpu: {} through {}", rt.device().name, rt.backend_name());
+    let mut inputs = Inputs::new(run_seed());
+    let a = rt.upload(&inputs.f32s(size * size))?;
+    let b = rt.upload(&inputs.f32s(size * size))?;
+    let mut c: DeviceBuffer<f32> = rt.alloc_zeroed(size * size)?;
+    let s = size as u32;
+    let mut best: Option<(f32, gemm::gemm_f32::Consts)> = None;
+    for consts in gemm::gemm_f32::variants() {
+        let mut run = || -> Result<f32, Error> {
+            let start = std::time::Instant::now();
+            gemm::gemm_f32_with(&rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0)?;
+            rt.synchronize()?;
+            Ok(start.elapsed().as_secs_f32() * 1e3)
+        };
+        run()?;
+        let mut times = (0..5).map(|_| run()).collect::<Result<Vec<_>, _>>()?;
+        times.sort_by(f32::total_cmp);
+        let ms = times[2];
+        println!(
+            "  {:<40} {:>8.3} ms {:>7.2} TFLOP/s",
+            format!("{consts:?}"),
+            ms,
+            tflops(size, ms)
+        );
+        if best.is_none_or(|(b, _)| ms < b) {
+            best = Some((ms, consts));
+        }
+    }
+    let (ms, consts) = best.ok_or("gemm_f32 has no variants")?;
+    println!("\n| path | best variant | ms | TFLOP/s |");
+    println!("|---|---|---|---|");
+    println!(
+        "| PTX (CUDA events) | see above | {ptx_ms:.3} | {:.2} |",
+        tflops(size, ptx_ms)
+    );
+    println!(
+        "| WGSL via wgpu (wall clock) | {consts:?} | {ms:.3} | {:.2} |",
+        tflops(size, ms)
+    );
+    Ok(())
 }
 
 /// Median of `reps` timed runs of `work`, after `warmup` untimed ones.
@@ -50,7 +99,8 @@ fn tflops(size: usize, ms: f32) -> f64 {
     2.0 * (size as f64).powi(3) / (ms as f64 * 1e-3) / 1e12
 }
 
-fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::Error>> {
+/// Returns the best variant's median time in ms.
+fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<f32, Box<dyn std::error::Error>> {
     let device = rt.device();
     println!(
         "device: {} (sm_{}{}, {} SMs)",
@@ -115,5 +165,5 @@ fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::E
     if !d.passes(1e-5) {
         return Err(format!("gemm_f32 disagrees with cuBLAS: {d}").into());
     }
-    Ok(())
+    Ok(ours)
 }

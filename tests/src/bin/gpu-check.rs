@@ -2,9 +2,11 @@
 //! reference, on fresh random inputs (ragged sizes included), with outputs
 //! poisoned (NaN) before each run so that an unwritten element fails.
 //!
-//! `gpu-check` runs everything; `gpu-check --quick` runs small shapes only (for
-//! compute-sanitizer). Without a GPU it says so, lists the variants it would
-//! have checked, and exits with status 2: not run is never passed.
+//! `gpu-check` runs everything through CUDA; `--quick` runs small shapes only
+//! (for compute-sanitizer); `--wgpu` runs the WGSL variants through wgpu
+//! instead (Vulkan/Metal/DX12: on a GPU machine, the portable path beside the
+//! PTX one). Without a GPU it says so, lists the variants it would have
+//! checked, and exits with status 2: not run is never passed.
 
 use std::process::ExitCode;
 
@@ -18,9 +20,14 @@ const NOT_RUN: u8 = 2;
 
 fn main() -> ExitCode {
     let quick = std::env::args().any(|a| a == "--quick");
-    // The GPU tier is CUDA's: Runtime::new would fall back to wgpu (the wgpu
-    // tier is tests/wgpu_lavapipe.rs).
-    let rt = match Runtime::cuda(0) {
+    // Explicit backends: Runtime::new would fall back from CUDA to wgpu, and a
+    // CUDA tier that silently ran on wgpu would not be the CUDA tier.
+    let started = if std::env::args().any(|a| a == "--wgpu") {
+        Runtime::wgpu()
+    } else {
+        Runtime::cuda(0)
+    };
+    let rt = match started {
         Ok(rt) => rt,
         Err(e) => {
             println!("GPU TIER NOT RUN: no usable GPU: {e}");
@@ -31,8 +38,12 @@ fn main() -> ExitCode {
     };
     let device = rt.device();
     println!(
-        "device: {} (sm_{}{}, {} SMs)",
-        device.name, device.compute_capability.0, device.compute_capability.1, device.sm_count
+        "device: {} through {} (compute capability {}.{}, {} SMs)",
+        device.name,
+        rt.backend_name(),
+        device.compute_capability.0,
+        device.compute_capability.1,
+        device.sm_count
     );
     let seed = run_seed();
     println!("seed: {seed} (replay with WARPFORGE_SEED={seed})\n");
