@@ -33,6 +33,7 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
         "intrinsics_int",
         "parameter `a: &mut [i8]` (WGSL storage has no 8-bit elements)",
     ),
+    ("shared_vector", "parameter `d: &mut [f64]`"),
 ];
 
 /// The block a kernel without `block(..)` is compiled for.

@@ -5,7 +5,7 @@
 // base, `c + i` (alignment unknown), stride 2, two different arrays, a
 // statement in between, an index that reads the previous load's
 // destination, and stores interleaved between two arrays.
-#[kernel(block(64))]
+#[kernel(arch(sm_70, sm_80, sm_90), block(64))]
 fn shared_vector(x: &[f32], y: &mut [f32], d: &mut [f64], u: &mut [u32]) {
     let mut tile: [[f32; 68]; 4] = shared();
     let mut other: [[f32; 68]; 4] = shared();
