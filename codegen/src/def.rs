@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::ir::{Arch, Kernel};
+use crate::eval;
+use crate::ir::{Arch, Kernel, Literal, Requirement};
+use crate::Error;
 
 /// What a kernel is compiled to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -59,6 +61,9 @@ pub struct KernelDef {
     pub targets: Vec<Target>,
     /// One axis per const param, in `ir.const_params` order.
     pub tune: Vec<TuneAxis>,
+    /// `constrain(..)`: conditions over const params that a combination of
+    /// tune values must meet to be a variant.
+    pub constraints: Vec<Requirement>,
 }
 
 impl KernelDef {
@@ -70,10 +75,31 @@ impl KernelDef {
         serde_json::from_str(json)
     }
 
-    /// Every combination of const-param values (the cartesian product of the
-    /// tune axes, first axis slowest), each in `ir.const_params` order. A kernel
-    /// without const params has exactly one variant: `[]`.
+    /// The variants: every combination of const-param values (the cartesian
+    /// product of the tune axes, first axis slowest) that meets the
+    /// constraints, each in `ir.const_params` order. A kernel without const
+    /// params has exactly one variant: `[]`.
     pub fn variants(&self) -> Vec<Vec<i64>> {
+        let mut all = self.tune_product();
+        all.retain(|consts| self.check_constraints(consts).is_ok());
+        all
+    }
+
+    /// Whether `consts` meets every `constrain(..)` condition, or the first it fails.
+    pub fn check_constraints(&self, consts: &[i64]) -> Result<(), Error> {
+        for c in &self.constraints {
+            if eval::eval(&c.cond, consts, &[])? != Literal::Bool(true) {
+                return Err(Error::new(format!(
+                    "{} is not a variant: it fails `constrain({})`",
+                    self.variant_name(consts),
+                    c.text
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn tune_product(&self) -> Vec<Vec<i64>> {
         let mut out = vec![Vec::new()];
         for axis in &self.tune {
             out = out

@@ -14,8 +14,10 @@
 //!   registers (no local-memory spills by construction).
 //! - Shared arrays are [`Local`]s in [`Space::Shared`]; their sizes are known
 //!   after specialization and backends lay them out in one dynamic block.
-//! - Warp-level Tensor Core operations, ldmatrix and async copies will enter as
-//!   statements over register arrays and shared places (see ARCHITECTURE.md).
+//! - Warp-level Tensor Core operations ([`MatrixOp`]) and asynchronous copies
+//!   ([`Stmt::AsyncCopy`]) are statements over [`Fragment`]s (rows of register
+//!   arrays) and places, so that fragments stay in registers like any other
+//!   register array.
 
 use serde::{Deserialize, Serialize};
 
@@ -250,6 +252,176 @@ pub enum Stmt {
     Barrier,
     /// An expression evaluated for its effect (an atomic whose old value is unused).
     Expr(Expr),
+    /// A warp-collective matrix operation. All 32 lanes of the warp execute
+    /// it together: it must be reached by warp-uniform control flow.
+    Matrix(MatrixOp),
+    /// Starts an asynchronous copy of `bytes` bytes from global memory to
+    /// shared memory (`cp.async` on sm_80+, a synchronous load and store on
+    /// sm_70). Only the first `src_bytes` bytes are read; the rest of the
+    /// destination is filled with zeros, so ragged tiles need no branches.
+    /// The copy belongs to the next group closed by [`Stmt::AsyncCommit`].
+    AsyncCopy {
+        /// The first element of the destination, in a shared array.
+        dst: Place,
+        /// The first element of the source, in a slice.
+        src: Place,
+        /// 4, 8 or 16; both addresses are multiples of it.
+        bytes: u32,
+        /// A `u32` in `0..=bytes`.
+        src_bytes: Expr,
+    },
+    /// Closes the group of the copies started since the previous commit.
+    AsyncCommit,
+    /// Waits until at most `pending` of this thread's committed groups are
+    /// still in flight. Other threads see the data only after a barrier.
+    AsyncWait {
+        /// A `u32` constant expression (a literal after specialization).
+        pending: Expr,
+    },
+}
+
+/// A fragment: the innermost row of a register array, `local[indices..]`
+/// with one index fewer than the array has dimensions (all of the array when
+/// it has one dimension). The elements are consecutive registers as the
+/// instruction sees them: packed 32-bit words (`u32`) for A and B operands,
+/// `f32` or `i32` for accumulators.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fragment {
+    pub local: LocalId,
+    pub indices: Vec<Expr>,
+}
+
+/// The Tensor Core instruction family of an [`MatrixOp::Mma`]: the element
+/// type of A and B decides the shape (the sm_80 `mma.sync` shapes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MmaKind {
+    /// m16n8k16, f16 inputs, f32 accumulators.
+    F16,
+    /// m16n8k16, bf16 inputs, f32 accumulators.
+    Bf16,
+    /// m16n8k8, tf32 inputs, f32 accumulators.
+    Tf32,
+    /// m16n8k32, s8 inputs, s32 accumulators.
+    S8,
+    /// m16n8k32, u8 inputs, s32 accumulators.
+    U8,
+}
+
+impl MmaKind {
+    pub const ALL: [MmaKind; 5] = [
+        MmaKind::F16,
+        MmaKind::Bf16,
+        MmaKind::Tf32,
+        MmaKind::S8,
+        MmaKind::U8,
+    ];
+
+    /// The DSL function: `mma_m16n8k16_f16`, ...
+    pub fn function(self) -> &'static str {
+        match self {
+            MmaKind::F16 => "mma_m16n8k16_f16",
+            MmaKind::Bf16 => "mma_m16n8k16_bf16",
+            MmaKind::Tf32 => "mma_m16n8k8_tf32",
+            MmaKind::S8 => "mma_m16n8k32_s8",
+            MmaKind::U8 => "mma_m16n8k32_u8",
+        }
+    }
+
+    /// (m, n, k).
+    pub fn shape(self) -> (u32, u32, u32) {
+        match self {
+            MmaKind::F16 | MmaKind::Bf16 => (16, 8, 16),
+            MmaKind::Tf32 => (16, 8, 8),
+            MmaKind::S8 | MmaKind::U8 => (16, 8, 32),
+        }
+    }
+
+    /// The accumulator element type.
+    pub fn accumulator(self) -> Scalar {
+        match self {
+            MmaKind::S8 | MmaKind::U8 => Scalar::I32,
+            _ => Scalar::F32,
+        }
+    }
+
+    /// 32-bit registers per lane of A, B and the accumulator.
+    pub fn registers(self) -> (u32, u32, u32) {
+        (4, 2, 4)
+    }
+}
+
+/// The operands of a Volta `wmma` m16n16k16 f16 operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WmmaOperand {
+    A,
+    B,
+    /// The f32 accumulator.
+    C,
+}
+
+/// How a matrix is laid out in memory for `wmma` loads and stores.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum MatrixLayout {
+    /// Rows are contiguous; the stride is the distance between rows.
+    Row,
+    /// Columns are contiguous; the stride is the distance between columns.
+    Col,
+}
+
+/// Warp-collective matrix operations (see [`Stmt::Matrix`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MatrixOp {
+    /// `ldmatrix`: loads `count` (1, 2 or 4) 8x8 matrices of 16-bit elements
+    /// from a shared array. Lane `l` gives the address of row `l % 8` of
+    /// matrix `l / 8` (16 contiguous bytes, 16-byte aligned); register `j`
+    /// of `dst` (a `u32` fragment of `count` words) receives this lane's two
+    /// elements of matrix `j`: row `lane / 4`, columns `2 (lane % 4)` and
+    /// `+ 1` (transposed: the same with rows and columns swapped), the lower
+    /// column in the low half.
+    LoadMatrix {
+        count: u32,
+        transpose: bool,
+        dst: Fragment,
+        /// This lane's row: an element of a shared array of a 16- or 8-bit type.
+        src: Place,
+    },
+    /// `acc = a b + acc` on the Tensor Cores (sm_80 `mma.sync`, A row-major,
+    /// B column-major), fragments as [`MmaKind::registers`] says.
+    Mma {
+        kind: MmaKind,
+        acc: Fragment,
+        a: Fragment,
+        b: Fragment,
+    },
+    /// `wmma.load`: a warp loads a 16x16 f16 operand (8 `u32` words per
+    /// lane) or f32 accumulator (8 `f32`) from shared or global memory.
+    /// Which elements a lane holds is unspecified: fragments of `wmma` only
+    /// meet `wmma` operations and element-wise accumulator arithmetic.
+    WmmaLoad {
+        operand: WmmaOperand,
+        layout: MatrixLayout,
+        dst: Fragment,
+        /// The matrix's first element (the same for every lane).
+        src: Place,
+        /// Elements between rows (`Row`) or columns (`Col`): a `u32`.
+        stride: Expr,
+    },
+    /// `wmma.mma` m16n16k16: `acc = a b + acc`, f16 inputs, f32 accumulators.
+    Wmma {
+        a_layout: MatrixLayout,
+        b_layout: MatrixLayout,
+        acc: Fragment,
+        a: Fragment,
+        b: Fragment,
+    },
+    /// `wmma.store`: writes a 16x16 f32 accumulator to shared or global memory.
+    WmmaStore {
+        layout: MatrixLayout,
+        /// The matrix's first element (an `f32` place).
+        dst: Place,
+        src: Fragment,
+        stride: Expr,
+    },
 }
 
 /// A memory location that can be read, written or updated atomically.
@@ -407,6 +579,14 @@ pub enum Intrinsic {
     /// `shfl_down(value, delta)`: the value of lane `lane_id + delta`, or the
     /// caller's own value past lane 31. 32-bit types.
     ShflDown,
+    /// `pack_f16x2(lo, hi)`: two `f32`s rounded to f16 and packed into a
+    /// `u32`, `lo` in bits 0..16 (a Tensor Core operand word).
+    PackF16x2,
+    /// `pack_bf16x2(lo, hi)`: the same with bf16.
+    PackBf16x2,
+    /// `to_tf32(x)`: `x` rounded to tf32 (to nearest, ties away from zero),
+    /// as the `u32` word a tf32 Tensor Core operand takes.
+    ToTf32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -420,6 +600,49 @@ pub enum AtomicOp {
     Exchange,
     /// Compare-and-swap: writes `value` when the old value equals `compare`.
     CompareExchange,
+}
+
+impl MatrixLayout {
+    /// `row` or `col`, as in the DSL function names and PTX.
+    pub fn name(self) -> &'static str {
+        match self {
+            MatrixLayout::Row => "row",
+            MatrixLayout::Col => "col",
+        }
+    }
+}
+
+impl WmmaOperand {
+    /// `a`, `b` or `c`, as in the DSL function names and PTX.
+    pub fn name(self) -> &'static str {
+        match self {
+            WmmaOperand::A => "a",
+            WmmaOperand::B => "b",
+            WmmaOperand::C => "c",
+        }
+    }
+}
+
+impl MatrixOp {
+    /// The DSL function that wrote the operation (for messages).
+    pub fn function(&self) -> String {
+        match self {
+            MatrixOp::LoadMatrix {
+                count, transpose, ..
+            } => format!(
+                "ldmatrix_x{count}{}",
+                if *transpose { "_trans" } else { "" }
+            ),
+            MatrixOp::Mma { kind, .. } => kind.function().to_string(),
+            MatrixOp::WmmaLoad {
+                operand, layout, ..
+            } => format!("wmma_load_{}_{}", operand.name(), layout.name()),
+            MatrixOp::Wmma {
+                a_layout, b_layout, ..
+            } => format!("wmma_mma_{}_{}", a_layout.name(), b_layout.name()),
+            MatrixOp::WmmaStore { layout, .. } => format!("wmma_store_{}", layout.name()),
+        }
+    }
 }
 
 impl Expr {

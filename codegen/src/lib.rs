@@ -43,6 +43,7 @@ pub fn compile_ptx(
     consts: &[i64],
     arch: Arch,
 ) -> Result<back::ptx::PtxModule, Error> {
+    def.check_constraints(consts)?;
     let kernel = specialize::specialize(&def.ir, consts)?;
     valid::validate(&kernel)?;
     back::ptx::emit(&kernel, arch)
@@ -57,6 +58,7 @@ pub fn compile_wgsl(
     consts: &[i64],
     block: Option<[u32; 3]>,
 ) -> Result<back::wgsl::WgslModule, Error> {
+    def.check_constraints(consts)?;
     let kernel = specialize::specialize(&def.ir, consts)?;
     valid::validate(&kernel)?;
     back::wgsl::emit(&kernel, block)

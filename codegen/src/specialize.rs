@@ -20,7 +20,9 @@
 //! rejected: after unrolling there is no loop left for them to target.
 
 use crate::eval;
-use crate::ir::{BinaryOp, Expr, ExprKind, Kernel, Literal, LocalId, Place, Scalar, Stmt};
+use crate::ir::{
+    BinaryOp, Expr, ExprKind, Fragment, Kernel, Literal, LocalId, MatrixOp, Place, Scalar, Stmt,
+};
 use crate::Error;
 
 /// The most iterations one `#[unroll]` loop may have: beyond this the code
@@ -212,8 +214,23 @@ impl Specializer<'_> {
                 }
                 out.push(stmt.clone());
             }
-            Stmt::Return | Stmt::Barrier => out.push(stmt.clone()),
+            Stmt::Return | Stmt::Barrier | Stmt::AsyncCommit => out.push(stmt.clone()),
             Stmt::Expr(e) => out.push(Stmt::Expr(self.expr(e)?)),
+            Stmt::Matrix(op) => out.push(Stmt::Matrix(self.matrix(op)?)),
+            Stmt::AsyncCopy {
+                dst,
+                src,
+                bytes,
+                src_bytes,
+            } => out.push(Stmt::AsyncCopy {
+                dst: self.place(dst)?,
+                src: self.place(src)?,
+                bytes: *bytes,
+                src_bytes: self.expr(src_bytes)?,
+            }),
+            Stmt::AsyncWait { pending } => out.push(Stmt::AsyncWait {
+                pending: self.expr(pending)?,
+            }),
         }
         Ok(())
     }
@@ -292,6 +309,76 @@ impl Specializer<'_> {
             Place::Global { param, index } => Place::Global {
                 param: *param,
                 index: self.expr(index)?,
+            },
+        })
+    }
+
+    fn fragment(&mut self, fragment: &Fragment) -> Result<Fragment, Error> {
+        Ok(Fragment {
+            local: fragment.local,
+            indices: fragment
+                .indices
+                .iter()
+                .map(|i| self.expr(i))
+                .collect::<Result<_, _>>()?,
+        })
+    }
+
+    fn matrix(&mut self, op: &MatrixOp) -> Result<MatrixOp, Error> {
+        Ok(match op {
+            MatrixOp::LoadMatrix {
+                count,
+                transpose,
+                dst,
+                src,
+            } => MatrixOp::LoadMatrix {
+                count: *count,
+                transpose: *transpose,
+                dst: self.fragment(dst)?,
+                src: self.place(src)?,
+            },
+            MatrixOp::Mma { kind, acc, a, b } => MatrixOp::Mma {
+                kind: *kind,
+                acc: self.fragment(acc)?,
+                a: self.fragment(a)?,
+                b: self.fragment(b)?,
+            },
+            MatrixOp::WmmaLoad {
+                operand,
+                layout,
+                dst,
+                src,
+                stride,
+            } => MatrixOp::WmmaLoad {
+                operand: *operand,
+                layout: *layout,
+                dst: self.fragment(dst)?,
+                src: self.place(src)?,
+                stride: self.expr(stride)?,
+            },
+            MatrixOp::Wmma {
+                a_layout,
+                b_layout,
+                acc,
+                a,
+                b,
+            } => MatrixOp::Wmma {
+                a_layout: *a_layout,
+                b_layout: *b_layout,
+                acc: self.fragment(acc)?,
+                a: self.fragment(a)?,
+                b: self.fragment(b)?,
+            },
+            MatrixOp::WmmaStore {
+                layout,
+                dst,
+                src,
+                stride,
+            } => MatrixOp::WmmaStore {
+                layout: *layout,
+                dst: self.place(dst)?,
+                src: self.fragment(src)?,
+                stride: self.expr(stride)?,
             },
         })
     }

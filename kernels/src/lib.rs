@@ -6,6 +6,7 @@
 //! shape logic (grids, which variant to take by default) next to each one.
 
 pub mod gemm;
+pub mod gemm_tc;
 pub mod reduce;
 pub mod simple;
 pub mod softmax;
@@ -21,5 +22,6 @@ pub fn all() -> Vec<&'static KernelDef> {
         reduce::block_sum::def(),
         softmax::softmax_rows::def(),
         gemm::gemm_f32::def(),
+        gemm_tc::gemm_f16::def(),
     ]
 }

@@ -124,6 +124,7 @@ fn saxpy() -> KernelDef {
         },
         targets: vec![Target::Ptx(Arch::Sm70), Target::Ptx(Arch::Sm80)],
         tune: vec![],
+        constraints: vec![],
     }
 }
 
@@ -157,6 +158,7 @@ fn tile() -> KernelDef {
             name: "BM".into(),
             values: vec![64, 128],
         }],
+        constraints: vec![],
     }
 }
 

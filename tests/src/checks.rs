@@ -5,8 +5,8 @@
 //! `inputs`, poisons outputs with NaN so that an unwritten element fails, and
 //! records one line per variant and size in `report`.
 
-use warpforge::{DeviceBuffer, Error, Grid, Runtime};
-use warpforge_kernels::{gemm, reduce, simple, softmax};
+use warpforge::{f16, DeviceBuffer, Error, Grid, Runtime};
+use warpforge_kernels::{gemm, gemm_tc, reduce, simple, softmax};
 
 use crate::compare::deviation;
 use crate::report::Report;
@@ -194,6 +194,89 @@ pub fn check_gemm(
                         let d = deviation(&out, expected);
                         // f32 products accumulated in f32: error grows like sqrt(k) * eps.
                         report.check(&what, d.passes(1e-5), d);
+                    }
+                    Err(e) => report.error(&what, e),
+                }
+            }
+        }
+    }
+}
+
+/// `gemm_f16` (A row-major, B column-major, f16 in and out, f32 accumulation)
+/// over every variant. Variants that copy 16-byte chunks must refuse a `k`
+/// that is not a multiple of 8 with an `Err` naming the requirement; the
+/// others must match the reference. The inputs are f16 values, so the
+/// float64 reference of their products is exact; what remains is f32
+/// accumulation and the final rounding to f16 (2^-11 relative per element).
+pub fn check_gemm_f16(
+    rt: &Runtime,
+    inputs: &mut Inputs,
+    report: &mut Report,
+    shapes: &[(usize, usize, usize)],
+) {
+    let to_f16 = |v: Vec<f32>| -> Vec<f16> { v.into_iter().map(f16::from_f32).collect() };
+    let widen = |v: &[f16]| -> Vec<f32> { v.iter().map(|x| x.to_f32()).collect() };
+    for &(m, n, k) in shapes {
+        let a = to_f16(inputs.f32s(m * k));
+        let b_nk = to_f16(inputs.f32s(n * k));
+        let c_in = to_f16(inputs.f32s(m * n));
+        // The reference takes B as k x n row-major: the transpose of B's n x k storage.
+        let mut b_kn = vec![0.0f32; k * n];
+        for j in 0..n {
+            for p in 0..k {
+                b_kn[p * n + j] = b_nk[j * k + p].to_f32();
+            }
+        }
+        let cases = [(1.5f32, 0.0f32), (0.75, -0.5)];
+        let expected: Vec<Vec<f64>> = cases
+            .iter()
+            .map(|&(alpha, beta)| {
+                reference::gemm(&widen(&a), &b_kn, &widen(&c_in), (m, n, k), alpha as f64, beta as f64)
+            })
+            .collect();
+        let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b_nk)?)))();
+        let (da, db) = match uploaded {
+            Ok(v) => v,
+            Err(e) => {
+                report.error(&format!("gemm_f16 {m}x{n}x{k} upload"), e);
+                continue;
+            }
+        };
+        for consts in gemm_tc::gemm_f16::variants() {
+            for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
+                let what = format!(
+                    "gemm_f16[BM={},BN={},BK={},WARP={},STAGES={},ALIGNED={}] {m}x{n}x{k} alpha={alpha} beta={beta}",
+                    consts.BM, consts.BN, consts.BK, consts.WARP, consts.STAGES, consts.ALIGNED
+                );
+                let run = || -> Result<Vec<f32>, Error> {
+                    let mut dc = if beta == 0.0 {
+                        rt.upload(&vec![f16::NAN; m * n])?
+                    } else {
+                        rt.upload(&c_in)?
+                    };
+                    gemm_tc::gemm_f16_with(
+                        rt,
+                        consts,
+                        &da,
+                        &db,
+                        &mut dc,
+                        (m as u32, n as u32, k as u32),
+                        alpha,
+                        beta,
+                    )?;
+                    Ok(widen(&rt.download(&dc)?))
+                };
+                match run() {
+                    Err(e) if consts.ALIGNED && k % 8 != 0 => {
+                        let named = e.to_string().contains("k % 8 == 0");
+                        report.check(&what, named, format!("refused as it must be: {e}"));
+                    }
+                    Ok(_) if consts.ALIGNED && k % 8 != 0 => {
+                        report.check(&what, false, "ran with k not a multiple of 8 instead of refusing");
+                    }
+                    Ok(out) => {
+                        let d = deviation(&out, expected);
+                        report.check(&what, d.passes(1e-3), d);
                     }
                     Err(e) => report.error(&what, e),
                 }

@@ -448,6 +448,7 @@ $L__BB0_2:
                 .map(warpforge_codegen::Target::Ptx)
                 .collect(),
             tune: Vec::new(),
+            constraints: Vec::new(),
         }
     }
 

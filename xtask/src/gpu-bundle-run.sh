@@ -51,6 +51,7 @@ run_step gpu-check "$bundle/gpu-check"
 run_step gpu-check-wgpu "$bundle/gpu-check" --wgpu
 run_step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/gpu-check" --quick
+run_step synccheck "$sanitizer" --tool synccheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step quickstart "$bundle/example-quickstart"
 run_step bench "$bundle/bench"
 

@@ -16,6 +16,8 @@ pub struct KernelAttr {
     pub tune: Vec<TuneEntry>,
     /// `requires(cond, ..)`.
     pub requires: Vec<syn::Expr>,
+    /// `constrain(cond, ..)`: which combinations of tune values are variants.
+    pub constrain: Vec<syn::Expr>,
 }
 
 /// One `NAME = [v, ..]` of `tune(..)`.
@@ -24,8 +26,8 @@ pub struct TuneEntry {
     pub values: Vec<syn::Expr>,
 }
 
-const OPTIONS: &str =
-    "`arch(sm_70, sm_80)`, `block(256)`, `tune(NAME = [v, ..])` and `requires(cond, ..)`";
+const OPTIONS: &str = "`arch(sm_70, sm_80)`, `block(256)`, `tune(NAME = [v, ..])`, \
+     `constrain(cond, ..)` and `requires(cond, ..)`";
 
 impl Parse for KernelAttr {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -82,6 +84,7 @@ impl Parse for KernelAttr {
                     })?;
                 }
                 "requires" => attr.requires = parenthesized_exprs(meta.input)?,
+                "constrain" => attr.constrain = parenthesized_exprs(meta.input)?,
                 _ => {
                     return Err(meta.error(format!(
                         "unknown `#[kernel]` option: the options are {OPTIONS}"

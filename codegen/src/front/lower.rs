@@ -23,14 +23,17 @@ use crate::ir::{
     Stmt, UnaryOp,
 };
 
+mod warp;
+
 type Lowered<T> = Result<T, Reported>;
 
+/// The kernel's IR and its `constrain(..)` conditions.
 pub fn lower_kernel(
     item: &syn::ItemFn,
     attr: &KernelAttr,
     sig: &Signature,
     errors: &mut Errors,
-) -> Lowered<Kernel> {
+) -> Lowered<(Kernel, Vec<Requirement>)> {
     let mut lower = Lowerer {
         errors,
         const_params: sig
@@ -72,6 +75,8 @@ pub fn lower_kernel(
         .transpose();
     let requires: Vec<Lowered<Requirement>> =
         attr.requires.iter().map(|r| lower.requirement(r)).collect();
+    let constraints: Vec<Lowered<Requirement>> =
+        attr.constrain.iter().map(|c| lower.constraint(c)).collect();
     let mut body = Block::new();
     let mut stmts = &item.block.stmts[..];
     if let (syn::ReturnType::Type(..), Some((syn::Stmt::Expr(_, None), init))) =
@@ -83,11 +88,12 @@ pub fn lower_kernel(
     lower.block(stmts, &mut body);
 
     let requires = requires.into_iter().collect::<Lowered<Vec<_>>>()?;
+    let constraints = constraints.into_iter().collect::<Lowered<Vec<_>>>()?;
     let block = block?;
     if !lower.errors.is_empty() {
         return Err(Reported);
     }
-    Ok(Kernel {
+    let kernel = Kernel {
         name: item.sig.ident.to_string(),
         const_params: lower.const_params,
         params: lower.params,
@@ -95,7 +101,8 @@ pub fn lower_kernel(
         block,
         requires,
         body,
-    })
+    };
+    Ok((kernel, constraints))
 }
 
 /// What a name in scope refers to.
@@ -142,8 +149,8 @@ struct Lowerer<'e> {
 }
 
 const FUNCTIONS: &str = "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), \
-     shfl_xor, shfl_down, atomic_add, atomic_min, atomic_max, atomic_and, atomic_or, atomic_xor, atomic_exchange \
-     and atomic_compare_exchange";
+     shfl_xor, shfl_down, pack_f16x2, pack_bf16x2, to_tf32, atomic_add, atomic_min, atomic_max, atomic_and, atomic_or, \
+     atomic_xor, atomic_exchange, atomic_compare_exchange, and the warp matrix and async copy statements";
 
 /// Math written as methods: name, intrinsic, number of arguments besides the receiver.
 const MATH_METHODS: [(&str, Intrinsic, usize); 16] = [
@@ -330,6 +337,15 @@ impl Lowerer<'_> {
         Ok(Requirement { cond, text })
     }
 
+    /// A `constrain(..)` condition: a `bool` over const params and literals.
+    fn constraint(&mut self, e: &syn::Expr) -> Lowered<Requirement> {
+        let cond = self.expr(e, Some(Scalar::Bool))?;
+        self.check_type(e, cond.ty, Scalar::Bool, "a `constrain(..)` condition")?;
+        self.check_constant(e, &cond, ConstantRole::Size("a `constrain(..)` condition"))?;
+        let text = compact_text(e.to_token_stream());
+        Ok(Requirement { cond, text })
+    }
+
     // ---- statements ---------------------------------------------------
 
     /// Lowers `stmts` in a new scope. Errors are reported and lowering goes on
@@ -428,6 +444,10 @@ impl Lowerer<'_> {
             syn::Expr::Call(c) if call_name(c).as_deref() == Some("sync_threads") => {
                 self.arity(c, &c.args, 0, "sync_threads")?;
                 out.push(Stmt::Barrier);
+                Ok(())
+            }
+            syn::Expr::Call(c) if call_name(c).is_some_and(|n| warp::is_warp_statement(&n)) => {
+                out.push(self.warp_statement(c)?);
                 Ok(())
             }
             syn::Expr::Call(c) if call_name(c).is_some_and(|n| n.starts_with("atomic_")) => {
@@ -1547,6 +1567,27 @@ impl Lowerer<'_> {
                 Ok(Expr { ty: value.ty, kind: ExprKind::Call(intrinsic, vec![value, lane]) })
             }
             n if n.starts_with("atomic_") => self.atomic(c, &name),
+            "pack_f16x2" | "pack_bf16x2" => {
+                self.arity(c, &c.args, 2, &name)?;
+                let mut halves = Vec::new();
+                for (arg, what) in c.args.iter().zip(["the low half", "the high half"]) {
+                    let v = self.expr(arg, Some(Scalar::F32))?;
+                    self.check_type(arg, v.ty, Scalar::F32, what)?;
+                    halves.push(v);
+                }
+                let intrinsic = if name == "pack_f16x2" { Intrinsic::PackF16x2 } else { Intrinsic::PackBf16x2 };
+                Ok(Expr { ty: Scalar::U32, kind: ExprKind::Call(intrinsic, halves) })
+            }
+            "to_tf32" => {
+                self.arity(c, &c.args, 1, &name)?;
+                let v = self.expr(&c.args[0], Some(Scalar::F32))?;
+                self.check_type(&c.args[0], v.ty, Scalar::F32, "the value to round to tf32")?;
+                Ok(Expr { ty: Scalar::U32, kind: ExprKind::Call(Intrinsic::ToTf32, vec![v]) })
+            }
+            n if warp::is_warp_statement(n) => self.err(
+                c,
+                format!("`{n}(..)` is a statement: write `{n}(..);` on its own line"),
+            ),
             n if MATH_METHODS.iter().any(|(m, ..)| *m == n) => self.err(
                 c,
                 format!("math is written as methods, as in Rust: `x.{n}(..)` instead of `{n}(x, ..)`"),

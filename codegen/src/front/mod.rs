@@ -37,8 +37,8 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
     let sig = signature::parse_signature(item, &mut errors);
     let tune = tune_axes(&attr, &sig, &mut errors);
     let targets = targets(&attr, &mut errors);
-    let ir = lower::lower_kernel(item, &attr, &sig, &mut errors);
-    if let Ok(ir) = &ir {
+    let lowered = lower::lower_kernel(item, &attr, &sig, &mut errors);
+    if let Ok((ir, _)) = &lowered {
         // Types and constructs do not depend on const values: the family's
         // IR tells whether every variant can be WGSL.
         if targets.contains(&Target::Wgsl) {
@@ -46,9 +46,29 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
                 errors.push(&item.sig.ident, e.message);
             }
         }
+        for arch in targets.iter().filter_map(|t| t.arch()) {
+            if let Err(e) = crate::back::ptx::check_arch(ir, arch) {
+                errors.push(&item.sig.ident, e.message);
+            }
+        }
     }
-    match (ir, tune) {
-        (Ok(ir), Ok(tune)) if errors.is_empty() => Ok(KernelDef { ir, targets, tune }),
+    match (lowered, tune) {
+        (Ok((ir, constraints)), Ok(tune)) if errors.is_empty() => {
+            let def = KernelDef {
+                ir,
+                targets,
+                tune,
+                constraints,
+            };
+            if def.variants().is_empty() {
+                errors.push(
+                    &item.sig.ident,
+                    "`constrain(..)` leaves no variant of the `tune(..)` values: relax a condition or add values",
+                );
+                return Err(errors.into_error(&item.sig.ident));
+            }
+            Ok(def)
+        }
         _ => Err(errors.into_error(&item.sig.ident)),
     }
 }

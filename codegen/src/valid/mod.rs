@@ -78,6 +78,9 @@ pub fn intrinsic_name(f: Intrinsic) -> &'static str {
         Intrinsic::MulAdd => "mul_add",
         Intrinsic::ShflXor => "shfl_xor",
         Intrinsic::ShflDown => "shfl_down",
+        Intrinsic::PackF16x2 => "pack_f16x2",
+        Intrinsic::PackBf16x2 => "pack_bf16x2",
+        Intrinsic::ToTf32 => "to_tf32",
     }
 }
 
@@ -382,8 +385,23 @@ impl Validator<'_> {
                     return Err(self.error(format!("`{what}` outside of a loop")));
                 }
             }
-            Stmt::Return | Stmt::Barrier => {}
+            Stmt::Return | Stmt::Barrier | Stmt::AsyncCommit => {}
             Stmt::Expr(e) => self.expr(e)?,
+            Stmt::Matrix(op) => self.matrix(op)?,
+            Stmt::AsyncCopy {
+                dst,
+                src,
+                bytes,
+                src_bytes,
+            } => self.async_copy(dst, src, *bytes, src_bytes)?,
+            Stmt::AsyncWait { pending } => {
+                self.expr(pending)?;
+                if pending.ty != Scalar::U32 || pending.as_int().is_none() {
+                    return Err(self.error(
+                        "the count of `cp_async_wait` must be a `u32` compile-time constant",
+                    ));
+                }
+            }
         }
         Ok(())
     }
@@ -764,6 +782,11 @@ impl Validator<'_> {
                     && types[0] == ty
                     && types[1] == Scalar::U32,
             ),
+            Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 => (
+                2,
+                types.iter().all(|t| *t == Scalar::F32) && ty == Scalar::U32,
+            ),
+            Intrinsic::ToTf32 => (1, types == [Scalar::F32] && ty == Scalar::U32),
         };
         if args.len() != arity {
             return Err(self.error(format!(
@@ -778,6 +801,8 @@ impl Validator<'_> {
                 Intrinsic::ShflXor | Intrinsic::ShflDown => {
                     "a 32-bit value (i32, u32, f32) and a u32 lane operand"
                 }
+                Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 => "two f32 halves, returning a u32",
+                Intrinsic::ToTf32 => "an f32, returning a u32",
                 _ => "floats of one type, returning that type",
             };
             return Err(self.error(format!(
@@ -789,6 +814,8 @@ impl Validator<'_> {
         Ok(())
     }
 }
+
+mod warp;
 
 #[cfg(test)]
 mod tests;

@@ -160,6 +160,7 @@ mod tests {
             },
             targets: vec![Target::Ptx(Arch::Sm70)],
             tune: vec![],
+            constraints: vec![],
         }
     }
 

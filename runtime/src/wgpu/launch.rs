@@ -398,6 +398,7 @@ mod wgsl_tests {
             },
             targets,
             tune: vec![],
+            constraints: vec![],
         }
     }
 

@@ -9,8 +9,8 @@
 
 use std::process::ExitCode;
 
-use warpforge::{DeviceBuffer, Error, Runtime};
-use warpforge_kernels::gemm;
+use warpforge::{f16, DeviceBuffer, Error, Runtime};
+use warpforge_kernels::{gemm, gemm_tc};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::{run_seed, Inputs};
 
@@ -22,7 +22,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = bench_gemm_f32(&rt, 4096).and_then(|ptx_ms| bench_gemm_f32_wgpu(4096, ptx_ms));
+    let result = bench_gemm_f16(&rt, 8192)
+        .and_then(|()| bench_gemm_f32(&rt, 4096))
+        .and_then(|ptx_ms| bench_gemm_f32_wgpu(4096, ptx_ms));
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -166,4 +168,38 @@ fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<f32, Box<dyn std::error::
         return Err(format!("gemm_f32 disagrees with cuBLAS: {d}").into());
     }
     Ok(ours)
+}
+
+/// Every `ALIGNED` variant of the f16 Tensor Core GEMM at `size`^3 (A
+/// row-major, B column-major), then the best per pipeline depth.
+fn bench_gemm_f16(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut inputs = Inputs::new(run_seed());
+    let mut halves = |n: usize| -> Vec<f16> { inputs.f32s(n).into_iter().map(f16::from_f32).collect() };
+    let a = rt.upload(&halves(size * size))?;
+    let b = rt.upload(&halves(size * size))?;
+    let mut c: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
+    let s = size as u32;
+    println!("\ngemm_f16 {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
+    let mut results = Vec::new();
+    for consts in gemm_tc::gemm_f16::variants().into_iter().filter(|c| c.ALIGNED) {
+        let ms = median_ms(rt, 2, 10, |rt| {
+            gemm_tc::gemm_f16_with(rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
+        })?;
+        println!(
+            "  {:<72} {:>8.3} ms {:>7.2} TFLOP/s",
+            format!("{consts:?}"),
+            ms,
+            tflops(size, ms)
+        );
+        results.push((ms, consts));
+    }
+    results.sort_by(|x, y| x.0.total_cmp(&y.0));
+    println!("\n| STAGES | best variant | ms | TFLOP/s |");
+    println!("|---|---|---|---|");
+    for stages in 1..=5 {
+        if let Some((ms, consts)) = results.iter().find(|(_, c)| c.STAGES == stages) {
+            println!("| {stages} | {consts:?} | {ms:.3} | {:.1} |", tflops(size, *ms));
+        }
+    }
+    Ok(())
 }

@@ -10,8 +10,10 @@
 
 use std::process::ExitCode;
 
-use warpforge::Runtime;
-use warpforge_tests::checks::{check_gemm, check_histogram, check_saxpy, check_softmax, check_sum};
+use warpforge::{BackendKind, Runtime};
+use warpforge_tests::checks::{
+    check_gemm, check_gemm_f16, check_histogram, check_saxpy, check_softmax, check_sum,
+};
 use warpforge_tests::report::Report;
 use warpforge_tests::{run_seed, Inputs};
 
@@ -76,6 +78,22 @@ fn main() -> ExitCode {
         ]
     };
     check_gemm(&rt, &mut inputs, &mut report, gemm_shapes);
+    // The Tensor Core GEMMs are CUDA-only (no WGSL variant).
+    if rt.device().backend.kind() == BackendKind::Cuda {
+        let tc_shapes: &[(usize, usize, usize)] = if quick {
+            &[(1, 1, 1), (127, 255, 63), (130, 72, 40)]
+        } else {
+            &[
+                (1, 1, 1),
+                (127, 255, 63),
+                (130, 72, 40),
+                (256, 256, 256),
+                (1000, 1000, 1000),
+                (4096, 4096, 4096),
+            ]
+        };
+        check_gemm_f16(&rt, &mut inputs, &mut report, tc_shapes);
+    }
 
     report.finish();
     if report.all_passed() {

@@ -8,7 +8,7 @@
 //! confirmed by ptxas 12.9 refusing the construct one version or one target
 //! below.
 
-use crate::ir::Arch;
+use crate::ir::{Arch, MmaKind};
 
 /// A PTX construct that not every target or version has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,20 @@ pub enum Feature {
     AtomAddBf16,
     /// `atom.cas.b16` (compare-exchange of f16/bf16).
     AtomCasB16,
+    /// `ldmatrix.sync.aligned.m8n8`.
+    Ldmatrix,
+    /// `mma.sync.aligned` of one sm_80 shape and type.
+    Mma(MmaKind),
+    /// `wmma` m16n16k16 f16 loads, products and stores.
+    Wmma,
+    /// `cp.async` with `commit_group` and `wait_group` (sm_70 copies synchronously).
+    CpAsync,
+    /// `cvt.rn.f16x2.f32` (sm_70 packs two `cvt.rn.f16.f32` results).
+    CvtF16x2,
+    /// `cvt.rn.bf16x2.f32`.
+    CvtBf16x2,
+    /// `cvt.rna.tf32.f32`.
+    CvtTf32,
 }
 
 /// One row of the table.
@@ -61,6 +75,22 @@ impl Feature {
                 (6, 3),
                 (7, 0),
             ),
+            Feature::Ldmatrix => ("`ldmatrix_*` (`ldmatrix`)", (6, 5), (7, 5)),
+            Feature::Mma(kind) => {
+                let construct = match kind {
+                    MmaKind::F16 => "`mma_m16n8k16_f16` (`mma.sync.aligned.m16n8k16` f16)",
+                    MmaKind::Bf16 => "`mma_m16n8k16_bf16` (`mma.sync.aligned.m16n8k16` bf16)",
+                    MmaKind::Tf32 => "`mma_m16n8k8_tf32` (`mma.sync.aligned.m16n8k8` tf32)",
+                    MmaKind::S8 => "`mma_m16n8k32_s8` (`mma.sync.aligned.m16n8k32` s8)",
+                    MmaKind::U8 => "`mma_m16n8k32_u8` (`mma.sync.aligned.m16n8k32` u8)",
+                };
+                (construct, (7, 0), (8, 0))
+            }
+            Feature::Wmma => ("`wmma_*` (`wmma` m16n16k16 f16)", (6, 0), (7, 0)),
+            Feature::CpAsync => ("`cp_async` (`cp.async`)", (7, 0), (8, 0)),
+            Feature::CvtF16x2 => ("`pack_f16x2` (`cvt.rn.f16x2.f32`)", (7, 0), (8, 0)),
+            Feature::CvtBf16x2 => ("`pack_bf16x2` (`cvt.rn.bf16x2.f32`)", (7, 0), (8, 0)),
+            Feature::CvtTf32 => ("`to_tf32` (`cvt.rna.tf32.f32`)", (7, 0), (8, 0)),
         };
         FeatureInfo {
             construct,

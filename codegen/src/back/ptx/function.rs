@@ -14,6 +14,10 @@ use crate::Error;
 /// The name of the one dynamic shared-memory block every shared array lives in.
 pub const SHARED_SYMBOL: &str = "smem";
 
+/// The alignment of the shared block and of each array in it, in bytes:
+/// one row of the 32 four-byte banks.
+pub const SHARED_ALIGN: u32 = 128;
+
 /// A source operand: a register or an immediate spelled for its type.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Operand {
@@ -134,8 +138,11 @@ impl<'k> Emitter<'k> {
                     .iter()
                     .map(|d| d.as_int().unwrap_or(0) as u32)
                     .product();
+                // 128-byte aligned starts: a swizzle computed on offsets within
+                // an array then spreads accesses over the banks as planned.
+                shared_bytes = shared_bytes.next_multiple_of(SHARED_ALIGN);
                 shared_offsets[id] = Some(shared_bytes);
-                shared_bytes += (elements * local.ty.size_bytes()).next_multiple_of(16);
+                shared_bytes += elements * local.ty.size_bytes();
             }
         }
         Emitter {

@@ -24,6 +24,12 @@ impl Emitter<'_> {
         if matches!(f, Intrinsic::ShflXor | Intrinsic::ShflDown) {
             return self.shuffle(f, args, ty);
         }
+        if matches!(
+            f,
+            Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 | Intrinsic::ToTf32
+        ) {
+            return self.operand_word(f, args);
+        }
         let mut xs = Vec::with_capacity(args.len());
         for a in args {
             xs.push(self.expr(a)?);
@@ -146,8 +152,15 @@ impl Emitter<'_> {
                 self.ins(format!("tanh.approx.f32 {r}, {x}"));
             }
             Intrinsic::Tanh => return Ok(self.tanh_from_ex2(x)),
-            Intrinsic::ShflXor | Intrinsic::ShflDown => {
-                return Err(self.error("a shuffle reached the float intrinsics"));
+            Intrinsic::ShflXor
+            | Intrinsic::ShflDown
+            | Intrinsic::PackF16x2
+            | Intrinsic::PackBf16x2
+            | Intrinsic::ToTf32 => {
+                return Err(self.error(format!(
+                    "`{}` reached the float intrinsics",
+                    intrinsic_name(f)
+                )));
             }
         }
         Ok(r)

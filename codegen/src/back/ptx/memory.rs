@@ -36,7 +36,7 @@ impl fmt::Display for Address {
 
 impl Emitter<'_> {
     /// The element type of a place.
-    fn place_type(&self, place: &Place) -> Scalar {
+    pub fn place_type(&self, place: &Place) -> Scalar {
         match place {
             Place::Local { local, .. } => self.kernel.locals[*local as usize].ty,
             Place::Global { param, .. } => match self.kernel.params[*param as usize].ty {

@@ -5,8 +5,8 @@
 //! - a comment naming kernel and generator, `.version` (the lowest that
 //!   covers every construct used, from [`features`]), `.target`,
 //!   `.address_size 64`;
-//! - `.extern .shared .align 16 .b8 smem[]` when the kernel has shared
-//!   arrays: all of them live in this one dynamic block, each at a 16-byte
+//! - `.extern .shared .align 128 .b8 smem[]` when the kernel has shared
+//!   arrays: all of them live in this one dynamic block, each at a 128-byte
 //!   aligned offset, so a kernel may use more than the 48 KB of static
 //!   shared memory (the launcher passes [`PtxModule::shared_bytes`]);
 //! - the entry: scalars as `.param .<type>` (bool as `.u32`, 0 or 1), each
@@ -18,11 +18,14 @@
 //! helpers), `stmt` (control flow), `expr` (operators and casts), `memory`
 //! (places and atomics), `math` (intrinsics), `regs` (register classes),
 //! `usage` (a pre-pass over the body), `vectorize` (adjacent shared-memory
-//! moves as one vector access) and [`features`] (what each construct
-//! needs of the target). A new statement (an MMA, an async copy) is a new
-//! case in `stmt`, its operands come from `memory`/`regs`, and what it needs
-//! of the target is a new row in [`features`].
+//! moves as one vector access), `warp` (Tensor Core operations, `ldmatrix`,
+//! operand packing, async copies), [`features`] (what each construct needs
+//! of the target, in one table) and `check` (those needs checked per arch on
+//! a kernel family, for the front). A new statement is a new case in
+//! `stmt`, its operands come from `memory`/`regs`, and what it needs of the
+//! target is a new row in [`features`].
 
+mod check;
 pub mod features;
 
 mod expr;
@@ -33,8 +36,12 @@ mod regs;
 mod stmt;
 mod usage;
 mod vectorize;
+mod warp;
 
-use function::{param_names, param_type, scalar_param_name, Emitter, SHARED_SYMBOL};
+pub use check::check_arch;
+use function::{
+    param_names, param_type, scalar_param_name, Emitter, SHARED_ALIGN, SHARED_SYMBOL,
+};
 
 use crate::ir::{Arch, Kernel, ParamType};
 use crate::Error;
@@ -124,7 +131,9 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     line(".address_size 64");
     line("");
     if shared_bytes > 0 {
-        line(&format!(".extern .shared .align 16 .b8 {SHARED_SYMBOL}[];"));
+        line(&format!(
+            ".extern .shared .align {SHARED_ALIGN} .b8 {SHARED_SYMBOL}[];"
+        ));
         line("");
     }
     line(&format!(".visible .entry {}(", kernel.name));

@@ -74,6 +74,15 @@ impl Emitter<'_> {
                 Ok(())
             }
             Stmt::Expr(e) => self.expr(e).map(drop),
+            Stmt::Matrix(op) => self.matrix(op),
+            Stmt::AsyncCopy {
+                dst,
+                src,
+                bytes,
+                src_bytes,
+            } => self.async_copy(dst, src, *bytes, src_bytes),
+            Stmt::AsyncCommit => self.async_commit(),
+            Stmt::AsyncWait { pending } => self.async_wait(pending),
         }
     }
 

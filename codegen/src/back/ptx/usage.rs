@@ -2,7 +2,7 @@
 //! slices it writes (a slice never written is read through the read-only
 //! cache, `ld.global.nc`).
 
-use crate::ir::{Block, Expr, ExprKind, Kernel, Place, Stmt};
+use crate::ir::{Block, Expr, ExprKind, Kernel, MatrixOp, Place, Stmt};
 
 pub struct Usage {
     /// Per parameter: read as a scalar, or its pointer used.
@@ -57,8 +57,40 @@ impl Usage {
                     self.block(body);
                 }
                 Stmt::Expr(e) => self.expr(e),
-                Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {}
+                Stmt::Break
+                | Stmt::Continue
+                | Stmt::Return
+                | Stmt::Barrier
+                | Stmt::AsyncCommit => {}
+                Stmt::Matrix(op) => self.matrix(op),
+                Stmt::AsyncCopy {
+                    dst,
+                    src,
+                    src_bytes,
+                    ..
+                } => {
+                    self.place(dst, true);
+                    self.place(src, false);
+                    self.expr(src_bytes);
+                }
+                Stmt::AsyncWait { pending } => self.expr(pending),
             }
+        }
+    }
+
+    fn matrix(&mut self, op: &MatrixOp) {
+        match op {
+            MatrixOp::LoadMatrix { src, .. } => self.place(src, false),
+            MatrixOp::WmmaLoad { src, stride, .. } => {
+                self.place(src, false);
+                self.expr(stride);
+            }
+            MatrixOp::WmmaStore { dst, stride, .. } => {
+                self.place(dst, true);
+                self.expr(stride);
+            }
+            // Fragment indices are literals: they use nothing.
+            MatrixOp::Mma { .. } | MatrixOp::Wmma { .. } => {}
         }
     }
 

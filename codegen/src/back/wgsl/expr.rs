@@ -316,6 +316,10 @@ impl Emitter<'_> {
                 xs.push(self.builtins.lane.clone());
                 return Ok(call(&self.helper(Helper::ShuffleDown(ty)), &xs));
             }
+            Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 | Intrinsic::ToTf32 => {
+                // `support::check` rejects these before emission starts.
+                return Err(self.error("Tensor Core operand words have no WGSL form"));
+            }
         };
         let code = call(name, &xs);
         // |i8::MIN| wraps back to i8::MIN, as in Rust's release builds.

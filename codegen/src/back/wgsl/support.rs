@@ -6,10 +6,14 @@
 //! - the types f64, i64, u64 and bf16, anywhere;
 //! - slices of bool, i8 and u8 (WGSL storage has no 8-bit elements; bool,
 //!   i8 and u8 values are fine and live in 32 bits);
-//! - atomics on anything but i32 and u32.
+//! - atomics on anything but i32 and u32;
+//! - Tensor Core fragments and their operations, `ldmatrix`, the operand
+//!   packing functions and asynchronous copies (`cp_async*`).
 
-use crate::ir::{Block, Expr, ExprKind, Kernel, ParamType, Place, Scalar, Space, Stmt};
-use crate::valid::atomic_name;
+use crate::ir::{
+    Block, Expr, ExprKind, Intrinsic, Kernel, ParamType, Place, Scalar, Space, Stmt,
+};
+use crate::valid::{atomic_name, intrinsic_name};
 use crate::Error;
 
 /// The WGSL type a value of `ty` lives in: i8/u8 in i32/u32 (kept sign- or
@@ -133,6 +137,13 @@ impl Checker<'_> {
             }
             Stmt::Expr(e) => self.expr(e),
             Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => Ok(()),
+            Stmt::Matrix(op) => Err(unsupported(
+                self.kernel,
+                format!("`{}` (Tensor Core and warp matrix operations)", op.function()),
+            )),
+            Stmt::AsyncCopy { .. } | Stmt::AsyncCommit | Stmt::AsyncWait { .. } => Err(
+                unsupported(self.kernel, "`cp_async` (asynchronous copies to shared memory)"),
+            ),
         }
     }
 
@@ -163,6 +174,12 @@ impl Checker<'_> {
                 self.expr(b)
             }
             ExprKind::Select(c, a, b) => [c, a, b].into_iter().try_for_each(|e| self.expr(e)),
+            ExprKind::Call(f @ (Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 | Intrinsic::ToTf32), _) => {
+                Err(unsupported(
+                    self.kernel,
+                    format!("`{}` (a Tensor Core operand word)", intrinsic_name(*f)),
+                ))
+            }
             ExprKind::Call(_, args) => args.iter().try_for_each(|a| self.expr(a)),
             ExprKind::Atomic {
                 op,

@@ -1,0 +1,86 @@
+//! What a kernel family asks of an architecture, checked on its
+//! unspecialized IR: the front runs this for every PTX target a kernel
+//! declares, so using an instruction an arch lacks (an sm_80 `mma` in a
+//! kernel built for sm_70) fails the build naming both, instead of failing
+//! later when a variant is compiled.
+//!
+//! Covered: warp matrix operations and the operand conversions without an
+//! emulation. Type-dependent needs (bf16 arithmetic, 16-bit atomics) are
+//! reported when a variant is emitted.
+
+use super::features::{Feature, FeatureUse};
+use crate::ir::{Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, Stmt};
+use crate::Error;
+
+/// Checks that `arch` has every instruction `kernel` uses that it cannot emulate.
+pub fn check_arch(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
+    let mut features = FeatureUse::new(arch);
+    block(&kernel.body, &mut |feature| {
+        features.require(feature).map_err(|reason| {
+            Error::new(format!("kernel `{}` ({}): {reason}", kernel.name, arch.name()))
+        })
+    })
+}
+
+type Need<'a> = dyn FnMut(Feature) -> Result<(), Error> + 'a;
+
+fn block(body: &Block, need: &mut Need) -> Result<(), Error> {
+    for stmt in body {
+        match stmt {
+            Stmt::Let { init, .. } => init.iter().try_for_each(|e| expr(e, need))?,
+            Stmt::Assign { value, .. } => expr(value, need)?,
+            Stmt::If {
+                cond,
+                then_body,
+                else_body,
+            } => {
+                expr(cond, need)?;
+                block(then_body, need)?;
+                block(else_body, need)?;
+            }
+            Stmt::For { body, .. } | Stmt::While { body, .. } => block(body, need)?,
+            Stmt::Expr(e) => expr(e, need)?,
+            Stmt::Matrix(op) => need(match op {
+                MatrixOp::LoadMatrix { .. } => Feature::Ldmatrix,
+                MatrixOp::Mma { kind, .. } => Feature::Mma(*kind),
+                MatrixOp::WmmaLoad { .. } | MatrixOp::Wmma { .. } | MatrixOp::WmmaStore { .. } => {
+                    Feature::Wmma
+                }
+            })?,
+            Stmt::Break
+            | Stmt::Continue
+            | Stmt::Return
+            | Stmt::Barrier
+            | Stmt::AsyncCopy { .. }
+            | Stmt::AsyncCommit
+            | Stmt::AsyncWait { .. } => {}
+        }
+    }
+    Ok(())
+}
+
+fn expr(e: &Expr, need: &mut Need) -> Result<(), Error> {
+    match &e.kind {
+        ExprKind::Call(f, args) => {
+            match f {
+                Intrinsic::PackBf16x2 => need(Feature::CvtBf16x2)?,
+                Intrinsic::ToTf32 => need(Feature::CvtTf32)?,
+                _ => {}
+            }
+            args.iter().try_for_each(|a| expr(a, need))
+        }
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => expr(a, need),
+        ExprKind::Binary(_, a, b) => {
+            expr(a, need)?;
+            expr(b, need)
+        }
+        ExprKind::Select(c, a, b) => [c, a, b].into_iter().try_for_each(|x| expr(x, need)),
+        ExprKind::Atomic { value, .. } => expr(value, need),
+        ExprKind::Literal(_)
+        | ExprKind::Param(_)
+        | ExprKind::Const(_)
+        | ExprKind::Len(_)
+        | ExprKind::Load(_)
+        | ExprKind::Special(_) => Ok(()),
+    }
+}

@@ -1,0 +1,286 @@
+//! Tensor Core operations, `ldmatrix`, operand packing and asynchronous
+//! copies (ptx-notes.md §2-§5, §8).
+//!
+//! Fragments are rows of register arrays, so an operand is a brace list of
+//! the row's registers: `u32` words live in `.b32` registers, which every
+//! `mma`/`ldmatrix`/`wmma` operand accepts; accumulators are `.f32` or
+//! `.b32` (s32). `.sync.aligned` instructions are never predicated per lane.
+//!
+//! `cp.async` needs sm_80. On sm_70 a copy is a synchronous load and store
+//! (one vector access when all `src_bytes` are present, element by element
+//! otherwise), and commit and wait emit nothing: the same source is correct
+//! on both, and the barrier the kernel needs after a wait is there anyway.
+
+use super::features::Feature;
+use super::function::{mem_type, Emitter, Operand};
+use super::regs::Reg;
+use crate::ir::{
+    Expr, Fragment, Intrinsic, Literal, MatrixOp, MmaKind, Place, Scalar, WmmaOperand,
+};
+use crate::Error;
+
+/// `{%r1, %r2, ..}`.
+fn brace(regs: &[Reg]) -> String {
+    let names: Vec<String> = regs.iter().map(|r| r.to_string()).collect();
+    format!("{{{}}}", names.join(", "))
+}
+
+impl Emitter<'_> {
+    /// The registers of a fragment: one row of a register array.
+    fn fragment_regs(&mut self, fragment: &Fragment) -> Result<Vec<Reg>, Error> {
+        let decl = &self.kernel.locals[fragment.local as usize];
+        let dims: Vec<usize> = decl
+            .dims
+            .iter()
+            .map(|d| d.as_int().unwrap_or(0) as usize)
+            .collect();
+        let row_len = *dims.last().unwrap_or(&0);
+        let mut row = 0usize;
+        for (index, dim) in fragment.indices.iter().zip(&dims) {
+            let Some(i) = index.as_int() else {
+                return Err(self.error(format!(
+                    "the fragment `{}` is indexed with a value known only at run time: validate the kernel first",
+                    decl.name
+                )));
+            };
+            row = row * dim + i as usize;
+        }
+        let regs = self.local_regs(fragment.local);
+        Ok(regs[row * row_len..(row + 1) * row_len].to_vec())
+    }
+
+    pub fn matrix(&mut self, op: &MatrixOp) -> Result<(), Error> {
+        match op {
+            MatrixOp::LoadMatrix {
+                count,
+                transpose,
+                dst,
+                src,
+            } => {
+                self.require(Feature::Ldmatrix)?;
+                let regs = self.fragment_regs(dst)?;
+                let addr = self.address(src)?;
+                let trans = if *transpose { ".trans" } else { "" };
+                self.ins(format!(
+                    "ldmatrix.sync.aligned.m8n8.x{count}{trans}.shared.b16 {}, {addr}",
+                    brace(&regs)
+                ));
+            }
+            MatrixOp::Mma { kind, acc, a, b } => {
+                self.require(Feature::Mma(*kind))?;
+                let acc = brace(&self.fragment_regs(acc)?);
+                let a = brace(&self.fragment_regs(a)?);
+                let b = brace(&self.fragment_regs(b)?);
+                let (m, n, k) = kind.shape();
+                let types = match kind {
+                    MmaKind::F16 => "f32.f16.f16.f32",
+                    MmaKind::Bf16 => "f32.bf16.bf16.f32",
+                    MmaKind::Tf32 => "f32.tf32.tf32.f32",
+                    MmaKind::S8 => "s32.s8.s8.s32",
+                    MmaKind::U8 => "s32.u8.u8.s32",
+                };
+                self.ins(format!(
+                    "mma.sync.aligned.m{m}n{n}k{k}.row.col.{types} {acc}, {a}, {b}, {acc}"
+                ));
+            }
+            MatrixOp::WmmaLoad {
+                operand,
+                layout,
+                dst,
+                src,
+                stride,
+            } => {
+                self.require(Feature::Wmma)?;
+                let regs = self.fragment_regs(dst)?;
+                let addr = self.address(src)?;
+                let stride = self.expr(stride)?;
+                let ty = if *operand == WmmaOperand::C { "f32" } else { "f16" };
+                self.ins(format!(
+                    "wmma.load.{}.sync.aligned.{}.m16n16k16.{}.{ty} {}, {addr}, {stride}",
+                    operand.name(),
+                    layout.name(),
+                    addr.space,
+                    brace(&regs)
+                ));
+            }
+            MatrixOp::Wmma {
+                a_layout,
+                b_layout,
+                acc,
+                a,
+                b,
+            } => {
+                self.require(Feature::Wmma)?;
+                let acc = brace(&self.fragment_regs(acc)?);
+                let a = brace(&self.fragment_regs(a)?);
+                let b = brace(&self.fragment_regs(b)?);
+                self.ins(format!(
+                    "wmma.mma.sync.aligned.{}.{}.m16n16k16.f32.f32 {acc}, {a}, {b}, {acc}",
+                    a_layout.name(),
+                    b_layout.name()
+                ));
+            }
+            MatrixOp::WmmaStore {
+                layout,
+                dst,
+                src,
+                stride,
+            } => {
+                self.require(Feature::Wmma)?;
+                let regs = self.fragment_regs(src)?;
+                let addr = self.address(dst)?;
+                let stride = self.expr(stride)?;
+                self.ins(format!(
+                    "wmma.store.d.sync.aligned.{}.m16n16k16.{}.f32 {addr}, {}, {stride}",
+                    layout.name(),
+                    addr.space,
+                    brace(&regs)
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `pack_f16x2`, `pack_bf16x2` and `to_tf32`: a `u32` operand word.
+    pub fn operand_word(&mut self, f: Intrinsic, args: &[Expr]) -> Result<Operand, Error> {
+        let mut xs = Vec::with_capacity(args.len());
+        for a in args {
+            xs.push(self.expr(a)?);
+        }
+        let word = self.fresh(Scalar::U32);
+        match f {
+            Intrinsic::PackF16x2 if !self.features.available(Feature::CvtF16x2) => {
+                // `mov.b32 d, {lo, hi}` puts its first operand in the low half.
+                let lo = self.fresh(Scalar::F16);
+                let hi = self.fresh(Scalar::F16);
+                self.ins(format!("cvt.rn.f16.f32 {lo}, {}", xs[0]));
+                self.ins(format!("cvt.rn.f16.f32 {hi}, {}", xs[1]));
+                self.ins(format!("mov.b32 {word}, {{{lo}, {hi}}}"));
+            }
+            Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 => {
+                let (feature, ty) = if f == Intrinsic::PackF16x2 {
+                    (Feature::CvtF16x2, "f16x2")
+                } else {
+                    (Feature::CvtBf16x2, "bf16x2")
+                };
+                self.require(feature)?;
+                // The first source goes to the upper half.
+                self.ins(format!("cvt.rn.{ty}.f32 {word}, {}, {}", xs[1], xs[0]));
+            }
+            Intrinsic::ToTf32 => {
+                self.require(Feature::CvtTf32)?;
+                self.ins(format!("cvt.rna.tf32.f32 {word}, {}", xs[0]));
+            }
+            _ => return Err(self.error("only operand packing reaches `operand_word`")),
+        }
+        Ok(Operand::Reg(word))
+    }
+
+    pub fn async_copy(
+        &mut self,
+        dst: &Place,
+        src: &Place,
+        bytes: u32,
+        src_bytes: &Expr,
+    ) -> Result<(), Error> {
+        if !self.features.available(Feature::CpAsync) {
+            return self.copy_now(dst, src, bytes, src_bytes);
+        }
+        self.require(Feature::CpAsync)?;
+        let dst = self.address(dst)?;
+        let src = self.address(src)?;
+        // .cg (L2 only, bypassing L1) exists only for 16 bytes.
+        let cache = if bytes == 16 { "cg" } else { "ca" };
+        let full = src_bytes.as_int() == Some(bytes as i64);
+        if full {
+            self.ins(format!("cp.async.{cache}.shared.global {dst}, {src}, {bytes}"));
+        } else {
+            let n = self.expr(src_bytes)?;
+            self.ins(format!(
+                "cp.async.{cache}.shared.global {dst}, {src}, {bytes}, {n}"
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn async_commit(&mut self) -> Result<(), Error> {
+        if self.features.available(Feature::CpAsync) {
+            self.require(Feature::CpAsync)?;
+            self.ins("cp.async.commit_group");
+        }
+        Ok(())
+    }
+
+    pub fn async_wait(&mut self, pending: &Expr) -> Result<(), Error> {
+        if self.features.available(Feature::CpAsync) {
+            let Some(n) = pending.as_int() else {
+                return Err(self.error("the count of `cp_async_wait` is not a constant: validate the kernel first"));
+            };
+            self.require(Feature::CpAsync)?;
+            self.ins(format!("cp.async.wait_group {n}"));
+        }
+        Ok(())
+    }
+
+    /// The sm_70 form of a copy: one vector load and store of 32-bit words
+    /// when every source byte is present, else element by element with
+    /// zeros past `src_bytes`.
+    fn copy_now(
+        &mut self,
+        dst: &Place,
+        src: &Place,
+        bytes: u32,
+        src_bytes: &Expr,
+    ) -> Result<(), Error> {
+        let elem = self.place_type(dst);
+        let dst = self.address(dst)?;
+        let src = self.address(src)?;
+        let words: Vec<Reg> = (0..bytes / 4).map(|_| self.fresh(Scalar::U32)).collect();
+        let vector = match words.len() {
+            1 => "b32".to_string(),
+            n => format!("v{n}.b32"),
+        };
+        let words_op = if words.len() == 1 {
+            words[0].to_string()
+        } else {
+            brace(&words)
+        };
+        let whole = |e: &mut Self| {
+            e.ins(format!("ld.global.{vector} {words_op}, {src}"));
+            e.ins(format!("st.shared.{vector} {dst}, {words_op}"));
+        };
+        if src_bytes.as_int() == Some(bytes as i64) {
+            whole(self);
+            return Ok(());
+        }
+        let n = self.expr(src_bytes)?;
+        let id = self.label_id();
+        let (partial, end) = (format!("$copy{id}_partial"), format!("$copy{id}_end"));
+        let short = self.fresh(Scalar::Bool);
+        self.ins(format!("setp.lt.u32 {short}, {n}, {bytes}"));
+        self.ins(format!("@{short} bra {partial}"));
+        whole(self);
+        self.ins(format!("bra {end}"));
+        self.place_label(&partial);
+        for i in 0..bytes / elem.size_bytes() {
+            let offset = (i * elem.size_bytes()) as i64;
+            let value = self.fresh(elem);
+            let zero = if elem.is_float() {
+                Literal::Float(0.0)
+            } else {
+                Literal::Int(0)
+            };
+            let zero = self.literal(elem, zero);
+            self.mov(value, &zero);
+            let present = self.fresh(Scalar::Bool);
+            self.ins(format!("setp.gt.u32 {present}, {n}, {offset}"));
+            let ty = mem_type(elem);
+            let (src_base, src_off) = (src.base, src.offset + offset);
+            let (dst_base, dst_off) = (dst.base, dst.offset + offset);
+            self.ins(format!("@{present} ld.global.{ty} {value}, [{src_base}+{src_off}]"));
+            self.ins(format!("st.shared.{ty} [{dst_base}+{dst_off}], {value}"));
+        }
+        self.place_label(&end);
+        Ok(())
+    }
+}
