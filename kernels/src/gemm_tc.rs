@@ -84,6 +84,41 @@ pub fn gemm_f16<
     let mut b_pair = [[0u32; 4]; WARP / 16];
     let mut b_frag = [[0u32; 2]; WARP / 8];
 
+    // Copy slots: thread `tid` copies chunk `cp_ch` of rows `cp_row + l * ROWS`
+    // (ROWS = threads / (BK / 8)) of each tile. ROWS is a multiple of the
+    // swizzle period, so the swizzled chunk is the same for all of them, and
+    // only the k offset changes from tile to tile: everything else is
+    // computed once, here.
+    let cp_ch = tid % (BK / 8);
+    let cp_row = tid / (BK / 8);
+    let cp_col = (cp_ch ^ (cp_row / (64 / BK) % (BK / 8))) * 8;
+    let mut a_row_at = [0u32; BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+    let mut a_row_in = [false; BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+    #[unroll]
+    for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+        let gr = row0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+        a_row_in[l] = gr < m;
+        a_row_at[l] = if gr < m { gr * k } else { 0 };
+    }
+    let mut b_row_at = [0u32; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+    let mut b_row_in = [false; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+    #[unroll]
+    for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+        let gr = col0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+        b_row_in[l] = gr < n;
+        b_row_at[l] = if gr < n { gr * k } else { 0 };
+    }
+
+    // ldmatrix rows: A lane `lane` reads row `lane % 16` of a 16-row block,
+    // chunk `2 kk + lane / 16`; B lane reads row `lane % 8 + 8 (lane / 16)`,
+    // chunk `2 kk + (lane / 8) % 2`. Block starts are multiples of 16, so the
+    // swizzle phase depends on the lane only, and since the chunk's low bit
+    // comes from the lane, `chunk ^ phase = 2 kk ^ (low bit ^ phase)`.
+    let a_ld_row = wm0 + lane % 16;
+    let a_ld_x = lane / 16 ^ (a_ld_row / (64 / BK) % (BK / 8));
+    let b_ld_row = wn0 + lane % 8 + lane / 16 * 8;
+    let b_ld_x = lane / 8 % 2 ^ (b_ld_row / (64 / BK) % (BK / 8));
+
     let k_tiles = (k + BK - 1) / BK;
     for t in 0..k_tiles + STAGES - 1 {
         if STAGES > 1 && t >= STAGES - 1 {
@@ -93,43 +128,47 @@ pub fn gemm_f16<
         if t < k_tiles {
             let st = t % STAGES;
             let k0 = t * BK;
-            #[unroll]
-            for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                let e = tid + l * (BM / WARP * (BN / WARP) * 32);
-                let r = e / (BK / 8);
-                let ch = e % (BK / 8);
-                let gr = row0 + r;
-                let gk = k0 + ch * 8;
-                let ok = gr < m && gk < k;
-                let bytes = if ok { (k - gk).min(8) * 2 } else { 0 };
-                let src = if ok { gr * k + gk } else { 0 };
-                let dst = (ch ^ (r / (64 / BK) % (BK / 8))) * 8;
-                if ALIGNED {
-                    cp_async(&mut a_tile[st][r][dst], &a[src], 16, bytes);
-                } else {
+            if ALIGNED {
+                let gk = k0 + cp_ch * 8;
+                let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
+                let k_at = if gk < k { gk } else { 0 };
+                #[unroll]
+                for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                    let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                    let bytes = if a_row_in[l] { k_bytes } else { 0 };
+                    cp_async(&mut a_tile[st][r][cp_col], &a[a_row_at[l] + k_at], 16, bytes);
+                }
+                #[unroll]
+                for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                    let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                    let bytes = if b_row_in[l] { k_bytes } else { 0 };
+                    cp_async(&mut b_tile[st][r][cp_col], &b[b_row_at[l] + k_at], 16, bytes);
+                }
+            } else {
+                #[unroll]
+                for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                    let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
                     #[unroll]
                     for q in 0..8u32 {
-                        a_tile[st][r][dst + q] = if ok && gk + q < k { a[src + q] } else { 0.0 };
+                        let gk = k0 + cp_ch * 8 + q;
+                        a_tile[st][r][cp_col + q] = if a_row_in[l] && gk < k {
+                            a[a_row_at[l] + gk]
+                        } else {
+                            0.0
+                        };
                     }
                 }
-            }
-            #[unroll]
-            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                let e = tid + l * (BM / WARP * (BN / WARP) * 32);
-                let r = e / (BK / 8);
-                let ch = e % (BK / 8);
-                let gr = col0 + r;
-                let gk = k0 + ch * 8;
-                let ok = gr < n && gk < k;
-                let bytes = if ok { (k - gk).min(8) * 2 } else { 0 };
-                let src = if ok { gr * k + gk } else { 0 };
-                let dst = (ch ^ (r / (64 / BK) % (BK / 8))) * 8;
-                if ALIGNED {
-                    cp_async(&mut b_tile[st][r][dst], &b[src], 16, bytes);
-                } else {
+                #[unroll]
+                for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                    let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
                     #[unroll]
                     for q in 0..8u32 {
-                        b_tile[st][r][dst + q] = if ok && gk + q < k { b[src + q] } else { 0.0 };
+                        let gk = k0 + cp_ch * 8 + q;
+                        b_tile[st][r][cp_col + q] = if b_row_in[l] && gk < k {
+                            b[b_row_at[l] + gk]
+                        } else {
+                            0.0
+                        };
                     }
                 }
             }
@@ -145,18 +184,14 @@ pub fn gemm_f16<
             for kk in 0..BK / 16 {
                 #[unroll]
                 for i in 0..WARP / 16 {
-                    let r = wm0 + i * 16 + lane % 16;
-                    let ch = kk * 2 + lane / 16;
-                    let col = (ch ^ (r / (64 / BK) % (BK / 8))) * 8;
-                    ldmatrix_x4(&mut a_frag[i], &a_tile[s][r][col]);
+                    let col = (kk * 2 ^ a_ld_x) * 8;
+                    ldmatrix_x4(&mut a_frag[i], &a_tile[s][a_ld_row + i * 16][col]);
                 }
                 // One x4 load gives the two k halves of two 8-column n tiles.
                 #[unroll]
                 for j in 0..WARP / 16 {
-                    let r = wn0 + j * 16 + lane % 8 + lane / 16 * 8;
-                    let ch = kk * 2 + lane / 8 % 2;
-                    let col = (ch ^ (r / (64 / BK) % (BK / 8))) * 8;
-                    ldmatrix_x4(&mut b_pair[j], &b_tile[s][r][col]);
+                    let col = (kk * 2 ^ b_ld_x) * 8;
+                    ldmatrix_x4(&mut b_pair[j], &b_tile[s][b_ld_row + j * 16][col]);
                     b_frag[2 * j][0] = b_pair[j][0];
                     b_frag[2 * j][1] = b_pair[j][1];
                     b_frag[2 * j + 1][0] = b_pair[j][2];

@@ -37,6 +37,37 @@ pub struct Job {
     pub module: PtxModule,
 }
 
+/// Prints the PTX of one variant: `consts` is `NAME=value,..` for every const param.
+pub fn print_variant(kernel: &str, consts: &str, arch: &str) -> Result<()> {
+    let defs = warpforge_kernels::all();
+    let Some(def) = defs.iter().find(|d| d.ir.name == kernel) else {
+        let names: Vec<&str> = defs.iter().map(|d| d.ir.name.as_str()).collect();
+        bail!("no stock kernel is named `{kernel}`: the kernels are {}", names.join(", "));
+    };
+    let Some(arch) = Arch::from_name(arch) else {
+        bail!("unknown arch `{arch}`: use sm_70, sm_80 or sm_90");
+    };
+    let given: BTreeMap<&str, &str> = consts
+        .split(',')
+        .filter(|part| !part.is_empty())
+        .map(|part| part.split_once('=').with_context(|| format!("`{part}` is not NAME=value")))
+        .collect::<Result<_>>()?;
+    let mut values = Vec::new();
+    for param in &def.ir.const_params {
+        let Some(text) = given.get(param.name.as_str()) else {
+            bail!("give a value for every const param of `{kernel}`: `{}` is missing", param.name);
+        };
+        values.push(match *text {
+            "true" => 1,
+            "false" => 0,
+            number => number.parse().with_context(|| format!("`{}={number}` is not an integer", param.name))?,
+        });
+    }
+    let module = warpforge_codegen::compile_ptx(def, &values, arch)?;
+    print!("{}", module.text);
+    Ok(())
+}
+
 /// `<kernel>/<arch>/<kernel>.BM=64.BN=128.ptx`: readable, stable, one file per variant.
 fn ptx_path(def: &KernelDef, consts: &[i64], arch: Arch) -> PathBuf {
     let mut file = def.ir.name.clone();

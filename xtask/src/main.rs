@@ -59,6 +59,20 @@ enum Task {
     /// and copies them into gpu-bundle/ with run.sh, which a GPU machine runs
     /// from the repository root.
     GpuBundle,
+    /// Print the PTX of one variant of a stock kernel
+    ///
+    /// `cargo xtask ptx gemm_f16 BM=128,BN=128,BK=64,WARP=64,STAGES=3,ALIGNED=true
+    /// --arch sm_90`: every const param by name (bools as true/false).
+    Ptx {
+        /// The kernel's name
+        kernel: String,
+        /// `NAME=value` for every const param, comma-separated (empty for none)
+        #[arg(default_value = "")]
+        consts: String,
+        /// The target architecture
+        #[arg(long, default_value = "sm_90")]
+        arch: String,
+    },
     /// Find (or install) ptxas and print its path and version
     ///
     /// Uses $PTXAS if set, else a CUDA 12.x `ptxas` on PATH, else the one
@@ -83,6 +97,11 @@ fn main() -> ExitCode {
         })),
         Task::GpuBundle => done(gpu_bundle::build(&repo)),
         Task::Ptxas => done(find_ptxas(&repo).map(|_| ())),
+        Task::Ptx {
+            kernel,
+            consts,
+            arch,
+        } => done(build_ptx::print_variant(&kernel, &consts, &arch)),
     };
     match result {
         Ok(code) => code,

@@ -22,9 +22,19 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = bench_gemm_f16(&rt, 8192)
-        .and_then(|()| bench_gemm_f32(&rt, 4096))
-        .and_then(|ptx_ms| bench_gemm_f32_wgpu(4096, ptx_ms));
+    // `--only PATTERN`: only the f16 variants whose `Consts` debug text holds
+    // PATTERN (for profilers), and nothing else.
+    let args: Vec<String> = std::env::args().collect();
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1));
+    let result = match only {
+        Some(pattern) => bench_gemm_f16(&rt, 8192, pattern),
+        None => bench_gemm_f16(&rt, 8192, "")
+            .and_then(|()| bench_gemm_f32(&rt, 4096))
+            .and_then(|ptx_ms| bench_gemm_f32_wgpu(4096, ptx_ms)),
+    };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -172,7 +182,11 @@ fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<f32, Box<dyn std::error::
 
 /// Every `ALIGNED` variant of the f16 Tensor Core GEMM at `size`^3 (A
 /// row-major, B column-major), then the best per pipeline depth.
-fn bench_gemm_f16(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn bench_gemm_f16(
+    rt: &Runtime,
+    size: usize,
+    only: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
     let mut inputs = Inputs::new(run_seed());
     let mut halves = |n: usize| -> Vec<f16> { inputs.f32s(n).into_iter().map(f16::from_f32).collect() };
     let a = rt.upload(&halves(size * size))?;
@@ -181,7 +195,10 @@ fn bench_gemm_f16(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::E
     let s = size as u32;
     println!("\ngemm_f16 {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
     let mut results = Vec::new();
-    for consts in gemm_tc::gemm_f16::variants().into_iter().filter(|c| c.ALIGNED) {
+    let chosen = gemm_tc::gemm_f16::variants()
+        .into_iter()
+        .filter(|c| c.ALIGNED && format!("{c:?}").contains(only));
+    for consts in chosen {
         let ms = median_ms(rt, 2, 10, |rt| {
             gemm_tc::gemm_f16_with(rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
         })?;
