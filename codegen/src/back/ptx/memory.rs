@@ -4,8 +4,12 @@
 //! Global addresses are the slice's global-window pointer (converted once at
 //! entry) plus `index * size` (`mul.wide` from 32-bit indices). Shared
 //! addresses are 32-bit offsets into the one dynamic block, from the
-//! array's offset plus the row-major flattened index; literal parts of an
-//! index fold into the instruction's immediate offset.
+//! array's offset plus the row-major flattened index; literal indices and
+//! literal addends of indices (`r + 16`) fold into the instruction's
+//! immediate offset, so that accesses that differ by constants share one
+//! address register. (Shared addresses are 32-bit, so the fold is exact
+//! even when a sum wraps; a global index is widened to 64 bits after its
+//! 32-bit sum, so there it is not.)
 //!
 //! Indices are not bounds-checked on the device (as in CUDA C): guard
 //! accesses with `if i < x.len()`.
@@ -15,7 +19,7 @@ use std::fmt;
 use super::features::Feature;
 use super::function::{arith, is_half, mem_type, Emitter, Operand, ParamRegs};
 use super::regs::Reg;
-use crate::ir::{AtomicOp, Expr, ParamType, Place, Scalar, Space};
+use crate::ir::{AtomicOp, BinaryOp, Expr, ExprKind, ParamType, Place, Scalar, Space};
 use crate::Error;
 
 /// A memory operand: `[base+offset]` in a state space.
@@ -130,9 +134,11 @@ impl Emitter<'_> {
                 let mut dynamic: Option<Reg> = None;
                 let mut stride = size as i64;
                 for (index, dim) in indices.iter().zip(&dims).rev() {
-                    match index.as_int() {
-                        Some(i) => offset += i * stride,
-                        None => {
+                    let (index, constant) = split_constant(index);
+                    offset += constant * stride;
+                    match index {
+                        None => {}
+                        Some(index) => {
                             let i = self.index32(index)?;
                             let acc = self.fresh(Scalar::U32);
                             match dynamic {
@@ -275,4 +281,26 @@ impl Emitter<'_> {
         }
         Ok(Operand::Reg(old))
     }
+}
+
+/// `x + c` as (`x`, `c`) for a nonnegative literal `c`, through nested sums
+/// (`x + 16 + 8` is (`x`, 24)); a literal alone is (`None`, value).
+fn split_constant(index: &Expr) -> (Option<&Expr>, i64) {
+    if let Some(v) = index.as_int() {
+        return (None, v);
+    }
+    if let ExprKind::Binary(BinaryOp::Add, a, b) = &index.kind {
+        match (a.as_int(), b.as_int()) {
+            (_, Some(c)) if c >= 0 => {
+                let (x, more) = split_constant(a);
+                return (x, more + c);
+            }
+            (Some(c), _) if c >= 0 => {
+                let (x, more) = split_constant(b);
+                return (x, more + c);
+            }
+            _ => {}
+        }
+    }
+    (Some(index), 0)
 }
