@@ -12,8 +12,9 @@
 //!
 //! Inside: `scalar` ([`DeviceScalar`]), `device` ([`DeviceInfo`]), `buffer`
 //! ([`DeviceBuffer`], [`KernelArg`], [`Grid`]), `gemm` ([`MatrixLayout`],
-//! [`GemmPrecision`]: a GEMM's operands, for cuBLAS, kernels and tests), `validate` (the checks that
-//! need no GPU), `variants` (the compiled-variant cache both backends use),
+//! [`GemmPrecision`]: a GEMM's operands, for cuBLAS, kernels and tests),
+//! `validate` (the checks that need no GPU), `variants` (the
+//! compiled-variant cache both backends use),
 //! `runtime` ([`Runtime`]), and the backends `cuda` (context, module cache,
 //! launches, timing, cuBLAS) and `wgpu` (adapter, storage buffers, pipelines,
 //! launches in the WGSL backend's ABI).

@@ -288,6 +288,17 @@ mod tests {
         out
     }
 
+    /// How a device computes one precision, for [`device_gemm`].
+    struct Emulation {
+        precision: GemmPrecision,
+        /// Makes an f32 a value of the input type (the reference sees this).
+        input_type: fn(f32) -> f32,
+        /// What the device does to the inputs before multiplying.
+        device_rounding: fn(f32) -> f32,
+        fused: bool,
+        output: fn(f32) -> f64,
+    }
+
     fn widen(x: &[f32]) -> Vec<f64> {
         x.iter().map(|&v| f64::from(v)).collect()
     }
@@ -302,43 +313,54 @@ mod tests {
         let to_bf16 = |v: f32| bf16::from_f32(v).to_f32();
         let truncate_to_tf32 = |v: f32| f32::from_bits(v.to_bits() & !0x1fff);
         let spec = GemmSpec::new(m, n, k);
-        let cases: [(
-            GemmPrecision,
-            fn(f32) -> f32,
-            fn(f32) -> f32,
-            bool,
-            fn(f32) -> f64,
-        ); 5] = [
-            (
-                GemmPrecision::F16,
-                to_f16,
-                |v| v,
-                false,
-                |v| f16::from_f32(v).to_f64(),
-            ),
-            (
-                GemmPrecision::Bf16,
-                to_bf16,
-                |v| v,
-                false,
-                |v| bf16::from_f32(v).to_f64(),
-            ),
+        let identity = |v: f32| v;
+        let cases = [
+            Emulation {
+                precision: GemmPrecision::F16,
+                input_type: to_f16,
+                device_rounding: identity,
+                fused: false,
+                output: |v| f16::from_f32(v).to_f64(),
+            },
+            Emulation {
+                precision: GemmPrecision::Bf16,
+                input_type: to_bf16,
+                device_rounding: identity,
+                fused: false,
+                output: |v| bf16::from_f32(v).to_f64(),
+            },
             // tf32: the reference keeps the f32 inputs, the device rounds them.
-            (GemmPrecision::Tf32, |v| v, round_to_tf32, false, f64::from),
-            (
-                GemmPrecision::Tf32,
-                |v| v,
-                truncate_to_tf32,
-                false,
-                f64::from,
-            ),
-            (GemmPrecision::F32, |v| v, |v| v, true, f64::from),
+            Emulation {
+                precision: GemmPrecision::Tf32,
+                input_type: identity,
+                device_rounding: round_to_tf32,
+                fused: false,
+                output: f64::from,
+            },
+            Emulation {
+                precision: GemmPrecision::Tf32,
+                input_type: identity,
+                device_rounding: truncate_to_tf32,
+                fused: false,
+                output: f64::from,
+            },
+            Emulation {
+                precision: GemmPrecision::F32,
+                input_type: identity,
+                device_rounding: identity,
+                fused: true,
+                output: f64::from,
+            },
         ];
-        for (precision, input_type, device_rounding, fused, output) in cases {
-            let (a, b) = (round(&a, input_type), round(&b, input_type));
+        for case in cases {
+            let precision = case.precision;
+            let (a, b) = (round(&a, case.input_type), round(&b, case.input_type));
             let reference = gemm_general(&spec, &widen(&a), &widen(&b), None, None);
-            let (da, db) = (round(&a, device_rounding), round(&b, device_rounding));
-            let out = device_gemm(&da, &db, dims, fused, output);
+            let (da, db) = (
+                round(&a, case.device_rounding),
+                round(&b, case.device_rounding),
+            );
+            let out = device_gemm(&da, &db, dims, case.fused, case.output);
             let check = check_gemm(&out, &reference, &tolerance(precision, k));
             assert!(check.passes(), "{precision}: {check}");
             // The bound is not vacuous: the worst element used part of it.

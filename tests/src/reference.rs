@@ -195,7 +195,9 @@ pub struct GemmReference {
 /// absent); `bias` holds n values. Sums run in f64 on every core, exact for
 /// i8 inputs and far below any device rounding for the others.
 ///
-/// Panics when a slice is shorter than the spec says (a bug in the test).
+/// A and B strides may overlap (0 shares one matrix between batches); C's
+/// may not. Panics when a slice is shorter than the spec says, batches of C
+/// overlap or beta needs a missing C (bugs in the test).
 pub fn gemm_general(
     spec: &GemmSpec,
     a: &[f64],
@@ -224,6 +226,12 @@ pub fn gemm_general(
             spec.c_len()
         );
     }
+    assert!(
+        spec.batch.count <= 1 || spec.batch.stride_c >= m * n,
+        "C's batches overlap: stride_c is {} and each C holds {} elements",
+        spec.batch.stride_c,
+        m * n
+    );
     assert!(
         spec.beta == 0.0 || c.is_some(),
         "beta is {} and no initial C was given",
@@ -414,7 +422,7 @@ mod tests {
                     let mut written = vec![false; spec.c_len()];
                     for batch_index in 0..3 {
                         for i in 0..m {
-                            for j in 0..n {
+                            for (j, &bias_j) in bias.iter().enumerate() {
                                 let at = batch_index * batch.stride_c + i * n + j;
                                 written[at] = true;
                                 let (mut sum, mut magnitude) = (0.0, 0.0);
@@ -436,14 +444,14 @@ mod tests {
                                     sum += a_ip * b_pj;
                                     magnitude += (a_ip * b_pj).abs();
                                 }
-                                let pre = 2.0 * sum - 0.5 * c[at] + bias[j];
+                                let pre = 2.0 * sum - 0.5 * c[at] + bias_j;
                                 let what = format!("{a_layout} A, {b_layout} B, {activation:?}, batch {batch_index} ({i}, {j})");
                                 assert!(
                                     (out.values[at] - activation.apply(pre)).abs() < 1e-12,
                                     "{what}"
                                 );
                                 let want_magnitude =
-                                    2.0 * magnitude + 0.5 * c[at].abs() + bias[j].abs();
+                                    2.0 * magnitude + 0.5 * c[at].abs() + bias_j.abs();
                                 assert!(
                                     (out.magnitudes[at] - want_magnitude).abs() < 1e-12,
                                     "{what}"
