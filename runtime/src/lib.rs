@@ -11,8 +11,10 @@
 //! GPU) and launches it.
 //!
 //! Inside: `scalar` ([`DeviceScalar`]), `device` ([`DeviceInfo`]), `buffer`
-//! ([`DeviceBuffer`], [`KernelArg`], [`Grid`]), `validate` (the checks that
-//! need no GPU), `variants` (the compiled-variant cache both backends use),
+//! ([`DeviceBuffer`], [`KernelArg`], [`Grid`]), `gemm` ([`MatrixLayout`],
+//! [`GemmPrecision`]: a GEMM's operands, for cuBLAS, kernels and tests),
+//! `validate` (the checks that need no GPU), `variants` (the
+//! compiled-variant cache both backends use),
 //! `runtime` ([`Runtime`]), and the backends `cuda` (context, module cache,
 //! launches, timing, cuBLAS) and `wgpu` (adapter, storage buffers, pipelines,
 //! launches in the WGSL backend's ABI).
@@ -21,6 +23,7 @@ mod buffer;
 mod cuda;
 mod device;
 mod error;
+mod gemm;
 mod runtime;
 mod scalar;
 mod validate;
@@ -35,6 +38,7 @@ pub use warpforge_codegen::KernelDef;
 pub use buffer::{ArgInfo, DeviceBuffer, Grid, KernelArg};
 pub use device::{BackendKind, DeviceBackend, DeviceInfo, WgpuDeviceInfo};
 pub use error::Error;
+pub use gemm::{GemmPrecision, MatrixLayout};
 pub use runtime::Runtime;
 pub use scalar::DeviceScalar;
 pub use validate::{select_arch, validate_launch, LaunchDims, VariantFacts};

@@ -8,6 +8,7 @@ use warpforge_codegen::KernelDef;
 use crate::buffer::{check_new_buffer, DeviceBuffer, Grid, KernelArg, Memory};
 use crate::cuda::CudaBackend;
 use crate::device::{BackendKind, DeviceInfo};
+use crate::gemm::{GemmPrecision, MatrixLayout};
 use crate::scalar::DeviceScalar;
 use crate::wgpu::WgpuBackend;
 use crate::Error;
@@ -174,9 +175,50 @@ impl Runtime {
         self.cuda_backend("GPU timing")?.time_ms(|| work(self))
     }
 
-    /// Row-major `c[m x n] = a[m x k] * b[k x n]` in f32 with cuBLAS, on the
-    /// runtime's stream (the reference for benchmarks). Default math mode:
-    /// full f32, no TF32. CUDA only.
+    /// Row-major `c (m x n) = a (m x k) * b (k x n)` with cuBLAS, on the
+    /// runtime's stream: the reference for the GEMM kernels' tests and
+    /// benchmarks. CUDA only.
+    ///
+    /// `dims` is `(m, n, k)`; `layouts` gives how `a` and `b` lie in their
+    /// buffers (C is always row-major); alpha is 1 and beta 0. `precision`
+    /// fixes the element types, which the buffers must have, and the
+    /// arithmetic (all through `cublasGemmEx`, and f32 sums throughout: the
+    /// handle disallows reduced-precision split-k reductions):
+    ///
+    /// | precision | A, B | C | cuBLAS compute type |
+    /// | --- | --- | --- | --- |
+    /// | `F16` | f16 | f16 | `CUBLAS_COMPUTE_32F` |
+    /// | `Bf16` | bf16 | bf16 | `CUBLAS_COMPUTE_32F` |
+    /// | `Tf32` | f32 | f32 | `CUBLAS_COMPUTE_32F_FAST_TF32` (inputs rounded to tf32) |
+    /// | `I8` | i8 | i32 | `CUBLAS_COMPUTE_32I` |
+    /// | `F32` | f32 | f32 | `CUBLAS_COMPUTE_32F` (default math: no TF32) |
+    ///
+    /// `I8` takes only cuBLAS's integer Tensor Core form: A row-major, B
+    /// column-major, n and k multiples of 4; other calls are refused with
+    /// what to change. Buffer lengths shorter than the matrices, element
+    /// types other than the precision's, dimensions past `i32::MAX` and
+    /// buffers of another runtime are refused before cuBLAS sees them.
+    pub fn cublas_gemm<I: DeviceScalar, O: DeviceScalar>(
+        &self,
+        precision: GemmPrecision,
+        dims: (usize, usize, usize),
+        layouts: (MatrixLayout, MatrixLayout),
+        a: &DeviceBuffer<I>,
+        b: &DeviceBuffer<I>,
+        c: &mut DeviceBuffer<O>,
+    ) -> Result<(), Error> {
+        let cuda = self.cuda_backend("cuBLAS")?;
+        match (&a.memory, &b.memory, &mut c.memory) {
+            (Memory::Cuda(a), Memory::Cuda(b), Memory::Cuda(c)) => {
+                cuda.gemm(precision, dims, layouts, a, b, c)
+            }
+            _ => Err(self.foreign_buffer("a cuBLAS operand")),
+        }
+    }
+
+    /// Row-major `c[m x n] = a[m x k] * b[k x n]` in plain f32 with cuBLAS:
+    /// [`Runtime::cublas_gemm`] in [`GemmPrecision::F32`] with row-major
+    /// operands. CUDA only.
     pub fn cublas_sgemm(
         &self,
         m: usize,
@@ -186,11 +228,8 @@ impl Runtime {
         b: &DeviceBuffer<f32>,
         c: &mut DeviceBuffer<f32>,
     ) -> Result<(), Error> {
-        let cuda = self.cuda_backend("cuBLAS")?;
-        match (&a.memory, &b.memory, &mut c.memory) {
-            (Memory::Cuda(a), Memory::Cuda(b), Memory::Cuda(c)) => cuda.sgemm((m, n, k), a, b, c),
-            _ => Err(self.foreign_buffer("a cuBLAS operand")),
-        }
+        let row_major = (MatrixLayout::RowMajor, MatrixLayout::RowMajor);
+        self.cublas_gemm(GemmPrecision::F32, (m, n, k), row_major, a, b, c)
     }
 
     /// The CUDA stream all work goes to, for calling CUDA libraries in order

@@ -2,6 +2,10 @@
 
 use std::fmt;
 
+use warpforge::GemmPrecision;
+
+use crate::reference::{Activation, GemmReference};
+
 /// How far a device result is from its reference.
 #[derive(Clone, Copy, Debug)]
 pub struct Deviation {
@@ -61,5 +65,467 @@ impl Deviation {
     /// Within `tolerance` (relative L2) and no unwritten or non-finite element.
     pub fn passes(&self, tolerance: f64) -> bool {
         self.non_finite == 0 && self.rel_l2 <= tolerance
+    }
+}
+
+/// How far a GEMM's output may be from its float64 reference, element by
+/// element: a worst-case rounding-error bound, so a correct kernel never
+/// fails it whatever the inputs, and a wrong one fails as soon as an error
+/// outgrows what rounding can explain.
+///
+/// For an output element, with `magnitude` = `|alpha| sum_p |a_ip b_pj| +
+/// |beta c_ij| + |bias_j|` ([`GemmReference::magnitudes`]) and `n = k + 3`
+/// roundings on the way (k products summed, alpha, beta C, bias), the
+/// allowed error before the activation is
+///
+/// `e = (gamma_n(u) + input) * magnitude + n * 2^-150`,
+/// `gamma_n(u) = n u / (1 - n u)` (Higham, *Accuracy and Stability of
+/// Numerical Algorithms*, 3.1; it holds for any summation order, so for
+/// split-k and tree reductions too), where
+/// - `u` is the accumulation's unit roundoff: 2^-24 for f32 fused
+///   multiply-adds (`F32`), and 2^-23 on the Tensor Cores (`F16`, `Bf16`,
+///   `Tf32`), whose adders may truncate instead of rounding (Fasi, Higham,
+///   Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores",
+///   2021); f16, bf16 and tf32 products are exact in f32;
+/// - `input` is the rounding of the inputs: 0, except for `Tf32`, where each
+///   of a and b may move by one tf32 unit in the last place (2^-10 relative:
+///   `cvt.rna` moves it by at most half of that, truncation by all of it), so
+///   each product by `2 * 2^-10 + 2^-20` relative;
+/// - `n * 2^-150` covers f32 underflow.
+///
+/// The activation multiplies `e` by its largest slope and, for GELU, adds
+/// `2^-10 * magnitude` for evaluating it in f32 (`tanh.approx.f32` is off by
+/// less than 2^-10; 0.5 |x| of that, plus f32 roundings). Finally the output
+/// rounds to its type: `u_out * (|value| + e)` plus half the smallest
+/// subnormal, with `u_out` 2^-11 for f16, 2^-8 for bf16, 2^-24 for f32.
+/// `I8` sums are exact in i32, so its allowed error is 0.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmTolerance {
+    pub precision: GemmPrecision,
+    /// The length of each dot product.
+    pub k: usize,
+    pub activation: Activation,
+}
+
+impl GemmTolerance {
+    /// The allowed `|computed - reference|` for an element with reference
+    /// value `value` (after the activation) and `magnitude` (before it).
+    pub fn allowed_error(&self, magnitude: f64, value: f64) -> f64 {
+        let (accumulation_unit, input_rounding, output_unit, output_subnormal) =
+            match self.precision {
+                GemmPrecision::I8 => return 0.0,
+                GemmPrecision::F32 => (EPS_F32 / 2.0, 0.0, EPS_F32 / 2.0, F32_MIN_SUBNORMAL),
+                GemmPrecision::Tf32 => (
+                    EPS_F32,
+                    2.0 * TF32_UNIT + TF32_UNIT * TF32_UNIT,
+                    EPS_F32 / 2.0,
+                    F32_MIN_SUBNORMAL,
+                ),
+                GemmPrecision::F16 => (EPS_F32, 0.0, EPS_F16 / 2.0, F16_MIN_SUBNORMAL),
+                GemmPrecision::Bf16 => (EPS_F32, 0.0, EPS_BF16 / 2.0, BF16_MIN_SUBNORMAL),
+            };
+        let roundings = (self.k + 3) as f64;
+        let nu = roundings * accumulation_unit;
+        let gamma = nu / (1.0 - nu);
+        let before_activation =
+            (gamma + input_rounding) * magnitude + roundings * F32_MIN_SUBNORMAL;
+        let evaluation = match self.activation {
+            Activation::GeluTanh => GELU_EVALUATION * magnitude,
+            Activation::Identity | Activation::Relu => 0.0,
+        };
+        let activated = self.activation.max_slope() * before_activation + evaluation;
+        activated + output_unit * (value.abs() + activated) + output_subnormal / 2.0
+    }
+}
+
+/// The machine epsilons (one unit in the last place of 1) and smallest
+/// subnormals of the output types, and tf32's relative unit (2^-10).
+const EPS_F32: f64 = f32::EPSILON as f64;
+const EPS_F16: f64 = 1.0 / 1024.0;
+const EPS_BF16: f64 = 1.0 / 128.0;
+const TF32_UNIT: f64 = 1.0 / 1024.0;
+/// The relative error of GELU evaluated in f32, `tanh.approx.f32` included.
+const GELU_EVALUATION: f64 = 1.0 / 1024.0;
+const F32_MIN_SUBNORMAL: f64 = 1.401_298_464_324_817e-45;
+const F16_MIN_SUBNORMAL: f64 = 5.960_464_477_539_063e-8;
+const BF16_MIN_SUBNORMAL: f64 = 9.183_549_615_799_121e-41;
+
+/// How a GEMM's output compares with its reference under a [`GemmTolerance`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmCheck {
+    pub elements: usize,
+    /// Elements past their allowed error, or NaN or infinite where the
+    /// reference is not.
+    pub failures: usize,
+    /// The element furthest past (or closest to) its allowed error.
+    pub worst: Option<ElementError>,
+}
+
+/// One output element against its reference.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ElementError {
+    /// Its index in C's buffer.
+    pub index: usize,
+    pub got: f64,
+    pub want: f64,
+    pub allowed: f64,
+}
+
+impl ElementError {
+    /// `|got - want| - allowed`: positive past the bound, infinite for a
+    /// NaN or infinity where a finite value belongs.
+    fn excess(&self) -> f64 {
+        if self.got == self.want || (self.got.is_nan() && self.want.is_nan()) {
+            -self.allowed
+        } else if !self.got.is_finite() || !self.want.is_finite() {
+            f64::INFINITY
+        } else {
+            (self.got - self.want).abs() - self.allowed
+        }
+    }
+}
+
+impl GemmCheck {
+    pub fn passes(&self) -> bool {
+        self.failures == 0
+    }
+}
+
+impl fmt::Display for GemmCheck {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} of {} elements past their bound",
+            self.failures, self.elements
+        )?;
+        if let Some(worst) = self.worst {
+            write!(
+                f,
+                "; worst at {}: got {:e}, want {:e}, allowed error {:.2e}",
+                worst.index, worst.got, worst.want, worst.allowed
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Compares a GEMM's output (C's whole buffer, widened to f64) with its
+/// reference, element by element, under `tolerance`.
+pub fn check_gemm(out: &[f64], reference: &GemmReference, tolerance: &GemmTolerance) -> GemmCheck {
+    assert_eq!(
+        out.len(),
+        reference.values.len(),
+        "result and reference lengths differ"
+    );
+    let mut check = GemmCheck {
+        elements: out.len(),
+        failures: 0,
+        worst: None,
+    };
+    for (index, ((&got, &want), &magnitude)) in out
+        .iter()
+        .zip(&reference.values)
+        .zip(&reference.magnitudes)
+        .enumerate()
+    {
+        let element = ElementError {
+            index,
+            got,
+            want,
+            allowed: tolerance.allowed_error(magnitude, want),
+        };
+        let excess = element.excess();
+        if excess > 0.0 {
+            check.failures += 1;
+        }
+        if check.worst.is_none_or(|worst| excess > worst.excess()) {
+            check.worst = Some(element);
+        }
+    }
+    check
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reference::{gemm_general, round_to_tf32, GemmSpec};
+    use crate::Inputs;
+    use warpforge::{bf16, f16};
+
+    fn tolerance(precision: GemmPrecision, k: usize) -> GemmTolerance {
+        GemmTolerance {
+            precision,
+            k,
+            activation: Activation::Identity,
+        }
+    }
+
+    /// A row-major `m x n x k` GEMM as a device computes it: products of the
+    /// (already rounded) inputs summed in f32 one after another, fused for
+    /// `F32`, then the output rounded by `round_output`.
+    fn device_gemm(
+        a: &[f32],
+        b: &[f32],
+        (m, n, k): (usize, usize, usize),
+        fused: bool,
+        round_output: impl Fn(f32) -> f64,
+    ) -> Vec<f64> {
+        let mut out = Vec::with_capacity(m * n);
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = 0.0f32;
+                for p in 0..k {
+                    let (x, y) = (a[i * k + p], b[p * n + j]);
+                    acc = if fused {
+                        x.mul_add(y, acc)
+                    } else {
+                        acc + x * y
+                    };
+                }
+                out.push(round_output(acc));
+            }
+        }
+        out
+    }
+
+    /// How a device computes one precision, for [`device_gemm`].
+    struct Emulation {
+        precision: GemmPrecision,
+        /// Makes an f32 a value of the input type (the reference sees this).
+        input_type: fn(f32) -> f32,
+        /// What the device does to the inputs before multiplying.
+        device_rounding: fn(f32) -> f32,
+        fused: bool,
+        output: fn(f32) -> f64,
+    }
+
+    fn widen(x: &[f32]) -> Vec<f64> {
+        x.iter().map(|&v| f64::from(v)).collect()
+    }
+
+    #[test]
+    fn emulated_device_results_pass_in_every_float_precision() {
+        let dims @ (m, n, k) = (9, 7, 1000);
+        let mut inputs = Inputs::new(5);
+        let (a, b) = (inputs.f32s(m * k), inputs.f32s(k * n));
+        let round = |x: &[f32], to: fn(f32) -> f32| x.iter().map(|&v| to(v)).collect::<Vec<f32>>();
+        let to_f16 = |v: f32| f16::from_f32(v).to_f32();
+        let to_bf16 = |v: f32| bf16::from_f32(v).to_f32();
+        let truncate_to_tf32 = |v: f32| f32::from_bits(v.to_bits() & !0x1fff);
+        let spec = GemmSpec::new(m, n, k);
+        let identity = |v: f32| v;
+        let cases = [
+            Emulation {
+                precision: GemmPrecision::F16,
+                input_type: to_f16,
+                device_rounding: identity,
+                fused: false,
+                output: |v| f16::from_f32(v).to_f64(),
+            },
+            Emulation {
+                precision: GemmPrecision::Bf16,
+                input_type: to_bf16,
+                device_rounding: identity,
+                fused: false,
+                output: |v| bf16::from_f32(v).to_f64(),
+            },
+            // tf32: the reference keeps the f32 inputs, the device rounds them.
+            Emulation {
+                precision: GemmPrecision::Tf32,
+                input_type: identity,
+                device_rounding: round_to_tf32,
+                fused: false,
+                output: f64::from,
+            },
+            Emulation {
+                precision: GemmPrecision::Tf32,
+                input_type: identity,
+                device_rounding: truncate_to_tf32,
+                fused: false,
+                output: f64::from,
+            },
+            Emulation {
+                precision: GemmPrecision::F32,
+                input_type: identity,
+                device_rounding: identity,
+                fused: true,
+                output: f64::from,
+            },
+        ];
+        for case in cases {
+            let precision = case.precision;
+            let (a, b) = (round(&a, case.input_type), round(&b, case.input_type));
+            let reference = gemm_general(&spec, &widen(&a), &widen(&b), None, None);
+            let (da, db) = (
+                round(&a, case.device_rounding),
+                round(&b, case.device_rounding),
+            );
+            let out = device_gemm(&da, &db, dims, case.fused, case.output);
+            let check = check_gemm(&out, &reference, &tolerance(precision, k));
+            assert!(check.passes(), "{precision}: {check}");
+            // The bound is not vacuous: the worst element used part of it.
+            let worst = check.worst.unwrap();
+            assert!((worst.got - worst.want).abs() > 0.0, "{precision}: {check}");
+        }
+        // Summing in f16 instead of f32 is caught.
+        let (a, b) = (round(&a, to_f16), round(&b, to_f16));
+        let reference = gemm_general(&spec, &widen(&a), &widen(&b), None, None);
+        let mut out = Vec::with_capacity(m * n);
+        for i in 0..m {
+            for j in 0..n {
+                let sum = (0..k).fold(f16::ZERO, |acc, p| {
+                    f16::from_f32(acc.to_f32() + a[i * k + p] * b[p * n + j])
+                });
+                out.push(sum.to_f64());
+            }
+        }
+        let check = check_gemm(&out, &reference, &tolerance(GemmPrecision::F16, k));
+        assert!(!check.passes(), "{check}");
+    }
+
+    /// One product `a * b` with k = 1 and its bound.
+    fn single_product(precision: GemmPrecision, a: f64, b: f64) -> (GemmReference, GemmTolerance) {
+        let reference = gemm_general(&GemmSpec::new(1, 1, 1), &[a], &[b], None, None);
+        (reference, tolerance(precision, 1))
+    }
+
+    fn passes(out: f64, reference: &GemmReference, tolerance: &GemmTolerance) -> bool {
+        check_gemm(&[out], reference, tolerance).passes()
+    }
+
+    #[test]
+    fn one_output_ulp_off_fails_in_f16_and_bf16() {
+        let x = 1.5f64;
+        let (reference, f16_bound) = single_product(GemmPrecision::F16, 1.0, x);
+        assert!(passes(x, &reference, &f16_bound));
+        let next_f16 = f16::from_bits(f16::from_f64(x).to_bits() + 1).to_f64();
+        assert!(!passes(next_f16, &reference, &f16_bound));
+        let (reference, bf16_bound) = single_product(GemmPrecision::Bf16, 1.0, x);
+        assert!(passes(x, &reference, &bf16_bound));
+        let previous_bf16 = bf16::from_bits(bf16::from_f64(x).to_bits() - 1).to_f64();
+        assert!(!passes(previous_bf16, &reference, &bf16_bound));
+        // The exact value 1 + 2^-11 + 2^-12 rounded to f16 (1 + 2^-10) passes, 1 fails.
+        let (reference, f16_bound) = single_product(
+            GemmPrecision::F16,
+            1.0 + 2f64.powi(-11),
+            1.0 + 2f64.powi(-12),
+        );
+        assert!(passes(1.0 + 2f64.powi(-10), &reference, &f16_bound));
+        assert!(!passes(1.0, &reference, &f16_bound));
+    }
+
+    #[test]
+    fn tf32_allows_input_rounding_and_no_more() {
+        // Neither input is a tf32 value; each rounds up to 1 + 2^-10.
+        let a = 1.0 + 3.0 * 2f64.powi(-12);
+        let (reference, bound) = single_product(GemmPrecision::Tf32, a, a);
+        let rounded = f64::from(round_to_tf32(a as f32));
+        assert_eq!(rounded, 1.0 + 2f64.powi(-10));
+        assert!(passes(rounded * rounded, &reference, &bound));
+        let truncated = 1.0f64;
+        assert!(passes(truncated * truncated, &reference, &bound));
+        // Both inputs two tf32 units off is more than rounding explains.
+        let far = a + 2.0 * 2f64.powi(-10);
+        assert!(!passes(far * far, &reference, &bound));
+        // f32 allows far less for the same product: the rounded product fails.
+        let (reference, f32_bound) = single_product(GemmPrecision::F32, a, a);
+        assert!(!passes(rounded * rounded, &reference, &f32_bound));
+        assert!(passes(
+            f64::from((a as f32) * (a as f32)),
+            &reference,
+            &f32_bound
+        ));
+    }
+
+    #[test]
+    fn f32_allows_a_few_ulps_per_product_and_rounding() {
+        // k = 1: gamma_4 (3 ulps at 1.5) plus the output rounding (0.75 ulp).
+        let x = 1.5f64;
+        let (reference, bound) = single_product(GemmPrecision::F32, 1.0, x);
+        let ulp = f64::from(f32::EPSILON);
+        assert!(passes(x + 3.0 * ulp, &reference, &bound));
+        assert!(!passes(x + 4.0 * ulp, &reference, &bound));
+        // The bound grows with k and with the magnitude, not with the value.
+        let bound_at =
+            |k, magnitude| tolerance(GemmPrecision::F32, k).allowed_error(magnitude, 0.0);
+        assert!(bound_at(1000, 1.0) > 100.0 * bound_at(1, 1.0));
+        assert!((bound_at(10, 8.0) / bound_at(10, 1.0) - 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn int8_products_must_be_exact() {
+        let spec = GemmSpec::new(2, 2, 3);
+        let a = [-128.0, 127.0, 5.0, 1.0, -1.0, 0.0];
+        let b = [127.0, -128.0, -128.0, 127.0, 3.0, 3.0];
+        let reference = gemm_general(&spec, &a, &b, None, None);
+        let bound = tolerance(GemmPrecision::I8, 3);
+        assert_eq!(bound.allowed_error(1e6, 1e6), 0.0);
+        let mut out = reference.values.clone();
+        assert!(check_gemm(&out, &reference, &bound).passes());
+        out[3] += 1.0;
+        let check = check_gemm(&out, &reference, &bound);
+        assert_eq!(check.failures, 1);
+        assert_eq!(check.worst.unwrap().index, 3);
+        assert!(
+            check
+                .to_string()
+                .starts_with("1 of 4 elements past their bound; worst at 3"),
+            "{check}"
+        );
+    }
+
+    #[test]
+    fn non_finite_outputs_fail_unless_the_reference_has_them() {
+        let reference = GemmReference {
+            values: vec![1.0, f64::NAN, f64::INFINITY, 2.0],
+            magnitudes: vec![1.0, 1.0, 1.0, 1.0],
+        };
+        let bound = tolerance(GemmPrecision::F16, 64);
+        let check = check_gemm(&[1.0, f64::NAN, f64::INFINITY, 2.0], &reference, &bound);
+        assert!(check.passes(), "{check}");
+        let check = check_gemm(
+            &[f64::NAN, f64::NAN, 1.0, f64::INFINITY],
+            &reference,
+            &bound,
+        );
+        assert_eq!(check.failures, 3, "{check}");
+    }
+
+    #[test]
+    fn activations_widen_the_bound() {
+        let at = |activation| {
+            GemmTolerance {
+                precision: GemmPrecision::Bf16,
+                k: 256,
+                activation,
+            }
+            .allowed_error(4.0, 1.0)
+        };
+        assert_eq!(at(Activation::Identity), at(Activation::Relu));
+        assert!(at(Activation::GeluTanh) > at(Activation::Identity) + 4.0 * GELU_EVALUATION * 0.99);
+        // A GELU evaluated in f32 with a perturbed tanh passes; a larger error fails.
+        let (m, n, k) = (4, 4, 64);
+        let mut inputs = Inputs::new(9);
+        let spec = GemmSpec {
+            activation: Activation::GeluTanh,
+            ..GemmSpec::new(m, n, k)
+        };
+        let (a, b) = (widen(&inputs.f32s(m * k)), widen(&inputs.f32s(k * n)));
+        let reference = gemm_general(&spec, &a, &b, None, None);
+        let pre = gemm_general(&GemmSpec::new(m, n, k), &a, &b, None, None).values;
+        let gelu_f32 = |x: f64, tanh_error: f32| {
+            let x = x as f32;
+            let inner = (2.0f32 / std::f32::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+            f64::from(0.5 * x * (1.0 + inner.tanh() + tanh_error))
+        };
+        let bound = GemmTolerance {
+            precision: GemmPrecision::F32,
+            k,
+            activation: Activation::GeluTanh,
+        };
+        let near: Vec<f64> = pre.iter().map(|&x| gelu_f32(x, 2f32.powi(-11))).collect();
+        assert!(check_gemm(&near, &reference, &bound).passes());
+        let far: Vec<f64> = pre.iter().map(|&x| gelu_f32(x, 2f32.powi(-6))).collect();
+        assert!(!check_gemm(&far, &reference, &bound).passes());
     }
 }

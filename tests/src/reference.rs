@@ -2,6 +2,8 @@
 
 use std::thread;
 
+use warpforge::MatrixLayout;
+
 /// `a * x + y`.
 pub fn saxpy(a: f32, x: &[f32], y: &[f32]) -> Vec<f64> {
     x.iter()
@@ -35,8 +37,8 @@ pub fn softmax_rows(x: &[f32], rows: usize, cols: usize) -> Vec<f64> {
     y
 }
 
-/// `alpha * A B + beta * C` for row-major f32 matrices, accumulated in f64 on
-/// every core (the GPU tier checks shapes up to 1000^3 and larger).
+/// `alpha * A B + beta * C` for row-major f32 matrices: [`gemm_general`]
+/// with one batch and no epilogue beyond beta.
 pub fn gemm(
     a: &[f32],
     b: &[f32],
@@ -45,33 +47,532 @@ pub fn gemm(
     alpha: f64,
     beta: f64,
 ) -> Vec<f64> {
-    let mut out = vec![0.0f64; m * n];
+    let widen = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>();
+    let spec = GemmSpec {
+        alpha,
+        beta,
+        ..GemmSpec::new(m, n, k)
+    };
+    let c_in = (beta != 0.0).then(|| widen(c));
+    gemm_general(&spec, &widen(a), &widen(b), c_in.as_deref(), None).values
+}
+
+/// The elementwise function a GEMM's epilogue applies to each output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activation {
+    /// None: the output is `alpha A B + beta C + bias`.
+    Identity,
+    /// `max(x, 0)`.
+    Relu,
+    /// GELU in its tanh approximation,
+    /// `0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))`: the form of
+    /// PyTorch's `gelu(approximate="tanh")`, JAX's `jax.nn.gelu` (its
+    /// default) and the GPT-2 and BERT code. It differs from the exact
+    /// `x Phi(x)` by up to about 3e-4 (hence a name of its own).
+    GeluTanh,
+}
+
+impl Activation {
+    pub fn apply(self, x: f64) -> f64 {
+        match self {
+            Activation::Identity => x,
+            Activation::Relu => x.max(0.0),
+            Activation::GeluTanh => {
+                let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+                0.5 * x * (1.0 + inner.tanh())
+            }
+        }
+    }
+
+    /// The largest |slope| of the function: an error in its argument grows
+    /// by at most this factor. GELU's steepest point is near x = 1.42, slope
+    /// 1.1290.
+    pub fn max_slope(self) -> f64 {
+        match self {
+            Activation::Identity | Activation::Relu => 1.0,
+            Activation::GeluTanh => 1.13,
+        }
+    }
+}
+
+/// Strided batches of a GEMM: batch `i`'s A, B and C start at `i * stride_a`,
+/// `i * stride_b` and `i * stride_c` elements into their buffers (as in
+/// cuBLAS's strided-batched GEMMs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmBatch {
+    pub count: usize,
+    pub stride_a: usize,
+    pub stride_b: usize,
+    pub stride_c: usize,
+}
+
+impl GemmBatch {
+    /// `count` batches stored back to back.
+    pub fn packed(count: usize, (m, n, k): (usize, usize, usize)) -> GemmBatch {
+        GemmBatch {
+            count,
+            stride_a: m * k,
+            stride_b: k * n,
+            stride_c: m * n,
+        }
+    }
+}
+
+/// A GEMM of the Tensor Core family, for [`gemm_general`]: for each batch,
+/// `C = activation(alpha * A B + beta * C + bias)`, where A is `m x k` and B
+/// is `k x n`, each in its layout, C is `m x n` row-major, and `bias` is a
+/// row of n values added to every row of every batch (`bias[col]`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GemmSpec {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a_layout: MatrixLayout,
+    pub b_layout: MatrixLayout,
+    pub batch: GemmBatch,
+    pub alpha: f64,
+    pub beta: f64,
+    pub activation: Activation,
+}
+
+impl GemmSpec {
+    /// `C = A B` for one pair of row-major matrices; change the rest with
+    /// struct update syntax (`GemmSpec { beta: 1.0, ..GemmSpec::new(m, n, k) }`).
+    pub fn new(m: usize, n: usize, k: usize) -> GemmSpec {
+        GemmSpec {
+            m,
+            n,
+            k,
+            a_layout: MatrixLayout::RowMajor,
+            b_layout: MatrixLayout::RowMajor,
+            batch: GemmBatch::packed(1, (m, n, k)),
+            alpha: 1.0,
+            beta: 0.0,
+            activation: Activation::Identity,
+        }
+    }
+
+    /// Elements A's buffer holds: up to the end of the last batch's matrix.
+    pub fn a_len(&self) -> usize {
+        self.buffer_len(self.batch.stride_a, self.m * self.k)
+    }
+
+    pub fn b_len(&self) -> usize {
+        self.buffer_len(self.batch.stride_b, self.k * self.n)
+    }
+
+    pub fn c_len(&self) -> usize {
+        self.buffer_len(self.batch.stride_c, self.m * self.n)
+    }
+
+    fn buffer_len(&self, stride: usize, matrix: usize) -> usize {
+        match self.batch.count {
+            0 => 0,
+            count => (count - 1) * stride + matrix,
+        }
+    }
+}
+
+/// The exact result of a GEMM, in C's buffer, and for each element the
+/// scale its rounding errors grow with (see `compare::GemmTolerance`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmReference {
+    /// C after the GEMM (`spec.c_len()` elements). Elements between batches
+    /// (when `stride_c > m * n`) keep C's initial value: no GEMM may write them.
+    pub values: Vec<f64>,
+    /// `|alpha| sum_p |a_ip b_pj| + |beta c_ij| + |bias_j|` for each element
+    /// of a batch's C, the sum of the magnitudes of what was added before the
+    /// activation; 0 between batches.
+    pub magnitudes: Vec<f64>,
+}
+
+/// The float64 reference of every GEMM of the Tensor Core family (see
+/// [`GemmSpec`]). Inputs are f64 copies of the exact device inputs: convert
+/// f16, bf16 and i8 exactly, and f32 as given (tf32 rounding is an error the
+/// tolerance allows, or emulate it with [`round_to_tf32`]). `c` is C's
+/// initial buffer, needed when beta is not 0 (C is not read where beta is
+/// 0, as in BLAS, so NaNs there vanish) and kept between batches (zeros when
+/// absent); `bias` holds n values. Sums run in f64 on every core, exact for
+/// i8 inputs and far below any device rounding for the others.
+///
+/// A and B strides may overlap (0 shares one matrix between batches); C's
+/// may not. Panics when a slice is shorter than the spec says, batches of C
+/// overlap or beta needs a missing C (bugs in the test).
+pub fn gemm_general(
+    spec: &GemmSpec,
+    a: &[f64],
+    b: &[f64],
+    c: Option<&[f64]>,
+    bias: Option<&[f64]>,
+) -> GemmReference {
+    let GemmSpec { m, n, k, .. } = *spec;
+    assert!(
+        a.len() >= spec.a_len(),
+        "A holds {} elements, the spec needs {}",
+        a.len(),
+        spec.a_len()
+    );
+    assert!(
+        b.len() >= spec.b_len(),
+        "B holds {} elements, the spec needs {}",
+        b.len(),
+        spec.b_len()
+    );
+    if let Some(c) = c {
+        assert!(
+            c.len() >= spec.c_len(),
+            "C holds {} elements, the spec needs {}",
+            c.len(),
+            spec.c_len()
+        );
+    }
+    assert!(
+        spec.batch.count <= 1 || spec.batch.stride_c >= m * n,
+        "C's batches overlap: stride_c is {} and each C holds {} elements",
+        spec.batch.stride_c,
+        m * n
+    );
+    assert!(
+        spec.beta == 0.0 || c.is_some(),
+        "beta is {} and no initial C was given",
+        spec.beta
+    );
+    if let Some(bias) = bias {
+        assert!(
+            bias.len() >= n,
+            "bias holds {} values and C has {n} columns",
+            bias.len()
+        );
+    }
+    let batches = spec.batch.count;
+    // Each batch's A and B, row-major: every layout then takes one loop.
+    let a_rows = gather_row_major(a, spec.a_layout, (m, k), spec.batch.stride_a, batches);
+    let b_rows = gather_row_major(b, spec.b_layout, (k, n), spec.batch.stride_b, batches);
+    let b_abs: Vec<f64> = b_rows.iter().map(|v| v.abs()).collect();
+    let (products, product_magnitudes) =
+        batched_products(&a_rows, &b_rows, &b_abs, (m, n, k), batches);
+
+    let mut values = match c {
+        Some(c) => c[..spec.c_len()].to_vec(),
+        None => vec![0.0; spec.c_len()],
+    };
+    let mut magnitudes = vec![0.0; spec.c_len()];
+    for batch in 0..batches {
+        for i in 0..m {
+            for j in 0..n {
+                let dense = (batch * m + i) * n + j;
+                let at = batch * spec.batch.stride_c + i * n + j;
+                let scaled_c = if spec.beta == 0.0 {
+                    0.0
+                } else {
+                    spec.beta * values[at]
+                };
+                let bias_j = bias.map_or(0.0, |bias| bias[j]);
+                let pre_activation = spec.alpha * products[dense] + scaled_c + bias_j;
+                magnitudes[at] =
+                    spec.alpha.abs() * product_magnitudes[dense] + scaled_c.abs() + bias_j.abs();
+                values[at] = spec.activation.apply(pre_activation);
+            }
+        }
+    }
+    GemmReference { values, magnitudes }
+}
+
+/// `batches` matrices of `rows x cols` from a strided buffer in `layout`, row-major and back to back.
+fn gather_row_major(
+    x: &[f64],
+    layout: MatrixLayout,
+    (rows, cols): (usize, usize),
+    stride: usize,
+    batches: usize,
+) -> Vec<f64> {
+    let mut out = Vec::with_capacity(batches * rows * cols);
+    for batch in 0..batches {
+        let matrix = &x[batch * stride..];
+        for r in 0..rows {
+            out.extend((0..cols).map(|c| matrix[layout.index((r, c), (rows, cols))]));
+        }
+    }
+    out
+}
+
+/// `A B` and `|A| |B|` for back-to-back row-major batches, on every core
+/// (the GPU tier checks shapes up to 1000^3 and larger).
+fn batched_products(
+    a: &[f64],
+    b: &[f64],
+    b_abs: &[f64],
+    (m, n, k): (usize, usize, usize),
+    batches: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let rows = batches * m;
+    let mut products = vec![0.0f64; rows * n];
+    let mut magnitudes = vec![0.0f64; rows * n];
+    if n == 0 {
+        return (products, magnitudes);
+    }
     let workers = thread::available_parallelism().map_or(1, |p| p.get());
-    let rows_per_worker = m.div_ceil(workers).max(1);
+    let rows_per_worker = rows.div_ceil(workers).max(1);
     thread::scope(|scope| {
-        for (chunk_index, chunk) in out.chunks_mut(rows_per_worker * n).enumerate() {
+        let chunks = products
+            .chunks_mut(rows_per_worker * n)
+            .zip(magnitudes.chunks_mut(rows_per_worker * n));
+        for (chunk_index, (product_chunk, magnitude_chunk)) in chunks.enumerate() {
             scope.spawn(move || {
-                let mut row_acc = vec![0.0f64; n];
-                for (local_row, out_row) in chunk.chunks_mut(n).enumerate() {
-                    let i = chunk_index * rows_per_worker + local_row;
-                    row_acc.iter_mut().for_each(|v| *v = 0.0);
+                let rows = product_chunk
+                    .chunks_mut(n)
+                    .zip(magnitude_chunk.chunks_mut(n));
+                for (local_row, (product_row, magnitude_row)) in rows.enumerate() {
+                    let row = chunk_index * rows_per_worker + local_row;
+                    let batch = row / m;
+                    let (b, b_abs) = (&b[batch * k * n..], &b_abs[batch * k * n..]);
                     for p in 0..k {
-                        let a_ip = a[i * k + p] as f64;
-                        for (acc, &b_pj) in row_acc.iter_mut().zip(&b[p * n..p * n + n]) {
-                            *acc += a_ip * b_pj as f64;
+                        let a_ip = a[row * k + p];
+                        let b_row = &b[p * n..p * n + n];
+                        for (acc, &b_pj) in product_row.iter_mut().zip(b_row) {
+                            *acc += a_ip * b_pj;
                         }
-                    }
-                    for (j, o) in out_row.iter_mut().enumerate() {
-                        *o = alpha * row_acc[j]
-                            + if beta == 0.0 {
-                                0.0
-                            } else {
-                                beta * c[i * n + j] as f64
-                            };
+                        let a_abs = a_ip.abs();
+                        for (acc, &b_abs_pj) in
+                            magnitude_row.iter_mut().zip(&b_abs[p * n..p * n + n])
+                        {
+                            *acc += a_abs * b_abs_pj;
+                        }
                     }
                 }
             });
         }
     });
-    out
+    (products, magnitudes)
+}
+
+/// `x` rounded to tf32 as `cvt.rna.tf32.f32` rounds it: to the nearest value
+/// with 10 mantissa bits, ties away from zero, kept in an f32 with the low 13
+/// bits zero. Past the largest tf32 value it rounds to infinity; NaN stays NaN.
+pub fn round_to_tf32(x: f32) -> f32 {
+    const DROPPED_BITS: u32 = 13;
+    if x.is_nan() {
+        // Adding the half unit to a NaN's bits could carry into the sign.
+        return f32::NAN;
+    }
+    // The magnitude's bits grow with the magnitude, so adding half a unit of
+    // the last kept bit and truncating rounds the magnitude to nearest, ties
+    // up, whatever the sign: ties away from zero. A carry out of the mantissa
+    // steps the exponent, up to infinity's bits.
+    let half_unit = 1u32 << (DROPPED_BITS - 1);
+    let kept = !((1u32 << DROPPED_BITS) - 1);
+    f32::from_bits((x.to_bits() + half_unit) & kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Inputs;
+    use MatrixLayout::{ColMajor, RowMajor};
+
+    /// Element `(row, col)` of batch `batch`, read straight from the strided buffer.
+    fn element(
+        x: &[f64],
+        layout: MatrixLayout,
+        (rows, cols): (usize, usize),
+        stride: usize,
+        (batch, row, col): (usize, usize, usize),
+    ) -> f64 {
+        let within = match layout {
+            RowMajor => row * cols + col,
+            ColMajor => col * rows + row,
+        };
+        x[batch * stride + within]
+    }
+
+    fn f64s(inputs: &mut Inputs, n: usize) -> Vec<f64> {
+        inputs.f32s(n).into_iter().map(f64::from).collect()
+    }
+
+    #[test]
+    fn general_gemm_follows_its_definition_for_every_layout_batch_and_epilogue() {
+        let (m, n, k) = (5, 3, 4);
+        let mut inputs = Inputs::new(7);
+        for a_layout in MatrixLayout::ALL {
+            for b_layout in MatrixLayout::ALL {
+                for activation in [Activation::Identity, Activation::Relu, Activation::GeluTanh] {
+                    // Padded strides: the gaps between batches stay untouched.
+                    let batch = GemmBatch {
+                        count: 3,
+                        stride_a: m * k + 2,
+                        stride_b: k * n + 1,
+                        stride_c: m * n + 3,
+                    };
+                    let spec = GemmSpec {
+                        a_layout,
+                        b_layout,
+                        batch,
+                        alpha: 2.0,
+                        beta: -0.5,
+                        activation,
+                        ..GemmSpec::new(m, n, k)
+                    };
+                    let (a, b) = (
+                        f64s(&mut inputs, spec.a_len()),
+                        f64s(&mut inputs, spec.b_len()),
+                    );
+                    let (c, bias) = (f64s(&mut inputs, spec.c_len()), f64s(&mut inputs, n));
+                    let out = gemm_general(&spec, &a, &b, Some(&c), Some(&bias));
+                    assert_eq!(spec.c_len(), 2 * (m * n + 3) + m * n);
+                    let mut written = vec![false; spec.c_len()];
+                    for batch_index in 0..3 {
+                        for i in 0..m {
+                            for (j, &bias_j) in bias.iter().enumerate() {
+                                let at = batch_index * batch.stride_c + i * n + j;
+                                written[at] = true;
+                                let (mut sum, mut magnitude) = (0.0, 0.0);
+                                for p in 0..k {
+                                    let a_ip = element(
+                                        &a,
+                                        a_layout,
+                                        (m, k),
+                                        batch.stride_a,
+                                        (batch_index, i, p),
+                                    );
+                                    let b_pj = element(
+                                        &b,
+                                        b_layout,
+                                        (k, n),
+                                        batch.stride_b,
+                                        (batch_index, p, j),
+                                    );
+                                    sum += a_ip * b_pj;
+                                    magnitude += (a_ip * b_pj).abs();
+                                }
+                                let pre = 2.0 * sum - 0.5 * c[at] + bias_j;
+                                let what = format!("{a_layout} A, {b_layout} B, {activation:?}, batch {batch_index} ({i}, {j})");
+                                assert!(
+                                    (out.values[at] - activation.apply(pre)).abs() < 1e-12,
+                                    "{what}"
+                                );
+                                let want_magnitude =
+                                    2.0 * magnitude + 0.5 * c[at].abs() + bias_j.abs();
+                                assert!(
+                                    (out.magnitudes[at] - want_magnitude).abs() < 1e-12,
+                                    "{what}"
+                                );
+                            }
+                        }
+                    }
+                    for (at, _) in written.iter().enumerate().filter(|(_, w)| !**w) {
+                        assert_eq!(out.values[at], c[at], "gap element {at}");
+                        assert_eq!(out.magnitudes[at], 0.0);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn beta_zero_never_reads_c_and_a_missing_c_is_zeros() {
+        let spec = GemmSpec {
+            batch: GemmBatch {
+                count: 2,
+                stride_a: 4,
+                stride_b: 4,
+                stride_c: 5,
+            },
+            ..GemmSpec::new(2, 2, 2)
+        };
+        let a = [1.0, 2.0, 3.0, 4.0, 1.0, 0.0, 0.0, 1.0];
+        let b = [1.0, 0.0, 0.0, 1.0, 5.0, 6.0, 7.0, 8.0];
+        let c = [f64::NAN; 9];
+        let out = gemm_general(&spec, &a, &b, Some(&c), None);
+        // Batch 0: A times the identity; batch 1: the identity times B.
+        assert_eq!(&out.values[..4], &[1.0, 2.0, 3.0, 4.0]);
+        assert!(out.values[4].is_nan(), "the gap keeps C's value");
+        assert_eq!(&out.values[5..], &[5.0, 6.0, 7.0, 8.0]);
+        let out = gemm_general(&spec, &a, &b, None, None);
+        assert_eq!(out.values[4], 0.0);
+        assert_eq!(&out.magnitudes[..4], &[1.0, 2.0, 3.0, 4.0]);
+    }
+
+    #[test]
+    fn the_f32_gemm_is_the_general_one_on_row_major_f32() {
+        let (m, n, k) = (7, 5, 3);
+        let mut inputs = Inputs::new(3);
+        let (a, b, c) = (inputs.f32s(m * k), inputs.f32s(k * n), inputs.f32s(m * n));
+        let out = gemm(&a, &b, &c, (m, n, k), 1.5, 0.25);
+        for i in 0..m {
+            for j in 0..n {
+                let sum: f64 = (0..k)
+                    .map(|p| f64::from(a[i * k + p]) * f64::from(b[p * n + j]))
+                    .sum();
+                let want = 1.5 * sum + 0.25 * f64::from(c[i * n + j]);
+                assert!((out[i * n + j] - want).abs() < 1e-12);
+            }
+        }
+    }
+
+    #[test]
+    fn activations_and_their_slopes() {
+        assert_eq!(Activation::Relu.apply(-2.0), 0.0);
+        assert_eq!(Activation::Relu.apply(2.0), 2.0);
+        assert_eq!(Activation::Identity.apply(-2.0), -2.0);
+        let gelu = Activation::GeluTanh;
+        assert_eq!(gelu.apply(0.0), 0.0);
+        assert!((gelu.apply(1.0) - 0.841_191_990_608_276_8).abs() < 1e-15);
+        assert!((gelu.apply(-1.0) + 0.158_808_009_391_723_2).abs() < 1e-15);
+        assert!((gelu.apply(10.0) - 10.0).abs() < 1e-12 && gelu.apply(-10.0).abs() < 1e-12);
+        // No slope on a fine grid exceeds the stated largest one.
+        let h = 1e-6;
+        let steepest = (-100_000..100_000)
+            .map(|i| {
+                let x = f64::from(i) / 10_000.0;
+                ((gelu.apply(x + h) - gelu.apply(x - h)) / (2.0 * h)).abs()
+            })
+            .fold(0.0, f64::max);
+        assert!(
+            steepest <= gelu.max_slope() && steepest > 1.128,
+            "{steepest}"
+        );
+    }
+
+    #[test]
+    fn tf32_rounding_is_to_nearest_ties_away_from_zero() {
+        let unit = 2f32.powi(-10);
+        // Already tf32 values stay.
+        for x in [
+            0.0,
+            -0.0,
+            1.0,
+            1.0 + unit,
+            -3.5,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+        ] {
+            assert_eq!(round_to_tf32(x).to_bits(), x.to_bits(), "{x}");
+        }
+        // Below half a unit: down; above: up; exactly half: away from zero.
+        assert_eq!(round_to_tf32(1.0 + 2f32.powi(-12)), 1.0);
+        assert_eq!(round_to_tf32(1.0 + 3.0 * 2f32.powi(-12)), 1.0 + unit);
+        assert_eq!(round_to_tf32(1.0 + 2f32.powi(-11)), 1.0 + unit);
+        assert_eq!(round_to_tf32(-(1.0 + 2f32.powi(-11))), -(1.0 + unit));
+        assert_eq!(round_to_tf32(1.0 + 3.0 * 2f32.powi(-11)), 1.0 + 2.0 * unit);
+        // A carry out of the mantissa steps the exponent, up to infinity.
+        assert_eq!(round_to_tf32(2.0 - 2f32.powi(-23)), 2.0);
+        assert_eq!(round_to_tf32(f32::MAX), f32::INFINITY);
+        assert_eq!(round_to_tf32(-f32::MAX), f32::NEG_INFINITY);
+        // Subnormals keep 10 bits below the same exponent.
+        let tiny = f32::from_bits(0x0000_1000);
+        assert_eq!(round_to_tf32(tiny).to_bits(), 0x0000_2000);
+        assert_eq!(round_to_tf32(f32::from_bits(0x0000_0fff)).to_bits(), 0);
+        assert!(round_to_tf32(f32::NAN).is_nan());
+        assert!(round_to_tf32(f32::from_bits(0xffff_ffff)).is_nan());
+        // Every result has its 13 low bits clear.
+        let mut inputs = Inputs::new(11);
+        for x in inputs.f32s(1000) {
+            let r = round_to_tf32(x * 1e3);
+            assert_eq!(r.to_bits() & 0x1fff, 0);
+            assert!(
+                (f64::from(r) - f64::from(x * 1e3)).abs()
+                    <= f64::from((x * 1e3).abs()) * 2f64.powi(-11)
+            );
+        }
+    }
 }

@@ -1,10 +1,22 @@
-//! cuBLAS on the runtime's stream: the reference the benchmarks compare against.
+//! cuBLAS on the runtime's stream: the reference the benchmarks and the GEMM
+//! tests compare against. Every product goes through one call,
+//! `cublasGemmEx`, whose data and compute types spell out the
+//! [`GemmPrecision`].
 
-use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig};
-use cudarc::driver::CudaSlice;
+use std::ffi::c_void;
+
+use cudarc::cublas::result::{gemm_ex, CublasError};
+use cudarc::cublas::sys::{
+    cublasComputeType_t, cublasGemmAlgo_t, cublasMath_t, cublasOperation_t, cublasSetMathMode,
+    cublasStatus_t, cudaDataType_t,
+};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
+use warpforge_codegen::ir::Scalar;
 
 use super::CudaBackend;
+use crate::gemm::{GemmPrecision, MatrixLayout};
+use crate::scalar::DeviceScalar;
 use crate::Error;
 
 impl CudaBackend {
@@ -24,71 +36,692 @@ impl CudaBackend {
         }
         let blas = CudaBlas::new(self.stream.clone())
             .map_err(|e| Error::Cublas(format!("creating a cuBLAS handle failed: {e:?}")))?;
+        // By default cuBLAS may sum split-k partial results of f16 and bf16
+        // products in the output type; the reference promises f32 accumulation
+        // throughout. (Default math otherwise: f32 products use no TF32.)
+        // SAFETY: the handle is live, and the mode is one cuBLAS defines.
+        unsafe {
+            cublasSetMathMode(
+                *blas.handle(),
+                cublasMath_t::CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION,
+            )
+        }
+        .result()
+        .map_err(|e| Error::Cublas(format!("setting cuBLAS's math mode failed: {e:?}")))?;
         Ok(self.blas.get_or_init(|| blas))
     }
 
-    /// Row-major `c[m x n] = a[m x k] * b[k x n]` in f32. cuBLAS is
-    /// column-major, and a row-major matrix is its transpose in column-major,
-    /// so this computes `c^T = b^T * a^T` with no transposes.
-    pub(crate) fn sgemm(
+    /// `c = a b` in `precision` with cuBLAS: see [`crate::Runtime::cublas_gemm`].
+    pub(crate) fn gemm<I: DeviceScalar, O: DeviceScalar>(
         &self,
-        (m, n, k): (usize, usize, usize),
-        a: &CudaSlice<f32>,
-        b: &CudaSlice<f32>,
-        c: &mut CudaSlice<f32>,
+        precision: GemmPrecision,
+        dims: (usize, usize, usize),
+        layouts: (MatrixLayout, MatrixLayout),
+        a: &CudaSlice<I>,
+        b: &CudaSlice<I>,
+        c: &mut CudaSlice<O>,
     ) -> Result<(), Error> {
-        let shape = format!("m = {m}, n = {n}, k = {k}");
-        let dim = |v: usize| {
-            i32::try_from(v).map_err(|_| {
+        let problem = GemmProblem {
+            precision,
+            dims,
+            layouts,
+        };
+        let call = problem.plan((I::SCALAR, O::SCALAR), [a.len(), b.len(), c.len()])?;
+        for (name, owner) in [("a", a.context()), ("b", b.context()), ("c", c.context())] {
+            self.check_owner(owner, &format!("cuBLAS GEMM operand `{name}`"))?;
+        }
+        let blas = self.blas()?;
+        let (alpha, beta) = (
+            ScaleFactor::new(precision, 1),
+            ScaleFactor::new(precision, 0),
+        );
+        let types = CublasTypes::of(precision);
+        {
+            let (a_ptr, _a_sync) = a.device_ptr(&self.stream);
+            let (b_ptr, _b_sync) = b.device_ptr(&self.stream);
+            let (c_ptr, _c_sync) = c.device_ptr_mut(&self.stream);
+            // cuBLAS's first operand is our B and its second our A: see `plan`.
+            // SAFETY: the operands belong to this context and hold at least
+            // the elements the shapes and leading dimensions address (checked
+            // by `plan`); the scale factors have the compute type's scale
+            // type and outlive the call; the guards keep the pointers valid
+            // and stream-ordered until the call is enqueued.
+            unsafe {
+                gemm_ex(
+                    *blas.handle(),
+                    call.transa,
+                    call.transb,
+                    call.m,
+                    call.n,
+                    call.k,
+                    alpha.as_ptr(),
+                    b_ptr as *const c_void,
+                    types.input,
+                    call.lda,
+                    a_ptr as *const c_void,
+                    types.input,
+                    call.ldb,
+                    beta.as_ptr(),
+                    c_ptr as *mut c_void,
+                    types.output,
+                    call.ldc,
+                    types.compute,
+                    cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                )
+            }
+            .map_err(|e| cublas_failure(&problem, e))?;
+        }
+        self.check_recorded("cuBLAS GEMM")
+    }
+}
+
+/// One row-major product as the caller states it.
+struct GemmProblem {
+    precision: GemmPrecision,
+    /// `(m, n, k)`: C is `m x n`, A is `m x k`, B is `k x n`.
+    dims: (usize, usize, usize),
+    /// The layouts of A and B.
+    layouts: (MatrixLayout, MatrixLayout),
+}
+
+/// The arguments of the column-major `cublasGemmEx` call that computes a
+/// [`GemmProblem`]. cuBLAS's first operand is B and its second is A: see
+/// [`GemmProblem::plan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ColumnMajorCall {
+    transa: cublasOperation_t,
+    transb: cublasOperation_t,
+    m: i32,
+    n: i32,
+    k: i32,
+    lda: i32,
+    ldb: i32,
+    ldc: i32,
+}
+
+impl GemmProblem {
+    /// How the product is described in messages.
+    fn describe(&self) -> String {
+        let (m, n, k) = self.dims;
+        let (a, b) = self.layouts;
+        format!(
+            "cuBLAS GEMM in {} with m = {m}, n = {n}, k = {k}, A {a}, B {b}",
+            self.precision
+        )
+    }
+
+    /// Checks the element types, dimensions and buffer lengths (`[a, b, c]`)
+    /// and maps the row-major product onto cuBLAS's column-major one.
+    ///
+    /// cuBLAS reads a buffer as column-major, and a row-major `m x n` C read
+    /// column-major is `C^T` (`n x m`, leading dimension n). So cuBLAS
+    /// computes `C^T = B^T A^T`: its first operand is our B and its second is
+    /// our A. A row-major B (`k x n`, leading dimension n) read column-major
+    /// is already `B^T`: no transpose; a column-major B is B itself:
+    /// transpose it, leading dimension k. Likewise for A: row-major A read
+    /// column-major is `A^T` (leading dimension k), column-major A needs a
+    /// transpose (leading dimension m).
+    fn plan(
+        &self,
+        (input, output): (Scalar, Scalar),
+        [a_len, b_len, c_len]: [usize; 3],
+    ) -> Result<ColumnMajorCall, Error> {
+        let (m, n, k) = self.dims;
+        let (a_layout, b_layout) = self.layouts;
+        let precision = self.precision;
+        if (input, output) != (precision.input(), precision.output()) {
+            return Err(Error::Cublas(format!(
+                "{}: this precision takes {} A and B and {} C, and the buffers hold {} A and B and \
+                 {} C: pass buffers of the precision's types, or pick the precision of the buffers' \
+                 types",
+                self.describe(),
+                precision.input().name(),
+                precision.output().name(),
+                input.name(),
+                output.name()
+            )));
+        }
+        for (name, len, (rows, cols), layout) in [
+            ("a", a_len, (m, k), Some(a_layout)),
+            ("b", b_len, (k, n), Some(b_layout)),
+            ("c", c_len, (m, n), None),
+        ] {
+            let needed = rows.checked_mul(cols);
+            if needed.is_none_or(|needed| len < needed) {
+                let layout = layout.unwrap_or(MatrixLayout::RowMajor);
+                return Err(Error::Cublas(format!(
+                    "{}: `{name}` is a {rows} x {cols} matrix ({layout}), and its buffer holds \
+                     {len} elements: pass a buffer of at least rows * cols elements",
+                    self.describe()
+                )));
+            }
+        }
+        let dim = |name: &str, value: usize| {
+            i32::try_from(value).map_err(|_| {
                 Error::Cublas(format!(
-                    "sgemm with {shape}: cuBLAS takes dimensions up to {}",
+                    "{}: {name} = {value} is past the {} cuBLAS's 32-bit interface takes: split \
+                     the product into smaller ones",
+                    self.describe(),
                     i32::MAX
                 ))
             })
         };
-        let (mi, ni, ki) = (dim(m)?, dim(n)?, dim(k)?);
-        for (name, slice, rows, cols) in [("a", a, m, k), ("b", b, k, n)] {
-            self.check_sgemm_operand(name, slice, rows, cols, &shape)?;
+        let (mi, ni, ki) = (dim("m", m)?, dim("n", n)?, dim("k", k)?);
+        if precision == GemmPrecision::I8 {
+            self.check_int8_form()?;
         }
-        self.check_sgemm_operand("c", c, m, n, &shape)?;
-        let cfg = GemmConfig {
-            transa: cublasOperation_t::CUBLAS_OP_N,
-            transb: cublasOperation_t::CUBLAS_OP_N,
+        let operand = |layout: MatrixLayout, rows: i32, cols: i32| match layout {
+            MatrixLayout::RowMajor => (cublasOperation_t::CUBLAS_OP_N, cols),
+            MatrixLayout::ColMajor => (cublasOperation_t::CUBLAS_OP_T, rows),
+        };
+        let (transa, lda) = operand(b_layout, ki, ni);
+        let (transb, ldb) = operand(a_layout, mi, ki);
+        // cuBLAS wants leading dimensions of at least 1, even for empty matrices.
+        Ok(ColumnMajorCall {
+            transa,
+            transb,
             m: ni,
             n: mi,
             k: ki,
-            alpha: 1.0f32,
-            // Leading dimensions must be at least 1 even for empty matrices.
-            lda: ni.max(1),
-            ldb: ki.max(1),
-            beta: 0.0f32,
+            lda: lda.max(1),
+            ldb: ldb.max(1),
             ldc: ni.max(1),
-        };
-        let blas = self.blas()?;
-        // SAFETY: the operands belong to this context and hold at least the
-        // elements the shapes and leading dimensions address (checked above).
-        unsafe { blas.gemm(cfg, b, a, c) }
-            .map_err(|e| Error::Cublas(format!("cuBLAS sgemm with {shape} failed: {e:?}")))?;
-        self.check_recorded("cuBLAS sgemm")
+        })
     }
 
-    fn check_sgemm_operand(
-        &self,
-        name: &str,
-        slice: &CudaSlice<f32>,
-        rows: usize,
-        cols: usize,
-        shape: &str,
-    ) -> Result<(), Error> {
-        self.check_owner(slice.context(), &format!("sgemm operand `{name}`"))?;
-        let needed = rows.checked_mul(cols);
-        if needed.is_none_or(|needed| slice.len() < needed) {
+    /// cuBLAS runs i8 products on its integer Tensor Core (IMMA) kernels,
+    /// which NVIDIA documents as needing both operands contiguous along k
+    /// (cuBLAS's "TN" form: row-major A, column-major B), leading dimensions
+    /// of A, B and C that are multiples of 4, and cuBLAS's m (our n) and k
+    /// multiples of 4. On an H200 with cuBLAS 13.1, every NT and TT call and
+    /// most NN calls returned `CUBLAS_STATUS_NOT_SUPPORTED`, as did every
+    /// call with k = 45; TN took any m and n with k a multiple of 4, and no
+    /// call gave a wrong result. Other GPUs and versions differ (sm_120 is
+    /// reported to refuse n not a multiple of 4), so the documented form is
+    /// enforced here, before cuBLAS sees the call.
+    fn check_int8_form(&self) -> Result<(), Error> {
+        let (_, n, k) = self.dims;
+        if self.layouts != (MatrixLayout::RowMajor, MatrixLayout::ColMajor) {
             return Err(Error::Cublas(format!(
-                "sgemm with {shape}: `{name}` is a {rows} x {cols} matrix, and its buffer holds {} \
-                 elements: pass a buffer of at least rows * cols elements",
-                slice.len()
+                "{}: cuBLAS's i8 GEMM needs A row-major and B column-major (both contiguous along \
+                 k: cuBLAS's \"TN\" form): store A row-major and B column-major, transposing on \
+                 the host",
+                self.describe()
+            )));
+        }
+        if n % 4 != 0 || k % 4 != 0 {
+            return Err(Error::Cublas(format!(
+                "{}: cuBLAS's i8 GEMM needs n and k to be multiples of 4 (they are the leading \
+                 dimensions of A, B and C): pad the matrices with zero columns of B and C (n) or \
+                 zero columns of A and rows of B (k) up to multiples of 4",
+                self.describe()
             )));
         }
         Ok(())
+    }
+}
+
+/// The cuBLAS data and compute types of a precision.
+struct CublasTypes {
+    input: cudaDataType_t,
+    output: cudaDataType_t,
+    compute: cublasComputeType_t,
+}
+
+impl CublasTypes {
+    fn of(precision: GemmPrecision) -> CublasTypes {
+        use cublasComputeType_t::*;
+        use cudaDataType_t::*;
+        let (input, output, compute) = match precision {
+            GemmPrecision::F16 => (CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F),
+            GemmPrecision::Bf16 => (CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F),
+            GemmPrecision::Tf32 => (CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32),
+            GemmPrecision::I8 => (CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I),
+            GemmPrecision::F32 => (CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F),
+        };
+        CublasTypes {
+            input,
+            output,
+            compute,
+        }
+    }
+}
+
+/// alpha or beta, in the scale type cuBLAS reads for the compute type:
+/// f32 for `CUBLAS_COMPUTE_32F*`, i32 for `CUBLAS_COMPUTE_32I`.
+enum ScaleFactor {
+    F32(f32),
+    I32(i32),
+}
+
+impl ScaleFactor {
+    fn new(precision: GemmPrecision, value: i8) -> ScaleFactor {
+        match precision.accumulator() {
+            Scalar::I32 => ScaleFactor::I32(value.into()),
+            _ => ScaleFactor::F32(value.into()),
+        }
+    }
+
+    fn as_ptr(&self) -> *const c_void {
+        match self {
+            ScaleFactor::F32(v) => v as *const f32 as *const c_void,
+            ScaleFactor::I32(v) => v as *const i32 as *const c_void,
+        }
+    }
+}
+
+/// A failed `cublasGemmEx`, with what to do for the statuses a caller can act on.
+fn cublas_failure(problem: &GemmProblem, err: CublasError) -> Error {
+    let hint = match err.0 {
+        cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED | cublasStatus_t::CUBLAS_STATUS_ARCH_MISMATCH => {
+            " This cuBLAS has no kernel for this precision, shape and layout on this GPU (bf16 and \
+             tf32 need compute capability 8.0 or newer, i8 Tensor Cores 7.5): try another \
+             precision or layout, or a newer cuBLAS."
+        }
+        cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED => {
+            " cuBLAS could not allocate its workspace: free buffers you no longer need."
+        }
+        cublasStatus_t::CUBLAS_STATUS_EXECUTION_FAILED => {
+            " The GPU failed to run cuBLAS's kernel (possibly an earlier kernel faulted): run under \
+             compute-sanitizer to find the faulting access."
+        }
+        _ => "",
+    };
+    Error::Cublas(format!("{} failed: {err:?}.{hint}", problem.describe()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{bf16, f16, DeviceBuffer, DeviceScalar, Runtime};
+    use MatrixLayout::{ColMajor, RowMajor};
+
+    fn problem(
+        precision: GemmPrecision,
+        dims: (usize, usize, usize),
+        layouts: (MatrixLayout, MatrixLayout),
+    ) -> GemmProblem {
+        GemmProblem {
+            precision,
+            dims,
+            layouts,
+        }
+    }
+
+    fn types(precision: GemmPrecision) -> (Scalar, Scalar) {
+        (precision.input(), precision.output())
+    }
+
+    /// `C = op(A) op(B)` exactly as column-major BLAS defines it, on the
+    /// host: `A` is the first operand's buffer, `B` the second's, C is
+    /// `m x n` with leading dimension ldc.
+    fn column_major_gemm(call: &ColumnMajorCall, a: &[f64], b: &[f64]) -> Vec<f64> {
+        let (m, n, k) = (call.m as usize, call.n as usize, call.k as usize);
+        let (lda, ldb, ldc) = (call.lda as usize, call.ldb as usize, call.ldc as usize);
+        let element = |x: &[f64], op: cublasOperation_t, ld: usize, row: usize, col: usize| match op
+        {
+            cublasOperation_t::CUBLAS_OP_N => x[col * ld + row],
+            _ => x[row * ld + col],
+        };
+        let mut c = vec![0.0; ldc * n];
+        for j in 0..n {
+            for i in 0..m {
+                c[j * ldc + i] = (0..k)
+                    .map(|p| {
+                        element(a, call.transa, lda, i, p) * element(b, call.transb, ldb, p, j)
+                    })
+                    .sum();
+            }
+        }
+        c
+    }
+
+    /// A dense `rows x cols` matrix with distinct entries, stored in `layout`.
+    fn matrix(rows: usize, cols: usize, layout: MatrixLayout, seed: usize) -> Vec<f64> {
+        let mut x = vec![0.0; rows * cols];
+        for r in 0..rows {
+            for c in 0..cols {
+                x[layout.index((r, c), (rows, cols))] = ((r * 7 + c * 3 + seed) % 11) as f64 - 5.0;
+            }
+        }
+        x
+    }
+
+    #[test]
+    fn the_column_major_call_computes_the_row_major_product_for_every_layout() {
+        let (m, n, k) = (5, 3, 4);
+        for a_layout in MatrixLayout::ALL {
+            for b_layout in MatrixLayout::ALL {
+                let call = problem(GemmPrecision::F32, (m, n, k), (a_layout, b_layout))
+                    .plan(types(GemmPrecision::F32), [m * k, k * n, m * n])
+                    .unwrap();
+                let (a, b) = (matrix(m, k, a_layout, 1), matrix(k, n, b_layout, 2));
+                // cuBLAS's first operand is B, its second A.
+                let c = column_major_gemm(&call, &b, &a);
+                for i in 0..m {
+                    for j in 0..n {
+                        let want: f64 = (0..k)
+                            .map(|p| {
+                                a[a_layout.index((i, p), (m, k))]
+                                    * b[b_layout.index((p, j), (k, n))]
+                            })
+                            .sum();
+                        assert_eq!(c[i * n + j], want, "{a_layout} A, {b_layout} B, ({i}, {j})");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_major_operands_need_no_transposes() {
+        let call = problem(GemmPrecision::F16, (37, 29, 45), (RowMajor, RowMajor))
+            .plan(types(GemmPrecision::F16), [37 * 45, 45 * 29, 37 * 29])
+            .unwrap();
+        assert_eq!(
+            call,
+            ColumnMajorCall {
+                transa: cublasOperation_t::CUBLAS_OP_N,
+                transb: cublasOperation_t::CUBLAS_OP_N,
+                m: 29,
+                n: 37,
+                k: 45,
+                lda: 29,
+                ldb: 45,
+                ldc: 29,
+            }
+        );
+        // The i8 "TN" form: row-major A and column-major B, both read along k.
+        let call = problem(GemmPrecision::I8, (37, 28, 44), (RowMajor, ColMajor))
+            .plan(types(GemmPrecision::I8), [37 * 44, 44 * 28, 37 * 28])
+            .unwrap();
+        assert_eq!(
+            (call.transa, call.transb, call.lda, call.ldb, call.ldc),
+            (
+                cublasOperation_t::CUBLAS_OP_T,
+                cublasOperation_t::CUBLAS_OP_N,
+                44,
+                44,
+                28
+            )
+        );
+        // Empty products keep leading dimensions of at least 1.
+        let call = problem(GemmPrecision::F32, (0, 0, 0), (ColMajor, ColMajor))
+            .plan(types(GemmPrecision::F32), [1, 1, 1])
+            .unwrap();
+        assert_eq!((call.lda, call.ldb, call.ldc), (1, 1, 1));
+    }
+
+    #[test]
+    fn short_buffers_and_huge_dimensions_are_refused() {
+        let tf32 = problem(GemmPrecision::Tf32, (38, 29, 13), (RowMajor, ColMajor));
+        let err = tf32
+            .plan(types(GemmPrecision::Tf32), [37 * 13, 13 * 29, 38 * 29])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`a` is a 38 x 13 matrix (row-major)")
+                && err.contains("holds 481 elements")
+                && err.contains("tf32")
+                && err.contains("at least rows * cols"),
+            "{err}"
+        );
+        let err = tf32
+            .plan(types(GemmPrecision::Tf32), [38 * 13, 13 * 29, 38 * 29 - 1])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`c` is a 38 x 29 matrix"), "{err}");
+        let err = tf32
+            .plan(types(GemmPrecision::Tf32), [38 * 13, 13 * 28, 38 * 29])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("`b` is a 13 x 29 matrix (column-major)"),
+            "{err}"
+        );
+
+        let huge = 1usize << 31;
+        let err = problem(GemmPrecision::F32, (1, huge, 1), (RowMajor, RowMajor))
+            .plan(types(GemmPrecision::F32), [1, huge, huge])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("n = 2147483648") && err.contains("split"),
+            "{err}"
+        );
+        let err = problem(GemmPrecision::F32, (usize::MAX, 2, 1), (RowMajor, RowMajor))
+            .plan(types(GemmPrecision::F32), [1, 2, 2])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`a` is a"), "{err}");
+    }
+
+    #[test]
+    fn buffers_of_other_types_than_the_precisions_are_refused() {
+        let err = problem(GemmPrecision::Tf32, (2, 2, 2), (RowMajor, RowMajor))
+            .plan((Scalar::F16, Scalar::F32), [4, 4, 4])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("takes f32 A and B and f32 C")
+                && err.contains("hold f16 A and B and f32 C"),
+            "{err}"
+        );
+        let err = problem(GemmPrecision::I8, (4, 4, 4), (RowMajor, ColMajor))
+            .plan((Scalar::I8, Scalar::F32), [16, 16, 16])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("and i32 C"), "{err}");
+    }
+
+    #[test]
+    fn int8_products_must_have_cublas_tn_form_and_multiples_of_4() {
+        let i8_types = types(GemmPrecision::I8);
+        for layouts in [
+            (RowMajor, RowMajor),
+            (ColMajor, ColMajor),
+            (ColMajor, RowMajor),
+        ] {
+            let err = problem(GemmPrecision::I8, (8, 8, 8), layouts)
+                .plan(i8_types, [64, 64, 64])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("A row-major and B column-major") && err.contains("\"TN\""),
+                "{err}"
+            );
+        }
+        for dims in [(8, 6, 8), (8, 8, 6)] {
+            let err = problem(GemmPrecision::I8, dims, (RowMajor, ColMajor))
+                .plan(i8_types, [64, 64, 64])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("multiples of 4") && err.contains("pad"),
+                "{err}"
+            );
+        }
+        // m is free.
+        assert!(problem(GemmPrecision::I8, (7, 8, 4), (RowMajor, ColMajor))
+            .plan(i8_types, [28, 32, 56])
+            .is_ok());
+    }
+
+    #[test]
+    fn scale_factors_have_the_compute_types_scale_type() {
+        let one = ScaleFactor::new(GemmPrecision::I8, 1);
+        assert!(matches!(one, ScaleFactor::I32(1)));
+        // SAFETY: the pointer points at the i32 inside `one`.
+        assert_eq!(unsafe { *(one.as_ptr() as *const i32) }, 1);
+        let zero = ScaleFactor::new(GemmPrecision::Bf16, 0);
+        assert!(matches!(zero, ScaleFactor::F32(v) if v == 0.0));
+        let types = CublasTypes::of(GemmPrecision::Tf32);
+        assert_eq!(
+            types.compute,
+            cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
+        );
+    }
+
+    fn gpu() -> Runtime {
+        Runtime::cuda(0)
+            .unwrap_or_else(|e| panic!("this test needs a CUDA GPU and found none: {e}"))
+    }
+
+    /// Uploads a `rows x cols` matrix of small integers (exact in every
+    /// input type) in `layout`; returns the buffer and the values, row-major.
+    fn upload_integers<T: DeviceScalar>(
+        rt: &Runtime,
+        (rows, cols): (usize, usize),
+        layout: MatrixLayout,
+        seed: usize,
+        convert: impl Fn(i32) -> T,
+    ) -> (DeviceBuffer<T>, Vec<i64>) {
+        let values: Vec<i64> = (0..rows * cols)
+            .map(|i| ((i * 37 + seed * 11) % 7) as i64 - 3)
+            .collect();
+        let mut stored = vec![convert(0); rows * cols];
+        for r in 0..rows {
+            for c in 0..cols {
+                stored[layout.index((r, c), (rows, cols))] = convert(values[r * cols + c] as i32);
+            }
+        }
+        (rt.upload(&stored).unwrap(), values)
+    }
+
+    fn exact_product(a: &[i64], b: &[i64], (m, n, k): (usize, usize, usize)) -> Vec<i64> {
+        let mut c = vec![0; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).map(|p| a[i * k + p] * b[p * n + j]).sum();
+            }
+        }
+        c
+    }
+
+    /// Runs one precision on every layout combination cuBLAS takes and
+    /// compares with the exact product, rounded once to the output type
+    /// (small integers: the f32 or i32 sums are exact).
+    fn check_precision<I: DeviceScalar, O: DeviceScalar + PartialEq + std::fmt::Debug>(
+        rt: &Runtime,
+        precision: GemmPrecision,
+        dims: (usize, usize, usize),
+        input: impl Fn(i32) -> I + Copy,
+        output: impl Fn(i64) -> O,
+    ) {
+        let (m, n, k) = dims;
+        for a_layout in MatrixLayout::ALL {
+            for b_layout in MatrixLayout::ALL {
+                let (a, a_values) = upload_integers(rt, (m, k), a_layout, 1, input);
+                let (b, b_values) = upload_integers(rt, (k, n), b_layout, 2, input);
+                let mut c = rt.alloc_zeroed::<O>(m * n).unwrap();
+                let result = rt.cublas_gemm(precision, dims, (a_layout, b_layout), &a, &b, &mut c);
+                let tn_form = (a_layout, b_layout) == (RowMajor, ColMajor);
+                if precision == GemmPrecision::I8 && !tn_form {
+                    let err = result.unwrap_err().to_string();
+                    assert!(err.contains("\"TN\""), "{err}");
+                    continue;
+                }
+                result.unwrap_or_else(|e| panic!("{e}"));
+                let want: Vec<O> = exact_product(&a_values, &b_values, dims)
+                    .into_iter()
+                    .map(&output)
+                    .collect();
+                assert_eq!(
+                    rt.download(&c).unwrap(),
+                    want,
+                    "{precision}, A {a_layout}, B {b_layout}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
+    fn every_precision_and_layout_matches_the_exact_product() {
+        let rt = gpu();
+        // The GPU tier needs cuBLAS (the benchmarks compare with it): missing is a failure.
+        let ragged = (37, 29, 45);
+        check_precision(
+            &rt,
+            GemmPrecision::F16,
+            ragged,
+            |v| f16::from_f64(v.into()),
+            |v| f16::from_f64(v as f64),
+        );
+        check_precision(
+            &rt,
+            GemmPrecision::Bf16,
+            ragged,
+            |v| bf16::from_f64(v.into()),
+            |v| bf16::from_f64(v as f64),
+        );
+        check_precision(&rt, GemmPrecision::Tf32, ragged, |v| v as f32, |v| v as f32);
+        check_precision(&rt, GemmPrecision::F32, ragged, |v| v as f32, |v| v as f32);
+        check_precision(
+            &rt,
+            GemmPrecision::I8,
+            (37, 28, 44),
+            |v| v as i8,
+            |v| v as i32,
+        );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
+    fn int8_sums_use_the_whole_i8_range() {
+        let rt = gpu();
+        let (m, n, k) = (33, 64, 128);
+        // A row-major, B column-major: B[p][j] at j * k + p.
+        let a: Vec<i8> = (0..m * k)
+            .map(|i| if i % 3 == 0 { -128 } else { 127 })
+            .collect();
+        let b: Vec<i8> = (0..k * n)
+            .map(|i| if i % 5 == 0 { 127 } else { -128 })
+            .collect();
+        let (da, db) = (rt.upload(&a).unwrap(), rt.upload(&b).unwrap());
+        let mut dc = rt.alloc_zeroed::<i32>(m * n).unwrap();
+        rt.cublas_gemm(
+            GemmPrecision::I8,
+            (m, n, k),
+            (RowMajor, ColMajor),
+            &da,
+            &db,
+            &mut dc,
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        let c = rt.download(&dc).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let want: i32 = (0..k)
+                    .map(|p| i32::from(a[i * k + p]) * i32::from(b[j * k + p]))
+                    .sum();
+                assert_eq!(c[i * n + j], want, "({i}, {j})");
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
+    fn tf32_rounds_the_inputs_and_f32_does_not() {
+        let rt = gpu();
+        let (m, n, k) = (64, 64, 64);
+        // 1 + 2^-12 is not a tf32 value: rounded to nearest it is 1.
+        let a = rt.upload(&vec![1.0f32 + 2f32.powi(-12); m * k]).unwrap();
+        let b = rt.upload(&vec![1.0f32; k * n]).unwrap();
+        let mut c = rt.alloc_zeroed::<f32>(m * n).unwrap();
+        let layouts = (RowMajor, RowMajor);
+        for (precision, want) in [
+            (GemmPrecision::Tf32, 64.0),
+            (GemmPrecision::F32, 64.0 + 2f32.powi(-6)),
+        ] {
+            rt.cublas_gemm(precision, (m, n, k), layouts, &a, &b, &mut c)
+                .unwrap_or_else(|e| panic!("{e}"));
+            let out = rt.download(&c).unwrap();
+            assert!(
+                out.iter().all(|&v| v == want),
+                "{precision}: {:?}",
+                &out[..4]
+            );
+        }
     }
 }
