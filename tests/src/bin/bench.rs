@@ -9,7 +9,7 @@
 
 use std::process::ExitCode;
 
-use warpforge::{f16, DeviceBuffer, Error, Runtime};
+use warpforge::{f16, DeviceBuffer, Error, GemmPrecision, MatrixLayout, Runtime};
 use warpforge_kernels::{gemm, gemm_tc};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::{run_seed, Inputs};
@@ -211,6 +211,50 @@ fn bench_gemm_f16(
         results.push((ms, consts));
     }
     results.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let best = results.first().ok_or("no gemm_f16 variant matched")?.1;
+
+    // The winner and cuBLAS (f16 in and out, f32 accumulation), timed alternately.
+    let mut reference: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        ours.push(median_ms(rt, 3, 20, |rt| {
+            gemm_tc::gemm_f16_with(rt, best, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
+        })?);
+        theirs.push(median_ms(rt, 3, 20, |rt| {
+            rt.cublas_gemm(
+                GemmPrecision::F16,
+                (size, size, size),
+                (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
+                &a,
+                &b,
+                &mut reference,
+            )
+        })?);
+    }
+    ours.sort_by(f32::total_cmp);
+    theirs.sort_by(f32::total_cmp);
+    let (ours, theirs) = (ours[2], theirs[2]);
+    let widen = |v: Vec<f16>| -> Vec<f64> { v.into_iter().map(|x| x.to_f64()).collect() };
+    let cublas_result = widen(rt.download(&reference)?);
+    let ours_result: Vec<f32> = rt.download(&c)?.into_iter().map(|x| x.to_f32()).collect();
+    let d = deviation(&ours_result, &cublas_result);
+    println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
+    println!("|---|---|---|---|");
+    println!(
+        "| warpforge gemm_f16 {best:?} | {ours:.3} | {:.1} | {:.3}x |",
+        tflops(size, ours),
+        theirs / ours
+    );
+    println!(
+        "| cuBLAS GemmEx f16 (f32 accumulation) | {theirs:.3} | {:.1} | 1.000x |",
+        tflops(size, theirs)
+    );
+    println!("\nwarpforge vs cuBLAS result: {d}");
+    // Both round f32 sums of the same products to f16; summation orders differ.
+    if !d.passes(1e-3) {
+        return Err(format!("gemm_f16 disagrees with cuBLAS: {d}").into());
+    }
+
     println!("\n| STAGES | best variant | ms | TFLOP/s |");
     println!("|---|---|---|---|");
     for stages in 1..=5 {
