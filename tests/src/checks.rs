@@ -104,38 +104,69 @@ pub fn check_sum(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, sizes: 
     }
 }
 
+/// Checks each of `variants` of `softmax_rows` on every shape, then
+/// [`softmax::softmax`], which picks the variant for the device.
 pub fn check_softmax(
     rt: &Runtime,
     inputs: &mut Inputs,
     report: &mut Report,
+    variants: &[softmax::softmax_rows::Consts],
     shapes: &[(usize, usize)],
 ) {
-    for consts in softmax::softmax_rows::variants() {
-        for &(rows, cols) in shapes {
-            let what = format!("softmax_rows[THREADS={}] {rows}x{cols}", consts.THREADS);
-            let x: Vec<f32> = inputs.f32s(rows * cols).iter().map(|v| v * 8.0).collect();
-            let expected = reference::softmax_rows(&x, rows, cols);
-            let run = || -> Result<Vec<f32>, Error> {
-                let dx = rt.upload(&x)?;
-                let mut dy = poisoned(rt, rows * cols)?;
-                softmax::softmax_rows::launch(
-                    rt,
-                    consts,
-                    Grid::blocks([rows as u32, 1, 1]),
-                    &dx,
-                    &mut dy,
-                    rows as u32,
-                    cols as u32,
-                )?;
-                rt.download(&dy)
-            };
-            match run() {
-                Ok(out) => {
-                    let d = deviation(&out, &expected);
-                    report.check(&what, d.passes(1e-5), d);
-                }
-                Err(e) => report.error(&what, e),
+    let label = |consts: softmax::softmax_rows::Consts| {
+        format!(
+            "softmax_rows[THREADS={},WARP_SHUFFLE={}]",
+            consts.THREADS, consts.WARP_SHUFFLE
+        )
+    };
+    for &consts in variants {
+        check_softmax_shapes(
+            rt,
+            inputs,
+            report,
+            shapes,
+            |_| label(consts),
+            |x, y, rows, cols| softmax::softmax_with(rt, consts, x, y, rows, cols),
+        );
+    }
+    check_softmax_shapes(
+        rt,
+        inputs,
+        report,
+        shapes,
+        |cols| {
+            let picked = softmax::softmax_variant(rt.device(), cols);
+            format!("softmax (picks {})", label(picked))
+        },
+        |x, y, rows, cols| softmax::softmax(rt, x, y, rows, cols),
+    );
+}
+
+/// One line per shape for the softmax `run`, named by `name(cols)`.
+fn check_softmax_shapes(
+    rt: &Runtime,
+    inputs: &mut Inputs,
+    report: &mut Report,
+    shapes: &[(usize, usize)],
+    name: impl Fn(u32) -> String,
+    run: impl Fn(&DeviceBuffer<f32>, &mut DeviceBuffer<f32>, u32, u32) -> Result<(), Error>,
+) {
+    for &(rows, cols) in shapes {
+        let what = format!("{} {rows}x{cols}", name(cols as u32));
+        let x: Vec<f32> = inputs.f32s(rows * cols).iter().map(|v| v * 8.0).collect();
+        let expected = reference::softmax_rows(&x, rows, cols);
+        let result = || -> Result<Vec<f32>, Error> {
+            let dx = rt.upload(&x)?;
+            let mut dy = poisoned(rt, rows * cols)?;
+            run(&dx, &mut dy, rows as u32, cols as u32)?;
+            rt.download(&dy)
+        };
+        match result() {
+            Ok(out) => {
+                let d = deviation(&out, &expected);
+                report.check(&what, d.passes(1e-5), d);
             }
+            Err(e) => report.error(&what, e),
         }
     }
 }

@@ -1,8 +1,10 @@
-//! The wgpu tier: every stock kernel with a `wgsl` target, every variant,
-//! against the float64 references on a wgpu adapter, with the GPU tier's
-//! checks (`warpforge_tests::checks`: fresh random inputs, NaN-poisoned
-//! outputs). CI runs it on Mesa's lavapipe, a CPU Vulkan driver, so a
-//! missing adapter fails with what to install.
+//! The wgpu tier: every stock kernel with a `wgsl` target, every variant the
+//! adapter runs, against the float64 references on a wgpu adapter, with the
+//! GPU tier's checks (`warpforge_tests::checks`: fresh random inputs,
+//! NaN-poisoned outputs); a variant it cannot run (warp shuffles without
+//! 32-lane subgroups) must be refused with an `Err` saying why. CI runs it on
+//! Mesa's lavapipe, a CPU Vulkan driver, so a missing adapter fails with what
+//! to install.
 //!
 //! Sizes: ragged ones (1, 31, 1000, 4097; GEMM up to 257 x 200 x 33), no
 //! large ones. lavapipe runs shaders on the CPU and compiles each pipeline
@@ -10,7 +12,7 @@
 //! the whole file near a minute on 2 cores (about 2 minutes is the budget).
 //! The large shapes are the CUDA GPU tier's (`gpu-check`).
 
-use warpforge::{BackendKind, DeviceBackend, Grid, Runtime};
+use warpforge::{BackendKind, Runtime};
 use warpforge_codegen::Target;
 use warpforge_kernels::softmax;
 use warpforge_tests::checks::{check_gemm, check_histogram, check_saxpy, check_softmax, check_sum};
@@ -92,23 +94,24 @@ fn block_sum() {
 fn softmax_rows() {
     let shapes = &[(1, 1), (3, 31), (7, 1000), (2, 4097)];
     let rt = lavapipe();
-    let DeviceBackend::Wgpu(wgpu) = &rt.device().backend else {
-        panic!("a wgpu runtime describes a wgpu device")
-    };
-    if wgpu.subgroup_sizes == Some((32, 32)) {
-        check(|rt, inputs, report| check_softmax(rt, inputs, report, shapes));
-        return;
-    }
+    let (runnable, refused): (Vec<_>, Vec<_>) = softmax::softmax_rows::variants()
+        .into_iter()
+        .partition(|consts| !consts.WARP_SHUFFLE || softmax::runs_warp_shuffles(rt.device()));
+    assert!(
+        runnable.iter().any(|consts| !consts.WARP_SHUFFLE),
+        "the shared-memory variants run on every adapter"
+    );
+    check(|rt, inputs, report| check_softmax(rt, inputs, report, &runnable, shapes));
     // Warp shuffles need subgroups of exactly 32 lanes (lavapipe's follow
     // the host's vector width, 8 lanes for 256 bits): the launch must say so.
-    for consts in softmax::softmax_rows::variants() {
+    for consts in refused {
         let run = || -> Result<(), warpforge::Error> {
             let x = rt.upload(&[0.5f32; 32])?;
             let mut y = rt.upload(&[f32::NAN; 32])?;
-            softmax::softmax_rows::launch(&rt, consts, Grid::blocks([1, 1, 1]), &x, &mut y, 1, 32)
+            softmax::softmax_with(&rt, consts, &x, &mut y, 1, 32)
         };
         let err = run()
-            .expect_err("softmax_rows cannot run without subgroups of 32")
+            .expect_err("warp shuffles cannot run without subgroups of 32")
             .to_string();
         assert!(err.contains("subgroups of exactly 32"), "{err}");
     }

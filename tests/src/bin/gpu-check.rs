@@ -11,6 +11,7 @@
 use std::process::ExitCode;
 
 use warpforge::{BackendKind, Runtime};
+use warpforge_kernels::softmax::softmax_rows;
 use warpforge_tests::checks::{
     check_gemm, check_gemm_f16, check_histogram, check_saxpy, check_softmax, check_sum,
 };
@@ -65,7 +66,13 @@ fn main() -> ExitCode {
     } else {
         &[(1, 1), (3, 31), (7, 1000), (2, 4097), (64, 1024)]
     };
-    check_softmax(&rt, &mut inputs, &mut report, softmax_shapes);
+    check_softmax(
+        &rt,
+        &mut inputs,
+        &mut report,
+        &softmax_rows::variants(),
+        softmax_shapes,
+    );
     let gemm_shapes: &[(usize, usize, usize)] = if quick {
         &[(1, 1, 1), (31, 17, 5), (127, 255, 63)]
     } else {
