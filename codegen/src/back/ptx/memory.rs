@@ -130,36 +130,27 @@ impl Emitter<'_> {
                     return Err(self.error(format!("`{}` is not in shared memory", decl.name)));
                 };
                 let dims: Vec<i64> = decl.dims.iter().map(|d| d.as_int().unwrap_or(0)).collect();
+                // Byte stride of each dimension, outermost first.
+                let mut strides = vec![size as i64; dims.len()];
+                for axis in (0..dims.len().saturating_sub(1)).rev() {
+                    strides[axis] = strides[axis + 1] * dims[axis + 1];
+                }
+                // The sum starts at the block's base and adds the outermost
+                // index first, so accesses that share leading indices (a
+                // stage, a row) share the partial sums too: ptxas keeps one
+                // register for them and each access adds only what differs.
                 let mut offset = array_offset as i64;
-                let mut dynamic: Option<Reg> = None;
-                let mut stride = size as i64;
-                for (index, dim) in indices.iter().zip(&dims).rev() {
+                let mut base = smem;
+                for (index, stride) in indices.iter().zip(&strides) {
                     let (index, constant) = split_constant(index);
                     offset += constant * stride;
-                    match index {
-                        None => {}
-                        Some(index) => {
-                            let i = self.index32(index)?;
-                            let acc = self.fresh(Scalar::U32);
-                            match dynamic {
-                                Some(prev) => {
-                                    self.ins(format!("mad.lo.u32 {acc}, {i}, {stride}, {prev}"))
-                                }
-                                None => self.ins(format!("mul.lo.u32 {acc}, {i}, {stride}")),
-                            }
-                            dynamic = Some(acc);
-                        }
+                    if let Some(index) = index {
+                        let i = self.index32(index)?;
+                        let sum = self.fresh(Scalar::U32);
+                        self.ins(format!("mad.lo.u32 {sum}, {i}, {stride}, {base}"));
+                        base = sum;
                     }
-                    stride *= dim;
                 }
-                let base = match dynamic {
-                    Some(d) => {
-                        let addr = self.fresh(Scalar::U32);
-                        self.ins(format!("add.u32 {addr}, {smem}, {d}"));
-                        addr
-                    }
-                    None => smem,
-                };
                 Ok(Address {
                     space: "shared",
                     base,
