@@ -13,6 +13,10 @@ use warpforge_codegen::{compile_wgsl, Target};
 /// construct each trips on; the `portable_*` inputs cover what WGSL can
 /// express of them.
 const NOT_IN_WGSL: &[(&str, &str)] = &[
+    (
+        "async_pipeline",
+        "`cp_async` (asynchronous copies to shared memory)",
+    ),
     ("atomics", "parameter `xl: &mut [i64]`"),
     ("bf16_arith", "parameter `x_bf16: &mut [bf16]`"),
     (
@@ -34,6 +38,14 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
         "parameter `a: &mut [i8]` (WGSL storage has no 8-bit elements)",
     ),
     ("shared_vector", "parameter `d: &mut [f64]`"),
+    (
+        "tensor_core",
+        "parameter `q: &[i8]` (WGSL storage has no 8-bit elements)",
+    ),
+    (
+        "wmma",
+        "`wmma_load_c_row` (Tensor Core and warp matrix operations)",
+    ),
 ];
 
 /// The block a kernel without `block(..)` is compiled for.

@@ -47,7 +47,7 @@ use warpforge::prelude::*;
         BM / WARP * (BN / WARP) <= 8,
         BM <= 2 * BN,
         BN <= 2 * BM,
-        ALIGNED || STAGES == 2,
+        ALIGNED || STAGES == 2 && BK == 32,
         STAGES * (BM + BN) * BK * 2 <= 163 * 1024
     ),
     requires(a.len() >= m * k, b.len() >= n * k, c.len() >= m * n, !ALIGNED || k % 8 == 0)
@@ -136,13 +136,23 @@ pub fn gemm_f16<
                 for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
                     let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
                     let bytes = if a_row_in[l] { k_bytes } else { 0 };
-                    cp_async(&mut a_tile[st][r][cp_col], &a[a_row_at[l] + k_at], 16, bytes);
+                    cp_async(
+                        &mut a_tile[st][r][cp_col],
+                        &a[a_row_at[l] + k_at],
+                        16,
+                        bytes,
+                    );
                 }
                 #[unroll]
                 for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
                     let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
                     let bytes = if b_row_in[l] { k_bytes } else { 0 };
-                    cp_async(&mut b_tile[st][r][cp_col], &b[b_row_at[l] + k_at], 16, bytes);
+                    cp_async(
+                        &mut b_tile[st][r][cp_col],
+                        &b[b_row_at[l] + k_at],
+                        16,
+                        bytes,
+                    );
                 }
             } else {
                 #[unroll]

@@ -9,8 +9,8 @@ use warpforge::{f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Run
 use warpforge_kernels::{gemm, gemm_tc, reduce, simple, softmax};
 
 use crate::compare::{self, deviation, GemmTolerance};
-use crate::report::Report;
 use crate::reference::{Activation, GemmReference, GemmSpec};
+use crate::report::Report;
 use crate::{reference, Inputs};
 
 /// An output buffer of `n` NaNs: any element the kernel fails to write fails the check.
@@ -309,7 +309,11 @@ pub fn check_gemm_f16(
                         report.check(&what, named, format!("refused as it must be: {e}"));
                     }
                     Ok(_) if consts.ALIGNED && k % 8 != 0 => {
-                        report.check(&what, false, "ran with k not a multiple of 8 instead of refusing");
+                        report.check(
+                            &what,
+                            false,
+                            "ran with k not a multiple of 8 instead of refusing",
+                        );
                     }
                     Ok(out) => {
                         let check = compare::check_gemm(&out, expected, &tolerance);

@@ -42,7 +42,10 @@ pub fn print_variant(kernel: &str, consts: &str, arch: &str) -> Result<()> {
     let defs = warpforge_kernels::all();
     let Some(def) = defs.iter().find(|d| d.ir.name == kernel) else {
         let names: Vec<&str> = defs.iter().map(|d| d.ir.name.as_str()).collect();
-        bail!("no stock kernel is named `{kernel}`: the kernels are {}", names.join(", "));
+        bail!(
+            "no stock kernel is named `{kernel}`: the kernels are {}",
+            names.join(", ")
+        );
     };
     let Some(arch) = Arch::from_name(arch) else {
         bail!("unknown arch `{arch}`: use sm_70, sm_80 or sm_90");
@@ -50,17 +53,25 @@ pub fn print_variant(kernel: &str, consts: &str, arch: &str) -> Result<()> {
     let given: BTreeMap<&str, &str> = consts
         .split(',')
         .filter(|part| !part.is_empty())
-        .map(|part| part.split_once('=').with_context(|| format!("`{part}` is not NAME=value")))
+        .map(|part| {
+            part.split_once('=')
+                .with_context(|| format!("`{part}` is not NAME=value"))
+        })
         .collect::<Result<_>>()?;
     let mut values = Vec::new();
     for param in &def.ir.const_params {
         let Some(text) = given.get(param.name.as_str()) else {
-            bail!("give a value for every const param of `{kernel}`: `{}` is missing", param.name);
+            bail!(
+                "give a value for every const param of `{kernel}`: `{}` is missing",
+                param.name
+            );
         };
         values.push(match *text {
             "true" => 1,
             "false" => 0,
-            number => number.parse().with_context(|| format!("`{}={number}` is not an integer", param.name))?,
+            number => number
+                .parse()
+                .with_context(|| format!("`{}={number}` is not an integer", param.name))?,
         });
     }
     let module = warpforge_codegen::compile_ptx(def, &values, arch)?;

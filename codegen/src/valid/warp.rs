@@ -33,7 +33,14 @@ impl Validator<'_> {
             }
             MatrixOp::Mma { kind, acc, a, b } => {
                 let (a_regs, b_regs, acc_regs) = kind.registers();
-                self.fragment(acc, kind.accumulator(), acc_regs, &function, "accumulator", true)?;
+                self.fragment(
+                    acc,
+                    kind.accumulator(),
+                    acc_regs,
+                    &function,
+                    "accumulator",
+                    true,
+                )?;
                 self.fragment(a, Scalar::U32, a_regs, &function, "A fragment", false)?;
                 self.fragment(b, Scalar::U32, b_regs, &function, "B fragment", false)?;
             }
@@ -79,9 +86,7 @@ impl Validator<'_> {
         src_bytes: &Expr,
     ) -> Result<(), Error> {
         if !matches!(bytes, 4 | 8 | 16) {
-            return Err(self.error(format!(
-                "`cp_async` copies 4, 8 or 16 bytes, not {bytes}"
-            )));
+            return Err(self.error(format!("`cp_async` copies 4, 8 or 16 bytes, not {bytes}")));
         }
         let dst_ty = self.place(dst, true)?;
         self.require_shared(dst, "cp_async", "destination")?;

@@ -182,13 +182,10 @@ fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<f32, Box<dyn std::error::
 
 /// Every `ALIGNED` variant of the f16 Tensor Core GEMM at `size`^3 (A
 /// row-major, B column-major), then the best per pipeline depth.
-fn bench_gemm_f16(
-    rt: &Runtime,
-    size: usize,
-    only: &str,
-) -> Result<(), Box<dyn std::error::Error>> {
+fn bench_gemm_f16(rt: &Runtime, size: usize, only: &str) -> Result<(), Box<dyn std::error::Error>> {
     let mut inputs = Inputs::new(run_seed());
-    let mut halves = |n: usize| -> Vec<f16> { inputs.f32s(n).into_iter().map(f16::from_f32).collect() };
+    let mut halves =
+        |n: usize| -> Vec<f16> { inputs.f32s(n).into_iter().map(f16::from_f32).collect() };
     let a = rt.upload(&halves(size * size))?;
     let b = rt.upload(&halves(size * size))?;
     let mut c: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
@@ -259,7 +256,10 @@ fn bench_gemm_f16(
     println!("|---|---|---|---|");
     for stages in 1..=5 {
         if let Some((ms, consts)) = results.iter().find(|(_, c)| c.STAGES == stages) {
-            println!("| {stages} | {consts:?} | {ms:.3} | {:.1} |", tflops(size, *ms));
+            println!(
+                "| {stages} | {consts:?} | {ms:.3} | {:.1} |",
+                tflops(size, *ms)
+            );
         }
     }
     Ok(())

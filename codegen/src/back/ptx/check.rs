@@ -17,7 +17,11 @@ pub fn check_arch(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
     let mut features = FeatureUse::new(arch);
     block(&kernel.body, &mut |feature| {
         features.require(feature).map_err(|reason| {
-            Error::new(format!("kernel `{}` ({}): {reason}", kernel.name, arch.name()))
+            Error::new(format!(
+                "kernel `{}` ({}): {reason}",
+                kernel.name,
+                arch.name()
+            ))
         })
     })
 }

@@ -316,7 +316,11 @@ impl Emitter<'_> {
             let x = self.expr(a)?;
             let y = self.expr(b)?;
             let result = self.fresh(Scalar::Bool);
-            let kind = if op == BinaryOp::LogicalAnd { "and" } else { "or" };
+            let kind = if op == BinaryOp::LogicalAnd {
+                "and"
+            } else {
+                "or"
+            };
             self.ins(format!("{kind}.pred {result}, {x}, {y}"));
             return Ok(Operand::Reg(result));
         }

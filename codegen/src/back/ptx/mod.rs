@@ -39,9 +39,7 @@ mod vectorize;
 mod warp;
 
 pub use check::check_arch;
-use function::{
-    param_names, param_type, scalar_param_name, Emitter, SHARED_ALIGN, SHARED_SYMBOL,
-};
+use function::{param_names, param_type, scalar_param_name, Emitter, SHARED_ALIGN, SHARED_SYMBOL};
 
 use crate::ir::{Arch, Kernel, ParamType};
 use crate::Error;

@@ -94,7 +94,11 @@ impl Emitter<'_> {
                 let regs = self.fragment_regs(dst)?;
                 let addr = self.address(src)?;
                 let stride = self.expr(stride)?;
-                let ty = if *operand == WmmaOperand::C { "f32" } else { "f16" };
+                let ty = if *operand == WmmaOperand::C {
+                    "f32"
+                } else {
+                    "f16"
+                };
                 self.ins(format!(
                     "wmma.load.{}.sync.aligned.{}.m16n16k16.{}.{ty} {}, {addr}, {stride}",
                     operand.name(),
@@ -193,7 +197,9 @@ impl Emitter<'_> {
         let cache = if bytes == 16 { "cg" } else { "ca" };
         let full = src_bytes.as_int() == Some(bytes as i64);
         if full {
-            self.ins(format!("cp.async.{cache}.shared.global {dst}, {src}, {bytes}"));
+            self.ins(format!(
+                "cp.async.{cache}.shared.global {dst}, {src}, {bytes}"
+            ));
         } else {
             let n = self.expr(src_bytes)?;
             self.ins(format!(
@@ -214,7 +220,9 @@ impl Emitter<'_> {
     pub fn async_wait(&mut self, pending: &Expr) -> Result<(), Error> {
         if self.features.available(Feature::CpAsync) {
             let Some(n) = pending.as_int() else {
-                return Err(self.error("the count of `cp_async_wait` is not a constant: validate the kernel first"));
+                return Err(self.error(
+                    "the count of `cp_async_wait` is not a constant: validate the kernel first",
+                ));
             };
             self.require(Feature::CpAsync)?;
             self.ins(format!("cp.async.wait_group {n}"));
@@ -277,7 +285,9 @@ impl Emitter<'_> {
             let ty = mem_type(elem);
             let (src_base, src_off) = (src.base, src.offset + offset);
             let (dst_base, dst_off) = (dst.base, dst.offset + offset);
-            self.ins(format!("@{present} ld.global.{ty} {value}, [{src_base}+{src_off}]"));
+            self.ins(format!(
+                "@{present} ld.global.{ty} {value}, [{src_base}+{src_off}]"
+            ));
             self.ins(format!("st.shared.{ty} [{dst_base}+{dst_off}], {value}"));
         }
         self.place_label(&end);

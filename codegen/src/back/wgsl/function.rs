@@ -365,7 +365,10 @@ impl Count {
                 Stmt::Expr(e) => self.expr(e),
                 Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {}
                 // Rejected by `support::check` before anything is counted.
-                Stmt::Matrix(_) | Stmt::AsyncCopy { .. } | Stmt::AsyncCommit | Stmt::AsyncWait { .. } => {}
+                Stmt::Matrix(_)
+                | Stmt::AsyncCopy { .. }
+                | Stmt::AsyncCommit
+                | Stmt::AsyncWait { .. } => {}
             }
         }
     }

@@ -96,7 +96,10 @@ impl Emitter<'_> {
                 }
                 Ok(())
             }
-            Stmt::Matrix(_) | Stmt::AsyncCopy { .. } | Stmt::AsyncCommit | Stmt::AsyncWait { .. } => {
+            Stmt::Matrix(_)
+            | Stmt::AsyncCopy { .. }
+            | Stmt::AsyncCommit
+            | Stmt::AsyncWait { .. } => {
                 // `support::check` rejects these before emission starts.
                 Err(self.error("Tensor Core operations and async copies have no WGSL form"))
             }

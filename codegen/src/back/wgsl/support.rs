@@ -10,9 +10,7 @@
 //! - Tensor Core fragments and their operations, `ldmatrix`, the operand
 //!   packing functions and asynchronous copies (`cp_async*`).
 
-use crate::ir::{
-    Block, Expr, ExprKind, Intrinsic, Kernel, ParamType, Place, Scalar, Space, Stmt,
-};
+use crate::ir::{Block, Expr, ExprKind, Intrinsic, Kernel, ParamType, Place, Scalar, Space, Stmt};
 use crate::valid::{atomic_name, intrinsic_name};
 use crate::Error;
 
@@ -139,11 +137,17 @@ impl Checker<'_> {
             Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => Ok(()),
             Stmt::Matrix(op) => Err(unsupported(
                 self.kernel,
-                format!("`{}` (Tensor Core and warp matrix operations)", op.function()),
+                format!(
+                    "`{}` (Tensor Core and warp matrix operations)",
+                    op.function()
+                ),
             )),
-            Stmt::AsyncCopy { .. } | Stmt::AsyncCommit | Stmt::AsyncWait { .. } => Err(
-                unsupported(self.kernel, "`cp_async` (asynchronous copies to shared memory)"),
-            ),
+            Stmt::AsyncCopy { .. } | Stmt::AsyncCommit | Stmt::AsyncWait { .. } => {
+                Err(unsupported(
+                    self.kernel,
+                    "`cp_async` (asynchronous copies to shared memory)",
+                ))
+            }
         }
     }
 
@@ -174,12 +178,13 @@ impl Checker<'_> {
                 self.expr(b)
             }
             ExprKind::Select(c, a, b) => [c, a, b].into_iter().try_for_each(|e| self.expr(e)),
-            ExprKind::Call(f @ (Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 | Intrinsic::ToTf32), _) => {
-                Err(unsupported(
-                    self.kernel,
-                    format!("`{}` (a Tensor Core operand word)", intrinsic_name(*f)),
-                ))
-            }
+            ExprKind::Call(
+                f @ (Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 | Intrinsic::ToTf32),
+                _,
+            ) => Err(unsupported(
+                self.kernel,
+                format!("`{}` (a Tensor Core operand word)", intrinsic_name(*f)),
+            )),
             ExprKind::Call(_, args) => args.iter().try_for_each(|a| self.expr(a)),
             ExprKind::Atomic {
                 op,

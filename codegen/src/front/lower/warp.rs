@@ -49,7 +49,7 @@ impl Lowerer<'_> {
                 _ => return self.unknown_warp_function(c, &name),
             };
             self.arity(c, &c.args, 2, &name)?;
-            let dst = self.fragment(&c.args[0], Scalar::U32, &name, "destination")?;
+            let dst = self.fragment(&c.args[0], Scalar::U32, &name, "destination", true)?;
             let src = self.shared_element(&c.args[1], &name)?;
             return Ok(Stmt::Matrix(MatrixOp::LoadMatrix {
                 count,
@@ -60,9 +60,9 @@ impl Lowerer<'_> {
         }
         if let Some(kind) = MmaKind::ALL.into_iter().find(|k| k.function() == name) {
             self.arity(c, &c.args, 3, &name)?;
-            let acc = self.fragment(&c.args[0], kind.accumulator(), &name, "accumulator")?;
-            let a = self.fragment(&c.args[1], Scalar::U32, &name, "A fragment")?;
-            let b = self.fragment(&c.args[2], Scalar::U32, &name, "B fragment")?;
+            let acc = self.fragment(&c.args[0], kind.accumulator(), &name, "accumulator", true)?;
+            let a = self.fragment(&c.args[1], Scalar::U32, &name, "A fragment", false)?;
+            let b = self.fragment(&c.args[2], Scalar::U32, &name, "B fragment", false)?;
             return Ok(Stmt::Matrix(MatrixOp::Mma { kind, acc, a, b }));
         }
         if let Some(rest) = name.strip_prefix("wmma_load_") {
@@ -81,7 +81,7 @@ impl Lowerer<'_> {
             } else {
                 Scalar::U32
             };
-            let dst = self.fragment(&c.args[0], elem, &name, "destination")?;
+            let dst = self.fragment(&c.args[0], elem, &name, "destination", true)?;
             let want = if operand == WmmaOperand::C {
                 Scalar::F32
             } else {
@@ -105,9 +105,9 @@ impl Lowerer<'_> {
                 return self.unknown_warp_function(c, &name);
             };
             self.arity(c, &c.args, 3, &name)?;
-            let acc = self.fragment(&c.args[0], Scalar::F32, &name, "accumulator")?;
-            let a = self.fragment(&c.args[1], Scalar::U32, &name, "A fragment")?;
-            let b = self.fragment(&c.args[2], Scalar::U32, &name, "B fragment")?;
+            let acc = self.fragment(&c.args[0], Scalar::F32, &name, "accumulator", true)?;
+            let a = self.fragment(&c.args[1], Scalar::U32, &name, "A fragment", false)?;
+            let b = self.fragment(&c.args[2], Scalar::U32, &name, "B fragment", false)?;
             return Ok(Stmt::Matrix(MatrixOp::Wmma {
                 a_layout,
                 b_layout,
@@ -122,7 +122,7 @@ impl Lowerer<'_> {
             };
             self.arity(c, &c.args, 3, &name)?;
             let dst = self.matrix_element(&c.args[0], Scalar::F32, Access::Write, &name)?;
-            let src = self.fragment(&c.args[1], Scalar::F32, &name, "accumulator")?;
+            let src = self.fragment(&c.args[1], Scalar::F32, &name, "accumulator", false)?;
             let stride = self.stride(&c.args[2], &name)?;
             return Ok(Stmt::Matrix(MatrixOp::WmmaStore {
                 layout,
@@ -140,8 +140,17 @@ impl Lowerer<'_> {
             "cp_async_wait" => {
                 self.arity(c, &c.args, 1, &name)?;
                 let pending = self.expr(&c.args[0], Some(Scalar::U32))?;
-                self.check_type(&c.args[0], pending.ty, Scalar::U32, "the number of groups left pending")?;
-                self.check_constant(&c.args[0], &pending, ConstantRole::Size("the number of groups `cp_async_wait` leaves pending"))?;
+                self.check_type(
+                    &c.args[0],
+                    pending.ty,
+                    Scalar::U32,
+                    "the number of groups left pending",
+                )?;
+                self.check_constant(
+                    &c.args[0],
+                    &pending,
+                    ConstantRole::Size("the number of groups `cp_async_wait` leaves pending"),
+                )?;
                 Ok(Stmt::AsyncWait { pending })
             }
             _ => self.unknown_warp_function(c, &name),
@@ -184,9 +193,16 @@ impl Lowerer<'_> {
         }
         let bytes = self.expr(&c.args[2], Some(Scalar::U32))?;
         self.check_type(&c.args[2], bytes.ty, Scalar::U32, "the copy size")?;
-        self.check_constant(&c.args[2], &bytes, ConstantRole::Size("the size of a `cp_async` copy"))?;
+        self.check_constant(
+            &c.args[2],
+            &bytes,
+            ConstantRole::Size("the size of a `cp_async` copy"),
+        )?;
         let Some(bytes) = bytes.as_int() else {
-            return self.err(&c.args[2], "the size of a `cp_async` copy is written as a literal: 4, 8 or 16");
+            return self.err(
+                &c.args[2],
+                "the size of a `cp_async` copy is written as a literal: 4, 8 or 16",
+            );
         };
         if !matches!(bytes, 4 | 8 | 16) {
             return self.err(
@@ -195,7 +211,12 @@ impl Lowerer<'_> {
             );
         }
         let src_bytes = self.expr(&c.args[3], Some(Scalar::U32))?;
-        self.check_type(&c.args[3], src_bytes.ty, Scalar::U32, "the number of source bytes to read")?;
+        self.check_type(
+            &c.args[3],
+            src_bytes.ty,
+            Scalar::U32,
+            "the number of source bytes to read",
+        )?;
         Ok(Stmt::AsyncCopy {
             dst,
             src,
@@ -215,17 +236,29 @@ impl Lowerer<'_> {
         elem: Scalar,
         function: &str,
         role: &str,
+        writes: bool,
     ) -> Lowered<Fragment> {
-        let writes = matches!(role, "destination" | "accumulator");
-        let inner = if writes { mut_ref(arg) } else { shared_ref(arg) };
+        let inner = if writes {
+            mut_ref(arg)
+        } else {
+            shared_ref(arg)
+        };
         let Some(inner) = inner else {
             let form = if writes { "&mut frag[i]" } else { "&frag[i]" };
-            return self.err(arg, format!("the {role} of `{function}` is a register array row, written `{form}`"));
+            return self.err(
+                arg,
+                format!("the {role} of `{function}` is a register array row, written `{form}`"),
+            );
         };
         let (root, index_exprs) = index_chain(inner);
         let ident = match peel(root) {
             syn::Expr::Path(p) => self.path_ident(p)?,
-            other => return self.err(other, format!("the {role} of `{function}` must be a register array or a row of one")),
+            other => {
+                return self.err(
+                    other,
+                    format!("the {role} of `{function}` must be a register array or a row of one"),
+                )
+            }
         };
         let id = match self.resolve(&ident)? {
             Binding::Local(id) => id,
@@ -251,10 +284,19 @@ impl Lowerer<'_> {
             } else {
                 format!("`{}` elements", elem.name())
             };
-            return self.err(inner, format!("the {role} of `{function}` holds {what}, but `{ident}` holds `{}`", ty.name()));
+            return self.err(
+                inner,
+                format!(
+                    "the {role} of `{function}` holds {what}, but `{ident}` holds `{}`",
+                    ty.name()
+                ),
+            );
         }
         if writes && !mutable {
-            return self.err(inner, format!("`{function}` writes `{ident}`: declare it `let mut {ident}`"));
+            return self.err(
+                inner,
+                format!("`{function}` writes `{ident}`: declare it `let mut {ident}`"),
+            );
         }
         let mut indices = Vec::new();
         for idx in index_exprs {
@@ -288,18 +330,34 @@ impl Lowerer<'_> {
         access: Access,
         function: &str,
     ) -> Lowered<Place> {
-        let inner = if access == Access::Write { mut_ref(arg) } else { shared_ref(arg) };
+        let inner = if access == Access::Write {
+            mut_ref(arg)
+        } else {
+            shared_ref(arg)
+        };
         let Some(inner) = inner else {
-            let form = if access == Access::Write { "&mut m[i]" } else { "&m[i]" };
-            return self.err(arg, format!("`{function}` takes the matrix's first element, written `{form}`"));
+            let form = if access == Access::Write {
+                "&mut m[i]"
+            } else {
+                "&m[i]"
+            };
+            return self.err(
+                arg,
+                format!("`{function}` takes the matrix's first element, written `{form}`"),
+            );
         };
         let (place, ty) = self.place(inner, access)?;
         let in_memory = match &place {
-            Place::Global { param, .. } => matches!(self.params[*param as usize].ty, ParamType::Slice { .. }),
+            Place::Global { param, .. } => {
+                matches!(self.params[*param as usize].ty, ParamType::Slice { .. })
+            }
             Place::Local { .. } => self.is_shared(&place),
         };
         if !in_memory {
-            return self.err(inner, format!("`{function}` works on shared arrays and slices, not on registers"));
+            return self.err(
+                inner,
+                format!("`{function}` works on shared arrays and slices, not on registers"),
+            );
         }
         self.check_type(inner, ty, want, &format!("the matrix of `{function}`"))?;
         Ok(place)
@@ -307,7 +365,12 @@ impl Lowerer<'_> {
 
     fn stride(&mut self, arg: &syn::Expr, function: &str) -> Lowered<Expr> {
         let stride = self.expr(arg, Some(Scalar::U32))?;
-        self.check_type(arg, stride.ty, Scalar::U32, &format!("the stride of `{function}`"))?;
+        self.check_type(
+            arg,
+            stride.ty,
+            Scalar::U32,
+            &format!("the stride of `{function}`"),
+        )?;
         Ok(stride)
     }
 }
