@@ -170,6 +170,11 @@ impl Emitter<'_> {
         if ty.is_float() {
             return self.float_arithmetic(op, ty, x, y);
         }
+        if let (BinaryOp::Div | BinaryOp::Rem, Operand::Imm(text)) = (op, &y) {
+            if let Some(r) = self.unsigned_division_by_constant(op, ty, &x, text) {
+                return Ok(Operand::Reg(r));
+            }
+        }
         let t = arith(ty);
         let bits = if ty.size_bytes() == 8 { 64 } else { 32 };
         let name = match op {
@@ -206,6 +211,61 @@ impl Emitter<'_> {
         } else {
             r
         }))
+    }
+
+    /// `x / d` or `x % d` for an unsigned `x` and a constant `d > 0` without
+    /// a division: ptxas emits the general division sequence (a float
+    /// reciprocal and corrections, about 20 instructions) even for constant
+    /// divisors. A power of two is a shift or a mask; other 32-bit divisors
+    /// use the multiply-high method (Granlund and Montgomery, "Division by
+    /// invariant integers using multiplication", 1994): with
+    /// `l = ceil(log2 d)` and `m = floor(2^32 (2^l - d) / d) + 1`,
+    /// `t = mulhi(m, x)` and `x / d = (t + ((x - t) >> 1)) >> (l - 1)`,
+    /// exact for every 32-bit `x`. `None` leaves the division to `div`/`rem`.
+    fn unsigned_division_by_constant(
+        &mut self,
+        op: BinaryOp,
+        ty: Scalar,
+        x: &Operand,
+        divisor: &str,
+    ) -> Option<Reg> {
+        if !matches!(ty, Scalar::U8 | Scalar::U32 | Scalar::U64) {
+            return None;
+        }
+        let d: u64 = divisor.parse().ok().filter(|&d| d > 0)?;
+        let bits = if ty.size_bytes() == 8 { 64 } else { 32 };
+        if d.is_power_of_two() {
+            let r = self.fresh(ty);
+            if op == BinaryOp::Div {
+                self.ins(format!("shr.u{bits} {r}, {x}, {}", d.trailing_zeros()));
+            } else {
+                self.ins(format!("and.b{bits} {r}, {x}, {}", d - 1));
+            }
+            return Some(r);
+        }
+        if bits == 64 || d > u32::MAX as u64 {
+            return None;
+        }
+        let (m, shift) = division_magic(d as u32);
+        let x = self.in_reg(x.clone(), ty);
+        let t = self.fresh(ty);
+        self.ins(format!("mul.hi.u32 {t}, {x}, {m}"));
+        let diff = self.fresh(ty);
+        self.ins(format!("sub.u32 {diff}, {x}, {t}"));
+        let half = self.fresh(ty);
+        self.ins(format!("shr.u32 {half}, {diff}, 1"));
+        let sum = self.fresh(ty);
+        self.ins(format!("add.u32 {sum}, {t}, {half}"));
+        let q = self.fresh(ty);
+        self.ins(format!("shr.u32 {q}, {sum}, {shift}"));
+        if op == BinaryOp::Div {
+            return Some(q);
+        }
+        let multiple = self.fresh(ty);
+        self.ins(format!("mul.lo.u32 {multiple}, {q}, {d}"));
+        let r = self.fresh(ty);
+        self.ins(format!("sub.u32 {r}, {x}, {multiple}"));
+        Some(r)
     }
 
     /// The shift amount modulo the bit width of `ty`.
@@ -585,5 +645,41 @@ fn special_register(s: Special) -> String {
         Special::BlockDim(a) => format!("%ntid.{}", axis(a)),
         Special::GridDim(a) => format!("%nctaid.{}", axis(a)),
         Special::LaneId => "%laneid".into(),
+    }
+}
+
+/// The multiplier `m` and final shift `l - 1` of unsigned 32-bit division by
+/// a constant `d` that is not a power of two (see
+/// `unsigned_division_by_constant`).
+fn division_magic(d: u32) -> (u32, u32) {
+    let l = 32 - (d - 1).leading_zeros();
+    let m = ((1u64 << 32) * ((1u64 << l) - d as u64) / d as u64 + 1) as u32;
+    (m, l - 1)
+}
+
+#[cfg(test)]
+mod division_tests {
+    use super::division_magic;
+
+    /// The emitted sequence, in Rust.
+    fn divide(x: u32, d: u32) -> u32 {
+        let (m, shift) = division_magic(d);
+        let t = ((x as u64 * m as u64) >> 32) as u32;
+        (t + ((x - t) >> 1)) >> shift
+    }
+
+    #[test]
+    fn multiply_high_division_is_exact() {
+        let divisors = (3..2000u32)
+            .chain([641, 6700417, 0x7fff_ffff, 0x8000_0001, u32::MAX - 1, u32::MAX])
+            .filter(|d| !d.is_power_of_two());
+        for d in divisors {
+            let mut xs: Vec<u32> = vec![0, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1, u32::MAX / 2];
+            xs.extend((0..64u32).map(|i| i.wrapping_mul(0x9E37_79B9) ^ d.rotate_left(i)));
+            xs.extend((1..32u32).map(|q| q.saturating_mul(d).wrapping_sub(1)));
+            for x in xs {
+                assert_eq!(divide(x, d), x / d, "{x} / {d}");
+            }
+        }
     }
 }
