@@ -10,6 +10,7 @@ pub mod gemm_tc;
 pub mod reduce;
 pub mod simple;
 pub mod softmax;
+pub mod stream;
 
 use warpforge::__private::KernelDef;
 
@@ -23,5 +24,6 @@ pub fn all() -> Vec<&'static KernelDef> {
         softmax::softmax_rows::def(),
         gemm::gemm_f32::def(),
         gemm_tc::gemm_f16::def(),
+        stream::stream_scale::def(),
     ]
 }

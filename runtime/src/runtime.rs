@@ -126,6 +126,29 @@ impl Runtime {
         }
     }
 
+    /// Copies `source` into `target` on the device (`cuMemcpyDtoD` on CUDA, a
+    /// buffer-to-buffer copy on wgpu), enqueued after earlier work. The two
+    /// must have the same length.
+    pub fn copy<T: DeviceScalar>(
+        &self,
+        source: &DeviceBuffer<T>,
+        target: &mut DeviceBuffer<T>,
+    ) -> Result<(), Error> {
+        if source.len() != target.len() {
+            return Err(Error::Buffer(format!(
+                "cannot copy a buffer of {} {} values into one of {}: the lengths must be equal",
+                source.len(),
+                T::SCALAR.name(),
+                target.len()
+            )));
+        }
+        match (&self.backend, &source.memory, &mut target.memory) {
+            (Backend::Cuda(cuda), Memory::Cuda(from), Memory::Cuda(to)) => cuda.copy(from, to),
+            (Backend::Wgpu(wgpu), Memory::Wgpu(from), Memory::Wgpu(to)) => wgpu.copy(from, to),
+            _ => Err(self.foreign_buffer("a buffer of the copy")),
+        }
+    }
+
     /// Sets every element of the buffer to `value`.
     pub fn fill<T: DeviceScalar>(
         &self,

@@ -94,3 +94,21 @@ fn cublas_sgemm_is_row_major() {
         .to_string();
     assert!(err.contains("`a` is a 38 x 13 matrix"), "{err}");
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
+fn device_to_device_copies() {
+    let rt = gpu();
+    let values: Vec<f32> = (0..1001).map(|i| i as f32 * 0.5).collect();
+    let source = rt.upload(&values).unwrap();
+    let mut target = rt.alloc_zeroed::<f32>(1001).unwrap();
+    rt.copy(&source, &mut target).unwrap();
+    assert_eq!(rt.download(&target).unwrap(), values);
+    let halves: Vec<f16> = (0..3).map(|i| f16::from_f32(i as f32)).collect();
+    let mut odd = rt.alloc_zeroed::<f16>(3).unwrap();
+    rt.copy(&rt.upload(&halves).unwrap(), &mut odd).unwrap();
+    assert_eq!(rt.download(&odd).unwrap(), halves);
+    let mut short = rt.alloc_zeroed::<f32>(10).unwrap();
+    let err = rt.copy(&source, &mut short).unwrap_err().to_string();
+    assert!(err.contains("1001") && err.contains("10"), "{err}");
+}

@@ -130,3 +130,20 @@ fn cuda_only_operations_are_errors_on_wgpu() {
     assert!(err.contains("cuBLAS needs CUDA"), "{err}");
     assert!(rt.cuda_stream().is_none() && a.cuda_slice().is_none());
 }
+
+#[test]
+fn device_to_device_copies() {
+    let rt = wgpu_runtime();
+    let values: Vec<f32> = (0..1001).map(|i| i as f32 * 0.5).collect();
+    let source = rt.upload(&values).unwrap();
+    let mut target = rt.alloc_zeroed::<f32>(1001).unwrap();
+    rt.copy(&source, &mut target).unwrap();
+    assert_eq!(rt.download(&target).unwrap(), values);
+    let halves: Vec<f16> = (0..3).map(|i| f16::from_f32(i as f32)).collect();
+    let mut odd = rt.alloc_zeroed::<f16>(3).unwrap();
+    rt.copy(&rt.upload(&halves).unwrap(), &mut odd).unwrap();
+    assert_eq!(rt.download(&odd).unwrap(), halves);
+    let mut short = rt.alloc_zeroed::<f32>(10).unwrap();
+    let err = rt.copy(&source, &mut short).unwrap_err().to_string();
+    assert!(err.contains("1001") && err.contains("10"), "{err}");
+}

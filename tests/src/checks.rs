@@ -6,7 +6,7 @@
 //! records one line per variant and size in `report`.
 
 use warpforge::{f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
-use warpforge_kernels::{gemm, gemm_tc, reduce, simple, softmax};
+use warpforge_kernels::{gemm, gemm_tc, reduce, simple, softmax, stream};
 
 use crate::compare::{self, deviation, GemmTolerance};
 use crate::reference::{Activation, GemmReference, GemmSpec};
@@ -321,6 +321,41 @@ pub fn check_gemm_f16(
                     }
                     Err(e) => report.error(&what, e),
                 }
+            }
+        }
+    }
+}
+
+/// `stream_scale` (the pipelined `cp_async` stream) over every variant:
+/// `y = alpha * x` exactly (one rounding, as the reference's f32 product).
+pub fn check_stream(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, sizes: &[usize]) {
+    for &n in sizes {
+        let x = inputs.f32s(n);
+        let alpha = 1.5f32;
+        let expected: Vec<f64> = x.iter().map(|&v| (alpha * v) as f64).collect();
+        let dx = match rt.upload(&x) {
+            Ok(dx) => dx,
+            Err(e) => {
+                report.error(&format!("stream_scale n={n} upload"), e);
+                continue;
+            }
+        };
+        for consts in stream::stream_scale::variants() {
+            let what = format!(
+                "stream_scale[THREADS={},STAGES={}] n={n}",
+                consts.THREADS, consts.STAGES
+            );
+            let run = || -> Result<Vec<f32>, Error> {
+                let mut dy = poisoned(rt, n)?;
+                stream::stream_scale_with(rt, consts, &dx, &mut dy, alpha)?;
+                rt.download(&dy)
+            };
+            match run() {
+                Ok(out) => {
+                    let d = deviation(&out, &expected);
+                    report.check(&what, d.passes(0.0) && d.max_abs == 0.0, d);
+                }
+                Err(e) => report.error(&what, e),
             }
         }
     }

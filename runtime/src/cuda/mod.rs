@@ -133,6 +133,27 @@ impl CudaBackend {
         Ok(values)
     }
 
+    /// Device-to-device copy of equal-length slices (the caller checks the lengths).
+    pub(crate) fn copy<T: DeviceScalar>(
+        &self,
+        source: &CudaSlice<T>,
+        target: &mut CudaSlice<T>,
+    ) -> Result<(), Error> {
+        self.check_owner(source.context(), "the buffer to copy from")?;
+        self.check_owner(target.context(), "the buffer to copy into")?;
+        self.stream.memcpy_dtod(source, target).map_err(|e| {
+            driver_error(
+                &format!(
+                    "copying {} {} values on the device",
+                    source.len(),
+                    T::SCALAR.name()
+                ),
+                e,
+            )
+        })?;
+        self.check_recorded("copying on the device")
+    }
+
     pub(crate) fn copy_from_host<T: DeviceScalar>(
         &self,
         slice: &mut CudaSlice<T>,

@@ -251,6 +251,26 @@ impl WgpuBackend {
         Ok(values)
     }
 
+    /// Buffer-to-buffer copy of equal-length buffers (the caller checks the
+    /// lengths; equal lengths have equal padded sizes).
+    pub(crate) fn copy(&self, source: &WgpuBuffer, target: &mut WgpuBuffer) -> Result<(), Error> {
+        self.check_owner(source, "the buffer to copy from")?;
+        self.check_owner(target, "the buffer to copy into")?;
+        self.checked("copying a buffer on the device", || {
+            let mut encoder = self
+                .device
+                .create_command_encoder(&wg::CommandEncoderDescriptor::default());
+            encoder.copy_buffer_to_buffer(
+                &source.buffer,
+                0,
+                &target.buffer,
+                0,
+                source.buffer.size(),
+            );
+            self.queue.submit([encoder.finish()]);
+        })
+    }
+
     pub(crate) fn copy_from_host<T: DeviceScalar>(
         &self,
         target: &mut WgpuBuffer,

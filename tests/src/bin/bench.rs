@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 
 use warpforge::{f16, DeviceBuffer, Error, GemmPrecision, MatrixLayout, Runtime};
-use warpforge_kernels::{gemm, gemm_tc};
+use warpforge_kernels::{gemm, gemm_tc, stream};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::{run_seed, Inputs};
 
@@ -31,7 +31,8 @@ fn main() -> ExitCode {
         .and_then(|i| args.get(i + 1));
     let result = match only {
         Some(pattern) => bench_gemm_f16(&rt, 8192, pattern),
-        None => bench_gemm_f16(&rt, 8192, "")
+        None => bench_stream(&rt, 1 << 28)
+            .and_then(|()| bench_gemm_f16(&rt, 8192, ""))
             .and_then(|()| bench_gemm_f32(&rt, 4096))
             .and_then(|ptx_ms| bench_gemm_f32_wgpu(4096, ptx_ms)),
     };
@@ -260,6 +261,58 @@ fn bench_gemm_f16(rt: &Runtime, size: usize, only: &str) -> Result<(), Box<dyn s
                 "| {stages} | {consts:?} | {ms:.3} | {:.1} |",
                 tflops(size, *ms)
             );
+        }
+    }
+    Ok(())
+}
+
+/// Every `stream_scale` variant on `n` f32 (read once, written once), then
+/// the best beside a device-to-device copy of the same buffers
+/// (`cuMemcpyDtoD`), alternating; bandwidth counts bytes read plus written.
+fn bench_stream(rt: &Runtime, n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut inputs = Inputs::new(run_seed());
+    let x = rt.upload(&inputs.f32s(n))?;
+    let mut y: DeviceBuffer<f32> = rt.alloc_zeroed(n)?;
+    let bytes = 2.0 * 4.0 * n as f64;
+    let gbps = |ms: f32| bytes / (ms as f64 * 1e-3) / 1e9;
+    println!("\nstream_scale, {n} f32 (median of 10 after 2 warm-ups):");
+    let mut results = Vec::new();
+    for consts in stream::stream_scale::variants() {
+        let ms = median_ms(rt, 2, 10, |rt| {
+            stream::stream_scale_with(rt, consts, &x, &mut y, 1.5)
+        })?;
+        println!(
+            "  {:<40} {ms:>8.3} ms {:>8.1} GB/s",
+            format!("{consts:?}"),
+            gbps(ms)
+        );
+        results.push((ms, consts));
+    }
+    results.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let best = results[0].1;
+    let (mut ours, mut copies) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        ours.push(median_ms(rt, 3, 20, |rt| {
+            stream::stream_scale_with(rt, best, &x, &mut y, 1.5)
+        })?);
+        copies.push(median_ms(rt, 3, 20, |rt| rt.copy(&x, &mut y))?);
+    }
+    ours.sort_by(f32::total_cmp);
+    copies.sort_by(f32::total_cmp);
+    let (ours, copy) = (ours[2], copies[2]);
+    println!("\n| kernel | ms | GB/s (read + written) | vs copy |");
+    println!("|---|---|---|---|");
+    println!(
+        "| stream_scale {best:?} | {ours:.3} | {:.1} | {:.3}x |",
+        gbps(ours),
+        copy / ours
+    );
+    println!("| cuMemcpyDtoD | {copy:.3} | {:.1} | 1.000x |", gbps(copy));
+    println!("\n| STAGES | best variant | ms | GB/s |");
+    println!("|---|---|---|---|");
+    for stages in 1..=5 {
+        if let Some((ms, consts)) = results.iter().find(|(_, c)| c.STAGES == stages) {
+            println!("| {stages} | {consts:?} | {ms:.3} | {:.1} |", gbps(*ms));
         }
     }
     Ok(())

@@ -13,7 +13,8 @@ use std::process::ExitCode;
 use warpforge::{BackendKind, Runtime};
 use warpforge_kernels::softmax::softmax_rows;
 use warpforge_tests::checks::{
-    check_gemm, check_gemm_f16, check_histogram, check_saxpy, check_softmax, check_sum,
+    check_gemm, check_gemm_f16, check_histogram, check_saxpy, check_softmax, check_stream,
+    check_sum,
 };
 use warpforge_tests::report::Report;
 use warpforge_tests::{run_seed, Inputs};
@@ -85,7 +86,7 @@ fn main() -> ExitCode {
         ]
     };
     check_gemm(&rt, &mut inputs, &mut report, gemm_shapes);
-    // The Tensor Core GEMMs are CUDA-only (no WGSL variant).
+    // The Tensor Core GEMM and the cp_async stream are CUDA-only (no WGSL variant).
     if rt.device().backend.kind() == BackendKind::Cuda {
         let tc_shapes: &[(usize, usize, usize)] = if quick {
             &[(1, 1, 1), (127, 255, 63), (130, 72, 40)]
@@ -100,6 +101,7 @@ fn main() -> ExitCode {
             ]
         };
         check_gemm_f16(&rt, &mut inputs, &mut report, tc_shapes);
+        check_stream(&rt, &mut inputs, &mut report, sizes);
     }
 
     report.finish();

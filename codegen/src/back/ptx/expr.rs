@@ -671,10 +671,26 @@ mod division_tests {
     #[test]
     fn multiply_high_division_is_exact() {
         let divisors = (3..2000u32)
-            .chain([641, 6700417, 0x7fff_ffff, 0x8000_0001, u32::MAX - 1, u32::MAX])
+            .chain([
+                641,
+                6700417,
+                0x7fff_ffff,
+                0x8000_0001,
+                u32::MAX - 1,
+                u32::MAX,
+            ])
             .filter(|d| !d.is_power_of_two());
         for d in divisors {
-            let mut xs: Vec<u32> = vec![0, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1, u32::MAX / 2];
+            let mut xs: Vec<u32> = vec![
+                0,
+                1,
+                d - 1,
+                d,
+                d.wrapping_add(1),
+                u32::MAX,
+                u32::MAX - 1,
+                u32::MAX / 2,
+            ];
             xs.extend((0..64u32).map(|i| i.wrapping_mul(0x9E37_79B9) ^ d.rotate_left(i)));
             xs.extend((1..32u32).map(|q| q.saturating_mul(d).wrapping_sub(1)));
             for x in xs {

@@ -86,7 +86,8 @@ impl Feature {
                 };
                 (construct, (7, 0), (8, 0))
             }
-            Feature::Wmma => ("`wmma_*` (`wmma` m16n16k16 f16)", (6, 0), (7, 0)),
+            // `.aligned`, which every wmma form here carries, needs PTX 6.3.
+            Feature::Wmma => ("`wmma_*` (`wmma` m16n16k16 f16)", (6, 3), (7, 0)),
             Feature::CpAsync => ("`cp_async` (`cp.async`)", (7, 0), (8, 0)),
             Feature::CvtF16x2 => ("`pack_f16x2` (`cvt.rn.f16x2.f32`)", (7, 0), (8, 0)),
             Feature::CvtBf16x2 => ("`pack_bf16x2` (`cvt.rn.bf16x2.f32`)", (7, 0), (8, 0)),
