@@ -8,7 +8,7 @@ use warpforge::prelude::*;
 /// copies 16 bytes of a tile with `cp_async` (zero-filled past the end) and
 /// later scales elements other threads copied (thread `tid` reads elements
 /// `tid + e * THREADS`), so every tile crosses a barrier between its copy
-/// and its use.
+/// and its use. The buffer's last partial chunk is loaded element by element.
 ///
 /// Step `u` waits until tile `u - (STAGES - 1)` has landed (at most
 /// `STAGES - 2` groups in flight) and meets the block at a barrier, which
@@ -42,9 +42,17 @@ pub fn stream_scale<const THREADS: u32, const STAGES: u32>(x: &[f32], y: &mut [f
         }
         if u < mine {
             let at = (first + u * stride) * (THREADS * 4) + tid * 4;
-            let bytes = if at < n { (n - at).min(4) * 4 } else { 0 };
-            let src = if at < n { at } else { 0 };
-            cp_async(&mut ring[u % STAGES][tid * 4], &x[src], 16, bytes);
+            if at + 4 <= n {
+                cp_async(&mut ring[u % STAGES][tid * 4], &x[at], 16, 16);
+            } else {
+                // The last, partial chunk: a 16-byte copy would name bytes
+                // past the buffer (compute-sanitizer reports that even with
+                // fewer source bytes), so it is loaded element by element.
+                #[unroll]
+                for e in 0..4u32 {
+                    ring[u % STAGES][tid * 4 + e] = if at + e < n { x[at + e] } else { 0.0 };
+                }
+            }
         }
         cp_async_commit();
         if STAGES == 1 {
