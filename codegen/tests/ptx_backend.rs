@@ -111,13 +111,13 @@ fn shared_arrays_share_one_aligned_dynamic_block() {
         y[t] = values[1][2] + flags[2] as f64;
     }";
     let m = compile(source, Arch::Sm80).unwrap();
-    // u8[3] at 0 (rounded up to 16), f64[2][3] at 16 (48 bytes).
-    assert_eq!(m.shared_bytes, 64);
-    assert!(m.text.contains(".extern .shared .align 16 .b8 smem[];"));
+    // u8[3] at 0, f64[2][3] at the next 128-byte boundary (48 bytes).
+    assert_eq!(m.shared_bytes, 176);
+    assert!(m.text.contains(".extern .shared .align 128 .b8 smem[];"));
     assert!(m.text.contains("st.shared.u8 [%r0+2]"), "{}", m.text);
-    // values[1][2] is at 16 + (1 * 3 + 2) * 8 = 56.
+    // values[1][2] is at 128 + (1 * 3 + 2) * 8 = 168.
     assert!(
-        m.text.contains("ld.shared.f64 %fd1, [%r0+56]"),
+        m.text.contains("ld.shared.f64 %fd1, [%r0+168]"),
         "{}",
         m.text
     );
