@@ -3,283 +3,305 @@
 
 use warpforge::prelude::*;
 
-/// f16 GEMM with f32 accumulation: `C = alpha * A B + beta * C` for row-major
-/// `A` (m x k), column-major `B` (stored as n rows of k, the "TN" form) and
-/// row-major f16 `C` (m x n); any m, n and k.
-///
-/// `ALIGNED` variants copy global tiles with 16-byte `cp.async` and take k a
-/// multiple of 8 (so that every row starts 16-byte aligned); the others load
-/// element by element (synchronously, 2 stages) and take any k.
-///
-/// The block computes a `BM x BN` tile of C with `(BM / WARP) * (BN / WARP)`
-/// warps, each a `WARP x WARP` warp tile of `m16n8k16` products: per 16-wide
-/// k step a warp loads `WARP / 16` A fragments and `WARP / 8` B fragments with
-/// `ldmatrix.x4` and issues `(WARP / 16) * (WARP / 8)` MMAs.
-///
-/// Shared tiles hold `STAGES` k-tiles of A (`BM x BK`) and B (`BN x BK`), k
-/// contiguous. A row of `BK` f16 is `BK / 8` 16-byte chunks; chunk `ch` of row
-/// `r` is stored at chunk `ch ^ phase(r)`, `phase(r) = (r / (64 / BK)) % (BK / 8)`
-/// (ptx-notes.md §7). The 8 rows an `ldmatrix` matrix reads then fall in 8
-/// distinct 16-byte bank groups (BK = 64: rows are 128 bytes and `phase = r % 8`;
-/// BK = 32: two rows share 128 bytes and `phase = (r / 2) % 4`), and so do the
-/// copies of 8 consecutive threads.
-///
-/// Pipeline (ptx-notes.md §5): step `t` issues the copies of k-tile `t` into
-/// stage `t % STAGES` and commits them as one group; from step `STAGES - 1` on
-/// it also computes k-tile `t - (STAGES - 1)`, after waiting until at most
-/// `STAGES - 2` groups are in flight and a barrier (which also frees the stage
-/// the step refills: every warp has finished computing it). Copies past `k`
-/// read nothing and zero-fill, so ragged tiles need no branches. `STAGES = 1`
-/// waits for its own copies and puts a second barrier after the math.
-#[kernel(
-    arch(sm_80, sm_90),
-    block(BM / WARP * (BN / WARP) * 32),
-    tune(
-        BM = [64, 128, 256],
-        BN = [64, 128, 256],
-        BK = [32, 64],
-        WARP = [32, 64],
-        STAGES = [1, 2, 3, 4, 5],
-        ALIGNED = [true, false]
-    ),
-    constrain(
-        BM / WARP * (BN / WARP) >= 4,
-        BM / WARP * (BN / WARP) <= 8,
-        BM <= 2 * BN,
-        BN <= 2 * BM,
-        ALIGNED || STAGES == 2 && BK == 32,
-        STAGES * (BM + BN) * BK * 2 <= 163 * 1024
-    ),
-    requires(a.len() >= m * k, b.len() >= n * k, c.len() >= m * n, !ALIGNED || k % 8 == 0)
-)]
-pub fn gemm_f16<
-    const BM: u32,
-    const BN: u32,
-    const BK: u32,
-    const WARP: u32,
-    const STAGES: u32,
-    const ALIGNED: bool,
->(
-    a: &[f16],
-    b: &[f16],
-    c: &mut [f16],
-    m: u32,
-    n: u32,
-    k: u32,
-    alpha: f32,
-    beta: f32,
-) {
-    let mut a_tile: [[[f16; BK]; BM]; STAGES] = shared();
-    let mut b_tile: [[[f16; BK]; BN]; STAGES] = shared();
-    let tid = thread_idx().x;
-    let lane = lane_id();
-    let warp = tid / 32;
-    let wm0 = warp / (BN / WARP) * WARP;
-    let wn0 = warp % (BN / WARP) * WARP;
-    let row0 = block_idx().y * BM;
-    let col0 = block_idx().x * BN;
+/// One kernel source for both 16-bit element types: `$elem` and its MMA are
+/// the only differences, so the kernel is written once and instantiated per
+/// type (below).
+macro_rules! tensor_core_gemm {
+    ($name:ident, $grid:ident, $with:ident, $elem:ident, $mma:ident) => {
+        /// A 16-bit GEMM with f32 accumulation: `C = alpha * A B + beta * C` for
+        /// row-major `A` (m x k), column-major `B` (stored as n rows of k, the "TN"
+        /// form) and row-major `C` (m x n), all of one 16-bit type; any m, n and k.
+        ///
+        /// `ALIGNED` variants copy global tiles with 16-byte `cp.async` and take k a
+        /// multiple of 8 (so that every row starts 16-byte aligned); the others load
+        /// element by element (synchronously, 2 stages) and take any k.
+        ///
+        /// The block computes a `BM x BN` tile of C with `(BM / WARP) * (BN / WARP)`
+        /// warps, each a `WARP x WARP` warp tile of `m16n8k16` products: per 16-wide
+        /// k step a warp loads `WARP / 16` A fragments and `WARP / 8` B fragments with
+        /// `ldmatrix.x4` and issues `(WARP / 16) * (WARP / 8)` MMAs.
+        ///
+        /// Shared tiles hold `STAGES` k-tiles of A (`BM x BK`) and B (`BN x BK`), k
+        /// contiguous. A row of `BK` elements is `BK / 8` 16-byte chunks; chunk `ch` of row
+        /// `r` is stored at chunk `ch ^ phase(r)`, `phase(r) = (r / (64 / BK)) % (BK / 8)`
+        /// (ptx-notes.md §7). The 8 rows an `ldmatrix` matrix reads then fall in 8
+        /// distinct 16-byte bank groups (BK = 64: rows are 128 bytes and `phase = r % 8`;
+        /// BK = 32: two rows share 128 bytes and `phase = (r / 2) % 4`), and so do the
+        /// copies of 8 consecutive threads.
+        ///
+        /// Pipeline (ptx-notes.md §5): step `t` issues the copies of k-tile `t` into
+        /// stage `t % STAGES` and commits them as one group; from step `STAGES - 1` on
+        /// it also computes k-tile `t - (STAGES - 1)`, after waiting until at most
+        /// `STAGES - 2` groups are in flight and a barrier (which also frees the stage
+        /// the step refills: every warp has finished computing it). Copies past `k`
+        /// read nothing and zero-fill, so ragged tiles need no branches. `STAGES = 1`
+        /// waits for its own copies and puts a second barrier after the math.
+        #[kernel(
+            arch(sm_80, sm_90),
+            block(BM / WARP * (BN / WARP) * 32),
+            tune(
+                BM = [64, 128, 256],
+                BN = [64, 128, 256],
+                BK = [32, 64],
+                WARP = [32, 64],
+                STAGES = [1, 2, 3, 4, 5],
+                ALIGNED = [true, false]
+            ),
+            constrain(
+                BM / WARP * (BN / WARP) >= 4,
+                BM / WARP * (BN / WARP) <= 8,
+                BM <= 2 * BN,
+                BN <= 2 * BM,
+                ALIGNED || STAGES == 2 && BK == 32,
+                STAGES * (BM + BN) * BK * 2 <= 163 * 1024
+            ),
+            requires(a.len() >= m * k, b.len() >= n * k, c.len() >= m * n, !ALIGNED || k % 8 == 0)
+        )]
+        pub fn $name<
+            const BM: u32,
+            const BN: u32,
+            const BK: u32,
+            const WARP: u32,
+            const STAGES: u32,
+            const ALIGNED: bool,
+        >(
+            a: &[$elem],
+            b: &[$elem],
+            c: &mut [$elem],
+            m: u32,
+            n: u32,
+            k: u32,
+            alpha: f32,
+            beta: f32,
+        ) {
+            let mut a_tile: [[[$elem; BK]; BM]; STAGES] = shared();
+            let mut b_tile: [[[$elem; BK]; BN]; STAGES] = shared();
+            let tid = thread_idx().x;
+            let lane = lane_id();
+            let warp = tid / 32;
+            let wm0 = warp / (BN / WARP) * WARP;
+            let wn0 = warp % (BN / WARP) * WARP;
+            let row0 = block_idx().y * BM;
+            let col0 = block_idx().x * BN;
 
-    let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
-    let mut a_frag = [[0u32; 4]; WARP / 16];
-    let mut b_pair = [[0u32; 4]; WARP / 16];
-    let mut b_frag = [[0u32; 2]; WARP / 8];
+            let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
+            let mut a_frag = [[0u32; 4]; WARP / 16];
+            let mut b_pair = [[0u32; 4]; WARP / 16];
+            let mut b_frag = [[0u32; 2]; WARP / 8];
 
-    // Copy slots: thread `tid` copies chunk `cp_ch` of rows `cp_row + l * ROWS`
-    // (ROWS = threads / (BK / 8)) of each tile. ROWS is a multiple of the
-    // swizzle period, so the swizzled chunk is the same for all of them, and
-    // only the k offset changes from tile to tile: everything else is
-    // computed once, here.
-    let cp_ch = tid % (BK / 8);
-    let cp_row = tid / (BK / 8);
-    let cp_col = (cp_ch ^ (cp_row / (64 / BK) % (BK / 8))) * 8;
-    let mut a_row_at = [0u32; BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
-    let mut a_row_in = [false; BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
-    #[unroll]
-    for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-        let gr = row0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
-        a_row_in[l] = gr < m;
-        a_row_at[l] = if gr < m { gr * k } else { 0 };
-    }
-    let mut b_row_at = [0u32; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
-    let mut b_row_in = [false; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
-    #[unroll]
-    for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-        let gr = col0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
-        b_row_in[l] = gr < n;
-        b_row_at[l] = if gr < n { gr * k } else { 0 };
-    }
+            // Copy slots: thread `tid` copies chunk `cp_ch` of rows `cp_row + l * ROWS`
+            // (ROWS = threads / (BK / 8)) of each tile. ROWS is a multiple of the
+            // swizzle period, so the swizzled chunk is the same for all of them, and
+            // only the k offset changes from tile to tile: everything else is
+            // computed once, here.
+            let cp_ch = tid % (BK / 8);
+            let cp_row = tid / (BK / 8);
+            let cp_col = (cp_ch ^ (cp_row / (64 / BK) % (BK / 8))) * 8;
+            let mut a_row_at = [0u32; BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+            let mut a_row_in = [false; BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+            #[unroll]
+            for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                let gr = row0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                a_row_in[l] = gr < m;
+                a_row_at[l] = if gr < m { gr * k } else { 0 };
+            }
+            let mut b_row_at = [0u32; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+            let mut b_row_in = [false; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+            #[unroll]
+            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                let gr = col0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                b_row_in[l] = gr < n;
+                b_row_at[l] = if gr < n { gr * k } else { 0 };
+            }
 
-    // ldmatrix rows: A lane `lane` reads row `lane % 16` of a 16-row block,
-    // chunk `2 kk + lane / 16`; B lane reads row `lane % 8 + 8 (lane / 16)`,
-    // chunk `2 kk + (lane / 8) % 2`. Block starts are multiples of 16, so the
-    // swizzle phase depends on the lane only, and since the chunk's low bit
-    // comes from the lane, `chunk ^ phase = 2 kk ^ (low bit ^ phase)`.
-    let a_ld_row = wm0 + lane % 16;
-    let a_ld_x = lane / 16 ^ (a_ld_row / (64 / BK) % (BK / 8));
-    let b_ld_row = wn0 + lane % 8 + lane / 16 * 8;
-    let b_ld_x = lane / 8 % 2 ^ (b_ld_row / (64 / BK) % (BK / 8));
+            // ldmatrix rows: A lane `lane` reads row `lane % 16` of a 16-row block,
+            // chunk `2 kk + lane / 16`; B lane reads row `lane % 8 + 8 (lane / 16)`,
+            // chunk `2 kk + (lane / 8) % 2`. Block starts are multiples of 16, so the
+            // swizzle phase depends on the lane only, and since the chunk's low bit
+            // comes from the lane, `chunk ^ phase = 2 kk ^ (low bit ^ phase)`.
+            let a_ld_row = wm0 + lane % 16;
+            let a_ld_x = lane / 16 ^ (a_ld_row / (64 / BK) % (BK / 8));
+            let b_ld_row = wn0 + lane % 8 + lane / 16 * 8;
+            let b_ld_x = lane / 8 % 2 ^ (b_ld_row / (64 / BK) % (BK / 8));
 
-    let k_tiles = (k + BK - 1) / BK;
-    for t in 0..k_tiles + STAGES - 1 {
-        if STAGES > 1 && t >= STAGES - 1 {
-            cp_async_wait(STAGES - 2);
-            sync_threads();
-        }
-        if t < k_tiles {
-            let st = t % STAGES;
-            let k0 = t * BK;
-            if ALIGNED {
-                let gk = k0 + cp_ch * 8;
-                let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
-                let k_at = if gk < k { gk } else { 0 };
-                #[unroll]
-                for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                    let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
-                    let bytes = if a_row_in[l] { k_bytes } else { 0 };
-                    cp_async(
-                        &mut a_tile[st][r][cp_col],
-                        &a[a_row_at[l] + k_at],
-                        16,
-                        bytes,
-                    );
+            let k_tiles = (k + BK - 1) / BK;
+            for t in 0..k_tiles + STAGES - 1 {
+                if STAGES > 1 && t >= STAGES - 1 {
+                    cp_async_wait(STAGES - 2);
+                    sync_threads();
                 }
-                #[unroll]
-                for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                    let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
-                    let bytes = if b_row_in[l] { k_bytes } else { 0 };
-                    cp_async(
-                        &mut b_tile[st][r][cp_col],
-                        &b[b_row_at[l] + k_at],
-                        16,
-                        bytes,
-                    );
-                }
-            } else {
-                #[unroll]
-                for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                    let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
-                    #[unroll]
-                    for q in 0..8u32 {
-                        let gk = k0 + cp_ch * 8 + q;
-                        a_tile[st][r][cp_col + q] = if a_row_in[l] && gk < k {
-                            a[a_row_at[l] + gk]
-                        } else {
-                            0.0
-                        };
+                if t < k_tiles {
+                    let st = t % STAGES;
+                    let k0 = t * BK;
+                    if ALIGNED {
+                        let gk = k0 + cp_ch * 8;
+                        let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
+                        let k_at = if gk < k { gk } else { 0 };
+                        #[unroll]
+                        for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                            let bytes = if a_row_in[l] { k_bytes } else { 0 };
+                            cp_async(
+                                &mut a_tile[st][r][cp_col],
+                                &a[a_row_at[l] + k_at],
+                                16,
+                                bytes,
+                            );
+                        }
+                        #[unroll]
+                        for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                            let bytes = if b_row_in[l] { k_bytes } else { 0 };
+                            cp_async(
+                                &mut b_tile[st][r][cp_col],
+                                &b[b_row_at[l] + k_at],
+                                16,
+                                bytes,
+                            );
+                        }
+                    } else {
+                        #[unroll]
+                        for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                            #[unroll]
+                            for q in 0..8u32 {
+                                let gk = k0 + cp_ch * 8 + q;
+                                a_tile[st][r][cp_col + q] = if a_row_in[l] && gk < k {
+                                    a[a_row_at[l] + gk]
+                                } else {
+                                    0.0
+                                };
+                            }
+                        }
+                        #[unroll]
+                        for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                            #[unroll]
+                            for q in 0..8u32 {
+                                let gk = k0 + cp_ch * 8 + q;
+                                b_tile[st][r][cp_col + q] = if b_row_in[l] && gk < k {
+                                    b[b_row_at[l] + gk]
+                                } else {
+                                    0.0
+                                };
+                            }
+                        }
                     }
                 }
-                #[unroll]
-                for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                    let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                cp_async_commit();
+                if STAGES == 1 {
+                    cp_async_wait(0);
+                    sync_threads();
+                }
+                if t >= STAGES - 1 {
+                    let s = (t - (STAGES - 1)) % STAGES;
                     #[unroll]
-                    for q in 0..8u32 {
-                        let gk = k0 + cp_ch * 8 + q;
-                        b_tile[st][r][cp_col + q] = if b_row_in[l] && gk < k {
-                            b[b_row_at[l] + gk]
-                        } else {
-                            0.0
-                        };
+                    for kk in 0..BK / 16 {
+                        #[unroll]
+                        for i in 0..WARP / 16 {
+                            let col = (kk * 2 ^ a_ld_x) * 8;
+                            ldmatrix_x4(&mut a_frag[i], &a_tile[s][a_ld_row + i * 16][col]);
+                        }
+                        // One x4 load gives the two k halves of two 8-column n tiles.
+                        #[unroll]
+                        for j in 0..WARP / 16 {
+                            let col = (kk * 2 ^ b_ld_x) * 8;
+                            ldmatrix_x4(&mut b_pair[j], &b_tile[s][b_ld_row + j * 16][col]);
+                            b_frag[2 * j][0] = b_pair[j][0];
+                            b_frag[2 * j][1] = b_pair[j][1];
+                            b_frag[2 * j + 1][0] = b_pair[j][2];
+                            b_frag[2 * j + 1][1] = b_pair[j][3];
+                        }
+                        #[unroll]
+                        for i in 0..WARP / 16 {
+                            #[unroll]
+                            for j in 0..WARP / 8 {
+                                $mma(&mut acc[i][j], &a_frag[i], &b_frag[j]);
+                            }
+                        }
                     }
+                }
+                if STAGES == 1 {
+                    sync_threads();
                 }
             }
-        }
-        cp_async_commit();
-        if STAGES == 1 {
-            cp_async_wait(0);
-            sync_threads();
-        }
-        if t >= STAGES - 1 {
-            let s = (t - (STAGES - 1)) % STAGES;
-            #[unroll]
-            for kk in 0..BK / 16 {
-                #[unroll]
-                for i in 0..WARP / 16 {
-                    let col = (kk * 2 ^ a_ld_x) * 8;
-                    ldmatrix_x4(&mut a_frag[i], &a_tile[s][a_ld_row + i * 16][col]);
-                }
-                // One x4 load gives the two k halves of two 8-column n tiles.
-                #[unroll]
-                for j in 0..WARP / 16 {
-                    let col = (kk * 2 ^ b_ld_x) * 8;
-                    ldmatrix_x4(&mut b_pair[j], &b_tile[s][b_ld_row + j * 16][col]);
-                    b_frag[2 * j][0] = b_pair[j][0];
-                    b_frag[2 * j][1] = b_pair[j][1];
-                    b_frag[2 * j + 1][0] = b_pair[j][2];
-                    b_frag[2 * j + 1][1] = b_pair[j][3];
-                }
-                #[unroll]
-                for i in 0..WARP / 16 {
-                    #[unroll]
-                    for j in 0..WARP / 8 {
-                        mma_m16n8k16_f16(&mut acc[i][j], &a_frag[i], &b_frag[j]);
-                    }
-                }
-            }
-        }
-        if STAGES == 1 {
-            sync_threads();
-        }
-    }
 
-    // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
-    // of the 16 x 8 tile (ptx-notes.md §3).
-    let g = lane / 4;
-    let t4 = lane % 4;
-    #[unroll]
-    for i in 0..WARP / 16 {
-        #[unroll]
-        for j in 0..WARP / 8 {
+            // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
+            // of the 16 x 8 tile (ptx-notes.md §3).
+            let g = lane / 4;
+            let t4 = lane % 4;
             #[unroll]
-            for h in 0..2u32 {
-                let r = row0 + wm0 + i * 16 + h * 8 + g;
+            for i in 0..WARP / 16 {
                 #[unroll]
-                for q in 0..2u32 {
-                    let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                    if r < m && col < n {
-                        let idx = r * n + col;
-                        let v = alpha * acc[i][j][h * 2 + q];
-                        // beta == 0 must not read C: it may hold anything, NaN included.
-                        if beta == 0.0 {
-                            c[idx] = v as f16;
-                        } else {
-                            c[idx] = (v + beta * c[idx] as f32) as f16;
+                for j in 0..WARP / 8 {
+                    #[unroll]
+                    for h in 0..2u32 {
+                        let r = row0 + wm0 + i * 16 + h * 8 + g;
+                        #[unroll]
+                        for q in 0..2u32 {
+                            let col = col0 + wn0 + j * 8 + t4 * 2 + q;
+                            if r < m && col < n {
+                                let idx = r * n + col;
+                                let v = alpha * acc[i][j][h * 2 + q];
+                                // beta == 0 must not read C: it may hold anything, NaN included.
+                                if beta == 0.0 {
+                                    c[idx] = v as $elem;
+                                } else {
+                                    c[idx] = (v + beta * c[idx] as f32) as $elem;
+                                }
+                            }
                         }
                     }
                 }
             }
         }
-    }
+
+        /// The grid that covers an m x n output with `consts`' tiles.
+        pub fn $grid(consts: $name::Consts, m: u32, n: u32) -> Grid {
+            Grid::blocks([n.div_ceil(consts.BN), m.div_ceil(consts.BM), 1])
+        }
+
+        /// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major;
+        /// f32 accumulation) with the given variant.
+        #[allow(clippy::too_many_arguments)]
+        pub fn $with(
+            rt: &Runtime,
+            consts: $name::Consts,
+            a: &DeviceBuffer<$elem>,
+            b: &DeviceBuffer<$elem>,
+            c: &mut DeviceBuffer<$elem>,
+            (m, n, k): (u32, u32, u32),
+            alpha: f32,
+            beta: f32,
+        ) -> Result<(), Error> {
+            $name::launch(
+                rt,
+                consts,
+                $grid(consts, m, n),
+                a,
+                b,
+                c,
+                m,
+                n,
+                k,
+                alpha,
+                beta,
+            )
+        }
+    };
 }
 
-/// The grid that covers an m x n output with `consts`' tiles.
-pub fn gemm_f16_grid(consts: gemm_f16::Consts, m: u32, n: u32) -> Grid {
-    Grid::blocks([n.div_ceil(consts.BN), m.div_ceil(consts.BM), 1])
-}
-
-/// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major;
-/// f16 in and out, f32 accumulation) with the given variant.
-#[allow(clippy::too_many_arguments)]
-pub fn gemm_f16_with(
-    rt: &Runtime,
-    consts: gemm_f16::Consts,
-    a: &DeviceBuffer<f16>,
-    b: &DeviceBuffer<f16>,
-    c: &mut DeviceBuffer<f16>,
-    (m, n, k): (u32, u32, u32),
-    alpha: f32,
-    beta: f32,
-) -> Result<(), Error> {
-    gemm_f16::launch(
-        rt,
-        consts,
-        gemm_f16_grid(consts, m, n),
-        a,
-        b,
-        c,
-        m,
-        n,
-        k,
-        alpha,
-        beta,
-    )
-}
+tensor_core_gemm!(
+    gemm_f16,
+    gemm_f16_grid,
+    gemm_f16_with,
+    f16,
+    mma_m16n8k16_f16
+);
+tensor_core_gemm!(
+    gemm_bf16,
+    gemm_bf16_grid,
+    gemm_bf16_with,
+    bf16,
+    mma_m16n8k16_bf16
+);

@@ -5,13 +5,13 @@
 //! `inputs`, poisons outputs with NaN so that an unwritten element fails, and
 //! records one line per variant and size in `report`.
 
-use warpforge::{f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
+use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
 use warpforge_kernels::{gemm, gemm_tc, reduce, simple, softmax, stream};
 
 use crate::compare::{self, deviation, GemmTolerance};
 use crate::reference::{Activation, GemmReference, GemmSpec};
 use crate::report::Report;
-use crate::{reference, Inputs};
+use crate::{reference, Half, Inputs};
 
 /// An output buffer of `n` NaNs: any element the kernel fails to write fails the check.
 pub fn poisoned(rt: &Runtime, n: usize) -> Result<DeviceBuffer<f32>, Error> {
@@ -234,24 +234,113 @@ pub fn check_gemm(
     }
 }
 
+/// Launches variant `index` of a 16-bit GEMM: (a, b, c, (m, n, k), alpha, beta).
+type Launch<'a, T> = dyn Fn(
+        usize,
+        &DeviceBuffer<T>,
+        &DeviceBuffer<T>,
+        &mut DeviceBuffer<T>,
+        (u32, u32, u32),
+        f32,
+        f32,
+    ) -> Result<(), Error>
+    + 'a;
+
 /// `gemm_f16` (A row-major, B column-major, f16 in and out, f32 accumulation)
-/// over every variant. Variants that copy 16-byte chunks must refuse a `k`
-/// that is not a multiple of 8 with an `Err` naming the requirement; the
-/// others must match the float64 reference element by element within the
-/// f16 bound of [`GemmTolerance`] (f32-class accumulation over k, then the
-/// rounding of the output to f16).
+/// over every variant; see [`check_gemm_16bit`].
 pub fn check_gemm_f16(
     rt: &Runtime,
     inputs: &mut Inputs,
     report: &mut Report,
     shapes: &[(usize, usize, usize)],
 ) {
-    let to_f16 = |v: Vec<f32>| -> Vec<f16> { v.into_iter().map(f16::from_f32).collect() };
-    let widen = |v: &[f16]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
+    let variants = gemm_tc::gemm_f16::variants();
+    let names: Vec<(String, bool)> = variants
+        .iter()
+        .map(|c| {
+            (
+                gemm_tc::gemm_f16::def().variant_name(&c.values()),
+                c.ALIGNED,
+            )
+        })
+        .collect();
+    let launch =
+        |i: usize,
+         a: &DeviceBuffer<f16>,
+         b: &DeviceBuffer<f16>,
+         c: &mut DeviceBuffer<f16>,
+         dims,
+         alpha,
+         beta| { gemm_tc::gemm_f16_with(rt, variants[i], a, b, c, dims, alpha, beta) };
+    check_gemm_16bit(
+        rt,
+        inputs,
+        report,
+        shapes,
+        GemmPrecision::F16,
+        &names,
+        &launch,
+    );
+}
+
+/// `gemm_bf16`, the same kernel source over bf16; see [`check_gemm_16bit`].
+pub fn check_gemm_bf16(
+    rt: &Runtime,
+    inputs: &mut Inputs,
+    report: &mut Report,
+    shapes: &[(usize, usize, usize)],
+) {
+    let variants = gemm_tc::gemm_bf16::variants();
+    let names: Vec<(String, bool)> = variants
+        .iter()
+        .map(|c| {
+            (
+                gemm_tc::gemm_bf16::def().variant_name(&c.values()),
+                c.ALIGNED,
+            )
+        })
+        .collect();
+    let launch =
+        |i: usize,
+         a: &DeviceBuffer<bf16>,
+         b: &DeviceBuffer<bf16>,
+         c: &mut DeviceBuffer<bf16>,
+         dims,
+         alpha,
+         beta| { gemm_tc::gemm_bf16_with(rt, variants[i], a, b, c, dims, alpha, beta) };
+    check_gemm_16bit(
+        rt,
+        inputs,
+        report,
+        shapes,
+        GemmPrecision::Bf16,
+        &names,
+        &launch,
+    );
+}
+
+/// A 16-bit Tensor Core GEMM over every variant (`variants`: name and
+/// whether it copies 16-byte chunks). Those variants must refuse a `k` that
+/// is not a multiple of 8 with an `Err` naming the requirement; the others
+/// must match the float64 reference element by element within the bound of
+/// [`GemmTolerance`] for `precision` (f32-class accumulation over k, then the
+/// rounding of the output). Inputs are values of the element type, so the
+/// reference's products are exact; C is NaN-poisoned when beta = 0.
+fn check_gemm_16bit<T: Half>(
+    rt: &Runtime,
+    inputs: &mut Inputs,
+    report: &mut Report,
+    shapes: &[(usize, usize, usize)],
+    precision: GemmPrecision,
+    variants: &[(String, bool)],
+    launch: &Launch<'_, T>,
+) {
+    let narrow = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(T::from_f32).collect() };
+    let widen = |v: &[T]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
     for &(m, n, k) in shapes {
-        let a = to_f16(inputs.f32s(m * k));
-        let b = to_f16(inputs.f32s(n * k));
-        let c_in = to_f16(inputs.f32s(m * n));
+        let a = narrow(inputs.f32s(m * k));
+        let b = narrow(inputs.f32s(n * k));
+        let c_in = narrow(inputs.f32s(m * n));
         let cases = [(1.5f32, 0.0f32), (0.75, -0.5)];
         let expected: Vec<GemmReference> = cases
             .iter()
@@ -267,7 +356,7 @@ pub fn check_gemm_f16(
             })
             .collect();
         let tolerance = GemmTolerance {
-            precision: GemmPrecision::F16,
+            precision,
             k,
             activation: Activation::Identity,
         };
@@ -275,25 +364,21 @@ pub fn check_gemm_f16(
         let (da, db) = match uploaded {
             Ok(v) => v,
             Err(e) => {
-                report.error(&format!("gemm_f16 {m}x{n}x{k} upload"), e);
+                report.error(&format!("{} GEMM {m}x{n}x{k} upload", precision.name()), e);
                 continue;
             }
         };
-        for consts in gemm_tc::gemm_f16::variants() {
+        for (index, (name, aligned)) in variants.iter().enumerate() {
             for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
-                let what = format!(
-                    "gemm_f16[BM={},BN={},BK={},WARP={},STAGES={},ALIGNED={}] {m}x{n}x{k} alpha={alpha} beta={beta}",
-                    consts.BM, consts.BN, consts.BK, consts.WARP, consts.STAGES, consts.ALIGNED
-                );
+                let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
                 let run = || -> Result<Vec<f64>, Error> {
                     let mut dc = if beta == 0.0 {
-                        rt.upload(&vec![f16::NAN; m * n])?
+                        rt.upload(&vec![T::NAN; m * n])?
                     } else {
                         rt.upload(&c_in)?
                     };
-                    gemm_tc::gemm_f16_with(
-                        rt,
-                        consts,
+                    launch(
+                        index,
                         &da,
                         &db,
                         &mut dc,
@@ -304,11 +389,11 @@ pub fn check_gemm_f16(
                     Ok(widen(&rt.download(&dc)?))
                 };
                 match run() {
-                    Err(e) if consts.ALIGNED && k % 8 != 0 => {
+                    Err(e) if *aligned && k % 8 != 0 => {
                         let named = e.to_string().contains("k % 8 == 0");
                         report.check(&what, named, format!("refused as it must be: {e}"));
                     }
-                    Ok(_) if consts.ALIGNED && k % 8 != 0 => {
+                    Ok(_) if *aligned && k % 8 != 0 => {
                         report.check(
                             &what,
                             false,

@@ -47,3 +47,30 @@ pub fn run_seed() -> u64 {
                 .map_or(0, |d| d.as_nanos() as u64)
         })
 }
+
+/// The 16-bit element types of the Tensor Core GEMMs.
+pub trait Half: warpforge::DeviceScalar {
+    const NAN: Self;
+    fn from_f32(v: f32) -> Self;
+    fn to_f64(self) -> f64;
+}
+
+impl Half for warpforge::f16 {
+    const NAN: Self = warpforge::f16::NAN;
+    fn from_f32(v: f32) -> Self {
+        warpforge::f16::from_f32(v)
+    }
+    fn to_f64(self) -> f64 {
+        warpforge::f16::to_f64(self)
+    }
+}
+
+impl Half for warpforge::bf16 {
+    const NAN: Self = warpforge::bf16::NAN;
+    fn from_f32(v: f32) -> Self {
+        warpforge::bf16::from_f32(v)
+    }
+    fn to_f64(self) -> f64 {
+        warpforge::bf16::to_f64(self)
+    }
+}

@@ -1,18 +1,23 @@
 //! Benchmarks beside cuBLAS, in one run: CUDA-event medians after warm-up, on
 //! random inputs larger than L2.
 //!
-//! `bench` sweeps every variant of the SIMT f32 GEMM at 4096^3, then times the
-//! fastest against cuBLAS sgemm (no TF32) and checks that both agree. Then the
+//! `bench` times the `cp_async` stream (`stream_scale`, every variant, the best
+//! beside `cuMemcpyDtoD`), the f16 and bf16 Tensor Core GEMMs at 8192^3 (every
+//! 16-byte-copy variant, the best beside cuBLAS, the best per pipeline depth),
+//! every variant of the SIMT f32 GEMM at 4096^3 and the fastest against cuBLAS
+//! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
 //! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):
 //! wgpu has no event timer here, so those are host wall-clock medians of
 //! launch + wait, which include a submission (microseconds against milliseconds).
+//! `bench --only PATTERN` runs only the 16-bit GEMM variants whose `Consts`
+//! debug text holds PATTERN (for profilers).
 
 use std::process::ExitCode;
 
-use warpforge::{f16, DeviceBuffer, Error, GemmPrecision, MatrixLayout, Runtime};
+use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, MatrixLayout, Runtime};
 use warpforge_kernels::{gemm, gemm_tc, stream};
 use warpforge_tests::compare::deviation;
-use warpforge_tests::{run_seed, Inputs};
+use warpforge_tests::{run_seed, Half, Inputs};
 
 fn main() -> ExitCode {
     let rt = match Runtime::cuda(0) {
@@ -22,7 +27,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // `--only PATTERN`: only the f16 variants whose `Consts` debug text holds
+    // `--only PATTERN`: only the 16-bit GEMM variants whose `Consts` debug text holds
     // PATTERN (for profilers), and nothing else.
     let args: Vec<String> = std::env::args().collect();
     let only = args
@@ -30,9 +35,9 @@ fn main() -> ExitCode {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1));
     let result = match only {
-        Some(pattern) => bench_gemm_f16(&rt, 8192, pattern),
+        Some(pattern) => bench_gemm_16bit(&rt, 8192, pattern),
         None => bench_stream(&rt, 1 << 28)
-            .and_then(|()| bench_gemm_f16(&rt, 8192, ""))
+            .and_then(|()| bench_gemm_16bit(&rt, 8192, ""))
             .and_then(|()| bench_gemm_f32(&rt, 4096))
             .and_then(|ptx_ms| bench_gemm_f32_wgpu(4096, ptx_ms)),
     };
@@ -181,46 +186,107 @@ fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<f32, Box<dyn std::error::
     Ok(ours)
 }
 
-/// Every `ALIGNED` variant of the f16 Tensor Core GEMM at `size`^3 (A
-/// row-major, B column-major), then the best per pipeline depth.
-fn bench_gemm_f16(rt: &Runtime, size: usize, only: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let mut inputs = Inputs::new(run_seed());
-    let mut halves =
-        |n: usize| -> Vec<f16> { inputs.f32s(n).into_iter().map(f16::from_f32).collect() };
-    let a = rt.upload(&halves(size * size))?;
-    let b = rt.upload(&halves(size * size))?;
-    let mut c: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
-    let s = size as u32;
-    println!("\ngemm_f16 {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
-    let mut results = Vec::new();
-    let chosen = gemm_tc::gemm_f16::variants()
+/// Launches variant `index` of a 16-bit GEMM on (a, b, c) with (m, n, k).
+type Launch<'a, T> = dyn Fn(
+        &Runtime,
+        usize,
+        &DeviceBuffer<T>,
+        &DeviceBuffer<T>,
+        &mut DeviceBuffer<T>,
+        (u32, u32, u32),
+    ) -> Result<(), Error>
+    + 'a;
+
+/// Every `ALIGNED` variant of the f16 and the bf16 Tensor Core GEMM at
+/// `size`^3 whose name holds `only`.
+fn bench_gemm_16bit(
+    rt: &Runtime,
+    size: usize,
+    only: &str,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let f16_variants: Vec<_> = gemm_tc::gemm_f16::variants()
         .into_iter()
-        .filter(|c| c.ALIGNED && format!("{c:?}").contains(only));
-    for consts in chosen {
-        let ms = median_ms(rt, 2, 10, |rt| {
-            gemm_tc::gemm_f16_with(rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
-        })?;
+        .filter(|c| c.ALIGNED)
+        .collect();
+    let f16_names: Vec<(String, u32)> = f16_variants
+        .iter()
+        .map(|c| (format!("{c:?}"), c.STAGES))
+        .collect();
+    bench_gemm_tc::<f16>(
+        rt,
+        size,
+        only,
+        GemmPrecision::F16,
+        &f16_names,
+        &|rt, i, a, b, c, dims| {
+            gemm_tc::gemm_f16_with(rt, f16_variants[i], a, b, c, dims, 1.0, 0.0)
+        },
+    )?;
+    let bf16_variants: Vec<_> = gemm_tc::gemm_bf16::variants()
+        .into_iter()
+        .filter(|c| c.ALIGNED)
+        .collect();
+    let bf16_names: Vec<(String, u32)> = bf16_variants
+        .iter()
+        .map(|c| (format!("{c:?}"), c.STAGES))
+        .collect();
+    bench_gemm_tc::<bf16>(
+        rt,
+        size,
+        only,
+        GemmPrecision::Bf16,
+        &bf16_names,
+        &|rt, i, a, b, c, dims| {
+            gemm_tc::gemm_bf16_with(rt, bf16_variants[i], a, b, c, dims, 1.0, 0.0)
+        },
+    )
+}
+
+/// The variants (debug name, stages) of one 16-bit GEMM at `size`^3 (A
+/// row-major, B column-major) whose name holds `only`, then the best beside
+/// cuBLAS (same types, f32 accumulation), alternating, then the best per
+/// pipeline depth.
+fn bench_gemm_tc<T: Half>(
+    rt: &Runtime,
+    size: usize,
+    only: &str,
+    precision: GemmPrecision,
+    variants: &[(String, u32)],
+    launch: &Launch<'_, T>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut inputs = Inputs::new(run_seed());
+    let mut values = |n: usize| -> Vec<T> { inputs.f32s(n).into_iter().map(T::from_f32).collect() };
+    let a = rt.upload(&values(size * size))?;
+    let b = rt.upload(&values(size * size))?;
+    let mut c: DeviceBuffer<T> = rt.alloc_zeroed(size * size)?;
+    let s = size as u32;
+    let kind = precision.name();
+    println!("\n{kind} GEMM {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
+    let mut results = Vec::new();
+    for (index, (name, stages)) in variants
+        .iter()
+        .enumerate()
+        .filter(|(_, (name, _))| name.contains(only))
+    {
+        let ms = median_ms(rt, 2, 10, |rt| launch(rt, index, &a, &b, &mut c, (s, s, s)))?;
         println!(
-            "  {:<72} {:>8.3} ms {:>7.2} TFLOP/s",
-            format!("{consts:?}"),
-            ms,
+            "  {name:<72} {ms:>8.3} ms {:>7.2} TFLOP/s",
             tflops(size, ms)
         );
-        results.push((ms, consts));
+        results.push((ms, index, *stages));
     }
     results.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let best = results.first().ok_or("no gemm_f16 variant matched")?.1;
+    let &(_, best, _) = results.first().ok_or("no variant matched")?;
 
-    // The winner and cuBLAS (f16 in and out, f32 accumulation), timed alternately.
-    let mut reference: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
+    let mut reference: DeviceBuffer<T> = rt.alloc_zeroed(size * size)?;
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         ours.push(median_ms(rt, 3, 20, |rt| {
-            gemm_tc::gemm_f16_with(rt, best, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
+            launch(rt, best, &a, &b, &mut c, (s, s, s))
         })?);
         theirs.push(median_ms(rt, 3, 20, |rt| {
             rt.cublas_gemm(
-                GemmPrecision::F16,
+                precision,
                 (size, size, size),
                 (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
                 &a,
@@ -232,33 +298,47 @@ fn bench_gemm_f16(rt: &Runtime, size: usize, only: &str) -> Result<(), Box<dyn s
     ours.sort_by(f32::total_cmp);
     theirs.sort_by(f32::total_cmp);
     let (ours, theirs) = (ours[2], theirs[2]);
-    let widen = |v: Vec<f16>| -> Vec<f64> { v.into_iter().map(|x| x.to_f64()).collect() };
-    let cublas_result = widen(rt.download(&reference)?);
-    let ours_result: Vec<f32> = rt.download(&c)?.into_iter().map(|x| x.to_f32()).collect();
+    let cublas_result: Vec<f64> = rt
+        .download(&reference)?
+        .into_iter()
+        .map(T::to_f64)
+        .collect();
+    let ours_result: Vec<f32> = rt
+        .download(&c)?
+        .into_iter()
+        .map(|x| x.to_f64() as f32)
+        .collect();
     let d = deviation(&ours_result, &cublas_result);
     println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
     println!("|---|---|---|---|");
     println!(
-        "| warpforge gemm_f16 {best:?} | {ours:.3} | {:.1} | {:.3}x |",
+        "| warpforge {kind} GEMM {} | {ours:.3} | {:.1} | {:.3}x |",
+        variants[best].0,
         tflops(size, ours),
         theirs / ours
     );
     println!(
-        "| cuBLAS GemmEx f16 (f32 accumulation) | {theirs:.3} | {:.1} | 1.000x |",
+        "| cuBLAS GemmEx {kind} (f32 accumulation) | {theirs:.3} | {:.1} | 1.000x |",
         tflops(size, theirs)
     );
     println!("\nwarpforge vs cuBLAS result: {d}");
-    // Both round f32 sums of the same products to f16; summation orders differ.
-    if !d.passes(1e-3) {
-        return Err(format!("gemm_f16 disagrees with cuBLAS: {d}").into());
+    // Both round f32 sums of the same products to the output type; summation orders differ.
+    let tolerance = if precision == GemmPrecision::F16 {
+        1e-3
+    } else {
+        8e-3
+    };
+    if !d.passes(tolerance) {
+        return Err(format!("the {kind} GEMM disagrees with cuBLAS: {d}").into());
     }
 
     println!("\n| STAGES | best variant | ms | TFLOP/s |");
     println!("|---|---|---|---|");
     for stages in 1..=5 {
-        if let Some((ms, consts)) = results.iter().find(|(_, c)| c.STAGES == stages) {
+        if let Some((ms, index, _)) = results.iter().find(|r| r.2 == stages) {
             println!(
-                "| {stages} | {consts:?} | {ms:.3} | {:.1} |",
+                "| {stages} | {} | {ms:.3} | {:.1} |",
+                variants[*index].0,
                 tflops(size, *ms)
             );
         }

@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use warpforge::{BackendKind, Runtime};
 use warpforge_kernels::softmax::softmax_rows;
 use warpforge_tests::checks::{
-    check_gemm, check_gemm_f16, check_histogram, check_saxpy, check_softmax, check_stream,
-    check_sum,
+    check_gemm, check_gemm_bf16, check_gemm_f16, check_histogram, check_saxpy, check_softmax,
+    check_stream, check_sum,
 };
 use warpforge_tests::report::Report;
 use warpforge_tests::{run_seed, Inputs};
@@ -101,6 +101,7 @@ fn main() -> ExitCode {
             ]
         };
         check_gemm_f16(&rt, &mut inputs, &mut report, tc_shapes);
+        check_gemm_bf16(&rt, &mut inputs, &mut report, tc_shapes);
         check_stream(&rt, &mut inputs, &mut report, sizes);
     }
 
