@@ -24,6 +24,7 @@ pub fn all() -> Vec<&'static KernelDef> {
         softmax::softmax_rows::def(),
         gemm::gemm_f32::def(),
         gemm_tc::gemm_f16::def(),
+        gemm_tc::gemm_bf16::def(),
         stream::stream_scale::def(),
     ]
 }
