@@ -1556,3 +1556,132 @@ fn a_wgsl_target_needs_a_kernel_wgsl_can_express() {
     )
     .contains("WGSL cannot express a cast to f64"));
 }
+
+#[test]
+fn constrain_prunes_the_tune_product() {
+    let def = parse(
+        "arch(sm_80), tune(A = [1, 2, 4], B = [1, 2, 4]), constrain(A * B <= 4, A <= B)",
+        "fn k<const A: u32, const B: u32>(x: &mut [f32]) { x[0] = (A + B) as f32; }",
+    );
+    assert_eq!(
+        def.variants(),
+        vec![vec![1, 1], vec![1, 2], vec![1, 4], vec![2, 2]]
+    );
+    let refused = def.check_constraints(&[4, 2]).unwrap_err().message;
+    assert!(
+        refused.contains("k[A=4,B=2]") && refused.contains("A * B <= 4"),
+        "{refused}"
+    );
+    // The compile path refuses a combination the constraints exclude.
+    let err = crate::compile_ptx(&def, &[2, 1], Arch::Sm80)
+        .unwrap_err()
+        .message;
+    assert!(err.contains("A <= B"), "{err}");
+}
+
+#[test]
+fn constrain_takes_constants_only_and_must_leave_a_variant() {
+    assert_error(
+        "arch(sm_80), tune(A = [1, 2]), constrain(A < n)",
+        "fn k<const A: u32>(x: &mut [f32], n: u32) { x[0] = A as f32; }",
+        &["a `constrain(..)` condition must be a compile-time constant"],
+    );
+    assert_error(
+        "arch(sm_80), tune(A = [1, 2]), constrain(A > 2)",
+        "fn k<const A: u32>(x: &mut [f32]) { x[0] = A as f32; }",
+        &["`constrain(..)` leaves no variant"],
+    );
+}
+
+#[test]
+fn warp_matrix_statements_lower_to_matrix_ops() {
+    let body = parse(
+        "arch(sm_80)",
+        "fn k(c: &mut [f32], x: &[f16]) {
+            let mut t: [[f16; 16]; 16] = shared();
+            let mut a = [[0u32; 4]; 2];
+            let b = [0u32; 2];
+            let mut acc = [[0.0f32; 4]; 2];
+            cp_async(&mut t[0][0], &x[0], 16, 16);
+            cp_async_commit();
+            cp_async_wait(0);
+            ldmatrix_x4_trans(&mut a[1], &t[lane_id() % 16][0]);
+            mma_m16n8k16_f16(&mut acc[1], &a[1], &b);
+            c[0] = acc[1][0];
+        }",
+    )
+    .ir
+    .body;
+    let ops: Vec<String> = body
+        .iter()
+        .filter_map(|s| match s {
+            Stmt::Matrix(op) => Some(op.function()),
+            Stmt::AsyncCopy { bytes, .. } => Some(format!("cp_async {bytes}")),
+            Stmt::AsyncCommit => Some("commit".into()),
+            Stmt::AsyncWait { pending } => Some(format!("wait {:?}", pending.as_int())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            "cp_async 16",
+            "commit",
+            "wait Some(0)",
+            "ldmatrix_x4_trans",
+            "mma_m16n8k16_f16"
+        ]
+    );
+}
+
+#[test]
+fn warp_matrix_misuse_is_reported() {
+    assert_error(
+        "arch(sm_80)",
+        "fn k(x: &[f16]) { let mut t: [f16; 64] = shared(); cp_async(&mut t[0], &x[0], 16, n); }",
+        &["cannot find `n` in this kernel"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(x: &[f32]) { let mut t: [f16; 64] = shared(); cp_async(&mut t[0], &x[0], 16, 16); }",
+        &["the destination holds `f16` and the source `f32`"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(x: &mut [f32]) { let mut acc = [0.0f32; 4]; let a = [0u32; 4]; let b = [0u32; 2]; mma_m16n8k16_f16(&acc, &a, &b); x[0] = acc[0]; }",
+        &["the accumulator of `mma_m16n8k16_f16` is a register array row, written `&mut frag[i]`"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(x: &mut [f32], w: u32) { cp_async_wait(w); x[0] = 0.0; }",
+        &["must be a compile-time constant"],
+    );
+    assert_error(
+        "arch(sm_80), tune(N = [2])",
+        "fn k<const N: u32>(x: &mut [f32]) { let mut f = [[0u32; 4]; N]; let i = x.len(); ldmatrix_x4(&mut f[i], &x[0]); }",
+        &["must be indexed by compile-time constants"],
+    );
+}
+
+#[test]
+fn fragment_shapes_are_checked_per_variant() {
+    let def = parse(
+        "arch(sm_80), tune(N = [2, 4])",
+        "fn k<const N: u32>(x: &[f16], c: &mut [f32]) {
+            let mut t: [f16; 64] = shared();
+            let mut f = [0u32; N];
+            ldmatrix_x4(&mut f, &t[lane_id() % 8 * 8]);
+            c[0] = f[0] as f32;
+        }",
+    );
+    assert!(crate::compile_ptx(&def, &[4], Arch::Sm80).is_ok());
+    let err = crate::compile_ptx(&def, &[2], Arch::Sm80)
+        .unwrap_err()
+        .message;
+    assert!(
+        err.contains(
+            "the destination of `ldmatrix_x4` is 4 `u32` per lane, but a row of `f` is 2 `u32`"
+        ),
+        "{err}"
+    );
+}
