@@ -5,7 +5,8 @@
 //! `gpu-check` runs everything through CUDA; `--quick` runs small shapes only
 //! (for compute-sanitizer); `--wgpu` runs the WGSL variants through wgpu
 //! instead (Vulkan/Metal/DX12: on a GPU machine, the portable path beside the
-//! PTX one). Without a GPU it says so, lists the variants it would have
+//! PTX one); `--only NAME` runs only the checks of stock kernel NAME. Without a
+//! GPU it says so, lists the variants it would have
 //! checked, and exits with status 2: not run is never passed.
 
 use std::process::ExitCode;
@@ -13,8 +14,8 @@ use std::process::ExitCode;
 use warpforge::{BackendKind, Runtime};
 use warpforge_kernels::softmax::softmax_rows;
 use warpforge_tests::checks::{
-    check_gemm, check_gemm_bf16, check_gemm_f16, check_histogram, check_saxpy, check_softmax,
-    check_stream, check_sum,
+    check_gemm, check_gemm_bf16, check_gemm_f16, check_gemm_f16_wmma, check_histogram, check_saxpy,
+    check_softmax, check_stream, check_sum,
 };
 use warpforge_tests::report::Report;
 use warpforge_tests::{run_seed, Inputs};
@@ -23,7 +24,16 @@ use warpforge_tests::{run_seed, Inputs};
 const NOT_RUN: u8 = 2;
 
 fn main() -> ExitCode {
-    let quick = std::env::args().any(|a| a == "--quick");
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    // `--only NAME`: only the checks of the stock kernel NAME (for a quick
+    // device run after changing one kernel); everything by default.
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned();
+    let wanted = |kernel: &str| only.as_deref().is_none_or(|o| o == kernel);
     // Explicit backends: Runtime::new would fall back from CUDA to wgpu, and a
     // CUDA tier that silently ran on wgpu would not be the CUDA tier.
     let started = if std::env::args().any(|a| a == "--wgpu") {
@@ -59,21 +69,29 @@ fn main() -> ExitCode {
         &[1, 31, 1000, 4097, 1 << 20]
     };
 
-    check_saxpy(&rt, &mut inputs, &mut report, sizes);
-    check_histogram(&rt, &mut inputs, &mut report, sizes);
-    check_sum(&rt, &mut inputs, &mut report, sizes);
+    if wanted("saxpy") {
+        check_saxpy(&rt, &mut inputs, &mut report, sizes);
+    }
+    if wanted("histogram") {
+        check_histogram(&rt, &mut inputs, &mut report, sizes);
+    }
+    if wanted("block_sum") {
+        check_sum(&rt, &mut inputs, &mut report, sizes);
+    }
     let softmax_shapes: &[(usize, usize)] = if quick {
         &[(1, 1), (3, 31), (2, 1000)]
     } else {
         &[(1, 1), (3, 31), (7, 1000), (2, 4097), (64, 1024)]
     };
-    check_softmax(
-        &rt,
-        &mut inputs,
-        &mut report,
-        &softmax_rows::variants(),
-        softmax_shapes,
-    );
+    if wanted("softmax_rows") {
+        check_softmax(
+            &rt,
+            &mut inputs,
+            &mut report,
+            &softmax_rows::variants(),
+            softmax_shapes,
+        );
+    }
     let gemm_shapes: &[(usize, usize, usize)] = if quick {
         &[(1, 1, 1), (31, 17, 5), (127, 255, 63)]
     } else {
@@ -85,8 +103,10 @@ fn main() -> ExitCode {
             (1000, 1000, 1000),
         ]
     };
-    check_gemm(&rt, &mut inputs, &mut report, gemm_shapes);
-    // The Tensor Core GEMM and the cp_async stream are CUDA-only (no WGSL variant).
+    if wanted("gemm_f32") {
+        check_gemm(&rt, &mut inputs, &mut report, gemm_shapes);
+    }
+    // The Tensor Core GEMMs and the cp_async stream are CUDA-only (no WGSL variant).
     if rt.device().backend.kind() == BackendKind::Cuda {
         let tc_shapes: &[(usize, usize, usize)] = if quick {
             &[(1, 1, 1), (127, 255, 63), (130, 72, 40)]
@@ -100,9 +120,18 @@ fn main() -> ExitCode {
                 (4096, 4096, 4096),
             ]
         };
-        check_gemm_f16(&rt, &mut inputs, &mut report, tc_shapes);
-        check_gemm_bf16(&rt, &mut inputs, &mut report, tc_shapes);
-        check_stream(&rt, &mut inputs, &mut report, sizes);
+        if wanted("gemm_f16") {
+            check_gemm_f16(&rt, &mut inputs, &mut report, tc_shapes);
+        }
+        if wanted("gemm_bf16") {
+            check_gemm_bf16(&rt, &mut inputs, &mut report, tc_shapes);
+        }
+        if wanted("gemm_f16_wmma") {
+            check_gemm_f16_wmma(&rt, &mut inputs, &mut report, tc_shapes);
+        }
+        if wanted("stream_scale") {
+            check_stream(&rt, &mut inputs, &mut report, sizes);
+        }
     }
 
     report.finish();
