@@ -33,6 +33,9 @@ use warpforge::prelude::*;
 #[kernel(
     block(BM / TM * (BN / TN)),
     tune(BM = [64, 128], BN = [64, 128], BK = [8, 16], TM = [4, 8], TN = [4, 8]),
+    // 4x4 per thread: the slowest tiles (perf/LOG.md), and the only ones ptxas
+    // spilled (16 bytes, under `.reqntid`).
+    constrain(TM * TN >= 32),
     requires(a.len() >= m * k, b.len() >= k * n, c.len() >= m * n)
 )]
 pub fn gemm_f32<const BM: u32, const BN: u32, const BK: u32, const TM: u32, const TN: u32>(
@@ -141,7 +144,7 @@ pub fn gemm_f32<const BM: u32, const BN: u32, const BK: u32, const TM: u32, cons
 }
 
 /// The variant [`sgemm`] uses until the autotuner chooses per GPU: the fastest
-/// of the 32 at 4096^3 on an H200 (27.4 TFLOP/s, 0.54x cuBLAS; perf/LOG.md).
+/// at 4096^3 on an H200 (38.3 TFLOP/s, 0.75x cuBLAS; perf/LOG.md).
 pub const DEFAULT_F32: gemm_f32::Consts = gemm_f32::Consts {
     BM: 128,
     BN: 128,
