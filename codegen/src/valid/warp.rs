@@ -101,7 +101,7 @@ impl Validator<'_> {
                 dst_ty.name()
             )));
         }
-        if bytes % dst_ty.size_bytes() != 0 {
+        if !bytes.is_multiple_of(dst_ty.size_bytes()) {
             return Err(self.error(format!(
                 "`cp_async` of {bytes} bytes does not hold a whole number of `{}` elements",
                 dst_ty.name()
