@@ -246,115 +246,51 @@ type Launch<'a, T> = dyn Fn(
     ) -> Result<(), Error>
     + 'a;
 
-/// `gemm_f16` (A row-major, B column-major, f16 in and out, f32 accumulation)
-/// over every variant; see [`check_gemm_16bit`].
-pub fn check_gemm_f16(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-) {
-    let variants = gemm_tc::gemm_f16::variants();
-    let names: Vec<(String, bool)> = variants
-        .iter()
-        .map(|c| {
-            (
-                gemm_tc::gemm_f16::def().variant_name(&c.values()),
-                c.ALIGNED,
-            )
-        })
-        .collect();
-    let launch =
-        |i: usize,
-         a: &DeviceBuffer<f16>,
-         b: &DeviceBuffer<f16>,
-         c: &mut DeviceBuffer<f16>,
-         dims,
-         alpha,
-         beta| { gemm_tc::gemm_f16_with(rt, variants[i], a, b, c, dims, alpha, beta) };
-    check_gemm_16bit(
-        rt,
-        inputs,
-        report,
-        shapes,
-        GemmPrecision::F16,
-        &names,
-        &launch,
-    );
+/// A public check of one 16-bit GEMM kernel: its variants (name, and whether
+/// it copies 16-byte chunks and so needs k % 8 == 0) and its launcher, handed
+/// to [`check_gemm_16bit`].
+macro_rules! gemm_16bit_check {
+    ($(#[$doc:meta])* $check:ident, $kernel:ident, $with:ident, $elem:ty, $precision:expr, |$c:ident| $aligned:expr) => {
+        $(#[$doc])*
+        pub fn $check(
+            rt: &Runtime,
+            inputs: &mut Inputs,
+            report: &mut Report,
+            shapes: &[(usize, usize, usize)],
+        ) {
+            let variants = gemm_tc::$kernel::variants();
+            let names: Vec<(String, bool)> = variants
+                .iter()
+                .map(|$c| (gemm_tc::$kernel::def().variant_name(&$c.values()), $aligned))
+                .collect();
+            let launch = |i: usize,
+                          a: &DeviceBuffer<$elem>,
+                          b: &DeviceBuffer<$elem>,
+                          c: &mut DeviceBuffer<$elem>,
+                          dims,
+                          alpha,
+                          beta| {
+                gemm_tc::$with(rt, variants[i], a, b, c, dims, alpha, beta)
+            };
+            check_gemm_16bit(rt, inputs, report, shapes, $precision, &names, &launch);
+        }
+    };
 }
 
-/// `gemm_bf16`, the same kernel source over bf16; see [`check_gemm_16bit`].
-pub fn check_gemm_bf16(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-) {
-    let variants = gemm_tc::gemm_bf16::variants();
-    let names: Vec<(String, bool)> = variants
-        .iter()
-        .map(|c| {
-            (
-                gemm_tc::gemm_bf16::def().variant_name(&c.values()),
-                c.ALIGNED,
-            )
-        })
-        .collect();
-    let launch =
-        |i: usize,
-         a: &DeviceBuffer<bf16>,
-         b: &DeviceBuffer<bf16>,
-         c: &mut DeviceBuffer<bf16>,
-         dims,
-         alpha,
-         beta| { gemm_tc::gemm_bf16_with(rt, variants[i], a, b, c, dims, alpha, beta) };
-    check_gemm_16bit(
-        rt,
-        inputs,
-        report,
-        shapes,
-        GemmPrecision::Bf16,
-        &names,
-        &launch,
-    );
-}
-
-/// `gemm_f16_wmma` (the sm_70 `wmma` form; every variant takes k a multiple
-/// of 8 only); see [`check_gemm_16bit`].
-pub fn check_gemm_f16_wmma(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-) {
-    let variants = gemm_tc::gemm_f16_wmma::variants();
-    let names: Vec<(String, bool)> = variants
-        .iter()
-        .map(|c| {
-            (
-                gemm_tc::gemm_f16_wmma::def().variant_name(&c.values()),
-                true,
-            )
-        })
-        .collect();
-    let launch =
-        |i: usize,
-         a: &DeviceBuffer<f16>,
-         b: &DeviceBuffer<f16>,
-         c: &mut DeviceBuffer<f16>,
-         dims,
-         alpha,
-         beta| { gemm_tc::gemm_f16_wmma_with(rt, variants[i], a, b, c, dims, alpha, beta) };
-    check_gemm_16bit(
-        rt,
-        inputs,
-        report,
-        shapes,
-        GemmPrecision::F16,
-        &names,
-        &launch,
-    );
-}
+gemm_16bit_check!(
+    /// `gemm_f16` (A row-major, B column-major, f16 in and out, f32
+    /// accumulation) over every variant; see [`check_gemm_16bit`].
+    check_gemm_f16, gemm_f16, gemm_f16_with, f16, GemmPrecision::F16, |c| c.ALIGNED
+);
+gemm_16bit_check!(
+    /// `gemm_bf16`, the same kernel source over bf16; see [`check_gemm_16bit`].
+    check_gemm_bf16, gemm_bf16, gemm_bf16_with, bf16, GemmPrecision::Bf16, |c| c.ALIGNED
+);
+gemm_16bit_check!(
+    /// `gemm_f16_wmma` (the sm_70 `wmma` form; every variant takes k a
+    /// multiple of 8 only); see [`check_gemm_16bit`].
+    check_gemm_f16_wmma, gemm_f16_wmma, gemm_f16_wmma_with, f16, GemmPrecision::F16, |_c| true
+);
 
 /// A 16-bit Tensor Core GEMM over every variant (`variants`: name and
 /// whether it copies 16-byte chunks). Those variants must refuse a `k` that
