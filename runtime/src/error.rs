@@ -49,6 +49,9 @@ pub enum Error {
     /// of memory, or an operation this backend does not have.
     #[error("{0}")]
     Wgpu(String),
+    /// The tuning database cannot be read, written or imported.
+    #[error("{0}")]
+    Tune(String),
 }
 
 fn jit_log(log: &str) -> String {

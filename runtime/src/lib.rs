@@ -14,7 +14,8 @@
 //! ([`DeviceBuffer`], [`KernelArg`], [`Grid`]), `gemm` ([`MatrixLayout`],
 //! [`GemmPrecision`]: a GEMM's operands, for cuBLAS, kernels and tests),
 //! `validate` (the checks that need no GPU), `variants` (the
-//! compiled-variant cache both backends use),
+//! compiled-variant cache both backends use), `tune` (the per-GPU tuning
+//! database: [`tune::TuneDb`]),
 //! `runtime` ([`Runtime`]), and the backends `cuda` (context, module cache,
 //! launches, timing, cuBLAS) and `wgpu` (adapter, storage buffers, pipelines,
 //! launches in the WGSL backend's ABI).
@@ -26,6 +27,7 @@ mod error;
 mod gemm;
 mod runtime;
 mod scalar;
+pub mod tune;
 mod validate;
 mod variants;
 mod wgpu;
