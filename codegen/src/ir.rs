@@ -671,6 +671,38 @@ impl Expr {
         Expr::literal(Scalar::U32, Literal::Int(v as i64))
     }
 
+    /// Whether the expression may be computed when its value is not needed
+    /// (a branch-free `&&`, `||` or `if` value): no reads of global or
+    /// shared memory, no atomics, no warp shuffles (they need every lane),
+    /// no division but by a nonzero literal. `locals` tells register
+    /// locals, whose reads are free, from shared arrays.
+    pub fn is_speculatable(&self, locals: &[Local]) -> bool {
+        let all = |es: &[&Expr]| es.iter().all(|e| e.is_speculatable(locals));
+        match &self.kind {
+            ExprKind::Literal(_)
+            | ExprKind::Param(_)
+            | ExprKind::Const(_)
+            | ExprKind::Len(_)
+            | ExprKind::Special(_) => true,
+            ExprKind::Load(place) => match &**place {
+                Place::Local { local, indices } => {
+                    locals[*local as usize].space == Space::Register
+                        && indices.iter().all(|i| i.is_speculatable(locals))
+                }
+                Place::Global { .. } => false,
+            },
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.is_speculatable(locals),
+            ExprKind::Binary(BinaryOp::Div | BinaryOp::Rem, a, b) => {
+                b.as_int().is_some_and(|d| d != 0) && a.is_speculatable(locals)
+            }
+            ExprKind::Binary(_, a, b) => all(&[a, b]),
+            ExprKind::Select(c, a, b) => all(&[c, a, b]),
+            ExprKind::Call(Intrinsic::ShflXor | Intrinsic::ShflDown, _) => false,
+            ExprKind::Call(_, args) => args.iter().all(|a| a.is_speculatable(locals)),
+            ExprKind::Atomic { .. } => false,
+        }
+    }
+
     /// The integer value of a literal expression, if this is one.
     pub fn as_int(&self) -> Option<i64> {
         match self.kind {

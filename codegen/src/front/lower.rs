@@ -975,9 +975,9 @@ impl Lowerer<'_> {
         // Two plain values that cannot fault or act: a select, no branch.
         if then_body.is_empty()
             && else_body.is_empty()
-            && self.speculatable(&then_val)
-            && self.speculatable(&else_val)
-            && self.speculatable(&cond)
+            && then_val.is_speculatable(&self.locals)
+            && else_val.is_speculatable(&self.locals)
+            && cond.is_speculatable(&self.locals)
         {
             return Ok(Expr {
                 ty,
@@ -1016,37 +1016,6 @@ impl Lowerer<'_> {
             ty,
             kind: ExprKind::Load(Box::new(place)),
         })
-    }
-
-    /// Whether `e` may be computed when its value is not needed: no reads
-    /// of global or shared memory, no atomics, no warp shuffles, no division but
-    /// by a nonzero literal (the conditions [`ExprKind::Select`] asks of its
-    /// operands).
-    fn speculatable(&self, e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Literal(_)
-            | ExprKind::Param(_)
-            | ExprKind::Const(_)
-            | ExprKind::Len(_)
-            | ExprKind::Special(_) => true,
-            ExprKind::Load(place) => match &**place {
-                Place::Local { local, indices } => {
-                    self.locals[*local as usize].space == Space::Register
-                        && indices.iter().all(|i| self.speculatable(i))
-                }
-                Place::Global { .. } => false,
-            },
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => self.speculatable(a),
-            ExprKind::Binary(BinaryOp::Div | BinaryOp::Rem, a, b) => {
-                b.as_int().is_some_and(|d| d != 0) && self.speculatable(a)
-            }
-            ExprKind::Binary(_, a, b) => self.speculatable(a) && self.speculatable(b),
-            ExprKind::Select(c, a, b) => [c, a, b].into_iter().all(|x| self.speculatable(x)),
-            // Warp shuffles need every lane of the warp; math is pure.
-            ExprKind::Call(Intrinsic::ShflXor | Intrinsic::ShflDown, _) => false,
-            ExprKind::Call(_, args) => args.iter().all(|a| self.speculatable(a)),
-            ExprKind::Atomic { .. } => false,
-        }
     }
 
     fn branch_value(

@@ -19,9 +19,7 @@ use super::features::Feature;
 use super::function::{arith, is_half, Emitter, Operand, ParamRegs};
 use super::regs::{Reg, RegClass};
 use crate::eval::binary_op_text;
-use crate::ir::{
-    Axis, BinaryOp, Expr, ExprKind, Intrinsic, Place, Scalar, Space, Special, UnaryOp,
-};
+use crate::ir::{Axis, BinaryOp, Expr, ExprKind, Scalar, Special, UnaryOp};
 use crate::Error;
 
 impl Emitter<'_> {
@@ -372,7 +370,7 @@ impl Emitter<'_> {
     /// atomics, shuffles or divisions) is computed anyway and combined with
     /// `and.pred`/`or.pred`: no branch, the same result.
     fn short_circuit(&mut self, op: BinaryOp, a: &Expr, b: &Expr) -> Result<Operand, Error> {
-        if self.is_speculatable(b) {
+        if b.is_speculatable(&self.kernel.locals) {
             let x = self.expr(a)?;
             let y = self.expr(b)?;
             let result = self.fresh(Scalar::Bool);
@@ -399,36 +397,6 @@ impl Emitter<'_> {
         self.mov(result, &y);
         self.place_label(&end);
         Ok(Operand::Reg(result))
-    }
-
-    /// Whether evaluating `e` can neither fault nor have an effect, and is
-    /// cheap: no reads of global or shared memory, no atomics, no warp shuffles, no
-    /// division but by a nonzero literal.
-    fn is_speculatable(&self, e: &Expr) -> bool {
-        match &e.kind {
-            ExprKind::Literal(_)
-            | ExprKind::Param(_)
-            | ExprKind::Const(_)
-            | ExprKind::Len(_)
-            | ExprKind::Special(_) => true,
-            ExprKind::Load(place) => match &**place {
-                Place::Local { local, indices } => {
-                    self.kernel.local(*local).space == Space::Register
-                        && indices.iter().all(|i| i.as_int().is_some())
-                }
-                Place::Global { .. } => false,
-            },
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => self.is_speculatable(a),
-            ExprKind::Binary(BinaryOp::Div | BinaryOp::Rem, a, b) => {
-                b.as_int().is_some_and(|d| d != 0) && self.is_speculatable(a)
-            }
-            ExprKind::Binary(_, a, b) => self.is_speculatable(a) && self.is_speculatable(b),
-            ExprKind::Select(c, a, b) => [c, a, b].into_iter().all(|x| self.is_speculatable(x)),
-            // Warp shuffles need every lane of the warp; math is pure.
-            ExprKind::Call(Intrinsic::ShflXor | Intrinsic::ShflDown, _) => false,
-            ExprKind::Call(_, args) => args.iter().all(|a| self.is_speculatable(a)),
-            ExprKind::Atomic { .. } => false,
-        }
     }
 
     /// `cond ? x : y` in a fresh register.
