@@ -153,9 +153,10 @@ pub const DEFAULT_F32: gemm_f32::Consts = gemm_f32::Consts {
     TN: 8,
 };
 
-/// The grid that covers an m x n output with `consts`' tiles.
-pub fn gemm_f32_grid(consts: gemm_f32::Consts, m: u32, n: u32) -> Grid {
-    Grid::blocks([n.div_ceil(consts.BN), m.div_ceil(consts.BM), 1])
+/// The grid that covers an m x n output with `bm x bn` block tiles: one
+/// block per tile, x along n and y along m (every GEMM here).
+pub fn tile_grid((bm, bn): (u32, u32), m: u32, n: u32) -> Grid {
+    Grid::blocks([n.div_ceil(bn), m.div_ceil(bm), 1])
 }
 
 /// `C = alpha * A B + beta * C` (row-major f32) with the given variant.
@@ -173,7 +174,7 @@ pub fn gemm_f32_with(
     gemm_f32::launch(
         rt,
         consts,
-        gemm_f32_grid(consts, m, n),
+        tile_grid((consts.BM, consts.BN), m, n),
         a,
         b,
         c,

@@ -3,11 +3,13 @@
 
 use warpforge::prelude::*;
 
+use crate::gemm::tile_grid;
+
 /// One kernel source for both 16-bit element types: `$elem` and its MMA are
 /// the only differences, so the kernel is written once and instantiated per
 /// type (below).
 macro_rules! tensor_core_gemm {
-    ($name:ident, $grid:ident, $with:ident, $elem:ident, $mma:ident) => {
+    ($name:ident, $with:ident, $elem:ident, $mma:ident) => {
         /// A 16-bit GEMM with f32 accumulation: `C = alpha * A B + beta * C` for
         /// row-major `A` (m x k), column-major `B` (stored as n rows of k, the "TN"
         /// form) and row-major `C` (m x n), all of one 16-bit type; any m, n and k.
@@ -256,11 +258,6 @@ macro_rules! tensor_core_gemm {
             }
         }
 
-        /// The grid that covers an m x n output with `consts`' tiles.
-        pub fn $grid(consts: $name::Consts, m: u32, n: u32) -> Grid {
-            Grid::blocks([n.div_ceil(consts.BN), m.div_ceil(consts.BM), 1])
-        }
-
         /// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major;
         /// f32 accumulation) with the given variant.
         #[allow(clippy::too_many_arguments)]
@@ -277,7 +274,7 @@ macro_rules! tensor_core_gemm {
             $name::launch(
                 rt,
                 consts,
-                $grid(consts, m, n),
+                tile_grid((consts.BM, consts.BN), m, n),
                 a,
                 b,
                 c,
@@ -291,20 +288,8 @@ macro_rules! tensor_core_gemm {
     };
 }
 
-tensor_core_gemm!(
-    gemm_f16,
-    gemm_f16_grid,
-    gemm_f16_with,
-    f16,
-    mma_m16n8k16_f16
-);
-tensor_core_gemm!(
-    gemm_bf16,
-    gemm_bf16_grid,
-    gemm_bf16_with,
-    bf16,
-    mma_m16n8k16_bf16
-);
+tensor_core_gemm!(gemm_f16, gemm_f16_with, f16, mma_m16n8k16_f16);
+tensor_core_gemm!(gemm_bf16, gemm_bf16_with, bf16, mma_m16n8k16_bf16);
 
 /// The Volta form of the f16 GEMM (A row-major, B column-major, f16 out, f32
 /// accumulation; k a multiple of 8): `wmma` m16n16k16, the Tensor Core
@@ -426,11 +411,6 @@ pub fn gemm_f16_wmma<const BM: u32, const BN: u32, const BK: u32>(
     }
 }
 
-/// The grid that covers an m x n output with `consts`' tiles.
-pub fn gemm_f16_wmma_grid(consts: gemm_f16_wmma::Consts, m: u32, n: u32) -> Grid {
-    Grid::blocks([n.div_ceil(consts.BN), m.div_ceil(consts.BM), 1])
-}
-
 /// `C = alpha * A B + beta * C` with the `wmma` GEMM's given variant.
 #[allow(clippy::too_many_arguments)]
 pub fn gemm_f16_wmma_with(
@@ -446,7 +426,7 @@ pub fn gemm_f16_wmma_with(
     gemm_f16_wmma::launch(
         rt,
         consts,
-        gemm_f16_wmma_grid(consts, m, n),
+        tile_grid((consts.BM, consts.BN), m, n),
         a,
         b,
         c,

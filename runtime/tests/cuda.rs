@@ -4,32 +4,28 @@
 //! where a missing GPU fails them. `device.rs` checks that `Runtime::new`
 //! fails with a useful message on a machine without a driver.
 
-use warpforge_runtime::{bf16, f16, DeviceScalar, Runtime};
+mod common;
+
+use warpforge_runtime::{bf16, f16, Runtime};
 
 fn gpu() -> Runtime {
     Runtime::cuda(0).unwrap_or_else(|e| panic!("this test needs a CUDA GPU and found none: {e}"))
-}
-
-fn round_trip<T: DeviceScalar + PartialEq + std::fmt::Debug>(rt: &Runtime, values: Vec<T>) {
-    let buffer = rt.upload(&values).unwrap();
-    assert_eq!(buffer.len(), values.len());
-    assert_eq!(rt.download(&buffer).unwrap(), values);
 }
 
 #[test]
 #[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
 fn every_buffer_type_round_trips() {
     let rt = gpu();
-    round_trip(&rt, vec![f16::from_f32(1.5), f16::from_f32(-2.0)]);
-    round_trip(&rt, vec![bf16::from_f32(1.5), bf16::from_f32(-2.0)]);
-    round_trip(&rt, vec![1.5f32, -2.0, 1e30]);
-    round_trip(&rt, vec![1.5f64, -2.0]);
-    round_trip(&rt, vec![-1i8, 127]);
-    round_trip(&rt, vec![0u8, 255]);
-    round_trip(&rt, vec![i32::MIN, 7]);
-    round_trip(&rt, vec![u32::MAX, 7]);
-    round_trip(&rt, vec![i64::MIN, 7]);
-    round_trip(&rt, vec![u64::MAX, 7]);
+    common::round_trip(&rt, vec![f16::from_f32(1.5), f16::from_f32(-2.0)]);
+    common::round_trip(&rt, vec![bf16::from_f32(1.5), bf16::from_f32(-2.0)]);
+    common::round_trip(&rt, vec![1.5f32, -2.0, 1e30]);
+    common::round_trip(&rt, vec![1.5f64, -2.0]);
+    common::round_trip(&rt, vec![-1i8, 127]);
+    common::round_trip(&rt, vec![0u8, 255]);
+    common::round_trip(&rt, vec![i32::MIN, 7]);
+    common::round_trip(&rt, vec![u32::MAX, 7]);
+    common::round_trip(&rt, vec![i64::MIN, 7]);
+    common::round_trip(&rt, vec![u64::MAX, 7]);
 }
 
 #[test]
@@ -98,17 +94,5 @@ fn cublas_sgemm_is_row_major() {
 #[test]
 #[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
 fn device_to_device_copies() {
-    let rt = gpu();
-    let values: Vec<f32> = (0..1001).map(|i| i as f32 * 0.5).collect();
-    let source = rt.upload(&values).unwrap();
-    let mut target = rt.alloc_zeroed::<f32>(1001).unwrap();
-    rt.copy(&source, &mut target).unwrap();
-    assert_eq!(rt.download(&target).unwrap(), values);
-    let halves: Vec<f16> = (0..3).map(|i| f16::from_f32(i as f32)).collect();
-    let mut odd = rt.alloc_zeroed::<f16>(3).unwrap();
-    rt.copy(&rt.upload(&halves).unwrap(), &mut odd).unwrap();
-    assert_eq!(rt.download(&odd).unwrap(), halves);
-    let mut short = rt.alloc_zeroed::<f32>(10).unwrap();
-    let err = rt.copy(&source, &mut short).unwrap_err().to_string();
-    assert!(err.contains("1001") && err.contains("10"), "{err}");
+    common::check_device_to_device_copies(&gpu());
 }

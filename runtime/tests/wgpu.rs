@@ -6,13 +6,7 @@ mod common;
 
 use common::wgpu_runtime;
 use warpforge_codegen::Arch;
-use warpforge_runtime::{bf16, f16, BackendKind, DeviceBackend, DeviceScalar, Runtime};
-
-fn round_trip<T: DeviceScalar + PartialEq + std::fmt::Debug>(rt: &Runtime, values: Vec<T>) {
-    let buffer = rt.upload(&values).unwrap();
-    assert_eq!(buffer.len(), values.len());
-    assert_eq!(rt.download(&buffer).unwrap(), values);
-}
+use warpforge_runtime::{bf16, f16, BackendKind, DeviceBackend};
 
 #[test]
 fn the_adapter_describes_itself() {
@@ -52,14 +46,14 @@ fn the_adapter_describes_itself() {
 #[test]
 fn every_wgsl_buffer_type_round_trips() {
     let rt = wgpu_runtime();
-    round_trip(&rt, vec![1.5f32, -2.0, 1e30, f32::MIN_POSITIVE]);
-    round_trip(&rt, vec![i32::MIN, 7, -1]);
-    round_trip(&rt, vec![u32::MAX, 7]);
+    common::round_trip(&rt, vec![1.5f32, -2.0, 1e30, f32::MIN_POSITIVE]);
+    common::round_trip(&rt, vec![i32::MIN, 7, -1]);
+    common::round_trip(&rt, vec![u32::MAX, 7]);
     // Odd f16 counts end inside a padded word.
-    round_trip(&rt, vec![f16::from_f32(1.5)]);
-    round_trip(&rt, vec![f16::from_f32(1.5), f16::from_f32(-2.0), f16::MAX]);
+    common::round_trip(&rt, vec![f16::from_f32(1.5)]);
+    common::round_trip(&rt, vec![f16::from_f32(1.5), f16::from_f32(-2.0), f16::MAX]);
     let long: Vec<f32> = (0..4097).map(|i| i as f32 * 0.25).collect();
-    round_trip(&rt, long);
+    common::round_trip(&rt, long);
 }
 
 #[test]
@@ -133,17 +127,5 @@ fn cuda_only_operations_are_errors_on_wgpu() {
 
 #[test]
 fn device_to_device_copies() {
-    let rt = wgpu_runtime();
-    let values: Vec<f32> = (0..1001).map(|i| i as f32 * 0.5).collect();
-    let source = rt.upload(&values).unwrap();
-    let mut target = rt.alloc_zeroed::<f32>(1001).unwrap();
-    rt.copy(&source, &mut target).unwrap();
-    assert_eq!(rt.download(&target).unwrap(), values);
-    let halves: Vec<f16> = (0..3).map(|i| f16::from_f32(i as f32)).collect();
-    let mut odd = rt.alloc_zeroed::<f16>(3).unwrap();
-    rt.copy(&rt.upload(&halves).unwrap(), &mut odd).unwrap();
-    assert_eq!(rt.download(&odd).unwrap(), halves);
-    let mut short = rt.alloc_zeroed::<f32>(10).unwrap();
-    let err = rt.copy(&source, &mut short).unwrap_err().to_string();
-    assert!(err.contains("1001") && err.contains("10"), "{err}");
+    common::check_device_to_device_copies(&wgpu_runtime());
 }
