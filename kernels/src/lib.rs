@@ -7,6 +7,7 @@
 
 pub mod gemm;
 pub mod gemm_tc;
+pub mod gemm_wmma;
 pub mod reduce;
 pub mod simple;
 pub mod softmax;
@@ -25,7 +26,7 @@ pub fn all() -> Vec<&'static KernelDef> {
         gemm::gemm_f32::def(),
         gemm_tc::gemm_f16::def(),
         gemm_tc::gemm_bf16::def(),
-        gemm_tc::gemm_f16_wmma::def(),
+        gemm_wmma::gemm_f16_wmma::def(),
         stream::stream_scale::def(),
     ]
 }

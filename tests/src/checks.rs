@@ -6,7 +6,7 @@
 //! records one line per variant and size in `report`.
 
 use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
-use warpforge_kernels::{gemm, gemm_tc, reduce, simple, softmax, stream};
+use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, reduce, simple, softmax, stream};
 
 use crate::compare::{self, deviation, GemmTolerance};
 use crate::reference::{Activation, GemmReference, GemmSpec};
@@ -250,7 +250,7 @@ type Launch<'a, T> = dyn Fn(
 /// it copies 16-byte chunks and so needs k % 8 == 0) and its launcher, handed
 /// to [`check_gemm_16bit`].
 macro_rules! gemm_16bit_check {
-    ($(#[$doc:meta])* $check:ident, $kernel:ident, $with:ident, $elem:ty, $precision:expr, |$c:ident| $aligned:expr) => {
+    ($(#[$doc:meta])* $check:ident, $module:ident::$kernel:ident, $with:ident, $elem:ty, $precision:expr, |$c:ident| $aligned:expr) => {
         $(#[$doc])*
         pub fn $check(
             rt: &Runtime,
@@ -258,10 +258,10 @@ macro_rules! gemm_16bit_check {
             report: &mut Report,
             shapes: &[(usize, usize, usize)],
         ) {
-            let variants = gemm_tc::$kernel::variants();
+            let variants = $module::$kernel::variants();
             let names: Vec<(String, bool)> = variants
                 .iter()
-                .map(|$c| (gemm_tc::$kernel::def().variant_name(&$c.values()), $aligned))
+                .map(|$c| ($module::$kernel::def().variant_name(&$c.values()), $aligned))
                 .collect();
             let launch = |i: usize,
                           a: &DeviceBuffer<$elem>,
@@ -270,7 +270,7 @@ macro_rules! gemm_16bit_check {
                           dims,
                           alpha,
                           beta| {
-                gemm_tc::$with(rt, variants[i], a, b, c, dims, alpha, beta)
+                $module::$with(rt, variants[i], a, b, c, dims, alpha, beta)
             };
             check_gemm_16bit(rt, inputs, report, shapes, $precision, &names, &launch);
         }
@@ -280,16 +280,16 @@ macro_rules! gemm_16bit_check {
 gemm_16bit_check!(
     /// `gemm_f16` (A row-major, B column-major, f16 in and out, f32
     /// accumulation) over every variant; see [`check_gemm_16bit`].
-    check_gemm_f16, gemm_f16, gemm_f16_with, f16, GemmPrecision::F16, |c| c.ALIGNED
+    check_gemm_f16, gemm_tc::gemm_f16, gemm_f16_with, f16, GemmPrecision::F16, |c| c.ALIGNED
 );
 gemm_16bit_check!(
     /// `gemm_bf16`, the same kernel source over bf16; see [`check_gemm_16bit`].
-    check_gemm_bf16, gemm_bf16, gemm_bf16_with, bf16, GemmPrecision::Bf16, |c| c.ALIGNED
+    check_gemm_bf16, gemm_tc::gemm_bf16, gemm_bf16_with, bf16, GemmPrecision::Bf16, |c| c.ALIGNED
 );
 gemm_16bit_check!(
     /// `gemm_f16_wmma` (the sm_70 `wmma` form; every variant takes k a
     /// multiple of 8 only); see [`check_gemm_16bit`].
-    check_gemm_f16_wmma, gemm_f16_wmma, gemm_f16_wmma_with, f16, GemmPrecision::F16, |_c| true
+    check_gemm_f16_wmma, gemm_wmma::gemm_f16_wmma, gemm_f16_wmma_with, f16, GemmPrecision::F16, |_c| true
 );
 
 /// A 16-bit Tensor Core GEMM over every variant (`variants`: name and
