@@ -33,11 +33,16 @@ macro_rules! tensor_core_gemm {
         ///
         /// Pipeline (ptx-notes.md §5): step `t` issues the copies of k-tile `t` into
         /// stage `t % STAGES` and commits them as one group; from step `STAGES - 1` on
-        /// it also computes k-tile `t - (STAGES - 1)`, after waiting until at most
-        /// `STAGES - 2` groups are in flight and a barrier (which also frees the stage
-        /// the step refills: every warp has finished computing it). Copies past `k`
-        /// read nothing and zero-fill, so ragged tiles need no branches. `STAGES = 1`
-        /// waits for its own copies and puts a second barrier after the math.
+        /// it also computes k-tile `t - (STAGES - 1)`. Fragments are double-buffered in
+        /// registers: each 16-wide k step's `ldmatrix` loads come one step before its
+        /// MMAs. Before the tile's last k step, the block waits until at most
+        /// `STAGES - 2` groups are in flight and meets at a barrier; that lands the next
+        /// tile, whose first fragments then load under the last step's MMAs, and frees
+        /// this tile's stage for the next step's copies (CUTLASS's multistage order).
+        /// In bounds (the common case, uniform over a block) a copy is a plain 16-byte
+        /// `cp.async`; at the edges, copies past `m`, `n` or `k` read nothing and
+        /// zero-fill, so ragged tiles need no branches around the math. `STAGES = 1`
+        /// waits for its own copies before the math and puts a second barrier after it.
         #[kernel(
             arch(sm_80, sm_90),
             block(BM / WARP * (BN / WARP) * 32),
@@ -87,9 +92,9 @@ macro_rules! tensor_core_gemm {
             let col0 = block_idx().x * BN;
 
             let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
-            let mut a_frag = [[0u32; 4]; WARP / 16];
+            let mut a_frag = [[[0u32; 4]; WARP / 16]; 2];
             let mut b_pair = [[0u32; 4]; WARP / 16];
-            let mut b_frag = [[0u32; 2]; WARP / 8];
+            let mut b_frag = [[[0u32; 2]; WARP / 8]; 2];
 
             // Copy slots: thread `tid` copies chunk `cp_ch` of rows `cp_row + l * ROWS`
             // (ROWS = threads / (BK / 8)) of each tile. ROWS is a multiple of the
@@ -126,16 +131,30 @@ macro_rules! tensor_core_gemm {
             let b_ld_row = wn0 + lane % 8 + lane / 16 * 8;
             let b_ld_x = lane / 8 % 2 ^ (b_ld_row / (64 / BK) % (BK / 8));
 
+            let interior = row0 + BM <= m && col0 + BN <= n;
             let k_tiles = (k + BK - 1) / BK;
             for t in 0..k_tiles + STAGES - 1 {
-                if STAGES > 1 && t >= STAGES - 1 {
-                    cp_async_wait(STAGES - 2);
-                    sync_threads();
-                }
                 if t < k_tiles {
                     let st = t % STAGES;
                     let k0 = t * BK;
-                    if ALIGNED {
+                    if ALIGNED && interior && k0 + BK <= k {
+                        // The common case, uniform over the block: every row and every
+                        // chunk of this tile is in bounds, so the copies need no
+                        // src-size (a plain 16-byte `cp.async`: one instruction
+                        // besides the address, where the zero-filling form costs
+                        // six).
+                        let gk = k0 + cp_ch * 8;
+                        #[unroll]
+                        for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                            cp_async(&mut a_tile[st][r][cp_col], &a[a_row_at[l] + gk], 16, 16);
+                        }
+                        #[unroll]
+                        for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                            cp_async(&mut b_tile[st][r][cp_col], &b[b_row_at[l] + gk], 16, 16);
+                        }
+                    } else if ALIGNED {
                         let gk = k0 + cp_ch * 8;
                         let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
                         let k_at = if gk < k { gk } else { 0 };
@@ -191,35 +210,68 @@ macro_rules! tensor_core_gemm {
                     }
                 }
                 cp_async_commit();
-                if STAGES == 1 {
-                    cp_async_wait(0);
-                    sync_threads();
-                }
                 if t >= STAGES - 1 {
-                    let s = (t - (STAGES - 1)) % STAGES;
+                    // Computing k-tile `t - (STAGES - 1)` from stage `rs`. Its first
+                    // fragments were loaded by the previous step, under that step's
+                    // last MMAs, except for the first computed tile and when one stage
+                    // leaves nothing to prefetch from.
+                    let rs = (t + 1) % STAGES;
+                    let fresh = STAGES == 1 || t == STAGES - 1;
+                    if fresh {
+                        if STAGES == 1 {
+                            cp_async_wait(0);
+                        } else {
+                            cp_async_wait(STAGES - 2);
+                        }
+                        sync_threads();
+                    }
+                    // Iteration `kk` loads the fragments of k-step `kk` (for `kk == BK / 16`:
+                    // step 0 of the next tile, from the next stage) into buffer `kk % 2`
+                    // and multiplies those of step `kk - 1`, so each MMA's operands were
+                    // loaded one step earlier. The barrier that lands the next tile (and
+                    // frees this step's stage for the copies of the next step: all of its
+                    // fragments are loaded by then) comes before the last step's MMAs,
+                    // which then cover the first loads from the next stage.
                     #[unroll]
-                    for kk in 0..BK / 16 {
-                        #[unroll]
-                        for i in 0..WARP / 16 {
-                            let col = (kk * 2 ^ a_ld_x) * 8;
-                            ldmatrix_x4(&mut a_frag[i], &a_tile[s][a_ld_row + i * 16][col]);
-                        }
-                        // One x4 load gives the two k halves of two 8-column n tiles.
-                        #[unroll]
-                        for j in 0..WARP / 16 {
-                            let col = (kk * 2 ^ b_ld_x) * 8;
-                            ldmatrix_x4(&mut b_pair[j], &b_tile[s][b_ld_row + j * 16][col]);
-                            b_frag[2 * j][0] = b_pair[j][0];
-                            b_frag[2 * j][1] = b_pair[j][1];
-                            b_frag[2 * j + 1][0] = b_pair[j][2];
-                            b_frag[2 * j + 1][1] = b_pair[j][3];
-                        }
-                        #[unroll]
-                        for i in 0..WARP / 16 {
+                    for kk in 0..BK / 16 + 1 {
+                        if kk < BK / 16 && (kk > 0 || fresh) || kk == BK / 16 && STAGES > 1 {
+                            let ls = if kk < BK / 16 { rs } else { (t + 2) % STAGES };
+                            let kc = kk % (BK / 16);
                             #[unroll]
-                            for j in 0..WARP / 8 {
-                                $mma(&mut acc[i][j], &a_frag[i], &b_frag[j]);
+                            for i in 0..WARP / 16 {
+                                let col = (kc * 2 ^ a_ld_x) * 8;
+                                ldmatrix_x4(
+                                    &mut a_frag[kk % 2][i],
+                                    &a_tile[ls][a_ld_row + i * 16][col],
+                                );
                             }
+                            // One x4 load gives the two k halves of two 8-column n tiles.
+                            #[unroll]
+                            for j in 0..WARP / 16 {
+                                let col = (kc * 2 ^ b_ld_x) * 8;
+                                ldmatrix_x4(&mut b_pair[j], &b_tile[ls][b_ld_row + j * 16][col]);
+                                b_frag[kk % 2][2 * j][0] = b_pair[j][0];
+                                b_frag[kk % 2][2 * j][1] = b_pair[j][1];
+                                b_frag[kk % 2][2 * j + 1][0] = b_pair[j][2];
+                                b_frag[kk % 2][2 * j + 1][1] = b_pair[j][3];
+                            }
+                        }
+                        if kk > 0 {
+                            #[unroll]
+                            for i in 0..WARP / 16 {
+                                #[unroll]
+                                for j in 0..WARP / 8 {
+                                    $mma(
+                                        &mut acc[i][j],
+                                        &a_frag[(kk - 1) % 2][i],
+                                        &b_frag[(kk - 1) % 2][j],
+                                    );
+                                }
+                            }
+                        }
+                        if kk + 1 == BK / 16 && STAGES > 1 {
+                            cp_async_wait(STAGES - 2);
+                            sync_threads();
                         }
                     }
                 }
