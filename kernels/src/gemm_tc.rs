@@ -88,8 +88,17 @@ macro_rules! tensor_core_gemm {
             let warp = tid / 32;
             let wm0 = warp / (BN / WARP) * WARP;
             let wn0 = warp % (BN / WARP) * WARP;
-            let row0 = block_idx().y * BM;
-            let col0 = block_idx().x * BN;
+            // Blocks start in launch order (x fastest). Renumbered so that
+            // consecutive blocks walk a group of 8 tile rows column by column, the
+            // blocks in flight share a few panels of A and of B in L2 instead of
+            // every panel of B (the grid is the plain (n tiles, m tiles) one).
+            let tiles_n = grid_dim().x;
+            let id = block_idx().y * tiles_n + block_idx().x;
+            let group_first = id / (8 * tiles_n) * 8;
+            let group_rows = (grid_dim().y - group_first).min(8);
+            let in_group = id % (8 * tiles_n);
+            let row0 = (group_first + in_group % group_rows) * BM;
+            let col0 = in_group / group_rows * BN;
 
             let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
             let mut a_frag = [[[0u32; 4]; WARP / 16]; 2];
