@@ -5,27 +5,43 @@ use warpforge::prelude::*;
 
 use crate::gemm::tile_grid;
 
-/// One kernel source for both 16-bit element types: `$elem` and its MMA are
-/// the only differences, so the kernel is written once and instantiated per
-/// type (below).
+/// One kernel source for every Tensor Core GEMM whose operands `ldmatrix` can
+/// load (16- and 8-bit elements). An MMA step takes 32 bytes of k from each
+/// operand whatever the type (`m16n8k16` for f16/bf16, `m16n8k32` for s8), so
+/// the tiling, swizzle, copies and fragment loads are the same in bytes; the
+/// instantiations (below) give the element type and its zero, the
+/// accumulator's zero, the output and scale types, `chunk` (elements in 16
+/// bytes) and the two k-tile widths `bk` (64- and 128-byte rows).
 macro_rules! tensor_core_gemm {
-    ($name:ident, $with:ident, $elem:ident, $mma:ident) => {
-        /// A 16-bit GEMM with f32 accumulation: `C = alpha * A B + beta * C` for
-        /// row-major `A` (m x k), column-major `B` (stored as n rows of k, the "TN"
-        /// form) and row-major `C` (m x n), all of one 16-bit type; any m, n and k.
+    (
+        $name:ident, $with:ident, $mma:ident,
+        elem: $elem:ident = $ezero:tt,
+        acc: $acc_zero:tt,
+        out: $out:ident,
+        scale: $scale:ident = $szero:tt,
+        chunk: $ch:tt,
+        bk: [$bk0:tt, $bk1:tt]
+    ) => {
+        /// A Tensor Core GEMM, `C = alpha * A B + beta * C`, for row-major `A`
+        /// (m x k), column-major `B` (stored as n rows of k, the "TN" form) and
+        /// row-major `C` (m x n); any m, n and k. Element, accumulator, output and
+        /// scale types are the instantiation's (see `gemm_f16`, `gemm_bf16`,
+        /// `gemm_s8` below).
         ///
         /// `ALIGNED` variants copy global tiles with 16-byte `cp.async` and take k a
-        /// multiple of 8 (so that every row starts 16-byte aligned); the others load
-        /// element by element (synchronously, 2 stages) and take any k.
+        /// multiple of the elements in 16 bytes (8 for 16-bit types, 16 for i8), so
+        /// that every row starts 16-byte aligned; the others load element by element
+        /// (synchronously, 2 stages) and take any k.
         ///
         /// The block computes a `BM x BN` tile of C with `(BM / WARP) * (BN / WARP)`
-        /// warps, each a `WARP x WARP` warp tile of `m16n8k16` products: per 16-wide
-        /// k step a warp loads `WARP / 16` A fragments and `WARP / 8` B fragments with
+        /// warps, each a `WARP x WARP` warp tile of 16 x 8 products: per 32-byte k
+        /// step a warp loads `WARP / 16` A fragments and `WARP / 8` B fragments with
         /// `ldmatrix.x4` and issues `(WARP / 16) * (WARP / 8)` MMAs.
         ///
         /// Shared tiles hold `STAGES` k-tiles of A (`BM x BK`) and B (`BN x BK`), k
-        /// contiguous. A row of `BK` elements is `BK / 8` 16-byte chunks; chunk `ch` of row
-        /// `r` is stored at chunk `ch ^ phase(r)`, `phase(r) = (r / (64 / BK)) % (BK / 8)`
+        /// contiguous. Below in 16-bit terms (8 elements per chunk): a row of `BK`
+        /// elements is `BK / 8` 16-byte chunks; chunk `ch` of row
+        /// `r` is stored at chunk `ch ^ phase(r)`, `phase(r) = (r / (8 * $ch / BK)) % (BK / $ch)`
         /// (ptx-notes.md §7). The 8 rows an `ldmatrix` matrix reads then fall in 8
         /// distinct 16-byte bank groups (BK = 64: rows are 128 bytes and `phase = r % 8`;
         /// BK = 32: two rows share 128 bytes and `phase = (r / 2) % 4`), and so do the
@@ -49,7 +65,7 @@ macro_rules! tensor_core_gemm {
             tune(
                 BM = [64, 128, 256],
                 BN = [64, 128, 256],
-                BK = [32, 64],
+                BK = [$bk0, $bk1],
                 WARP = [32, 64],
                 STAGES = [1, 2, 3, 4, 5],
                 ALIGNED = [true, false]
@@ -59,10 +75,10 @@ macro_rules! tensor_core_gemm {
                 BM / WARP * (BN / WARP) <= 8,
                 BM <= 2 * BN,
                 BN <= 2 * BM,
-                ALIGNED || STAGES == 2 && BK == 32,
-                STAGES * (BM + BN) * BK * 2 <= 163 * 1024
+                ALIGNED || STAGES == 2 && BK == $bk0,
+                STAGES * (BM + BN) * BK * (16 / $ch) <= 163 * 1024
             ),
-            requires(a.len() >= m * k, b.len() >= n * k, c.len() >= m * n, !ALIGNED || k % 8 == 0)
+            requires(a.len() >= m * k, b.len() >= n * k, c.len() >= m * n, !ALIGNED || k % $ch == 0)
         )]
         pub fn $name<
             const BM: u32,
@@ -74,12 +90,12 @@ macro_rules! tensor_core_gemm {
         >(
             a: &[$elem],
             b: &[$elem],
-            c: &mut [$elem],
+            c: &mut [$out],
             m: u32,
             n: u32,
             k: u32,
-            alpha: f32,
-            beta: f32,
+            alpha: $scale,
+            beta: $scale,
         ) {
             let mut a_tile: [[[$elem; BK]; BM]; STAGES] = shared();
             let mut b_tile: [[[$elem; BK]; BN]; STAGES] = shared();
@@ -100,32 +116,32 @@ macro_rules! tensor_core_gemm {
             let row0 = (group_first + in_group % group_rows) * BM;
             let col0 = in_group / group_rows * BN;
 
-            let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
+            let mut acc = [[[$acc_zero; 4]; WARP / 8]; WARP / 16];
             let mut a_frag = [[[0u32; 4]; WARP / 16]; 2];
             let mut b_pair = [[0u32; 4]; WARP / 16];
             let mut b_frag = [[[0u32; 2]; WARP / 8]; 2];
 
             // Copy slots: thread `tid` copies chunk `cp_ch` of rows `cp_row + l * ROWS`
-            // (ROWS = threads / (BK / 8)) of each tile. ROWS is a multiple of the
+            // (ROWS = threads / (BK / $ch)) of each tile. ROWS is a multiple of the
             // swizzle period, so the swizzled chunk is the same for all of them, and
             // only the k offset changes from tile to tile: everything else is
             // computed once, here.
-            let cp_ch = tid % (BK / 8);
-            let cp_row = tid / (BK / 8);
-            let cp_col = (cp_ch ^ (cp_row / (64 / BK) % (BK / 8))) * 8;
-            let mut a_row_at = [0u32; BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
-            let mut a_row_in = [false; BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+            let cp_ch = tid % (BK / $ch);
+            let cp_row = tid / (BK / $ch);
+            let cp_col = (cp_ch ^ (cp_row / (8 * $ch / BK) % (BK / $ch))) * $ch;
+            let mut a_row_at = [0u32; BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
+            let mut a_row_in = [false; BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
             #[unroll]
-            for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                let gr = row0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                let gr = row0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
                 a_row_in[l] = gr < m;
                 a_row_at[l] = if gr < m { gr * k } else { 0 };
             }
-            let mut b_row_at = [0u32; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
-            let mut b_row_in = [false; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
+            let mut b_row_at = [0u32; BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
+            let mut b_row_in = [false; BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
             #[unroll]
-            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                let gr = col0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                let gr = col0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
                 b_row_in[l] = gr < n;
                 b_row_at[l] = if gr < n { gr * k } else { 0 };
             }
@@ -136,9 +152,9 @@ macro_rules! tensor_core_gemm {
             // swizzle phase depends on the lane only, and since the chunk's low bit
             // comes from the lane, `chunk ^ phase = 2 kk ^ (low bit ^ phase)`.
             let a_ld_row = wm0 + lane % 16;
-            let a_ld_x = lane / 16 ^ (a_ld_row / (64 / BK) % (BK / 8));
+            let a_ld_x = lane / 16 ^ (a_ld_row / (8 * $ch / BK) % (BK / $ch));
             let b_ld_row = wn0 + lane % 8 + lane / 16 * 8;
-            let b_ld_x = lane / 8 % 2 ^ (b_ld_row / (64 / BK) % (BK / 8));
+            let b_ld_x = lane / 8 % 2 ^ (b_ld_row / (8 * $ch / BK) % (BK / $ch));
 
             let interior = row0 + BM <= m && col0 + BN <= n;
             let k_tiles = (k + BK - 1) / BK;
@@ -152,24 +168,24 @@ macro_rules! tensor_core_gemm {
                         // src-size (a plain 16-byte `cp.async`: one instruction
                         // besides the address, where the zero-filling form costs
                         // six).
-                        let gk = k0 + cp_ch * 8;
+                        let gk = k0 + cp_ch * $ch;
                         #[unroll]
-                        for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                        for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
                             cp_async(&mut a_tile[st][r][cp_col], &a[a_row_at[l] + gk], 16, 16);
                         }
                         #[unroll]
-                        for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                        for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
                             cp_async(&mut b_tile[st][r][cp_col], &b[b_row_at[l] + gk], 16, 16);
                         }
                     } else if ALIGNED {
-                        let gk = k0 + cp_ch * 8;
-                        let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
+                        let gk = k0 + cp_ch * $ch;
+                        let k_bytes = if gk < k { (k - gk).min($ch) * (16 / $ch) } else { 0 };
                         let k_at = if gk < k { gk } else { 0 };
                         #[unroll]
-                        for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                        for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
                             let bytes = if a_row_in[l] { k_bytes } else { 0 };
                             cp_async(
                                 &mut a_tile[st][r][cp_col],
@@ -179,8 +195,8 @@ macro_rules! tensor_core_gemm {
                             );
                         }
                         #[unroll]
-                        for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                        for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
                             let bytes = if b_row_in[l] { k_bytes } else { 0 };
                             cp_async(
                                 &mut b_tile[st][r][cp_col],
@@ -191,28 +207,28 @@ macro_rules! tensor_core_gemm {
                         }
                     } else {
                         #[unroll]
-                        for l in 0..BM * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                        for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
                             #[unroll]
-                            for q in 0..8u32 {
-                                let gk = k0 + cp_ch * 8 + q;
+                            for q in 0..$ch {
+                                let gk = k0 + cp_ch * $ch + q;
                                 a_tile[st][r][cp_col + q] = if a_row_in[l] && gk < k {
                                     a[a_row_at[l] + gk]
                                 } else {
-                                    0.0
+                                    $ezero
                                 };
                             }
                         }
                         #[unroll]
-                        for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                        for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
                             #[unroll]
-                            for q in 0..8u32 {
-                                let gk = k0 + cp_ch * 8 + q;
+                            for q in 0..$ch {
+                                let gk = k0 + cp_ch * $ch + q;
                                 b_tile[st][r][cp_col + q] = if b_row_in[l] && gk < k {
                                     b[b_row_at[l] + gk]
                                 } else {
-                                    0.0
+                                    $ezero
                                 };
                             }
                         }
@@ -234,7 +250,7 @@ macro_rules! tensor_core_gemm {
                         }
                         sync_threads();
                     }
-                    // Iteration `kk` loads the fragments of k-step `kk` (for `kk == BK / 16`:
+                    // Iteration `kk` loads the fragments of k-step `kk` (for `kk == BK / (2 * $ch)`:
                     // step 0 of the next tile, from the next stage) into buffer `kk % 2`
                     // and multiplies those of step `kk - 1`, so each MMA's operands were
                     // loaded one step earlier. The barrier that lands the next tile (and
@@ -242,13 +258,13 @@ macro_rules! tensor_core_gemm {
                     // fragments are loaded by then) comes before the last step's MMAs,
                     // which then cover the first loads from the next stage.
                     #[unroll]
-                    for kk in 0..BK / 16 + 1 {
-                        if kk < BK / 16 && (kk > 0 || fresh) || kk == BK / 16 && STAGES > 1 {
-                            let ls = if kk < BK / 16 { rs } else { (t + 2) % STAGES };
-                            let kc = kk % (BK / 16);
+                    for kk in 0..BK / (2 * $ch) + 1 {
+                        if kk < BK / (2 * $ch) && (kk > 0 || fresh) || kk == BK / (2 * $ch) && STAGES > 1 {
+                            let ls = if kk < BK / (2 * $ch) { rs } else { (t + 2) % STAGES };
+                            let kc = kk % (BK / (2 * $ch));
                             #[unroll]
                             for i in 0..WARP / 16 {
-                                let col = (kc * 2 ^ a_ld_x) * 8;
+                                let col = (kc * 2 ^ a_ld_x) * $ch;
                                 ldmatrix_x4(
                                     &mut a_frag[kk % 2][i],
                                     &a_tile[ls][a_ld_row + i * 16][col],
@@ -257,7 +273,7 @@ macro_rules! tensor_core_gemm {
                             // One x4 load gives the two k halves of two 8-column n tiles.
                             #[unroll]
                             for j in 0..WARP / 16 {
-                                let col = (kc * 2 ^ b_ld_x) * 8;
+                                let col = (kc * 2 ^ b_ld_x) * $ch;
                                 ldmatrix_x4(&mut b_pair[j], &b_tile[ls][b_ld_row + j * 16][col]);
                                 b_frag[kk % 2][2 * j][0] = b_pair[j][0];
                                 b_frag[kk % 2][2 * j][1] = b_pair[j][1];
@@ -278,7 +294,7 @@ macro_rules! tensor_core_gemm {
                                 }
                             }
                         }
-                        if kk + 1 == BK / 16 && STAGES > 1 {
+                        if kk + 1 == BK / (2 * $ch) && STAGES > 1 {
                             cp_async_wait(STAGES - 2);
                             sync_threads();
                         }
@@ -307,10 +323,10 @@ macro_rules! tensor_core_gemm {
                                 let idx = r * n + col;
                                 let v = alpha * acc[i][j][h * 2 + q];
                                 // beta == 0 must not read C: it may hold anything, NaN included.
-                                if beta == 0.0 {
-                                    c[idx] = v as $elem;
+                                if beta == $szero {
+                                    c[idx] = v as $out;
                                 } else {
-                                    c[idx] = (v + beta * c[idx] as f32) as $elem;
+                                    c[idx] = (v + beta * c[idx] as $scale) as $out;
                                 }
                             }
                         }
@@ -319,18 +335,18 @@ macro_rules! tensor_core_gemm {
             }
         }
 
-        /// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major;
-        /// f32 accumulation) with the given variant.
+        /// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major)
+        /// with the given variant.
         #[allow(clippy::too_many_arguments)]
         pub fn $with(
             rt: &Runtime,
             consts: $name::Consts,
             a: &DeviceBuffer<$elem>,
             b: &DeviceBuffer<$elem>,
-            c: &mut DeviceBuffer<$elem>,
+            c: &mut DeviceBuffer<$out>,
             (m, n, k): (u32, u32, u32),
-            alpha: f32,
-            beta: f32,
+            alpha: $scale,
+            beta: $scale,
         ) -> Result<(), Error> {
             $name::launch(
                 rt,
@@ -349,5 +365,19 @@ macro_rules! tensor_core_gemm {
     };
 }
 
-tensor_core_gemm!(gemm_f16, gemm_f16_with, f16, mma_m16n8k16_f16);
-tensor_core_gemm!(gemm_bf16, gemm_bf16_with, bf16, mma_m16n8k16_bf16);
+// f16 in and out, f32 accumulation and scale.
+tensor_core_gemm!(
+    gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
+    elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32 = 0.0, chunk: 8, bk: [32, 64]
+);
+// bf16 in and out, f32 accumulation and scale.
+tensor_core_gemm!(
+    gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
+    elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32 = 0.0, chunk: 8, bk: [32, 64]
+);
+// i8 in, i32 accumulation, output and scale: exact integer arithmetic
+// (wrapping past i32, as cuBLAS's `CUBLAS_COMPUTE_32I`).
+tensor_core_gemm!(
+    gemm_s8, gemm_s8_with, mma_m16n8k32_s8,
+    elem: i8 = 0, acc: 0i32, out: i32, scale: i32 = 0, chunk: 16, bk: [64, 128]
+);

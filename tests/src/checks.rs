@@ -400,6 +400,101 @@ fn check_gemm_16bit<T: Half>(
     }
 }
 
+/// `gemm_s8` (i8 A row-major, B column-major, i32 C, alpha and beta) over
+/// every variant, which must equal the exact product: the float64 reference
+/// is exact here (|alpha A B + beta C| stays far below 2^53). Variants that
+/// copy 16-byte chunks must refuse a `k` that is not a multiple of 16 with an
+/// `Err` naming the requirement; C is poisoned with `i32::MIN` when beta = 0.
+pub fn check_gemm_s8(
+    rt: &Runtime,
+    inputs: &mut Inputs,
+    report: &mut Report,
+    shapes: &[(usize, usize, usize)],
+) {
+    let widen_i8 = |v: &[i8]| -> Vec<f64> { v.iter().map(|&x| x as f64).collect() };
+    let variants = gemm_tc::gemm_s8::variants();
+    for &(m, n, k) in shapes {
+        let a = inputs.i8s(m * k);
+        let b = inputs.i8s(n * k);
+        let c_in: Vec<i32> = inputs
+            .u32s(m * n)
+            .into_iter()
+            .map(|x| (x % 2001) as i32 - 1000)
+            .collect();
+        let cases = [(1i32, 0i32), (2, -3)];
+        let expected: Vec<Vec<f64>> = cases
+            .iter()
+            .map(|&(alpha, beta)| {
+                let spec = GemmSpec {
+                    b_layout: MatrixLayout::ColMajor,
+                    alpha: alpha as f64,
+                    beta: beta as f64,
+                    ..GemmSpec::new(m, n, k)
+                };
+                let c: Option<Vec<f64>> =
+                    (beta != 0).then(|| c_in.iter().map(|&x| x as f64).collect());
+                reference::gemm_general(&spec, &widen_i8(&a), &widen_i8(&b), c.as_deref(), None)
+                    .values
+            })
+            .collect();
+        let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b)?)))();
+        let (da, db) = match uploaded {
+            Ok(v) => v,
+            Err(e) => {
+                report.error(&format!("s8 GEMM {m}x{n}x{k} upload"), e);
+                continue;
+            }
+        };
+        for consts in &variants {
+            let name = gemm_tc::gemm_s8::def().variant_name(&consts.values());
+            for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
+                let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
+                let run = || -> Result<Vec<i32>, Error> {
+                    let mut dc = if beta == 0 {
+                        rt.upload(&vec![i32::MIN; m * n])?
+                    } else {
+                        rt.upload(&c_in)?
+                    };
+                    let dims = (m as u32, n as u32, k as u32);
+                    gemm_tc::gemm_s8_with(rt, *consts, &da, &db, &mut dc, dims, alpha, beta)?;
+                    rt.download(&dc)
+                };
+                match run() {
+                    Err(e) if consts.ALIGNED && k % 16 != 0 => {
+                        let named = e.to_string().contains("k % 16 == 0");
+                        report.check(&what, named, format!("refused as it must be: {e}"));
+                    }
+                    Ok(_) if consts.ALIGNED && k % 16 != 0 => {
+                        report.check(
+                            &what,
+                            false,
+                            "ran with k not a multiple of 16 instead of refusing",
+                        );
+                    }
+                    Ok(out) => {
+                        let wrong = out
+                            .iter()
+                            .zip(expected)
+                            .position(|(&got, &want)| got as f64 != want);
+                        let detail = match wrong {
+                            None => format!("all {} elements exact", out.len()),
+                            Some(i) => format!(
+                                "element {i} (row {}, column {}) is {}, the exact value is {}",
+                                i / n,
+                                i % n,
+                                out[i],
+                                expected[i]
+                            ),
+                        };
+                        report.check(&what, wrong.is_none(), detail);
+                    }
+                    Err(e) => report.error(&what, e),
+                }
+            }
+        }
+    }
+}
+
 /// `stream_scale` (the pipelined `cp_async` stream) over every variant:
 /// `y = alpha * x` exactly (one rounding, as the reference's f32 product).
 pub fn check_stream(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, sizes: &[usize]) {

@@ -30,6 +30,11 @@ impl Inputs {
             .collect()
     }
 
+    /// Uniform over every i8 value, -128 and 127 included.
+    pub fn i8s(&mut self, n: usize) -> Vec<i8> {
+        (0..n).map(|_| self.rng.random()).collect()
+    }
+
     pub fn u32s(&mut self, n: usize) -> Vec<u32> {
         (0..n).map(|_| self.rng.random()).collect()
     }

@@ -2,7 +2,7 @@
 //! random inputs larger than L2.
 //!
 //! `bench` times the `cp_async` stream (`stream_scale`, every variant, the best
-//! beside `cuMemcpyDtoD`), the f16 and bf16 Tensor Core GEMMs at 8192^3 (every
+//! beside `cuMemcpyDtoD`), the f16, bf16 and s8 Tensor Core GEMMs at 8192^3 (every
 //! 16-byte-copy variant, the best beside cuBLAS, the best per pipeline depth),
 //! every variant of the SIMT f32 GEMM at 8192^3 and the fastest against cuBLAS
 //! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
@@ -14,7 +14,9 @@
 
 use std::process::ExitCode;
 
-use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, MatrixLayout, Runtime};
+use warpforge::{
+    bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, MatrixLayout, Runtime,
+};
 use warpforge_kernels::{gemm, gemm_tc, stream};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::{run_seed, Half, Inputs};
@@ -186,18 +188,18 @@ fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<f32, Box<dyn std::error::
     Ok(ours)
 }
 
-/// Launches variant `index` of a 16-bit GEMM on (a, b, c) with (m, n, k).
-type Launch<'a, T> = dyn Fn(
+/// Launches variant `index` of a Tensor Core GEMM on (a, b, c) with (m, n, k).
+type Launch<'a, I, O> = dyn Fn(
         &Runtime,
         usize,
-        &DeviceBuffer<T>,
-        &DeviceBuffer<T>,
-        &mut DeviceBuffer<T>,
+        &DeviceBuffer<I>,
+        &DeviceBuffer<I>,
+        &mut DeviceBuffer<O>,
         (u32, u32, u32),
     ) -> Result<(), Error>
     + 'a;
 
-/// Every `ALIGNED` variant of the f16 and the bf16 Tensor Core GEMM at
+/// Every `ALIGNED` variant of the f16, bf16 and s8 Tensor Core GEMMs at
 /// `size`^3 whose name holds `only`.
 fn bench_gemm_16bit(
     rt: &Runtime,
@@ -212,7 +214,7 @@ fn bench_gemm_16bit(
         .iter()
         .map(|c| (format!("{c:?}"), c.STAGES))
         .collect();
-    bench_gemm_tc::<f16>(
+    bench_gemm_tc(
         rt,
         size,
         only,
@@ -221,6 +223,9 @@ fn bench_gemm_16bit(
         &|rt, i, a, b, c, dims| {
             gemm_tc::gemm_f16_with(rt, f16_variants[i], a, b, c, dims, 1.0, 0.0)
         },
+        &half_values::<f16>,
+        // Both round f32 sums of the same products to f16; summation orders differ.
+        &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3),
     )?;
     let bf16_variants: Vec<_> = gemm_tc::gemm_bf16::variants()
         .into_iter()
@@ -230,7 +235,7 @@ fn bench_gemm_16bit(
         .iter()
         .map(|c| (format!("{c:?}"), c.STAGES))
         .collect();
-    bench_gemm_tc::<bf16>(
+    bench_gemm_tc(
         rt,
         size,
         only,
@@ -239,26 +244,70 @@ fn bench_gemm_16bit(
         &|rt, i, a, b, c, dims| {
             gemm_tc::gemm_bf16_with(rt, bf16_variants[i], a, b, c, dims, 1.0, 0.0)
         },
+        &half_values::<bf16>,
+        &|ours, theirs| agree_within::<bf16>(ours, theirs, 8e-3),
+    )?;
+    let s8_variants: Vec<_> = gemm_tc::gemm_s8::variants()
+        .into_iter()
+        .filter(|c| c.ALIGNED)
+        .collect();
+    let s8_names: Vec<(String, u32)> = s8_variants
+        .iter()
+        .map(|c| (format!("{c:?}"), c.STAGES))
+        .collect();
+    bench_gemm_tc(
+        rt,
+        size,
+        only,
+        GemmPrecision::I8,
+        &s8_names,
+        &|rt, i, a, b, c, dims| gemm_tc::gemm_s8_with(rt, s8_variants[i], a, b, c, dims, 1, 0),
+        &|inputs, n| inputs.i8s(n),
+        // Integer sums: exact in both.
+        &|ours: &[i32], theirs: &[i32]| {
+            let differ = ours.iter().zip(theirs).filter(|(x, y)| x != y).count();
+            (
+                differ == 0,
+                format!("{differ} of {} elements differ", ours.len()),
+            )
+        },
     )
 }
 
-/// The variants (debug name, stages) of one 16-bit GEMM at `size`^3 (A
+/// Random values of a 16-bit type for a GEMM's inputs.
+fn half_values<T: Half>(inputs: &mut Inputs, n: usize) -> Vec<T> {
+    inputs.f32s(n).into_iter().map(T::from_f32).collect()
+}
+
+/// Whether a 16-bit GEMM's result is within `tolerance` (relative L2 and the
+/// largest difference, scaled) of cuBLAS's, and the deviation.
+fn agree_within<T: Half>(ours: &[T], theirs: &[T], tolerance: f64) -> (bool, String) {
+    let ours: Vec<f32> = ours.iter().map(|x| x.to_f64() as f32).collect();
+    let theirs: Vec<f64> = theirs.iter().map(|x| x.to_f64()).collect();
+    let d = deviation(&ours, &theirs);
+    (d.passes(tolerance), d.to_string())
+}
+
+/// The variants (debug name, stages) of one Tensor Core GEMM at `size`^3 (A
 /// row-major, B column-major) whose name holds `only`, then the best beside
-/// cuBLAS (same types, f32 accumulation), alternating, then the best per
-/// pipeline depth.
-fn bench_gemm_tc<T: Half>(
+/// cuBLAS GemmEx of the same precision, alternating, then the best per
+/// pipeline depth. `values` draws the inputs; `agree` says whether our result
+/// matches cuBLAS's, and how far apart they are.
+#[allow(clippy::too_many_arguments)]
+fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     rt: &Runtime,
     size: usize,
     only: &str,
     precision: GemmPrecision,
     variants: &[(String, u32)],
-    launch: &Launch<'_, T>,
+    launch: &Launch<'_, I, O>,
+    values: &dyn Fn(&mut Inputs, usize) -> Vec<I>,
+    agree: &dyn Fn(&[O], &[O]) -> (bool, String),
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut inputs = Inputs::new(run_seed());
-    let mut values = |n: usize| -> Vec<T> { inputs.f32s(n).into_iter().map(T::from_f32).collect() };
-    let a = rt.upload(&values(size * size))?;
-    let b = rt.upload(&values(size * size))?;
-    let mut c: DeviceBuffer<T> = rt.alloc_zeroed(size * size)?;
+    let a = rt.upload(&values(&mut inputs, size * size))?;
+    let b = rt.upload(&values(&mut inputs, size * size))?;
+    let mut c: DeviceBuffer<O> = rt.alloc_zeroed(size * size)?;
     let s = size as u32;
     let kind = precision.name();
     println!("\n{kind} GEMM {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
@@ -278,7 +327,7 @@ fn bench_gemm_tc<T: Half>(
     results.sort_by(|x, y| x.0.total_cmp(&y.0));
     let &(_, best, _) = results.first().ok_or("no variant matched")?;
 
-    let mut reference: DeviceBuffer<T> = rt.alloc_zeroed(size * size)?;
+    let mut reference: DeviceBuffer<O> = rt.alloc_zeroed(size * size)?;
     // The same rounds with nothing in between: the alternating rounds below have
     // measured slower than this (and than the sweep) with unchanged SM clocks,
     // so both are printed; the ratio quoted is the alternating one.
@@ -309,17 +358,7 @@ fn bench_gemm_tc<T: Half>(
     ours.sort_by(f32::total_cmp);
     theirs.sort_by(f32::total_cmp);
     let (ours, theirs) = (ours[2], theirs[2]);
-    let cublas_result: Vec<f64> = rt
-        .download(&reference)?
-        .into_iter()
-        .map(T::to_f64)
-        .collect();
-    let ours_result: Vec<f32> = rt
-        .download(&c)?
-        .into_iter()
-        .map(|x| x.to_f64() as f32)
-        .collect();
-    let d = deviation(&ours_result, &cublas_result);
+    let (agrees, difference) = agree(&rt.download(&c)?, &rt.download(&reference)?);
     println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
     println!("|---|---|---|---|");
     println!(
@@ -334,18 +373,12 @@ fn bench_gemm_tc<T: Half>(
         theirs / alone
     );
     println!(
-        "| cuBLAS GemmEx {kind} (f32 accumulation) | {theirs:.3} | {:.1} | 1.000x |",
+        "| cuBLAS GemmEx {kind} | {theirs:.3} | {:.1} | 1.000x |",
         tflops(size, theirs)
     );
-    println!("\nwarpforge vs cuBLAS result: {d}");
-    // Both round f32 sums of the same products to the output type; summation orders differ.
-    let tolerance = if precision == GemmPrecision::F16 {
-        1e-3
-    } else {
-        8e-3
-    };
-    if !d.passes(tolerance) {
-        return Err(format!("the {kind} GEMM disagrees with cuBLAS: {d}").into());
+    println!("\nwarpforge vs cuBLAS result: {difference}");
+    if !agrees {
+        return Err(format!("the {kind} GEMM disagrees with cuBLAS: {difference}").into());
     }
 
     println!("\n| STAGES | best variant | ms | TFLOP/s |");
