@@ -587,6 +587,10 @@ pub enum Intrinsic {
     /// `to_tf32(x)`: `x` rounded to tf32 (to nearest, ties away from zero),
     /// as the `u32` word a tf32 Tensor Core operand takes.
     ToTf32,
+    /// `f32::from_bits(u)`: the `f32` whose bits are the `u32` `u`.
+    FromBits,
+    /// `x.to_bits()`: the bits of the `f32` `x`, as a `u32`.
+    ToBits,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -20,13 +20,14 @@ macro_rules! tensor_core_gemm {
         out: $out:ident,
         scale: $scale:ident = $szero:tt,
         chunk: $ch:tt,
-        bk: [$bk0:tt, $bk1:tt]
+        bk: [$bk0:tt, $bk1:tt],
+        round_tf32: $round:tt
     ) => {
         /// A Tensor Core GEMM, `C = alpha * A B + beta * C`, for row-major `A`
         /// (m x k), column-major `B` (stored as n rows of k, the "TN" form) and
         /// row-major `C` (m x n); any m, n and k. Element, accumulator, output and
         /// scale types are the instantiation's (see `gemm_f16`, `gemm_bf16`,
-        /// `gemm_s8` below).
+        /// `gemm_s8`, `gemm_tf32` below).
         ///
         /// `ALIGNED` variants copy global tiles with 16-byte `cp.async` and take k a
         /// multiple of the elements in 16 bytes (8 for 16-bit types, 16 for i8), so
@@ -76,6 +77,9 @@ macro_rules! tensor_core_gemm {
                 BM <= 2 * BN,
                 BN <= 2 * BM,
                 ALIGNED || STAGES == 2 && BK == $bk0,
+                // Element-wise copies of more than 64 elements per thread per tile
+                // (i8 with 64x64 warp tiles) spill.
+                ALIGNED || (BM + BN) * BK <= 64 * (BM / WARP * (BN / WARP) * 32),
                 STAGES * (BM + BN) * BK * (16 / $ch) <= 163 * 1024
             ),
             requires(a.len() >= m * k, b.len() >= n * k, c.len() >= m * n, !ALIGNED || k % $ch == 0)
@@ -269,6 +273,13 @@ macro_rules! tensor_core_gemm {
                                     &mut a_frag[kk % 2][i],
                                     &a_tile[ls][a_ld_row + i * 16][col],
                                 );
+                                if $round {
+                                    #[unroll]
+                                    for w in 0..4u32 {
+                                        let x = f32::from_bits(a_frag[kk % 2][i][w]);
+                                        a_frag[kk % 2][i][w] = to_tf32(x);
+                                    }
+                                }
                             }
                             // One x4 load gives the two k halves of two 8-column n tiles.
                             #[unroll]
@@ -279,6 +290,16 @@ macro_rules! tensor_core_gemm {
                                 b_frag[kk % 2][2 * j][1] = b_pair[j][1];
                                 b_frag[kk % 2][2 * j + 1][0] = b_pair[j][2];
                                 b_frag[kk % 2][2 * j + 1][1] = b_pair[j][3];
+                            }
+                            if $round {
+                                #[unroll]
+                                for j in 0..WARP / 8 {
+                                    #[unroll]
+                                    for w in 0..2u32 {
+                                        let x = f32::from_bits(b_frag[kk % 2][j][w]);
+                                        b_frag[kk % 2][j][w] = to_tf32(x);
+                                    }
+                                }
                             }
                         }
                         if kk > 0 {
@@ -368,16 +389,23 @@ macro_rules! tensor_core_gemm {
 // f16 in and out, f32 accumulation and scale.
 tensor_core_gemm!(
     gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
-    elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32 = 0.0, chunk: 8, bk: [32, 64]
+    elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32 = 0.0, chunk: 8, bk: [32, 64], round_tf32: false
 );
 // bf16 in and out, f32 accumulation and scale.
 tensor_core_gemm!(
     gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
-    elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32 = 0.0, chunk: 8, bk: [32, 64]
+    elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32 = 0.0, chunk: 8, bk: [32, 64], round_tf32: false
 );
 // i8 in, i32 accumulation, output and scale: exact integer arithmetic
 // (wrapping past i32, as cuBLAS's `CUBLAS_COMPUTE_32I`).
 tensor_core_gemm!(
     gemm_s8, gemm_s8_with, mma_m16n8k32_s8,
-    elem: i8 = 0, acc: 0i32, out: i32, scale: i32 = 0, chunk: 16, bk: [64, 128]
+    elem: i8 = 0, acc: 0i32, out: i32, scale: i32 = 0, chunk: 16, bk: [64, 128], round_tf32: false
+);
+// f32 in and out, f32 accumulation and scale, on the tf32 Tensor Cores
+// (m16n8k8): each operand word `ldmatrix` loads is rounded to tf32 (to nearest,
+// ties away from zero, as cuBLAS rounds) before its MMA.
+tensor_core_gemm!(
+    gemm_tf32, gemm_tf32_with, mma_m16n8k8_tf32,
+    elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32 = 0.0, chunk: 4, bk: [16, 32], round_tf32: true
 );

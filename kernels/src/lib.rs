@@ -27,6 +27,7 @@ pub fn all() -> Vec<&'static KernelDef> {
         gemm_tc::gemm_f16::def(),
         gemm_tc::gemm_bf16::def(),
         gemm_tc::gemm_s8::def(),
+        gemm_tc::gemm_tf32::def(),
         gemm_wmma::gemm_f16_wmma::def(),
         stream::stream_scale::def(),
     ]

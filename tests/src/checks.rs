@@ -11,7 +11,7 @@ use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, reduce, simple, softmax, strea
 use crate::compare::{self, deviation, GemmTolerance};
 use crate::reference::{Activation, GemmReference, GemmSpec};
 use crate::report::Report;
-use crate::{reference, Half, Inputs};
+use crate::{reference, GemmFloat, Inputs};
 
 /// An output buffer of `n` NaNs: any element the kernel fails to write fails the check.
 pub fn poisoned(rt: &Runtime, n: usize) -> Result<DeviceBuffer<f32>, Error> {
@@ -234,7 +234,7 @@ pub fn check_gemm(
     }
 }
 
-/// Launches variant `index` of a 16-bit GEMM: (a, b, c, (m, n, k), alpha, beta).
+/// Launches variant `index` of a floating-point GEMM: (a, b, c, (m, n, k), alpha, beta).
 type Launch<'a, T> = dyn Fn(
         usize,
         &DeviceBuffer<T>,
@@ -246,11 +246,11 @@ type Launch<'a, T> = dyn Fn(
     ) -> Result<(), Error>
     + 'a;
 
-/// A public check of one 16-bit GEMM kernel: its variants (name, and whether
-/// it copies 16-byte chunks and so needs k % 8 == 0) and its launcher, handed
-/// to [`check_gemm_16bit`].
-macro_rules! gemm_16bit_check {
-    ($(#[$doc:meta])* $check:ident, $module:ident::$kernel:ident, $with:ident, $elem:ty, $precision:expr, |$c:ident| $aligned:expr) => {
+/// A public check of one floating-point GEMM kernel: its variants (name, and
+/// the multiple of k that a variant copying 16-byte chunks needs, if it does)
+/// and its launcher, handed to [`check_gemm_float`].
+macro_rules! gemm_float_check {
+    ($(#[$doc:meta])* $check:ident, $module:ident::$kernel:ident, $with:ident, $elem:ty, $precision:expr, |$c:ident| $k_multiple:expr) => {
         $(#[$doc])*
         pub fn $check(
             rt: &Runtime,
@@ -259,9 +259,9 @@ macro_rules! gemm_16bit_check {
             shapes: &[(usize, usize, usize)],
         ) {
             let variants = $module::$kernel::variants();
-            let names: Vec<(String, bool)> = variants
+            let names: Vec<(String, Option<usize>)> = variants
                 .iter()
-                .map(|$c| ($module::$kernel::def().variant_name(&$c.values()), $aligned))
+                .map(|$c| ($module::$kernel::def().variant_name(&$c.values()), $k_multiple))
                 .collect();
             let launch = |i: usize,
                           a: &DeviceBuffer<$elem>,
@@ -272,40 +272,45 @@ macro_rules! gemm_16bit_check {
                           beta| {
                 $module::$with(rt, variants[i], a, b, c, dims, alpha, beta)
             };
-            check_gemm_16bit(rt, inputs, report, shapes, $precision, &names, &launch);
+            check_gemm_float(rt, inputs, report, shapes, $precision, &names, &launch);
         }
     };
 }
 
-gemm_16bit_check!(
+gemm_float_check!(
     /// `gemm_f16` (A row-major, B column-major, f16 in and out, f32
-    /// accumulation) over every variant; see [`check_gemm_16bit`].
-    check_gemm_f16, gemm_tc::gemm_f16, gemm_f16_with, f16, GemmPrecision::F16, |c| c.ALIGNED
+    /// accumulation) over every variant; see [`check_gemm_float`].
+    check_gemm_f16, gemm_tc::gemm_f16, gemm_f16_with, f16, GemmPrecision::F16, |c| c.ALIGNED.then_some(8)
 );
-gemm_16bit_check!(
-    /// `gemm_bf16`, the same kernel source over bf16; see [`check_gemm_16bit`].
-    check_gemm_bf16, gemm_tc::gemm_bf16, gemm_bf16_with, bf16, GemmPrecision::Bf16, |c| c.ALIGNED
+gemm_float_check!(
+    /// `gemm_bf16`, the same kernel source over bf16; see [`check_gemm_float`].
+    check_gemm_bf16, gemm_tc::gemm_bf16, gemm_bf16_with, bf16, GemmPrecision::Bf16, |c| c.ALIGNED.then_some(8)
 );
-gemm_16bit_check!(
+gemm_float_check!(
     /// `gemm_f16_wmma` (the sm_70 `wmma` form; every variant takes k a
-    /// multiple of 8 only); see [`check_gemm_16bit`].
-    check_gemm_f16_wmma, gemm_wmma::gemm_f16_wmma, gemm_f16_wmma_with, f16, GemmPrecision::F16, |_c| true
+    /// multiple of 8 only); see [`check_gemm_float`].
+    check_gemm_f16_wmma, gemm_wmma::gemm_f16_wmma, gemm_f16_wmma_with, f16, GemmPrecision::F16, |_c| Some(8)
+);
+gemm_float_check!(
+    /// `gemm_tf32` (f32 in and out, operands rounded to tf32 on the Tensor
+    /// Cores, f32 accumulation) over every variant; see [`check_gemm_float`].
+    check_gemm_tf32, gemm_tc::gemm_tf32, gemm_tf32_with, f32, GemmPrecision::Tf32, |c| c.ALIGNED.then_some(4)
 );
 
-/// A 16-bit Tensor Core GEMM over every variant (`variants`: name and
-/// whether it copies 16-byte chunks). Those variants must refuse a `k` that
-/// is not a multiple of 8 with an `Err` naming the requirement; the others
+/// A floating-point Tensor Core GEMM over every variant (`variants`: name,
+/// and the multiple of k that a variant copying 16-byte chunks needs). Those
+/// variants must refuse any other `k` with an `Err` naming the requirement; the others
 /// must match the float64 reference element by element within the bound of
 /// [`GemmTolerance`] for `precision` (f32-class accumulation over k, then the
 /// rounding of the output). Inputs are values of the element type, so the
 /// reference's products are exact; C is NaN-poisoned when beta = 0.
-fn check_gemm_16bit<T: Half>(
+fn check_gemm_float<T: GemmFloat>(
     rt: &Runtime,
     inputs: &mut Inputs,
     report: &mut Report,
     shapes: &[(usize, usize, usize)],
     precision: GemmPrecision,
-    variants: &[(String, bool)],
+    variants: &[(String, Option<usize>)],
     launch: &Launch<'_, T>,
 ) {
     let narrow = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(T::from_f32).collect() };
@@ -333,11 +338,12 @@ fn check_gemm_16bit<T: Half>(
             k,
             activation: Activation::Identity,
         };
-        // Four times the relative L2 of rounding every output once.
-        let typical_error = if precision == GemmPrecision::Bf16 {
-            1e-2
-        } else {
-            1e-3
+        // Four times the relative L2 of rounding every output once (for tf32:
+        // of rounding every input, 2^-11 relative, which dominates).
+        let typical_error = match precision {
+            GemmPrecision::Bf16 => 1e-2,
+            GemmPrecision::Tf32 => 2e-3,
+            _ => 1e-3,
         };
         let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b)?)))();
         let (da, db) = match uploaded {
@@ -347,7 +353,8 @@ fn check_gemm_16bit<T: Half>(
                 continue;
             }
         };
-        for (index, (name, aligned)) in variants.iter().enumerate() {
+        for (index, (name, k_multiple)) in variants.iter().enumerate() {
+            let refuses = k_multiple.is_some_and(|multiple| k % multiple != 0);
             for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
                 let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
                 let run = || -> Result<Vec<f64>, Error> {
@@ -368,15 +375,18 @@ fn check_gemm_16bit<T: Half>(
                     Ok(widen(&rt.download(&dc)?))
                 };
                 match run() {
-                    Err(e) if *aligned && k % 8 != 0 => {
-                        let named = e.to_string().contains("k % 8 == 0");
+                    Err(e) if refuses => {
+                        let requirement = format!("k % {} == 0", k_multiple.unwrap_or(1));
+                        let named = e.to_string().contains(&requirement);
                         report.check(&what, named, format!("refused as it must be: {e}"));
                     }
-                    Ok(_) if *aligned && k % 8 != 0 => {
+                    Ok(_) if refuses => {
                         report.check(
                             &what,
                             false,
-                            "ran with k not a multiple of 8 instead of refusing",
+                            format!(
+                                "ran with k not a multiple of {k_multiple:?} instead of refusing"
+                            ),
                         );
                     }
                     Ok(out) => {

@@ -53,14 +53,15 @@ pub fn run_seed() -> u64 {
         })
 }
 
-/// The 16-bit element types of the Tensor Core GEMMs.
-pub trait Half: warpforge::DeviceScalar {
+/// The floating-point element types of the Tensor Core GEMMs: f16, bf16, and
+/// f32 (the tf32 GEMM's inputs and output).
+pub trait GemmFloat: warpforge::DeviceScalar {
     const NAN: Self;
     fn from_f32(v: f32) -> Self;
     fn to_f64(self) -> f64;
 }
 
-impl Half for warpforge::f16 {
+impl GemmFloat for warpforge::f16 {
     const NAN: Self = warpforge::f16::NAN;
     fn from_f32(v: f32) -> Self {
         warpforge::f16::from_f32(v)
@@ -70,12 +71,22 @@ impl Half for warpforge::f16 {
     }
 }
 
-impl Half for warpforge::bf16 {
+impl GemmFloat for warpforge::bf16 {
     const NAN: Self = warpforge::bf16::NAN;
     fn from_f32(v: f32) -> Self {
         warpforge::bf16::from_f32(v)
     }
     fn to_f64(self) -> f64 {
         warpforge::bf16::to_f64(self)
+    }
+}
+
+impl GemmFloat for f32 {
+    const NAN: Self = f32::NAN;
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+    fn to_f64(self) -> f64 {
+        self as f64
     }
 }

@@ -149,7 +149,7 @@ struct Lowerer<'e> {
 }
 
 const FUNCTIONS: &str = "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), \
-     shfl_xor, shfl_down, pack_f16x2, pack_bf16x2, to_tf32, atomic_add, atomic_min, atomic_max, atomic_and, atomic_or, \
+     shfl_xor, shfl_down, pack_f16x2, pack_bf16x2, to_tf32, f32::from_bits, atomic_add, atomic_min, atomic_max, atomic_and, atomic_or, \
      atomic_xor, atomic_exchange, atomic_compare_exchange, and the warp matrix and async copy statements";
 
 /// Math written as methods: name, intrinsic, number of arguments besides the receiver.
@@ -1544,6 +1544,20 @@ impl Lowerer<'_> {
     }
 
     fn call(&mut self, c: &syn::ExprCall, hint: Option<Scalar>) -> Lowered<Expr> {
+        if is_path(&c.func, &["f32", "from_bits"]) {
+            self.arity(c, &c.args, 1, "f32::from_bits")?;
+            let bits = self.expr(&c.args[0], Some(Scalar::U32))?;
+            self.check_type(
+                &c.args[0],
+                bits.ty,
+                Scalar::U32,
+                "the bits of `f32::from_bits`",
+            )?;
+            return Ok(Expr {
+                ty: Scalar::F32,
+                kind: ExprKind::Call(Intrinsic::FromBits, vec![bits]),
+            });
+        }
         let Some(name) = call_name(c) else {
             return self.err(
                 &c.func,
@@ -1717,6 +1731,20 @@ impl Lowerer<'_> {
             }
             return self.err(m, "`.len()` is the length of a slice parameter; arrays have the size they are declared with");
         }
+        if name == "to_bits" {
+            self.arity(m, &m.args, 0, "to_bits")?;
+            let value = self.expr(&m.receiver, Some(Scalar::F32))?;
+            self.check_type(
+                &m.receiver,
+                value.ty,
+                Scalar::F32,
+                "the receiver of `.to_bits()`",
+            )?;
+            return Ok(Expr {
+                ty: Scalar::U32,
+                kind: ExprKind::Call(Intrinsic::ToBits, vec![value]),
+            });
+        }
         if name == "step_by" {
             return self.err(m, "`.step_by(s)` is only supported on the range of a `for` loop: `for i in (a..b).step_by(s)`");
         }
@@ -1724,7 +1752,7 @@ impl Lowerer<'_> {
             let known: Vec<&str> = MATH_METHODS.iter().map(|(n, ..)| *n).collect();
             return self.err(
                 &m.method,
-                format!("unknown method `{name}`: the methods are `.len()` on slices and the math methods {}", known.join(", ")),
+                format!("unknown method `{name}`: the methods are `.len()` on slices, `.to_bits()` on f32 and the math methods {}", known.join(", ")),
             );
         };
         self.arity(m, &m.args, arity, &name)?;
@@ -1834,6 +1862,21 @@ fn call_ident(c: &syn::ExprCall) -> Option<&Ident> {
     match &*c.func {
         syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
         _ => None,
+    }
+}
+
+/// Whether `e` is the path `segments` (`f32::from_bits`).
+fn is_path(e: &syn::Expr, segments: &[&str]) -> bool {
+    match e {
+        syn::Expr::Path(p) if p.qself.is_none() => {
+            p.path.segments.len() == segments.len()
+                && p.path
+                    .segments
+                    .iter()
+                    .zip(segments)
+                    .all(|(s, want)| s.arguments.is_none() && s.ident == want)
+        }
+        _ => false,
     }
 }
 

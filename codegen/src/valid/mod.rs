@@ -81,6 +81,8 @@ pub fn intrinsic_name(f: Intrinsic) -> &'static str {
         Intrinsic::PackF16x2 => "pack_f16x2",
         Intrinsic::PackBf16x2 => "pack_bf16x2",
         Intrinsic::ToTf32 => "to_tf32",
+        Intrinsic::FromBits => "f32::from_bits",
+        Intrinsic::ToBits => "to_bits",
     }
 }
 
@@ -786,7 +788,10 @@ impl Validator<'_> {
                 2,
                 types.iter().all(|t| *t == Scalar::F32) && ty == Scalar::U32,
             ),
-            Intrinsic::ToTf32 => (1, types == [Scalar::F32] && ty == Scalar::U32),
+            Intrinsic::ToTf32 | Intrinsic::ToBits => {
+                (1, types == [Scalar::F32] && ty == Scalar::U32)
+            }
+            Intrinsic::FromBits => (1, types == [Scalar::U32] && ty == Scalar::F32),
         };
         if args.len() != arity {
             return Err(self.error(format!(
@@ -802,7 +807,8 @@ impl Validator<'_> {
                     "a 32-bit value (i32, u32, f32) and a u32 lane operand"
                 }
                 Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 => "two f32 halves, returning a u32",
-                Intrinsic::ToTf32 => "an f32, returning a u32",
+                Intrinsic::ToTf32 | Intrinsic::ToBits => "an f32, returning a u32",
+                Intrinsic::FromBits => "a u32, returning an f32",
                 _ => "floats of one type, returning that type",
             };
             return Err(self.error(format!(

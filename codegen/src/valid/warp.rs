@@ -12,7 +12,7 @@ impl Validator<'_> {
         match op {
             MatrixOp::LoadMatrix {
                 count,
-                transpose: _,
+                transpose,
                 dst,
                 src,
             } => {
@@ -24,9 +24,14 @@ impl Validator<'_> {
                 self.fragment(dst, Scalar::U32, *count, &function, "destination", true)?;
                 let ty = self.place(src, false)?;
                 self.require_shared(src, &function, "row address")?;
-                if ty.size_bytes() > 2 {
+                // Rows are 16 bytes, moved as 16-bit pairs: any element of up to 32
+                // bits arrives whole, but only 16-bit elements (or 8-bit pairs) can
+                // be transposed.
+                let widest = if *transpose { 2 } else { 4 };
+                if ty.size_bytes() > widest {
                     return Err(self.error(format!(
-                        "`{function}` reads 16-bit elements, but its row address points into a `{}` array",
+                        "`{function}` reads elements of at most {} bits, but its row address points into a `{}` array",
+                        widest * 8,
                         ty.name()
                     )));
                 }

@@ -2,7 +2,7 @@
 //! random inputs larger than L2.
 //!
 //! `bench` times the `cp_async` stream (`stream_scale`, every variant, the best
-//! beside `cuMemcpyDtoD`), the f16, bf16 and s8 Tensor Core GEMMs at 8192^3 (every
+//! beside `cuMemcpyDtoD`), the f16, bf16, tf32 and s8 Tensor Core GEMMs at 8192^3 (every
 //! 16-byte-copy variant, the best beside cuBLAS, the best per pipeline depth),
 //! every variant of the SIMT f32 GEMM at 8192^3 and the fastest against cuBLAS
 //! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
@@ -19,7 +19,7 @@ use warpforge::{
 };
 use warpforge_kernels::{gemm, gemm_tc, stream};
 use warpforge_tests::compare::deviation;
-use warpforge_tests::{run_seed, Half, Inputs};
+use warpforge_tests::{run_seed, GemmFloat, Inputs};
 
 fn main() -> ExitCode {
     let rt = match Runtime::cuda(0) {
@@ -199,7 +199,7 @@ type Launch<'a, I, O> = dyn Fn(
     ) -> Result<(), Error>
     + 'a;
 
-/// Every `ALIGNED` variant of the f16, bf16 and s8 Tensor Core GEMMs at
+/// Every `ALIGNED` variant of the f16, bf16, tf32 and s8 Tensor Core GEMMs at
 /// `size`^3 whose name holds `only`.
 fn bench_gemm_16bit(
     rt: &Runtime,
@@ -223,7 +223,7 @@ fn bench_gemm_16bit(
         &|rt, i, a, b, c, dims| {
             gemm_tc::gemm_f16_with(rt, f16_variants[i], a, b, c, dims, 1.0, 0.0)
         },
-        &half_values::<f16>,
+        &float_values::<f16>,
         // Both round f32 sums of the same products to f16; summation orders differ.
         &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3),
     )?;
@@ -244,8 +244,29 @@ fn bench_gemm_16bit(
         &|rt, i, a, b, c, dims| {
             gemm_tc::gemm_bf16_with(rt, bf16_variants[i], a, b, c, dims, 1.0, 0.0)
         },
-        &half_values::<bf16>,
+        &float_values::<bf16>,
         &|ours, theirs| agree_within::<bf16>(ours, theirs, 8e-3),
+    )?;
+    let tf32_variants: Vec<_> = gemm_tc::gemm_tf32::variants()
+        .into_iter()
+        .filter(|c| c.ALIGNED)
+        .collect();
+    let tf32_names: Vec<(String, u32)> = tf32_variants
+        .iter()
+        .map(|c| (format!("{c:?}"), c.STAGES))
+        .collect();
+    bench_gemm_tc(
+        rt,
+        size,
+        only,
+        GemmPrecision::Tf32,
+        &tf32_names,
+        &|rt, i, a, b, c, dims| {
+            gemm_tc::gemm_tf32_with(rt, tf32_variants[i], a, b, c, dims, 1.0, 0.0)
+        },
+        &float_values::<f32>,
+        // Both round the inputs to tf32 and sum in f32 in different orders.
+        &|ours, theirs| agree_within::<f32>(ours, theirs, 1e-3),
     )?;
     let s8_variants: Vec<_> = gemm_tc::gemm_s8::variants()
         .into_iter()
@@ -274,14 +295,14 @@ fn bench_gemm_16bit(
     )
 }
 
-/// Random values of a 16-bit type for a GEMM's inputs.
-fn half_values<T: Half>(inputs: &mut Inputs, n: usize) -> Vec<T> {
+/// Random values of a floating-point type for a GEMM's inputs.
+fn float_values<T: GemmFloat>(inputs: &mut Inputs, n: usize) -> Vec<T> {
     inputs.f32s(n).into_iter().map(T::from_f32).collect()
 }
 
-/// Whether a 16-bit GEMM's result is within `tolerance` (relative L2 and the
+/// Whether a floating-point GEMM's result is within `tolerance` (relative L2 and the
 /// largest difference, scaled) of cuBLAS's, and the deviation.
-fn agree_within<T: Half>(ours: &[T], theirs: &[T], tolerance: f64) -> (bool, String) {
+fn agree_within<T: GemmFloat>(ours: &[T], theirs: &[T], tolerance: f64) -> (bool, String) {
     let ours: Vec<f32> = ours.iter().map(|x| x.to_f64() as f32).collect();
     let theirs: Vec<f64> = theirs.iter().map(|x| x.to_f64()).collect();
     let d = deviation(&ours, &theirs);

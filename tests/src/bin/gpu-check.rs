@@ -15,7 +15,7 @@ use warpforge::{BackendKind, Runtime};
 use warpforge_kernels::softmax::softmax_rows;
 use warpforge_tests::checks::{
     check_gemm, check_gemm_bf16, check_gemm_f16, check_gemm_f16_wmma, check_gemm_s8,
-    check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
+    check_gemm_tf32, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
 };
 use warpforge_tests::report::Report;
 use warpforge_tests::{run_seed, Inputs};
@@ -125,6 +125,9 @@ fn main() -> ExitCode {
         }
         if wanted("gemm_bf16") {
             check_gemm_bf16(&rt, &mut inputs, &mut report, tc_shapes);
+        }
+        if wanted("gemm_tf32") {
+            check_gemm_tf32(&rt, &mut inputs, &mut report, tc_shapes);
         }
         if wanted("gemm_s8") {
             // k = 1000 is not a multiple of 16: add a ragged shape the 16-byte

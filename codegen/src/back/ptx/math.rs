@@ -30,6 +30,11 @@ impl Emitter<'_> {
         ) {
             return self.operand_word(f, args);
         }
+        if matches!(f, Intrinsic::FromBits | Intrinsic::ToBits) {
+            // f32 and u32 values live in the same `.b32` registers: the bits are
+            // the value already.
+            return self.expr(&args[0]);
+        }
         let mut xs = Vec::with_capacity(args.len());
         for a in args {
             xs.push(self.expr(a)?);
@@ -156,7 +161,9 @@ impl Emitter<'_> {
             | Intrinsic::ShflDown
             | Intrinsic::PackF16x2
             | Intrinsic::PackBf16x2
-            | Intrinsic::ToTf32 => {
+            | Intrinsic::ToTf32
+            | Intrinsic::FromBits
+            | Intrinsic::ToBits => {
                 return Err(self.error(format!(
                     "`{}` reached the float intrinsics",
                     intrinsic_name(f)

@@ -316,6 +316,8 @@ impl Emitter<'_> {
                 xs.push(self.builtins.lane.clone());
                 return Ok(call(&self.helper(Helper::ShuffleDown(ty)), &xs));
             }
+            Intrinsic::FromBits => "bitcast<f32>",
+            Intrinsic::ToBits => "bitcast<u32>",
             Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 | Intrinsic::ToTf32 => {
                 // `support::check` rejects these before emission starts.
                 return Err(self.error("Tensor Core operand words have no WGSL form"));

@@ -50,7 +50,7 @@ impl Lowerer<'_> {
             };
             self.arity(c, &c.args, 2, &name)?;
             let dst = self.fragment(&c.args[0], Scalar::U32, &name, "destination", true)?;
-            let src = self.shared_element(&c.args[1], &name)?;
+            let src = self.shared_element(&c.args[1], &name, if transpose { 2 } else { 4 })?;
             return Ok(Stmt::Matrix(MatrixOp::LoadMatrix {
                 count,
                 transpose,
@@ -307,8 +307,9 @@ impl Lowerer<'_> {
         Ok(Fragment { local: id, indices })
     }
 
-    /// `&tile[r][c]`: an element of a shared array of a 16- or 8-bit type.
-    fn shared_element(&mut self, arg: &syn::Expr, function: &str) -> Lowered<Place> {
+    /// `&tile[r][c]`: an element of a shared array of a type of at most
+    /// `widest` bytes.
+    fn shared_element(&mut self, arg: &syn::Expr, function: &str, widest: u32) -> Lowered<Place> {
         let Some(inner) = shared_ref(arg) else {
             return self.err(arg, format!("the second argument of `{function}` is this lane's row in shared memory, written `&tile[r][c]`"));
         };
@@ -316,8 +317,19 @@ impl Lowerer<'_> {
         if !self.is_shared(&place) {
             return self.err(inner, format!("`{function}` reads shared memory: the row must be an element of a `shared()` array"));
         }
-        if ty.size_bytes() > 2 {
-            return self.err(inner, format!("`{function}` moves 16-bit elements (8-bit pairs for s8/u8): the shared array holds `{}`; use `mma_m16n8k8_tf32` operands built with `to_tf32` for 32-bit data", ty.name()));
+        if ty.size_bytes() > widest {
+            let what = if widest == 2 {
+                "transposes 16-bit elements (8-bit pairs for s8/u8): load 32-bit data without `_trans`"
+            } else {
+                "moves 8-, 16- or 32-bit elements"
+            };
+            return self.err(
+                inner,
+                format!(
+                    "`{function}` {what}; the shared array holds `{}`",
+                    ty.name()
+                ),
+            );
         }
         Ok(place)
     }
