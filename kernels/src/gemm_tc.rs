@@ -11,7 +11,9 @@ use crate::gemm::tile_grid;
 /// the tiling, swizzle, copies and fragment loads are the same in bytes; the
 /// instantiations (below) give the element type and its zero, the
 /// accumulator's zero, the output and scale types, `chunk` (elements in 16
-/// bytes) and the two k-tile widths `bk` (64- and 128-byte rows).
+/// bytes), the two k-tile widths `bk` (64- and 128-byte rows), whether the
+/// operands are rounded to tf32 as they are loaded, and a constraint of the
+/// type's own that keeps every variant free of spills.
 macro_rules! tensor_core_gemm {
     (
         $name:ident, $with:ident, $mma:ident,
@@ -21,7 +23,8 @@ macro_rules! tensor_core_gemm {
         scale: $scale:ident = $szero:tt,
         chunk: $ch:tt,
         bk: [$bk0:tt, $bk1:tt],
-        round_tf32: $round:tt
+        round_tf32: $round:tt,
+        fits: $fits:tt
     ) => {
         /// A Tensor Core GEMM, `C = alpha * A B + beta * C`, for row-major `A`
         /// (m x k), column-major `B` (stored as n rows of k, the "TN" form) and
@@ -80,7 +83,8 @@ macro_rules! tensor_core_gemm {
                 // Element-wise copies of more than 64 elements per thread per tile
                 // (i8 with 64x64 warp tiles) spill.
                 ALIGNED || (BM + BN) * BK <= 64 * (BM / WARP * (BN / WARP) * 32),
-                STAGES * (BM + BN) * BK * (16 / $ch) <= 163 * 1024
+                STAGES * (BM + BN) * BK * (16 / $ch) <= 163 * 1024,
+                $fits
             ),
             requires(a.len() >= m * k, b.len() >= n * k, c.len() >= m * n, !ALIGNED || k % $ch == 0)
         )]
@@ -389,23 +393,29 @@ macro_rules! tensor_core_gemm {
 // f16 in and out, f32 accumulation and scale.
 tensor_core_gemm!(
     gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
-    elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32 = 0.0, chunk: 8, bk: [32, 64], round_tf32: false
+    elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32 = 0.0, chunk: 8, bk: [32, 64], round_tf32: false,
+    fits: (true)
 );
 // bf16 in and out, f32 accumulation and scale.
 tensor_core_gemm!(
     gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
-    elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32 = 0.0, chunk: 8, bk: [32, 64], round_tf32: false
+    elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32 = 0.0, chunk: 8, bk: [32, 64], round_tf32: false,
+    fits: (true)
 );
 // i8 in, i32 accumulation, output and scale: exact integer arithmetic
 // (wrapping past i32, as cuBLAS's `CUBLAS_COMPUTE_32I`).
 tensor_core_gemm!(
     gemm_s8, gemm_s8_with, mma_m16n8k32_s8,
-    elem: i8 = 0, acc: 0i32, out: i32, scale: i32 = 0, chunk: 16, bk: [64, 128], round_tf32: false
+    elem: i8 = 0, acc: 0i32, out: i32, scale: i32 = 0, chunk: 16, bk: [64, 128], round_tf32: false,
+    fits: (true)
 );
 // f32 in and out, f32 accumulation and scale, on the tf32 Tensor Cores
 // (m16n8k8): each operand word `ldmatrix` loads is rounded to tf32 (to nearest,
 // ties away from zero, as cuBLAS rounds) before its MMA.
 tensor_core_gemm!(
     gemm_tf32, gemm_tf32_with, mma_m16n8k8_tf32,
-    elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32 = 0.0, chunk: 4, bk: [16, 32], round_tf32: true
+    elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32 = 0.0, chunk: 4, bk: [16, 32], round_tf32: true,
+    // At BK = 32 the rounding's temporaries make ptxas 12.9 spill every other
+    // tile (generated/manifest.json).
+    fits: (BK == 16 || BM * BN == 64 * 64 || BM * BN == 128 * 256 && STAGES > 1)
 );

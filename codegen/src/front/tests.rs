@@ -1685,3 +1685,39 @@ fn fragment_shapes_are_checked_per_variant() {
         "{err}"
     );
 }
+
+#[test]
+fn bit_casts_and_32_bit_ldmatrix_lower() {
+    let def = parse(
+        "arch(sm_80)",
+        "fn k(c: &mut [u32]) {
+            let mut t: [[f32; 4]; 32] = shared();
+            let mut a = [0u32; 4];
+            ldmatrix_x4(&mut a, &t[lane_id()][0]);
+            let x = f32::from_bits(a[0]) * 2.0;
+            c[0] = to_tf32(x);
+            c[1] = x.to_bits();
+        }",
+    );
+    let ptx = crate::compile_ptx(&def, &[], Arch::Sm80).unwrap().text;
+    assert!(
+        ptx.contains("ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+        "{ptx}"
+    );
+    assert!(ptx.contains("cvt.rna.tf32.f32"), "{ptx}");
+    assert_error(
+        "arch(sm_80)",
+        "fn k(c: &mut [u32]) { let mut t: [f32; 64] = shared(); let mut a = [0u32; 4]; ldmatrix_x4_trans(&mut a, &t[0]); c[0] = a[0]; }",
+        &["`ldmatrix_x4_trans` transposes 16-bit elements (8-bit pairs for s8/u8): load 32-bit data without `_trans`"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(c: &mut [f32], u: i32) { c[0] = f32::from_bits(u); }",
+        &["the bits of `f32::from_bits`"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(c: &mut [u32], x: u32) { c[0] = x.to_bits(); }",
+        &["the receiver of `.to_bits()`"],
+    );
+}
