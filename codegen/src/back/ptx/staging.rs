@@ -87,13 +87,18 @@ struct Planner {
 }
 
 impl Planner {
-    fn block(&mut self, block: &[Stmt], pending: &mut Pending) {
+    /// Plans a block; returns whether it never ends normally (it leaves by
+    /// `break`, `continue` or `return` on every path).
+    fn block(&mut self, block: &[Stmt], pending: &mut Pending) -> bool {
+        let mut diverges = false;
         for stmt in block {
-            self.stmt(stmt, pending);
+            diverges |= self.stmt(stmt, pending);
         }
+        diverges
     }
 
-    fn stmt(&mut self, stmt: &Stmt, pending: &mut Pending) {
+    /// Plans a statement; returns whether it never ends normally.
+    fn stmt(&mut self, stmt: &Stmt, pending: &mut Pending) -> bool {
         match stmt {
             Stmt::AsyncCopy { .. } => {
                 let copy = self.plan.flagged.len();
@@ -106,16 +111,24 @@ impl Planner {
                 if let Some(&first) = self.loop_starts.last() {
                     self.store(stmt, pending, first);
                 }
+                return true;
             }
+            Stmt::Return => return true,
             Stmt::If {
                 then_body,
                 else_body,
                 ..
             } => {
                 let mut then_pending = pending.clone();
-                self.block(then_body, &mut then_pending);
-                self.block(else_body, pending);
-                *pending = merge(then_pending, std::mem::take(pending));
+                let then_diverges = self.block(then_body, &mut then_pending);
+                let else_diverges = self.block(else_body, pending);
+                // A branch that never ends normally adds nothing after the `if`.
+                match (then_diverges, else_diverges) {
+                    (true, true) => return true,
+                    (true, false) => {}
+                    (false, true) => *pending = then_pending,
+                    (false, false) => *pending = merge(then_pending, std::mem::take(pending)),
+                }
             }
             Stmt::For { body, .. } | Stmt::While { body, .. } => {
                 // Copies pending before the loop stay pending through it, unless
@@ -139,6 +152,7 @@ impl Planner {
             }
             _ => {}
         }
+        false
     }
 
     /// Stores, at `site`, every pending copy numbered `first` or later.
