@@ -2,8 +2,9 @@
 //! random inputs larger than L2.
 //!
 //! `bench` times the `cp_async` stream (`stream_scale`, every variant, the best
-//! beside `cuMemcpyDtoD`), the f16 and bf16 Tensor Core GEMMs at 8192^3 (every
-//! 16-byte-copy variant, the best beside cuBLAS, the best per pipeline depth),
+//! beside `cuMemcpyDtoD`), the f16 and bf16 Tensor Core GEMMs and the sm_70
+//! `wmma` f16 GEMM (register-staged pipelines) at 8192^3 (every 16-byte-copy
+//! variant, the best beside cuBLAS, the best per pipeline depth),
 //! every variant of the SIMT f32 GEMM at 4096^3 and the fastest against cuBLAS
 //! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
 //! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):
@@ -15,7 +16,7 @@
 use std::process::ExitCode;
 
 use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, MatrixLayout, Runtime};
-use warpforge_kernels::{gemm, gemm_tc, stream};
+use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::{run_seed, Half, Inputs};
 
@@ -197,8 +198,8 @@ type Launch<'a, T> = dyn Fn(
     ) -> Result<(), Error>
     + 'a;
 
-/// Every `ALIGNED` variant of the f16 and the bf16 Tensor Core GEMM at
-/// `size`^3 whose name holds `only`.
+/// Every `ALIGNED` variant of the f16 and the bf16 Tensor Core GEMM, and
+/// every variant of the `wmma` GEMM, at `size`^3 whose name holds `only`.
 fn bench_gemm_16bit(
     rt: &Runtime,
     size: usize,
@@ -216,6 +217,7 @@ fn bench_gemm_16bit(
         rt,
         size,
         only,
+        "gemm_f16",
         GemmPrecision::F16,
         &f16_names,
         &|rt, i, a, b, c, dims| {
@@ -234,22 +236,42 @@ fn bench_gemm_16bit(
         rt,
         size,
         only,
+        "gemm_bf16",
         GemmPrecision::Bf16,
         &bf16_names,
         &|rt, i, a, b, c, dims| {
             gemm_tc::gemm_bf16_with(rt, bf16_variants[i], a, b, c, dims, 1.0, 0.0)
         },
+    )?;
+    // The sm_70 form: its copies are staged through registers, so STAGES
+    // shows what that overlap is worth.
+    let wmma_variants = gemm_wmma::gemm_f16_wmma::variants();
+    let wmma_names: Vec<(String, u32)> = wmma_variants
+        .iter()
+        .map(|c| (format!("{c:?}"), c.STAGES))
+        .collect();
+    bench_gemm_tc::<f16>(
+        rt,
+        size,
+        only,
+        "gemm_f16_wmma",
+        GemmPrecision::F16,
+        &wmma_names,
+        &|rt, i, a, b, c, dims| {
+            gemm_wmma::gemm_f16_wmma_with(rt, wmma_variants[i], a, b, c, dims, 1.0, 0.0)
+        },
     )
 }
 
-/// The variants (debug name, stages) of one 16-bit GEMM at `size`^3 (A
-/// row-major, B column-major) whose name holds `only`, then the best beside
-/// cuBLAS (same types, f32 accumulation), alternating, then the best per
-/// pipeline depth.
+/// The variants (debug name, stages) of one 16-bit GEMM `kernel` at
+/// `size`^3 (A row-major, B column-major) whose name holds `only`, then the
+/// best beside cuBLAS (same types, f32 accumulation), alternating, then the
+/// best per pipeline depth.
 fn bench_gemm_tc<T: Half>(
     rt: &Runtime,
     size: usize,
     only: &str,
+    kernel: &str,
     precision: GemmPrecision,
     variants: &[(String, u32)],
     launch: &Launch<'_, T>,
@@ -261,7 +283,7 @@ fn bench_gemm_tc<T: Half>(
     let mut c: DeviceBuffer<T> = rt.alloc_zeroed(size * size)?;
     let s = size as u32;
     let kind = precision.name();
-    println!("\n{kind} GEMM {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
+    println!("\n{kernel}, {kind} GEMM {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
     let mut results = Vec::new();
     for (index, (name, stages)) in variants
         .iter()
@@ -312,7 +334,7 @@ fn bench_gemm_tc<T: Half>(
     println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
     println!("|---|---|---|---|");
     println!(
-        "| warpforge {kind} GEMM {} | {ours:.3} | {:.1} | {:.3}x |",
+        "| warpforge {kernel} {} | {ours:.3} | {:.1} | {:.3}x |",
         variants[best].0,
         tflops(size, ours),
         theirs / ours
@@ -329,7 +351,7 @@ fn bench_gemm_tc<T: Half>(
         8e-3
     };
     if !d.passes(tolerance) {
-        return Err(format!("the {kind} GEMM disagrees with cuBLAS: {d}").into());
+        return Err(format!("{kernel} disagrees with cuBLAS: {d}").into());
     }
 
     println!("\n| STAGES | best variant | ms | TFLOP/s |");
