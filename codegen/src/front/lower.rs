@@ -25,18 +25,18 @@ use crate::ir::{
 
 mod warp;
 
-pub use warp::{check_stages, StageCheck};
+pub use warp::{check_variants, VariantCheck};
 
 type Lowered<T> = Result<T, Reported>;
 
-/// The kernel's IR, its `constrain(..)` conditions, and the checks of its
-/// pipelines' stage counts, which need the variants ([`check_stages`]).
+/// The kernel's IR, its `constrain(..)` conditions, and the checks that
+/// need the variants ([`check_variants`]).
 pub fn lower_kernel(
     item: &syn::ItemFn,
     attr: &KernelAttr,
     sig: &Signature,
     errors: &mut Errors,
-) -> Lowered<(Kernel, Vec<Requirement>, Vec<StageCheck>)> {
+) -> Lowered<(Kernel, Vec<Requirement>, Vec<VariantCheck>)> {
     let mut lower = Lowerer {
         errors,
         const_params: sig
@@ -62,7 +62,7 @@ pub fn lower_kernel(
         loop_depth: 0,
         pipelines: Vec::new(),
         guards: Vec::new(),
-        stage_checks: Vec::new(),
+        variant_checks: Vec::new(),
     };
     for (id, c) in sig.const_params.iter().enumerate() {
         lower.bind(&c.ident, Binding::Const(id as ConstId));
@@ -108,7 +108,7 @@ pub fn lower_kernel(
         requires,
         body,
     };
-    Ok((kernel, constraints, lower.stage_checks))
+    Ok((kernel, constraints, lower.variant_checks))
 }
 
 /// What a name in scope refers to.
@@ -160,7 +160,7 @@ struct Lowerer<'e> {
     /// negation in an `else`) and `start < end` of enclosing loops with
     /// constant bounds. A variant that fails one never runs the statement.
     guards: Vec<Expr>,
-    stage_checks: Vec<StageCheck>,
+    variant_checks: Vec<VariantCheck>,
 }
 
 const FUNCTIONS: &str = "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), pipeline(), \

@@ -8,8 +8,9 @@
 //!   literal inference (`infer` for variables initialized by untyped
 //!   literals), const-ness analysis (`constness`) and lowering of the body,
 //!   `block(..)` and `requires(..)` into the IR of [`crate::ir`];
-//! - the checks of pipeline stage counts, per variant once the tune space
-//!   is known (`lower::check_stages`).
+//! - the checks that need each variant's const values (pipeline stage
+//!   counts, constant copy offsets), once the tune space is known
+//!   (`lower::check_variants`).
 //!
 //! Every error is a [`syn::Error`] at the offending span that says what is
 //! wrong and what the language supports instead; the passes keep going after
@@ -55,7 +56,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
         }
     }
     match (lowered, tune) {
-        (Ok((ir, constraints, stage_checks)), Ok(tune)) if errors.is_empty() => {
+        (Ok((ir, constraints, variant_checks)), Ok(tune)) if errors.is_empty() => {
             let def = KernelDef {
                 ir,
                 targets,
@@ -69,7 +70,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
                 );
                 return Err(errors.into_error(&item.sig.ident));
             }
-            lower::check_stages(&def, &stage_checks, &mut errors);
+            lower::check_variants(&def, &variant_checks, &mut errors);
             if !errors.is_empty() {
                 return Err(errors.into_error(&item.sig.ident));
             }

@@ -1867,3 +1867,28 @@ fn pipeline_misuse_is_reported() {
         &["the number of groups `pipe.wait` leaves pending must be a compile-time constant"],
     );
 }
+
+#[test]
+fn a_misaligned_constant_copy_offset_is_an_error_at_the_destination() {
+    // Row R of [[f16; 12]; 4] starts at byte 24 R: 16-byte copies fit rows 0 and 2 only.
+    let kernel = "fn k<const R: u32>(x: &[f16], y: &mut [f16]) {
+        let mut t: [[f16; 12]; 4] = shared();
+        cp_async(&mut t[R][0], &x[0], 16, 16);
+        cp_async_commit();
+        cp_async_wait(0);
+        y[0] = t[0][0];
+    }";
+    assert_error(
+        "arch(sm_80), tune(R = [0, 1, 2])",
+        kernel,
+        &["`cp_async` of 16 bytes writes byte 24 of `t` in the variant k[R=1], which is not a multiple of 16: align the destination index to 8 elements"],
+    );
+    parse("arch(sm_80), tune(R = [0, 2])", kernel);
+    // Under a constant guard, only the variants that run the copy count.
+    parse(
+        "arch(sm_80), tune(R = [0, 1, 2])",
+        &kernel
+            .replace("cp_async(&mut t[R][0]", "if R != 1 { cp_async(&mut t[R][0]")
+            .replace("16, 16);", "16, 16); }"),
+    );
+}

@@ -11,8 +11,11 @@
 //!
 //! A pipeline exists only in the front: its methods lower to the
 //! `cp_async*` statements, and what it adds is its stage count, against
-//! which the front checks every wait in every variant ([`check_stages`]), so
-//! that waiting on more stages than exist is an error at the wait.
+//! which the front checks every wait in every variant ([`check_variants`]), so
+//! that waiting on more stages than exist is an error at the wait. A copy
+//! whose destination offset is a constant over const params is checked for
+//! alignment the same way (the validator checks the offsets that become
+//! literals only after unrolling, without a span).
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
@@ -22,8 +25,8 @@ use crate::def::KernelDef;
 use crate::eval;
 use crate::front::errors::Errors;
 use crate::ir::{
-    Expr, Fragment, Literal, MatrixLayout, MatrixOp, MmaKind, ParamType, Place, Scalar, Space,
-    Stmt, WmmaOperand,
+    BinaryOp, Expr, ExprKind, Fragment, Literal, MatrixLayout, MatrixOp, MmaKind, ParamType, Place,
+    Scalar, Space, Stmt, WmmaOperand,
 };
 
 /// The statement functions of this module, for the list of callable functions.
@@ -42,31 +45,45 @@ pub struct Pipeline {
     stages: Expr,
 }
 
-/// A condition on the stage count of a pipeline that every variant must
-/// meet where the statement runs, checked once the variants are known.
-pub struct StageCheck {
+/// A condition on const values that every variant must meet where a
+/// statement runs, checked once the variants are known.
+pub struct VariantCheck {
     /// What the error points at: the stage count of a declaration, the
-    /// count of a wait.
+    /// count of a wait, the destination of a copy.
     at: TokenStream,
     /// Constant conditions that hold where the statement is (see
     /// `Lowerer::guards`): a variant that fails one never runs it.
     guards: Vec<Expr>,
-    pipeline: String,
-    kind: StageCheckKind,
+    kind: VariantCheckKind,
 }
 
-enum StageCheckKind {
-    /// `pipeline(S)`: S is at least 1.
-    Declaration { stages: Expr },
-    /// `pipe.wait(N)`: N is less than S.
-    Wait { pending: Expr, stages: Expr },
+enum VariantCheckKind {
+    /// `let pipeline = pipeline(stages)`: at least 1 stage.
+    Declaration { pipeline: String, stages: Expr },
+    /// `pipeline.wait(pending)`: `pending` less than `stages`.
+    Wait {
+        pipeline: String,
+        pending: Expr,
+        stages: Expr,
+    },
+    /// A copy of `bytes` bytes written by `function` to byte `offset` (a
+    /// `u32`) of the shared array `array`: a multiple of `bytes`.
+    Alignment {
+        function: String,
+        array: String,
+        elem: Scalar,
+        offset: Expr,
+        bytes: u32,
+    },
 }
 
-/// Reports each [`StageCheck`] that some variant of `def` fails, at its
+/// Reports each [`VariantCheck`] that some variant of `def` fails, at its
 /// statement, naming the first such variant. Expressions a variant cannot
 /// evaluate (an overflow) are left to specialization, which reports them
-/// for the variants that reach them.
-pub fn check_stages(def: &KernelDef, checks: &[StageCheck], errors: &mut Errors) {
+/// for the variants that reach them. The variants are already enumerated
+/// for the macro (`constrain(..)` must leave one); each check evaluates a
+/// few constant expressions per variant.
+pub fn check_variants(def: &KernelDef, checks: &[VariantCheck], errors: &mut Errors) {
     if checks.is_empty() {
         return;
     }
@@ -84,16 +101,33 @@ pub fn check_stages(def: &KernelDef, checks: &[StageCheck], errors: &mut Errors)
             if !reached {
                 continue;
             }
-            let name = &check.pipeline;
             let variant = def.variant_name(consts);
             let message = match &check.kind {
-                StageCheckKind::Declaration { stages } => match int(stages, consts) {
+                VariantCheckKind::Declaration { pipeline: name, stages } => match int(stages, consts) {
                     Some(0) => format!(
                         "`{name}` has 0 stages in the variant {variant}: a pipeline has at least one stage, the number of shared buffers its copies rotate through"
                     ),
                     _ => continue,
                 },
-                StageCheckKind::Wait { pending, stages } => {
+                VariantCheckKind::Alignment {
+                    function,
+                    array,
+                    elem,
+                    offset,
+                    bytes,
+                } => match int(offset, consts) {
+                    Some(at) if at % *bytes as i64 != 0 => format!(
+                        "`{function}` of {bytes} bytes writes byte {at} of `{array}` in the variant {variant}, which is not a multiple of {bytes}: \
+                         align the destination index to {} elements",
+                        bytes / elem.size_bytes()
+                    ),
+                    _ => continue,
+                },
+                VariantCheckKind::Wait {
+                    pipeline: name,
+                    pending,
+                    stages,
+                } => {
                     match (int(pending, consts), int(stages, consts)) {
                         (Some(n), Some(s)) if n >= s => format!(
                             "`{name}.wait({n})` waits on more stages than `{name}` has: it leaves up to {n} groups of copies in flight, \
@@ -303,12 +337,52 @@ impl Lowerer<'_> {
             Scalar::U32,
             "the number of source bytes to read",
         )?;
+        if let Some((array, offset)) = self.constant_byte_offset(&dst) {
+            self.variant_checks.push(VariantCheck {
+                at: args[0].to_token_stream(),
+                guards: self.guards.clone(),
+                kind: VariantCheckKind::Alignment {
+                    function: function.to_string(),
+                    array,
+                    elem: dst_ty,
+                    offset,
+                    bytes: bytes as u32,
+                },
+            });
+        }
         Ok(Stmt::AsyncCopy {
             dst,
             src,
             bytes: bytes as u32,
             src_bytes,
         })
+    }
+
+    /// The array of an element and the element's byte offset in it as a
+    /// `u32` expression, when every index is a constant over const params
+    /// and literals.
+    fn constant_byte_offset(&self, place: &Place) -> Option<(String, Expr)> {
+        let Place::Local { local, indices } = place else {
+            return None;
+        };
+        if !indices.iter().all(|i| self.is_constant(i)) {
+            return None;
+        }
+        let decl = &self.locals[*local as usize];
+        let as_u32 = |e: &Expr| match e.ty {
+            Scalar::U32 => e.clone(),
+            _ => Expr {
+                ty: Scalar::U32,
+                kind: ExprKind::Cast(Box::new(e.clone())),
+            },
+        };
+        let mut flat = Expr::u32(0);
+        for (index, dim) in indices.iter().zip(&decl.dims) {
+            let scaled = Expr::binary(BinaryOp::Mul, flat, as_u32(dim));
+            flat = Expr::binary(BinaryOp::Add, scaled, as_u32(index));
+        }
+        let offset = Expr::binary(BinaryOp::Mul, flat, Expr::u32(decl.ty.size_bytes()));
+        Some((decl.name.clone(), offset))
     }
 
     /// The count of a wait: a `u32` constant over const params.
@@ -360,11 +434,11 @@ impl Lowerer<'_> {
             ConstantRole::Size("the stage count of a pipeline"),
         )?;
         let name = ident.to_string();
-        self.stage_checks.push(StageCheck {
+        self.variant_checks.push(VariantCheck {
             at: c.args[0].to_token_stream(),
             guards: self.guards.clone(),
-            pipeline: name.clone(),
-            kind: StageCheckKind::Declaration {
+            kind: VariantCheckKind::Declaration {
+                pipeline: name.clone(),
                 stages: stages.clone(),
             },
         });
@@ -407,11 +481,11 @@ impl Lowerer<'_> {
             "wait" => {
                 self.arity(m, &m.args, 1, &function)?;
                 let pending = self.wait_count(&m.args[0], &function)?;
-                self.stage_checks.push(StageCheck {
+                self.variant_checks.push(VariantCheck {
                     at: m.args[0].to_token_stream(),
                     guards: self.guards.clone(),
-                    pipeline: pipe,
-                    kind: StageCheckKind::Wait {
+                    kind: VariantCheckKind::Wait {
+                        pipeline: pipe,
                         pending: pending.clone(),
                         stages: self.pipelines[id].stages.clone(),
                     },
