@@ -35,7 +35,7 @@ use crate::gemm::tile_grid;
 #[kernel(
     arch(sm_70),
     block(BM / 32 * (BN / 32) * 32),
-    tune(BM = [64, 128], BN = [64, 128], BK = [32, 64], STAGES = [1, 2, 3, 4]),
+    tune(BM = [64, 128], BN = [64, 128], BK = [32, 64], STAGES = [1, 2, 3, 4, 5]),
     constrain(
         BM / 32 * (BN / 32) <= 8,
         STAGES * (BM + BN) * (BK + 16) * 2 + BM / 32 * (BN / 32) * 1024 <= 96 * 1024
