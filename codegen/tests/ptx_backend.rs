@@ -253,3 +253,177 @@ fn sixteen_bit_atomics_follow_the_feature_table() {
     assert_eq!(m.version, (7, 8));
     insta::assert_snapshot!("atomic_add_bf16.sm_90", m.text);
 }
+
+/// The lines of `text` that contain `needle`, by position.
+fn lines_with(text: &str, needle: &str) -> Vec<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The usual pipeline order (wait, barrier, copies of the tile `STAGES - 1`
+/// ahead, math on the oldest tile).
+const PIPELINE: &str = "#[kernel(arch(sm_70, sm_80), block(64), tune(STAGES = [3]))]
+fn stream<const STAGES: u32>(x: &[f32], y: &mut [f32], tiles: u32) {
+    let mut ring: [[f32; 256]; STAGES] = shared();
+    let pipe = pipeline(STAGES);
+    let tid = thread_idx().x;
+    for t in 0..tiles + STAGES - 1 {
+        if t >= STAGES - 1 {
+            pipe.wait(STAGES - 2);
+            sync_threads();
+        }
+        if t < tiles {
+            pipe.copy(&mut ring[t % STAGES][tid * 4], &x[t * 256 + tid * 4], 16, 16);
+        }
+        pipe.commit();
+        if t >= STAGES - 1 {
+            let u = t - (STAGES - 1);
+            y[u * 256 + tid] = ring[u % STAGES][tid] * 2.0;
+        }
+    }
+}";
+
+#[test]
+fn sm_70_stages_copies_through_registers_around_the_math() {
+    let sm70 = compile(PIPELINE, Arch::Sm70).unwrap().text;
+    assert!(!sm70.contains("cp.async"), "{sm70}");
+    let load = lines_with(&sm70, "ld.global.nc.v4.b32");
+    let math = lines_with(&sm70, "ld.shared.f32");
+    let store = lines_with(&sm70, "st.shared.v4.b32");
+    let bar = lines_with(&sm70, "bar.sync");
+    assert_eq!((load.len(), math.len(), store.len()), (1, 1, 1), "{sm70}");
+    assert!(
+        bar[0] < load[0] && load[0] < math[0] && math[0] < store[0],
+        "barrier, load, math, store:\n{sm70}"
+    );
+    // The copy sits in an `if`: its store is predicated on its flag.
+    let text: Vec<&str> = sm70.lines().collect();
+    assert!(text[store[0]].trim_start().starts_with("@%p"), "{sm70}");
+    assert!(sm70.contains("mov.pred"), "{sm70}");
+
+    let sm80 = compile(PIPELINE, Arch::Sm80).unwrap().text;
+    for instruction in [
+        "cp.async.cg.shared.global",
+        "cp.async.commit_group",
+        "cp.async.wait_group 1",
+    ] {
+        assert!(sm80.contains(instruction), "{instruction}:\n{sm80}");
+    }
+    assert!(!sm80.contains("st.shared.v4"), "{sm80}");
+}
+
+#[test]
+fn sm_70_stores_at_the_wait_without_a_flag_when_the_copy_surely_ran() {
+    let source = "#[kernel(arch(sm_70))] fn k(x: &[u32], y: &mut [u32]) {
+        let mut t: [u32; 64] = shared();
+        let i = thread_idx().x;
+        cp_async(&mut t[i * 2], &x[i * 2], 8, 8);
+        cp_async_commit();
+        y[i] = 1;
+        cp_async_wait(0);
+        sync_threads();
+        y[i] = t[i];
+    }";
+    let text = compile(source, Arch::Sm70).unwrap().text;
+    let load = lines_with(&text, "ld.global.nc.v2.b32");
+    let store = lines_with(&text, "st.shared.v2.b32");
+    let first_store_to_y = lines_with(&text, "st.global.u32")[0];
+    assert_eq!((load.len(), store.len()), (1, 1), "{text}");
+    assert!(
+        load[0] < first_store_to_y && first_store_to_y < store[0],
+        "{text}"
+    );
+    assert!(!text.contains("mov.pred"), "no flag:\n{text}");
+}
+
+#[test]
+fn sm_70_stores_a_loop_iterations_copies_at_break_continue_and_its_end() {
+    let source = "#[kernel(arch(sm_70))] fn k(x: &[f32], y: &mut [f32], n: u32) {
+        let mut t: [f32; 256] = shared();
+        let i = thread_idx().x;
+        for j in 0..n {
+            cp_async(&mut t[i * 4], &x[j * 256 + i * 4], 16, 16);
+            if x[j] > 1.0 {
+                break;
+            }
+            if x[j] < 0.0 {
+                continue;
+            }
+            y[j] = 1.0;
+        }
+        y[i] = 2.0;
+    }";
+    let text = compile(source, Arch::Sm70).unwrap().text;
+    let stores = lines_with(&text, "st.shared.v4.b32");
+    assert_eq!(stores.len(), 3, "break, continue, end of body:\n{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    for &s in &stores {
+        // Every path to each store ran the copy: no flag.
+        assert!(!lines[s].contains('@'), "{text}");
+    }
+    assert!(lines[stores[0] + 1].contains("bra $for"), "{text}");
+    assert!(lines[stores[1] + 1].contains("bra $for"), "{text}");
+    assert!(lines[stores[2] + 1].contains("_cont:"), "{text}");
+}
+
+#[test]
+fn sm_70_flags_a_copy_issued_before_the_loop_whose_wait_stores_it() {
+    let source = "#[kernel(arch(sm_70))] fn k(x: &[f32], y: &mut [f32], n: u32) {
+        let mut t: [f32; 256] = shared();
+        let i = thread_idx().x;
+        cp_async(&mut t[i * 4], &x[i * 4], 16, 16);
+        cp_async_commit();
+        for j in 0..n {
+            cp_async_wait(0);
+            sync_threads();
+            y[j * 64 + i] = t[i];
+        }
+    }";
+    let text = compile(source, Arch::Sm70).unwrap().text;
+    let lines: Vec<&str> = text.lines().collect();
+    let load = lines_with(&text, "ld.global.nc.v4.b32")[0];
+    let store = lines_with(&text, "st.shared.v4.b32");
+    let body = lines_with(&text, "$for1_body:")[0];
+    assert_eq!(store.len(), 1, "{text}");
+    assert!(load < body && body < store[0], "{text}");
+    // Pending on the first iteration only.
+    assert!(lines[store[0]].trim_start().starts_with("@%p"), "{text}");
+    assert!(
+        lines[load + 1].contains("mov.pred") && lines[load + 1].ends_with(", 1;"),
+        "{text}"
+    );
+    assert!(
+        lines[store[0] + 1].contains("mov.pred") && lines[store[0] + 1].ends_with(", 0;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn sm_70_zero_fills_past_src_bytes_in_registers() {
+    let source = "#[kernel(arch(sm_70))] fn k(x: &[f16], y: &mut [f16], n: u32) {
+        let mut t: [f16; 64] = shared();
+        let i = thread_idx().x;
+        cp_async(&mut t[i * 4], &x[i * 4], 8, n);
+        cp_async(&mut t[i * 4 + 32], &x[i * 4], 4, 4);
+        cp_async_commit();
+        cp_async_wait(0);
+        sync_threads();
+        y[i] = t[i];
+    }";
+    let text = compile(source, Arch::Sm70).unwrap().text;
+    // An empty copy reads nothing; word w keeps its low 8 n - 32 w bits.
+    assert!(text.contains("setp.ne.u32"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let partial = lines_with(&text, "ld.global.nc.v2.b32")[0];
+    assert!(lines[partial].trim_start().starts_with("@%p"), "{text}");
+    assert_eq!(lines_with(&text, "bfe.u32").len(), 2, "{text}");
+    assert!(text.contains("max.u32") && text.contains(", 32;"), "{text}");
+    // A full 4-byte copy is one plain load.
+    let full = lines_with(&text, "ld.global.nc.b32");
+    assert_eq!(full.len(), 1, "{text}");
+    assert!(!lines[full[0]].contains('@'), "{text}");
+    assert_eq!(lines_with(&text, "st.shared.b32").len(), 1, "{text}");
+}

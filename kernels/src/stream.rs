@@ -5,7 +5,7 @@ use warpforge::prelude::*;
 
 /// `y[i] = alpha * x[i]`, streamed through a ring of `STAGES` shared tiles of
 /// `THREADS * 4` f32. Block `b` takes tiles `b`, `b + grid`, ...; each thread
-/// copies 16 bytes of a tile with `cp_async` (zero-filled past the end) and
+/// copies 16 bytes of a tile through a `pipeline` of `STAGES` stages and
 /// later scales elements other threads copied (thread `tid` reads elements
 /// `tid + e * THREADS`), so every tile crosses a barrier between its copy
 /// and its use. The buffer's last partial chunk is loaded element by element.
@@ -16,7 +16,8 @@ use warpforge::prelude::*;
 /// `u` and commits it as one group, then writes out tile `u - (STAGES - 1)`.
 /// With one stage the copy lands before its use and a second barrier keeps
 /// the next copy from overwriting a tile still being read. On sm_70 the
-/// copies are synchronous and the same source runs without overlap.
+/// copies are staged through registers (the load of tile `u` before the
+/// write-out of the older tile, its store to shared memory after it).
 #[kernel(
     block(THREADS),
     arch(sm_70, sm_80, sm_90),
@@ -25,6 +26,7 @@ use warpforge::prelude::*;
 )]
 pub fn stream_scale<const THREADS: u32, const STAGES: u32>(x: &[f32], y: &mut [f32], alpha: f32) {
     let mut ring: [[f32; THREADS * 4]; STAGES] = shared();
+    let pipe = pipeline(STAGES);
     let tid = thread_idx().x;
     let n = x.len();
     let tiles = (n + THREADS * 4 - 1) / (THREADS * 4);
@@ -37,13 +39,13 @@ pub fn stream_scale<const THREADS: u32, const STAGES: u32>(x: &[f32], y: &mut [f
     };
     for u in 0..mine + STAGES - 1 {
         if STAGES > 1 && u >= STAGES - 1 {
-            cp_async_wait(STAGES - 2);
+            pipe.wait(STAGES - 2);
             sync_threads();
         }
         if u < mine {
             let at = (first + u * stride) * (THREADS * 4) + tid * 4;
             if at + 4 <= n {
-                cp_async(&mut ring[u % STAGES][tid * 4], &x[at], 16, 16);
+                pipe.copy(&mut ring[u % STAGES][tid * 4], &x[at], 16, 16);
             } else {
                 // The last, partial chunk: a 16-byte copy would name bytes
                 // past the buffer (compute-sanitizer reports that even with
@@ -54,9 +56,9 @@ pub fn stream_scale<const THREADS: u32, const STAGES: u32>(x: &[f32], y: &mut [f
                 }
             }
         }
-        cp_async_commit();
+        pipe.commit();
         if STAGES == 1 {
-            cp_async_wait(0);
+            pipe.wait(0);
             sync_threads();
         }
         if u >= STAGES - 1 {

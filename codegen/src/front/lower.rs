@@ -25,15 +25,18 @@ use crate::ir::{
 
 mod warp;
 
+pub use warp::{check_variants, VariantCheck};
+
 type Lowered<T> = Result<T, Reported>;
 
-/// The kernel's IR and its `constrain(..)` conditions.
+/// The kernel's IR, its `constrain(..)` conditions, and the checks that
+/// need the variants ([`check_variants`]).
 pub fn lower_kernel(
     item: &syn::ItemFn,
     attr: &KernelAttr,
     sig: &Signature,
     errors: &mut Errors,
-) -> Lowered<(Kernel, Vec<Requirement>)> {
+) -> Lowered<(Kernel, Vec<Requirement>, Vec<VariantCheck>)> {
     let mut lower = Lowerer {
         errors,
         const_params: sig
@@ -57,6 +60,9 @@ pub fn lower_kernel(
         loop_vars: Vec::new(),
         unroll_vars: Vec::new(),
         loop_depth: 0,
+        pipelines: Vec::new(),
+        guards: Vec::new(),
+        variant_checks: Vec::new(),
     };
     for (id, c) in sig.const_params.iter().enumerate() {
         lower.bind(&c.ident, Binding::Const(id as ConstId));
@@ -102,7 +108,7 @@ pub fn lower_kernel(
         requires,
         body,
     };
-    Ok((kernel, constraints))
+    Ok((kernel, constraints, lower.variant_checks))
 }
 
 /// What a name in scope refers to.
@@ -111,6 +117,8 @@ enum Binding {
     Param(ParamId),
     Const(ConstId),
     Local(LocalId),
+    /// A pipeline (`let pipe = pipeline(STAGES);`): an index into `Lowerer::pipelines`.
+    Pipeline(usize),
     /// A declaration that failed; uses are not reported again.
     Broken,
 }
@@ -146,9 +154,16 @@ struct Lowerer<'e> {
     /// Variables of the `#[unroll]` loops (constants after unrolling).
     unroll_vars: Vec<LocalId>,
     loop_depth: u32,
+    pipelines: Vec<warp::Pipeline>,
+    /// Compile-time constant conditions that hold at the statement being
+    /// lowered: the constant conjuncts of enclosing `if` conditions (their
+    /// negation in an `else`) and `start < end` of enclosing loops with
+    /// constant bounds. A variant that fails one never runs the statement.
+    guards: Vec<Expr>,
+    variant_checks: Vec<VariantCheck>,
 }
 
-const FUNCTIONS: &str = "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), \
+const FUNCTIONS: &str = "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), pipeline(), \
      shfl_xor, shfl_down, pack_f16x2, pack_bf16x2, to_tf32, f32::from_bits, atomic_add, atomic_min, atomic_max, atomic_and, atomic_or, \
      atomic_xor, atomic_exchange, atomic_compare_exchange, and the warp matrix and async copy statements";
 
@@ -372,6 +387,12 @@ impl Lowerer<'_> {
     }
 
     fn expr_stmt(&mut self, e: &syn::Expr, out: &mut Block) -> Lowered<()> {
+        if let syn::Expr::MethodCall(m) = e {
+            if let Some(id) = self.pipeline_of(&m.receiver) {
+                out.push(self.pipeline_statement(m, id)?);
+                return Ok(());
+            }
+        }
         if let syn::Expr::Binary(b) = e {
             if let Some(op) = compound_op(&b.op) {
                 return self.compound_assign(b, op, out);
@@ -500,23 +521,53 @@ impl Lowerer<'_> {
 
     fn if_stmt(&mut self, i: &syn::ExprIf, out: &mut Block) -> Lowered<()> {
         let cond = self.condition(&i.cond, "`if`")?;
+        let outer_guards = self.guards.len();
+        self.push_constant_conjuncts(&cond);
         let mut then_body = Block::new();
         self.block(&i.then_branch.stmts, &mut then_body);
-        let mut else_body = Block::new();
-        match i.else_branch.as_ref().map(|(_, e)| &**e) {
-            None => {}
-            Some(syn::Expr::If(elif)) => self.if_stmt(elif, &mut else_body)?,
-            Some(syn::Expr::Block(b)) => self.block(&b.block.stmts, &mut else_body),
-            Some(other) => {
-                return self.err(other, "write the `else` branch as a block `else { .. }`")
-            }
+        self.guards.truncate(outer_guards);
+        if self.is_constant(&cond) {
+            self.guards.push(Expr {
+                ty: Scalar::Bool,
+                kind: ExprKind::Unary(UnaryOp::Not, Box::new(cond.clone())),
+            });
         }
+        let mut else_body = Block::new();
+        let else_lowered = match i.else_branch.as_ref().map(|(_, e)| &**e) {
+            None => Ok(()),
+            Some(syn::Expr::If(elif)) => self.if_stmt(elif, &mut else_body),
+            Some(syn::Expr::Block(b)) => {
+                self.block(&b.block.stmts, &mut else_body);
+                Ok(())
+            }
+            Some(other) => self.err(other, "write the `else` branch as a block `else { .. }`"),
+        };
+        self.guards.truncate(outer_guards);
+        else_lowered?;
         out.push(Stmt::If {
             cond,
             then_body,
             else_body,
         });
         Ok(())
+    }
+
+    /// Adds to the guards the conjuncts of `cond` (split at `&&` and `&`)
+    /// that are compile-time constants: they hold wherever `cond` does.
+    fn push_constant_conjuncts(&mut self, cond: &Expr) {
+        match &cond.kind {
+            ExprKind::Binary(BinaryOp::LogicalAnd | BinaryOp::BitAnd, a, b) => {
+                self.push_constant_conjuncts(a);
+                self.push_constant_conjuncts(b);
+            }
+            _ if self.is_constant(cond) => self.guards.push(cond.clone()),
+            _ => {}
+        }
+    }
+
+    /// Whether `e` is a compile-time constant over literals and const params.
+    fn is_constant(&self, e: &Expr) -> bool {
+        constness::non_constant_part(e, &self.names(), &[]).is_none()
     }
 
     fn for_loop(&mut self, f: &syn::ExprForLoop, out: &mut Block) -> Lowered<()> {
@@ -626,7 +677,13 @@ impl Lowerer<'_> {
         if unroll {
             self.unroll_vars.push(var);
         }
+        let outer_guards = self.guards.len();
+        if self.is_constant(&start_e) && self.is_constant(&end_e) {
+            let runs = Expr::binary(BinaryOp::Lt, start_e.clone(), end_e.clone());
+            self.guards.push(runs);
+        }
         let body = self.loop_body(&f.body.stmts, name.map(|n| (n, var)));
+        self.guards.truncate(outer_guards);
         out.push(Stmt::For {
             var,
             start: start_e,
@@ -707,6 +764,15 @@ impl Lowerer<'_> {
                 )
             }
         };
+        if let Some(syn::Expr::Call(c)) = local.init.as_ref().map(|init| peel(&init.expr)) {
+            if call_name(c).as_deref() == Some("pipeline") {
+                let result = self.pipeline_decl(local, ident, mutable, annotation, c);
+                if let Some(ident) = ident {
+                    self.bind(ident, result.map_or(Binding::Broken, Binding::Pipeline));
+                }
+                return result.map(|_| ());
+            }
+        }
         let result = self.let_local(local, ident, mutable, annotation, rest, out);
         if let Some(ident) = ident {
             let binding = match result {
@@ -892,7 +958,7 @@ impl Lowerer<'_> {
                     },
                     Binding::Const(id) => Some(self.const_params[id as usize].ty),
                     Binding::Local(id) => Some(self.locals[id as usize].ty),
-                    Binding::Broken => None,
+                    Binding::Pipeline(_) | Binding::Broken => None,
                 }
             }
             syn::Expr::Field(_) => Some(Scalar::U32),
@@ -1191,7 +1257,7 @@ impl Lowerer<'_> {
                         kind: ExprKind::Const(id),
                     });
                 }
-                Binding::Local(_) | Binding::Broken => {}
+                Binding::Local(_) | Binding::Pipeline(_) | Binding::Broken => {}
             }
         }
         let (place, ty) = self.place(e, Access::Read)?;
@@ -1257,6 +1323,10 @@ impl Lowerer<'_> {
         }
         match binding {
             Binding::Broken => Err(Reported),
+            Binding::Pipeline(_) => self.err(
+                e,
+                format!("`{ident}` is a pipeline, not a value: use its statements `{ident}.copy(..)`, `{ident}.commit()` and `{ident}.wait(N)`"),
+            ),
             Binding::Const(_) => self.err(
                 e,
                 format!(
@@ -1577,6 +1647,10 @@ impl Lowerer<'_> {
                 c,
                 "`shared()` allocates a shared array and is only allowed as the value of a typed `let`: `let mut tile: [[f32; 32]; 32] = shared();`",
             ),
+            "pipeline" => self.err(
+                c,
+                "`pipeline(STAGES)` declares a pipeline and is only allowed as the value of a `let`: `let pipe = pipeline(STAGES);`",
+            ),
             "shfl_xor" | "shfl_down" => {
                 self.arity(c, &c.args, 2, &name)?;
                 let value = self.expr(&c.args[0], hint)?;
@@ -1716,6 +1790,15 @@ impl Lowerer<'_> {
             return self.err(t, "turbofish `::<..>` is not supported in kernels");
         }
         let name = m.method.to_string();
+        if self.pipeline_of(&m.receiver).is_some() {
+            return self.err(
+                m,
+                format!(
+                    "`{}.{name}(..)` is a statement: write it on its own line, ending with `;`",
+                    compact_text(m.receiver.to_token_stream())
+                ),
+            );
+        }
         if name == "len" {
             self.arity(m, &m.args, 0, "len")?;
             if let syn::Expr::Path(p) = peel(&m.receiver) {

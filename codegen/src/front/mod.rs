@@ -7,7 +7,10 @@
 //! - `lower`: name resolution (scopes, shadowing), type checking with
 //!   literal inference (`infer` for variables initialized by untyped
 //!   literals), const-ness analysis (`constness`) and lowering of the body,
-//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`].
+//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`];
+//! - the checks that need each variant's const values (pipeline stage
+//!   counts, constant copy offsets), once the tune space is known
+//!   (`lower::check_variants`).
 //!
 //! Every error is a [`syn::Error`] at the offending span that says what is
 //! wrong and what the language supports instead; the passes keep going after
@@ -38,7 +41,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
     let tune = tune_axes(&attr, &sig, &mut errors);
     let targets = targets(&attr, &mut errors);
     let lowered = lower::lower_kernel(item, &attr, &sig, &mut errors);
-    if let Ok((ir, _)) = &lowered {
+    if let Ok((ir, ..)) = &lowered {
         // Types and constructs do not depend on const values: the family's
         // IR tells whether every variant can be WGSL.
         if targets.contains(&Target::Wgsl) {
@@ -53,7 +56,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
         }
     }
     match (lowered, tune) {
-        (Ok((ir, constraints)), Ok(tune)) if errors.is_empty() => {
+        (Ok((ir, constraints, variant_checks)), Ok(tune)) if errors.is_empty() => {
             let def = KernelDef {
                 ir,
                 targets,
@@ -65,6 +68,10 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
                     &item.sig.ident,
                     "`constrain(..)` leaves no variant of the `tune(..)` values: relax a condition or add values",
                 );
+                return Err(errors.into_error(&item.sig.ident));
+            }
+            lower::check_variants(&def, &variant_checks, &mut errors);
+            if !errors.is_empty() {
                 return Err(errors.into_error(&item.sig.ident));
             }
             Ok(def)

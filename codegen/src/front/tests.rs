@@ -1721,3 +1721,210 @@ fn bit_casts_and_32_bit_ldmatrix_lower() {
         &["the receiver of `.to_bits()`"],
     );
 }
+
+/// A ring of `STAGES` tiles through a pipeline, in the usual order: wait,
+/// barrier, copy the tile `STAGES - 1` ahead, math; `wait` is the wait of
+/// the loop for `STAGES > 1`.
+fn pipeline_kernel(wait: &str) -> String {
+    format!(
+        "fn k<const STAGES: u32>(x: &[f32], y: &mut [f32], tiles: u32) {{
+            let mut ring: [[f32; 128]; STAGES] = shared();
+            let pipe = pipeline(STAGES);
+            let tid = thread_idx().x;
+            for t in 0..tiles + STAGES - 1 {{
+                if STAGES > 1 && t >= STAGES - 1 {{
+                    {wait}
+                    sync_threads();
+                }}
+                if t < tiles {{
+                    pipe.copy(&mut ring[t % STAGES][tid * 4], &x[t * 128 + tid * 4], 16, 16);
+                }}
+                pipe.commit();
+                if STAGES == 1 {{
+                    pipe.wait(0);
+                    sync_threads();
+                }}
+                if t >= STAGES - 1 {{
+                    let u = t - (STAGES - 1);
+                    y[u * 128 + tid] = ring[u % STAGES][tid];
+                }}
+                if STAGES == 1 {{
+                    sync_threads();
+                }}
+            }}
+        }}"
+    )
+}
+
+#[test]
+fn pipeline_statements_lower_to_async_copies() {
+    let def = parse(
+        "arch(sm_70, sm_80), block(32), tune(STAGES = [1, 2, 3, 4, 5])",
+        &pipeline_kernel("pipe.wait(STAGES - 2);"),
+    );
+    let mut statements = Vec::new();
+    fn walk(block: &[Stmt], out: &mut Vec<String>) {
+        for stmt in block {
+            match stmt {
+                Stmt::AsyncCopy { bytes, .. } => out.push(format!("copy {bytes}")),
+                Stmt::AsyncCommit => out.push("commit".into()),
+                Stmt::AsyncWait { pending } => out.push(format!("wait {:?}", pending.kind)),
+                Stmt::If {
+                    then_body,
+                    else_body,
+                    ..
+                } => {
+                    walk(then_body, out);
+                    walk(else_body, out);
+                }
+                Stmt::For { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    walk(&def.ir.body, &mut statements);
+    assert_eq!(statements.len(), 4, "{statements:?}");
+    assert!(
+        statements[0].starts_with("wait Binary(Sub"),
+        "{statements:?}"
+    );
+    assert_eq!(
+        statements[1..],
+        ["copy 16", "commit", "wait Literal(Int(0))"]
+    );
+    for consts in def.variants() {
+        for arch in [Arch::Sm70, Arch::Sm80] {
+            crate::compile_ptx(&def, &consts, arch)
+                .unwrap_or_else(|e| panic!("STAGES = {consts:?}, {arch:?}: {e}"));
+        }
+    }
+}
+
+#[test]
+fn waiting_on_more_stages_than_exist_is_an_error_at_the_wait() {
+    // `STAGES - 1` after the copies were issued is one too many in the loop
+    // above, but the front cannot see the order; `STAGES` it can.
+    assert_error(
+        "arch(sm_80), block(32), tune(STAGES = [2, 3])",
+        &pipeline_kernel("pipe.wait(STAGES);"),
+        &[
+            "`pipe.wait(2)` waits on more stages than `pipe` has",
+            "`pipe` has 2 stage(s) in the variant k[STAGES=2]",
+            "Leave at most 1 in flight",
+        ],
+    );
+    let e = error(
+        "arch(sm_80), block(32), tune(STAGES = [2, 3])",
+        &pipeline_kernel("pipe.wait(STAGES);"),
+    );
+    assert_eq!(
+        e.lines().count(),
+        1,
+        "one error per wait, for its first variant:\n{e}"
+    );
+    // A literal count is checked against each variant's stage count.
+    assert_error(
+        "arch(sm_80), block(32), tune(STAGES = [2, 4])",
+        &pipeline_kernel("pipe.wait(3);"),
+        &["`pipe.wait(3)`", "in the variant k[STAGES=2]"],
+    );
+    // Guards: the wait only runs where `STAGES > 1`, so `STAGES - 2` is
+    // fine with STAGES = 1 in the tune space (it is not even evaluated).
+    parse(
+        "arch(sm_80), block(32), tune(STAGES = [1, 2])",
+        &pipeline_kernel("pipe.wait(STAGES - 2);"),
+    );
+    // ...and `pipe.wait(1)` under `if STAGES > 2` never meets STAGES = 2.
+    parse(
+        "arch(sm_80), block(32), tune(STAGES = [2, 3])",
+        &pipeline_kernel("if STAGES > 2 { pipe.wait(1); } else { pipe.wait(0); }"),
+    );
+    // A `constrain(..)`ed-away variant is not checked.
+    parse(
+        "arch(sm_80), block(32), tune(STAGES = [2, 3]), constrain(STAGES > 2)",
+        &pipeline_kernel("pipe.wait(2);"),
+    );
+    // Nor is a wait in a loop that runs no iteration in the variant.
+    parse(
+        "arch(sm_80), tune(S = [1, 2])",
+        "fn k<const S: u32>(y: &mut [f32]) {
+            let pipe = pipeline(S);
+            for i in 1..S { pipe.wait(1); }
+            y[0] = 1.0;
+        }",
+    );
+}
+
+#[test]
+fn pipeline_misuse_is_reported() {
+    assert_error(
+        "arch(sm_80), tune(S = [0, 2])",
+        "fn k(y: &mut [f32]) { let pipe = pipeline(S); y[0] = 1.0; }",
+        &["cannot find `S`"],
+    );
+    assert_error(
+        "arch(sm_80), tune(S = [0, 2])",
+        "fn k<const S: u32>(y: &mut [f32]) { let pipe = pipeline(S); pipe.commit(); y[0] = 1.0; }",
+        &["`pipe` has 0 stages in the variant k[S=0]"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(y: &mut [f32], n: u32) { let pipe = pipeline(n); pipe.commit(); y[0] = 1.0; }",
+        &["the stage count of a pipeline must be a compile-time constant"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(y: &mut [f32]) { let mut pipe = pipeline(2); pipe.commit(); y[0] = 1.0; }",
+        &["a pipeline is declared without `mut` or a type: `let pipe = pipeline(STAGES);`"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(y: &mut [f32]) { let pipe = pipeline(2); pipe.flush(); y[0] = 1.0; }",
+        &["unknown method `flush` of the pipeline `pipe`"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(y: &mut [f32]) { let pipe = pipeline(2); y[0] = pipe; }",
+        &["`pipe` is a pipeline, not a value"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(y: &mut [f32]) { pipeline(2); y[0] = 1.0; }",
+        &["`pipeline(STAGES)` declares a pipeline and is only allowed as the value of a `let`"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(x: &[f32], y: &mut [f32]) { let mut t: [f32; 4] = shared(); let pipe = pipeline(2); pipe.copy(&mut t[0], &x[0], 12, 12); y[0] = t[0]; }",
+        &["`pipe.copy` copies 4, 8 or 16 bytes, not 12"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k(x: &[f32], y: &mut [f32], w: u32) { let pipe = pipeline(2); pipe.wait(w); y[0] = x[0]; }",
+        &["the number of groups `pipe.wait` leaves pending must be a compile-time constant"],
+    );
+}
+
+#[test]
+fn a_misaligned_constant_copy_offset_is_an_error_at_the_destination() {
+    // Row R of [[f16; 12]; 4] starts at byte 24 R: 16-byte copies fit rows 0 and 2 only.
+    let kernel = "fn k<const R: u32>(x: &[f16], y: &mut [f16]) {
+        let mut t: [[f16; 12]; 4] = shared();
+        cp_async(&mut t[R][0], &x[0], 16, 16);
+        cp_async_commit();
+        cp_async_wait(0);
+        y[0] = t[0][0];
+    }";
+    assert_error(
+        "arch(sm_80), tune(R = [0, 1, 2])",
+        kernel,
+        &["`cp_async` of 16 bytes writes byte 24 of `t` in the variant k[R=1], which is not a multiple of 16: align the destination index to 8 elements"],
+    );
+    parse("arch(sm_80), tune(R = [0, 2])", kernel);
+    // Under a constant guard, only the variants that run the copy count.
+    parse(
+        "arch(sm_80), tune(R = [0, 1, 2])",
+        &kernel
+            .replace("cp_async(&mut t[R][0]", "if R != 1 { cp_async(&mut t[R][0]")
+            .replace("16, 16);", "16, 16); }"),
+    );
+}

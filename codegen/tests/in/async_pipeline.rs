@@ -1,6 +1,8 @@
-// A streaming copy through a STAGES-deep ring of shared tiles filled with
-// cp_async: cp.async groups on sm_80, synchronous loads and stores on sm_70.
-#[kernel(arch(sm_70, sm_80), block(128), tune(STAGES = [1, 3]))]
+// A streaming copy through a STAGES-deep ring of shared tiles filled with the
+// raw cp_async statements, each wait right after its copies: cp.async groups
+// on sm_80; on sm_70 register staging, with the stores at the wait. A copy
+// names all 16 source bytes even when it reads fewer, so x holds whole chunks.
+#[kernel(arch(sm_70, sm_80), block(128), tune(STAGES = [1, 3]), requires(x.len() % 4 == 0))]
 fn async_pipeline<const STAGES: u32>(x: &[f32], y: &mut [f32], tiles: u32) {
     let mut ring: [[f32; 512]; STAGES] = shared();
     let tid = thread_idx().x;

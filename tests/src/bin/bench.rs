@@ -2,8 +2,9 @@
 //! random inputs larger than L2.
 //!
 //! `bench` times the `cp_async` stream (`stream_scale`, every variant, the best
-//! beside `cuMemcpyDtoD`), the f16, bf16, tf32 and s8 Tensor Core GEMMs at 8192^3 (every
-//! 16-byte-copy variant, the best beside cuBLAS, the best per pipeline depth),
+//! beside `cuMemcpyDtoD`), the f16, bf16, tf32 and s8 Tensor Core GEMMs and the sm_70
+//! `wmma` f16 GEMM (register-staged pipelines) at 8192^3 (every 16-byte-copy
+//! variant, the best beside cuBLAS, the best per pipeline depth),
 //! every variant of the SIMT f32 GEMM at 8192^3 and the fastest against cuBLAS
 //! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
 //! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):
@@ -17,7 +18,7 @@ use std::process::ExitCode;
 use warpforge::{
     bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, MatrixLayout, Runtime,
 };
-use warpforge_kernels::{gemm, gemm_tc, stream};
+use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::{run_seed, GemmFloat, Inputs};
 
@@ -199,8 +200,8 @@ type Launch<'a, I, O> = dyn Fn(
     ) -> Result<(), Error>
     + 'a;
 
-/// Every `ALIGNED` variant of the f16, bf16, tf32 and s8 Tensor Core GEMMs at
-/// `size`^3 whose name holds `only`.
+/// Every `ALIGNED` variant of the f16, bf16, tf32 and s8 Tensor Core GEMMs,
+/// and every variant of the `wmma` GEMM, at `size`^3 whose name holds `only`.
 fn bench_gemm_16bit(
     rt: &Runtime,
     size: usize,
@@ -218,6 +219,7 @@ fn bench_gemm_16bit(
         rt,
         size,
         only,
+        "gemm_f16",
         GemmPrecision::F16,
         &f16_names,
         &|rt, i, a, b, c, dims| {
@@ -239,6 +241,7 @@ fn bench_gemm_16bit(
         rt,
         size,
         only,
+        "gemm_bf16",
         GemmPrecision::Bf16,
         &bf16_names,
         &|rt, i, a, b, c, dims| {
@@ -259,6 +262,7 @@ fn bench_gemm_16bit(
         rt,
         size,
         only,
+        "gemm_tf32",
         GemmPrecision::Tf32,
         &tf32_names,
         &|rt, i, a, b, c, dims| {
@@ -280,6 +284,7 @@ fn bench_gemm_16bit(
         rt,
         size,
         only,
+        "gemm_s8",
         GemmPrecision::I8,
         &s8_names,
         &|rt, i, a, b, c, dims| gemm_tc::gemm_s8_with(rt, s8_variants[i], a, b, c, dims, 1, 0),
@@ -292,6 +297,26 @@ fn bench_gemm_16bit(
                 format!("{differ} of {} elements differ", ours.len()),
             )
         },
+    )?;
+    // The sm_70 form: its copies are staged through registers, so STAGES
+    // shows what that overlap is worth.
+    let wmma_variants = gemm_wmma::gemm_f16_wmma::variants();
+    let wmma_names: Vec<(String, u32)> = wmma_variants
+        .iter()
+        .map(|c| (format!("{c:?}"), c.STAGES))
+        .collect();
+    bench_gemm_tc(
+        rt,
+        size,
+        only,
+        "gemm_f16_wmma",
+        GemmPrecision::F16,
+        &wmma_names,
+        &|rt, i, a, b, c, dims| {
+            gemm_wmma::gemm_f16_wmma_with(rt, wmma_variants[i], a, b, c, dims, 1.0, 0.0)
+        },
+        &float_values::<f16>,
+        &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3),
     )
 }
 
@@ -309,8 +334,8 @@ fn agree_within<T: GemmFloat>(ours: &[T], theirs: &[T], tolerance: f64) -> (bool
     (d.passes(tolerance), d.to_string())
 }
 
-/// The variants (debug name, stages) of one Tensor Core GEMM at `size`^3 (A
-/// row-major, B column-major) whose name holds `only`, then the best beside
+/// The variants (debug name, stages) of one Tensor Core GEMM `kernel` at
+/// `size`^3 (A row-major, B column-major) whose name holds `only`, then the best beside
 /// cuBLAS GemmEx of the same precision, alternating, then the best per
 /// pipeline depth. `values` draws the inputs; `agree` says whether our result
 /// matches cuBLAS's, and how far apart they are.
@@ -319,6 +344,7 @@ fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     rt: &Runtime,
     size: usize,
     only: &str,
+    kernel: &str,
     precision: GemmPrecision,
     variants: &[(String, u32)],
     launch: &Launch<'_, I, O>,
@@ -331,7 +357,7 @@ fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     let mut c: DeviceBuffer<O> = rt.alloc_zeroed(size * size)?;
     let s = size as u32;
     let kind = precision.name();
-    println!("\n{kind} GEMM {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
+    println!("\n{kernel}, {kind} GEMM {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
     let mut results = Vec::new();
     for (index, (name, stages)) in variants
         .iter()
@@ -383,7 +409,7 @@ fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
     println!("|---|---|---|---|");
     println!(
-        "| warpforge {kind} GEMM {} | {ours:.3} | {:.1} | {:.3}x |",
+        "| warpforge {kernel} {} | {ours:.3} | {:.1} | {:.3}x |",
         variants[best].0,
         tflops(size, ours),
         theirs / ours
@@ -399,7 +425,7 @@ fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     );
     println!("\nwarpforge vs cuBLAS result: {difference}");
     if !agrees {
-        return Err(format!("the {kind} GEMM disagrees with cuBLAS: {difference}").into());
+        return Err(format!("{kernel} disagrees with cuBLAS: {difference}").into());
     }
 
     println!("\n| STAGES | best variant | ms | TFLOP/s |");

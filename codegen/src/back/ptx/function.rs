@@ -7,6 +7,7 @@ use std::fmt;
 
 use super::features::{Feature, FeatureUse};
 use super::regs::{Reg, RegAlloc, RegClass};
+use super::staging::Staging;
 use super::usage::Usage;
 use crate::ir::{Arch, Kernel, Literal, LocalId, ParamType, Scalar, Space};
 use crate::Error;
@@ -71,6 +72,8 @@ pub struct Emitter<'k> {
     /// The 32-bit shared-window address of the shared block.
     pub shared_base: Option<Reg>,
     pub params: Vec<ParamRegs>,
+    /// Register staging of async copies, on targets without `cp.async`.
+    pub staging: Option<Staging>,
 }
 
 /// The arithmetic type suffix of a value type. i8/u8 compute in 32 bits and
@@ -145,10 +148,12 @@ impl<'k> Emitter<'k> {
                 shared_bytes += elements * local.ty.size_bytes();
             }
         }
+        let features = FeatureUse::new(arch);
+        let staging = (!features.available(Feature::CpAsync)).then(|| Staging::new(kernel));
         Emitter {
             kernel,
             arch,
-            features: FeatureUse::new(arch),
+            features,
             regs: RegAlloc::default(),
             usage: Usage::of(kernel),
             lines: Vec::new(),
@@ -159,6 +164,7 @@ impl<'k> Emitter<'k> {
             shared_bytes,
             shared_base: None,
             params: vec![ParamRegs::Unused; kernel.params.len()],
+            staging,
         }
     }
 
@@ -262,7 +268,8 @@ impl<'k> Emitter<'k> {
         regs
     }
 
-    /// Loads every used parameter once, at entry, and the shared base.
+    /// Loads every used parameter once, at entry, and the shared base;
+    /// clears the flags of staged copies.
     pub fn prologue(&mut self) {
         let kernel = self.kernel;
         for (index, param) in kernel.params.iter().enumerate() {
@@ -306,6 +313,7 @@ impl<'k> Emitter<'k> {
             self.ins(format!("mov.u32 {base}, {SHARED_SYMBOL}"));
             self.shared_base = Some(base);
         }
+        self.staging_flags();
     }
 
     /// The body lines, with register declarations in front.

@@ -19,7 +19,8 @@
 //! (places and atomics), `math` (intrinsics), `regs` (register classes),
 //! `usage` (a pre-pass over the body), `vectorize` (adjacent shared-memory
 //! moves as one vector access), `warp` (Tensor Core operations, `ldmatrix`,
-//! operand packing, async copies), [`features`] (what each construct needs
+//! operand packing, async copies), `staging` (the sm_70 form of async
+//! copies: register staging, planned over the kernel), [`features`] (what each construct needs
 //! of the target, in one table) and `check` (those needs checked per arch on
 //! a kernel family, for the front). A new statement is a new case in
 //! `stmt`, its operands come from `memory`/`regs`, and what it needs of the
@@ -33,6 +34,7 @@ mod function;
 mod math;
 mod memory;
 mod regs;
+mod staging;
 mod stmt;
 mod usage;
 mod vectorize;

@@ -48,9 +48,11 @@ impl Emitter<'_> {
                 step,
                 body,
                 ..
-            } => self.for_loop(*var, start, end, step, body),
-            Stmt::While { cond, body } => self.while_loop(cond, body),
+            } => self.for_loop(stmt, *var, start, end, step, body),
+            Stmt::While { cond, body } => self.while_loop(stmt, cond, body),
             Stmt::Break | Stmt::Continue => {
+                // Staged copies of this loop iteration land before it ends.
+                self.store_staged(stmt)?;
                 let target = self
                     .loops
                     .last()
@@ -80,9 +82,9 @@ impl Emitter<'_> {
                 src,
                 bytes,
                 src_bytes,
-            } => self.async_copy(dst, src, *bytes, src_bytes),
+            } => self.async_copy(stmt, dst, src, *bytes, src_bytes),
             Stmt::AsyncCommit => self.async_commit(),
-            Stmt::AsyncWait { pending } => self.async_wait(pending),
+            Stmt::AsyncWait { pending } => self.async_wait(stmt, pending),
         }
     }
 
@@ -136,9 +138,11 @@ impl Emitter<'_> {
     /// The bottom test never computes `var + step` past `end`, so no wrap
     /// can turn the loop endless: with step 1, `var + 1 <= end` always;
     /// otherwise the loop goes on while `end - var > step` (unsigned, exact
-    /// for signed types too since `var < end`).
+    /// for signed types too since `var < end`). `site` is the loop's
+    /// statement, where staged copies of an iteration are stored.
     fn for_loop(
         &mut self,
+        site: &Stmt,
         var: LocalId,
         start: &Expr,
         end: &Expr,
@@ -169,6 +173,7 @@ impl Emitter<'_> {
         });
         self.block(body)?;
         self.loops.pop();
+        self.store_staged(site)?;
         self.place_label(&cont_label);
         if step == Operand::Imm("1".into()) {
             // `var < end` in the body, so `var + 1` cannot wrap.
@@ -203,7 +208,8 @@ impl Emitter<'_> {
         }
     }
 
-    fn while_loop(&mut self, cond: &Expr, body: &[Stmt]) -> Result<(), Error> {
+    /// `site` is the loop's statement, where staged copies of an iteration are stored.
+    fn while_loop(&mut self, site: &Stmt, cond: &Expr, body: &[Stmt]) -> Result<(), Error> {
         let n = self.label_id();
         let (head_label, end_label) = (format!("$while{n}_head"), format!("$while{n}_end"));
         self.place_label(&head_label);
@@ -218,6 +224,7 @@ impl Emitter<'_> {
         });
         self.block(body)?;
         self.loops.pop();
+        self.store_staged(site)?;
         self.ins(format!("bra {head_label}"));
         self.place_label(&end_label);
         Ok(())

@@ -6,21 +6,20 @@
 //! `mma`/`ldmatrix`/`wmma` operand accepts; accumulators are `.f32` or
 //! `.b32` (s32). `.sync.aligned` instructions are never predicated per lane.
 //!
-//! `cp.async` needs sm_80. On sm_70 a copy is a synchronous load and store
-//! (one vector access when all `src_bytes` are present, element by element
-//! otherwise), and commit and wait emit nothing: the same source is correct
-//! on both, and the barrier the kernel needs after a wait is there anyway.
+//! `cp.async` needs sm_80. On sm_70 copies are staged through registers
+//! (`staging`): a copy is a load where it is issued and a store at the next
+//! wait or the end of its loop iteration; commit emits nothing. The same
+//! source is correct on both, and the barrier the kernel needs after a wait
+//! is there anyway.
 
 use super::features::Feature;
-use super::function::{mem_type, Emitter, Operand};
+use super::function::{Emitter, Operand};
 use super::regs::Reg;
-use crate::ir::{
-    Expr, Fragment, Intrinsic, Literal, MatrixOp, MmaKind, Place, Scalar, WmmaOperand,
-};
+use crate::ir::{Expr, Fragment, Intrinsic, MatrixOp, MmaKind, Place, Scalar, Stmt, WmmaOperand};
 use crate::Error;
 
 /// `{%r1, %r2, ..}`.
-fn brace(regs: &[Reg]) -> String {
+pub(super) fn brace(regs: &[Reg]) -> String {
     let names: Vec<String> = regs.iter().map(|r| r.to_string()).collect();
     format!("{{{}}}", names.join(", "))
 }
@@ -180,15 +179,17 @@ impl Emitter<'_> {
         Ok(Operand::Reg(word))
     }
 
+    /// `site` is the copy's statement (staging plans by statement).
     pub fn async_copy(
         &mut self,
+        site: &Stmt,
         dst: &Place,
         src: &Place,
         bytes: u32,
         src_bytes: &Expr,
     ) -> Result<(), Error> {
         if !self.features.available(Feature::CpAsync) {
-            return self.copy_now(dst, src, bytes, src_bytes);
+            return self.stage_copy(site, dst, src, bytes, src_bytes);
         }
         self.require(Feature::CpAsync)?;
         let dst = self.address(dst)?;
@@ -217,80 +218,18 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    pub fn async_wait(&mut self, pending: &Expr) -> Result<(), Error> {
-        if self.features.available(Feature::CpAsync) {
-            let Some(n) = pending.as_int() else {
-                return Err(self.error(
-                    "the count of `cp_async_wait` is not a constant: validate the kernel first",
-                ));
-            };
-            self.require(Feature::CpAsync)?;
-            self.ins(format!("cp.async.wait_group {n}"));
+    /// `site` is the wait's statement, where sm_70 stores staged copies.
+    pub fn async_wait(&mut self, site: &Stmt, pending: &Expr) -> Result<(), Error> {
+        if !self.features.available(Feature::CpAsync) {
+            return self.store_staged(site);
         }
-        Ok(())
-    }
-
-    /// The sm_70 form of a copy: one vector load and store of 32-bit words
-    /// when every source byte is present, else element by element with
-    /// zeros past `src_bytes`.
-    fn copy_now(
-        &mut self,
-        dst: &Place,
-        src: &Place,
-        bytes: u32,
-        src_bytes: &Expr,
-    ) -> Result<(), Error> {
-        let elem = self.place_type(dst);
-        let dst = self.address(dst)?;
-        let src = self.address(src)?;
-        let words: Vec<Reg> = (0..bytes / 4).map(|_| self.fresh(Scalar::U32)).collect();
-        let vector = match words.len() {
-            1 => "b32".to_string(),
-            n => format!("v{n}.b32"),
-        };
-        let words_op = if words.len() == 1 {
-            words[0].to_string()
-        } else {
-            brace(&words)
-        };
-        let whole = |e: &mut Self| {
-            e.ins(format!("ld.global.{vector} {words_op}, {src}"));
-            e.ins(format!("st.shared.{vector} {dst}, {words_op}"));
-        };
-        if src_bytes.as_int() == Some(bytes as i64) {
-            whole(self);
-            return Ok(());
-        }
-        let n = self.expr(src_bytes)?;
-        let id = self.label_id();
-        let (partial, end) = (format!("$copy{id}_partial"), format!("$copy{id}_end"));
-        let short = self.fresh(Scalar::Bool);
-        self.ins(format!("setp.lt.u32 {short}, {n}, {bytes}"));
-        self.ins(format!("@{short} bra {partial}"));
-        whole(self);
-        self.ins(format!("bra {end}"));
-        self.place_label(&partial);
-        for i in 0..bytes / elem.size_bytes() {
-            let offset = (i * elem.size_bytes()) as i64;
-            let value = self.fresh(elem);
-            let zero = if elem.is_float() {
-                Literal::Float(0.0)
-            } else {
-                Literal::Int(0)
-            };
-            let zero = self.literal(elem, zero);
-            self.mov(value, &zero);
-            let present = self.fresh(Scalar::Bool);
-            self.ins(format!("setp.gt.u32 {present}, {n}, {offset}"));
-            let ty = mem_type(elem);
-            let (src_base, src_off) = (src.base, src.offset + offset);
-            let (dst_base, dst_off) = (dst.base, dst.offset + offset);
-            self.ins(format!(
-                "@{present} ld.global.{ty} {value}, [{src_base}+{src_off}]"
+        let Some(n) = pending.as_int() else {
+            return Err(self.error(
+                "the count of `cp_async_wait` is not a constant: validate the kernel first",
             ));
-            self.ins(format!("st.shared.{ty} [{dst_base}+{dst_off}], {value}"));
-        }
-        self.place_label(&end);
+        };
+        self.require(Feature::CpAsync)?;
+        self.ins(format!("cp.async.wait_group {n}"));
         Ok(())
     }
 }

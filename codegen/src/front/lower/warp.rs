@@ -1,22 +1,150 @@
 //! Warp-collective matrix operations (`ldmatrix_*`, `mma_*`, `wmma_*`) and
-//! asynchronous copies (`cp_async*`): statements over fragments (rows of
-//! register arrays) and places.
+//! asynchronous copies (`cp_async*`, and pipelines: `let pipe =
+//! pipeline(STAGES);` with `pipe.copy(..)`, `pipe.commit()`,
+//! `pipe.wait(N)`): statements over fragments (rows of register arrays) and
+//! places.
 //!
 //! The front checks what the syntax and the types decide: argument shapes,
 //! element types, that fragments are rows of register arrays and sources are
 //! shared or global elements. Fragment lengths, copy sizes and wait counts
 //! may depend on const params; the validator checks them per variant.
+//!
+//! A pipeline exists only in the front: its methods lower to the
+//! `cp_async*` statements, and what it adds is its stage count, against
+//! which the front checks every wait in every variant ([`check_variants`]), so
+//! that waiting on more stages than exist is an error at the wait. A copy
+//! whose destination offset is a constant over const params is checked for
+//! alignment the same way (the validator checks the offsets that become
+//! literals only after unrolling, without a span).
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
 
 use super::{call_name, index_chain, peel, Access, Binding, ConstantRole, Lowered, Lowerer};
+use crate::def::KernelDef;
+use crate::eval;
+use crate::front::errors::Errors;
 use crate::ir::{
-    Expr, Fragment, MatrixLayout, MatrixOp, MmaKind, ParamType, Place, Scalar, Space, Stmt,
-    WmmaOperand,
+    BinaryOp, Expr, ExprKind, Fragment, Literal, MatrixLayout, MatrixOp, MmaKind, ParamType, Place,
+    Scalar, Space, Stmt, WmmaOperand,
 };
 
 /// The statement functions of this module, for the list of callable functions.
 pub const WARP_FUNCTIONS: &str = "ldmatrix_x1/x2/x4[_trans], mma_m16n8k16_f16, mma_m16n8k16_bf16, \
      mma_m16n8k8_tf32, mma_m16n8k32_s8, mma_m16n8k32_u8, wmma_load_{a,b,c}_{row,col}, \
      wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait";
+
+/// The methods of a pipeline, for messages.
+const PIPELINE_METHODS: &str =
+    "`copy(&mut tile[..], &src[i], BYTES, src_bytes)`, `commit()` and `wait(N)`";
+
+/// A pipeline in scope: `let pipe = pipeline(STAGES);`.
+pub struct Pipeline {
+    name: String,
+    /// The number of stages: a `u32` constant over const params.
+    stages: Expr,
+}
+
+/// A condition on const values that every variant must meet where a
+/// statement runs, checked once the variants are known.
+pub struct VariantCheck {
+    /// What the error points at: the stage count of a declaration, the
+    /// count of a wait, the destination of a copy.
+    at: TokenStream,
+    /// Constant conditions that hold where the statement is (see
+    /// `Lowerer::guards`): a variant that fails one never runs it.
+    guards: Vec<Expr>,
+    kind: VariantCheckKind,
+}
+
+enum VariantCheckKind {
+    /// `let pipeline = pipeline(stages)`: at least 1 stage.
+    Declaration { pipeline: String, stages: Expr },
+    /// `pipeline.wait(pending)`: `pending` less than `stages`.
+    Wait {
+        pipeline: String,
+        pending: Expr,
+        stages: Expr,
+    },
+    /// A copy of `bytes` bytes written by `function` to byte `offset` (a
+    /// `u32`) of the shared array `array`: a multiple of `bytes`.
+    Alignment {
+        function: String,
+        array: String,
+        elem: Scalar,
+        offset: Expr,
+        bytes: u32,
+    },
+}
+
+/// Reports each [`VariantCheck`] that some variant of `def` fails, at its
+/// statement, naming the first such variant. Expressions a variant cannot
+/// evaluate (an overflow) are left to specialization, which reports them
+/// for the variants that reach them. The variants are already enumerated
+/// for the macro (`constrain(..)` must leave one); each check evaluates a
+/// few constant expressions per variant.
+pub fn check_variants(def: &KernelDef, checks: &[VariantCheck], errors: &mut Errors) {
+    if checks.is_empty() {
+        return;
+    }
+    let variants = def.variants();
+    let int = |e: &Expr, consts: &[i64]| match eval::eval(e, consts, &[]) {
+        Ok(Literal::Int(v)) => Some(v),
+        _ => None,
+    };
+    for check in checks {
+        for consts in &variants {
+            let reached = check
+                .guards
+                .iter()
+                .all(|g| eval::eval(g, consts, &[]) == Ok(Literal::Bool(true)));
+            if !reached {
+                continue;
+            }
+            let variant = def.variant_name(consts);
+            let message = match &check.kind {
+                VariantCheckKind::Declaration { pipeline: name, stages } => match int(stages, consts) {
+                    Some(0) => format!(
+                        "`{name}` has 0 stages in the variant {variant}: a pipeline has at least one stage, the number of shared buffers its copies rotate through"
+                    ),
+                    _ => continue,
+                },
+                VariantCheckKind::Alignment {
+                    function,
+                    array,
+                    elem,
+                    offset,
+                    bytes,
+                } => match int(offset, consts) {
+                    Some(at) if at % *bytes as i64 != 0 => format!(
+                        "`{function}` of {bytes} bytes writes byte {at} of `{array}` in the variant {variant}, which is not a multiple of {bytes}: \
+                         align the destination index to {} elements",
+                        bytes / elem.size_bytes()
+                    ),
+                    _ => continue,
+                },
+                VariantCheckKind::Wait {
+                    pipeline: name,
+                    pending,
+                    stages,
+                } => {
+                    match (int(pending, consts), int(stages, consts)) {
+                        (Some(n), Some(s)) if n >= s => format!(
+                            "`{name}.wait({n})` waits on more stages than `{name}` has: it leaves up to {n} groups of copies in flight, \
+                             and `{name}` has {s} stage(s) in the variant {variant}, so no stage is sure to be complete. \
+                             Leave at most {} in flight (the stage count minus 1); when the next copies are issued after the wait, \
+                             as in the usual loop, the stage count minus 2",
+                            s - 1
+                        ),
+                        _ => continue,
+                    }
+                }
+            };
+            errors.push(&check.at, message);
+            break;
+        }
+    }
+}
 
 /// Whether `name` is one of this module's statement functions.
 pub fn is_warp_statement(name: &str) -> bool {
@@ -132,25 +260,17 @@ impl Lowerer<'_> {
             }));
         }
         match name.as_str() {
-            "cp_async" => self.async_copy(c),
+            "cp_async" => {
+                self.arity(c, &c.args, 4, "cp_async")?;
+                self.async_copy(&c.args, "cp_async")
+            }
             "cp_async_commit" => {
                 self.arity(c, &c.args, 0, &name)?;
                 Ok(Stmt::AsyncCommit)
             }
             "cp_async_wait" => {
                 self.arity(c, &c.args, 1, &name)?;
-                let pending = self.expr(&c.args[0], Some(Scalar::U32))?;
-                self.check_type(
-                    &c.args[0],
-                    pending.ty,
-                    Scalar::U32,
-                    "the number of groups left pending",
-                )?;
-                self.check_constant(
-                    &c.args[0],
-                    &pending,
-                    ConstantRole::Size("the number of groups `cp_async_wait` leaves pending"),
-                )?;
+                let pending = self.wait_count(&c.args[0], "cp_async_wait")?;
                 Ok(Stmt::AsyncWait { pending })
             }
             _ => self.unknown_warp_function(c, &name),
@@ -164,65 +284,219 @@ impl Lowerer<'_> {
         )
     }
 
-    /// `cp_async(&mut tile[..], &src[i], BYTES, src_bytes)`.
-    fn async_copy(&mut self, c: &syn::ExprCall) -> Lowered<Stmt> {
-        self.arity(c, &c.args, 4, "cp_async")?;
-        let Some(dst_expr) = mut_ref(&c.args[0]) else {
-            return self.err(&c.args[0], "the first argument of `cp_async` is the shared destination, written `&mut tile[i][j]`");
+    /// `cp_async(&mut tile[..], &src[i], BYTES, src_bytes)` or
+    /// `pipe.copy(..)` with the same four arguments; `function` names it.
+    fn async_copy(&mut self, args: &Args, function: &str) -> Lowered<Stmt> {
+        let Some(dst_expr) = mut_ref(&args[0]) else {
+            return self.err(&args[0], format!("the first argument of `{function}` is the shared destination, written `&mut tile[i][j]`"));
         };
         let (dst, dst_ty) = self.place(dst_expr, Access::Write)?;
         if !self.is_shared(&dst) {
-            return self.err(dst_expr, "`cp_async` copies into shared memory: the destination must be an element of a `shared()` array");
+            return self.err(dst_expr, format!("`{function}` copies into shared memory: the destination must be an element of a `shared()` array"));
         }
-        let Some(src_expr) = shared_ref(&c.args[1]) else {
-            return self.err(&c.args[1], "the second argument of `cp_async` is the source element, written `&src[i]` for a slice parameter `src`");
+        let Some(src_expr) = shared_ref(&args[1]) else {
+            return self.err(&args[1], format!("the second argument of `{function}` is the source element, written `&src[i]` for a slice parameter `src`"));
         };
         let (src, src_ty) = self.place(src_expr, Access::Read)?;
         if !matches!(src, Place::Global { .. }) {
-            return self.err(src_expr, "`cp_async` copies from global memory: the source must be an element of a slice parameter");
+            return self.err(src_expr, format!("`{function}` copies from global memory: the source must be an element of a slice parameter"));
         }
         if src_ty != dst_ty {
             return self.err(
-                &c.args[1],
+                &args[1],
                 format!(
-                    "`cp_async` copies bytes between arrays of one element type, but the destination holds `{}` and the source `{}`",
+                    "`{function}` copies bytes between arrays of one element type, but the destination holds `{}` and the source `{}`",
                     dst_ty.name(),
                     src_ty.name()
                 ),
             );
         }
-        let bytes = self.expr(&c.args[2], Some(Scalar::U32))?;
-        self.check_type(&c.args[2], bytes.ty, Scalar::U32, "the copy size")?;
+        let bytes = self.expr(&args[2], Some(Scalar::U32))?;
+        self.check_type(&args[2], bytes.ty, Scalar::U32, "the copy size")?;
         self.check_constant(
-            &c.args[2],
+            &args[2],
             &bytes,
-            ConstantRole::Size("the size of a `cp_async` copy"),
+            ConstantRole::Size(&format!("the size of a `{function}` copy")),
         )?;
         let Some(bytes) = bytes.as_int() else {
             return self.err(
-                &c.args[2],
-                "the size of a `cp_async` copy is written as a literal: 4, 8 or 16",
+                &args[2],
+                format!("the size of a `{function}` copy is written as a literal: 4, 8 or 16"),
             );
         };
         if !matches!(bytes, 4 | 8 | 16) {
             return self.err(
-                &c.args[2],
-                format!("`cp_async` copies 4, 8 or 16 bytes, not {bytes}: split larger copies, and copy smaller pieces with plain loads and stores"),
+                &args[2],
+                format!("`{function}` copies 4, 8 or 16 bytes, not {bytes}: split larger copies, and copy smaller pieces with plain loads and stores"),
             );
         }
-        let src_bytes = self.expr(&c.args[3], Some(Scalar::U32))?;
+        let src_bytes = self.expr(&args[3], Some(Scalar::U32))?;
         self.check_type(
-            &c.args[3],
+            &args[3],
             src_bytes.ty,
             Scalar::U32,
             "the number of source bytes to read",
         )?;
+        if let Some((array, offset)) = self.constant_byte_offset(&dst) {
+            self.variant_checks.push(VariantCheck {
+                at: args[0].to_token_stream(),
+                guards: self.guards.clone(),
+                kind: VariantCheckKind::Alignment {
+                    function: function.to_string(),
+                    array,
+                    elem: dst_ty,
+                    offset,
+                    bytes: bytes as u32,
+                },
+            });
+        }
         Ok(Stmt::AsyncCopy {
             dst,
             src,
             bytes: bytes as u32,
             src_bytes,
         })
+    }
+
+    /// The array of an element and the element's byte offset in it as a
+    /// `u32` expression, when every index is a constant over const params
+    /// and literals.
+    fn constant_byte_offset(&self, place: &Place) -> Option<(String, Expr)> {
+        let Place::Local { local, indices } = place else {
+            return None;
+        };
+        if !indices.iter().all(|i| self.is_constant(i)) {
+            return None;
+        }
+        let decl = &self.locals[*local as usize];
+        let as_u32 = |e: &Expr| match e.ty {
+            Scalar::U32 => e.clone(),
+            _ => Expr {
+                ty: Scalar::U32,
+                kind: ExprKind::Cast(Box::new(e.clone())),
+            },
+        };
+        let mut flat = Expr::u32(0);
+        for (index, dim) in indices.iter().zip(&decl.dims) {
+            let scaled = Expr::binary(BinaryOp::Mul, flat, as_u32(dim));
+            flat = Expr::binary(BinaryOp::Add, scaled, as_u32(index));
+        }
+        let offset = Expr::binary(BinaryOp::Mul, flat, Expr::u32(decl.ty.size_bytes()));
+        Some((decl.name.clone(), offset))
+    }
+
+    /// The count of a wait: a `u32` constant over const params.
+    fn wait_count(&mut self, arg: &syn::Expr, function: &str) -> Lowered<Expr> {
+        let pending = self.expr(arg, Some(Scalar::U32))?;
+        self.check_type(
+            arg,
+            pending.ty,
+            Scalar::U32,
+            "the number of groups left pending",
+        )?;
+        self.check_constant(
+            arg,
+            &pending,
+            ConstantRole::Size(&format!("the number of groups `{function}` leaves pending")),
+        )?;
+        Ok(pending)
+    }
+
+    /// `let pipe = pipeline(STAGES);`: the pipeline `pipe` binds.
+    pub(super) fn pipeline_decl(
+        &mut self,
+        local: &syn::Local,
+        ident: Option<&proc_macro2::Ident>,
+        mutable: bool,
+        annotation: Option<&syn::Type>,
+        c: &syn::ExprCall,
+    ) -> Lowered<usize> {
+        let Some(ident) = ident else {
+            return self.err(
+                &local.pat,
+                "a pipeline needs a name to call its methods on: `let pipe = pipeline(STAGES);`",
+            );
+        };
+        if mutable || annotation.is_some() {
+            return self.err(&local.pat, format!("a pipeline is declared without `mut` or a type: `let {ident} = pipeline(STAGES);`"));
+        }
+        self.arity(c, &c.args, 1, "pipeline")?;
+        let stages = self.expr(&c.args[0], Some(Scalar::U32))?;
+        self.check_type(
+            &c.args[0],
+            stages.ty,
+            Scalar::U32,
+            "the stage count of a pipeline",
+        )?;
+        self.check_constant(
+            &c.args[0],
+            &stages,
+            ConstantRole::Size("the stage count of a pipeline"),
+        )?;
+        let name = ident.to_string();
+        self.variant_checks.push(VariantCheck {
+            at: c.args[0].to_token_stream(),
+            guards: self.guards.clone(),
+            kind: VariantCheckKind::Declaration {
+                pipeline: name.clone(),
+                stages: stages.clone(),
+            },
+        });
+        self.pipelines.push(Pipeline { name, stages });
+        Ok(self.pipelines.len() - 1)
+    }
+
+    /// The pipeline `receiver` names, if it is a name bound to one.
+    pub(super) fn pipeline_of(&self, receiver: &syn::Expr) -> Option<usize> {
+        let syn::Expr::Path(p) = peel(receiver) else {
+            return None;
+        };
+        match self.lookup(p.path.get_ident()?)? {
+            Binding::Pipeline(id) => Some(id),
+            _ => None,
+        }
+    }
+
+    /// `pipe.copy(..)`, `pipe.commit()` or `pipe.wait(N)` on the pipeline `id`.
+    pub(super) fn pipeline_statement(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        id: usize,
+    ) -> Lowered<Stmt> {
+        let pipe = self.pipelines[id].name.clone();
+        let method = m.method.to_string();
+        let function = format!("{pipe}.{method}");
+        if let Some(t) = &m.turbofish {
+            return self.err(t, "turbofish `::<..>` is not supported in kernels");
+        }
+        match method.as_str() {
+            "copy" => {
+                self.arity(m, &m.args, 4, &function)?;
+                self.async_copy(&m.args, &function)
+            }
+            "commit" => {
+                self.arity(m, &m.args, 0, &function)?;
+                Ok(Stmt::AsyncCommit)
+            }
+            "wait" => {
+                self.arity(m, &m.args, 1, &function)?;
+                let pending = self.wait_count(&m.args[0], &function)?;
+                self.variant_checks.push(VariantCheck {
+                    at: m.args[0].to_token_stream(),
+                    guards: self.guards.clone(),
+                    kind: VariantCheckKind::Wait {
+                        pipeline: pipe,
+                        pending: pending.clone(),
+                        stages: self.pipelines[id].stages.clone(),
+                    },
+                });
+                Ok(Stmt::AsyncWait { pending })
+            }
+            _ => self.err(
+                &m.method,
+                format!("unknown method `{method}` of the pipeline `{pipe}`: a pipeline has {PIPELINE_METHODS}"),
+            ),
+        }
     }
 
     fn is_shared(&self, place: &Place) -> bool {
@@ -386,6 +660,9 @@ impl Lowerer<'_> {
         Ok(stride)
     }
 }
+
+/// The arguments of a call or method call.
+type Args = syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>;
 
 /// The operand of `&mut x`.
 fn mut_ref(e: &syn::Expr) -> Option<&syn::Expr> {
