@@ -11,6 +11,7 @@ pub mod gemm_wmma;
 pub mod reduce;
 pub mod simple;
 pub mod softmax;
+pub mod sparse;
 pub mod stream;
 
 use warpforge::__private::KernelDef;
