@@ -1,6 +1,7 @@
 //! 2:4 structured sparsity on the host: pruning, compression into the layout
 //! the sparse GEMM ([`crate::gemm_sparse`]) reads, decompression and the 2:4
-//! check, for f16 and bf16.
+//! check, for f16 and bf16. The same operations run on the GPU as DSL kernels
+//! in [`device`], bit for bit the same.
 //!
 //! A matrix is 2:4 when every group of 4 consecutive elements along a row
 //! (k, the reduction dimension of `A` in `A B`) holds at most 2 nonzero
@@ -36,6 +37,8 @@
 use std::fmt;
 
 use warpforge::{bf16, f16, DeviceScalar};
+
+pub mod device;
 
 /// Elements per group: at most 2 of every 4 are nonzero.
 pub const GROUP: usize = 4;
