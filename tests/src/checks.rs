@@ -328,17 +328,6 @@ fn check_gemm_16bit<T: Half>(
                 reference::gemm_general(&spec, &widen(&a), &widen(&b), c.as_deref(), None)
             })
             .collect();
-        let tolerance = GemmTolerance {
-            precision,
-            k,
-            activation: Activation::Identity,
-        };
-        // Four times the relative L2 of rounding every output once.
-        let typical_error = if precision == GemmPrecision::Bf16 {
-            1e-2
-        } else {
-            1e-3
-        };
         let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b)?)))();
         let (da, db) = match uploaded {
             Ok(v) => v,
@@ -367,36 +356,65 @@ fn check_gemm_16bit<T: Half>(
                     )?;
                     Ok(widen(&rt.download(&dc)?))
                 };
-                match run() {
-                    Err(e) if *aligned && k % 8 != 0 => {
-                        let named = e.to_string().contains("k % 8 == 0");
-                        report.check(&what, named, format!("refused as it must be: {e}"));
-                    }
-                    Ok(_) if *aligned && k % 8 != 0 => {
-                        report.check(
-                            &what,
-                            false,
-                            "ran with k not a multiple of 8 instead of refusing",
-                        );
-                    }
-                    Ok(out) => {
-                        // The bound is a worst case (it grows with k); the
-                        // relative L2 error must also be near the output's
-                        // rounding, which a missing or doubled k-tile is not.
-                        let check = compare::check_gemm(&out, expected, &tolerance);
-                        let narrow: Vec<f32> = out.iter().map(|&v| v as f32).collect();
-                        let d = deviation(&narrow, &expected.values);
-                        let ok = check.passes() && d.rel_l2 <= typical_error;
-                        report.check(
-                            &what,
-                            ok,
-                            format!("{check}; {d} (at most {typical_error:.0e})"),
-                        );
-                    }
-                    Err(e) => report.error(&what, e),
-                }
+                judge_gemm_16bit(report, &what, run(), *aligned, expected, precision, k);
             }
         }
+    }
+}
+
+/// Records one run of a 16-bit GEMM variant on an m x n x k problem: a
+/// variant that copies 16-byte chunks (`aligned`) must refuse a `k` that is
+/// not a multiple of 8 with an `Err` naming the requirement; any other run
+/// must match the float64 reference element by element within the bound of
+/// [`GemmTolerance`] for `precision`, with a relative L2 error near the
+/// output's rounding.
+pub fn judge_gemm_16bit(
+    report: &mut Report,
+    what: &str,
+    run: Result<Vec<f64>, Error>,
+    aligned: bool,
+    expected: &GemmReference,
+    precision: GemmPrecision,
+    k: usize,
+) {
+    let tolerance = GemmTolerance {
+        precision,
+        k,
+        activation: Activation::Identity,
+    };
+    // Four times the relative L2 of rounding every output once.
+    let typical_error = if precision == GemmPrecision::Bf16 {
+        1e-2
+    } else {
+        1e-3
+    };
+    match run {
+        Err(e) if aligned && k % 8 != 0 => {
+            let named = e.to_string().contains("k % 8 == 0");
+            report.check(what, named, format!("refused as it must be: {e}"));
+        }
+        Ok(_) if aligned && k % 8 != 0 => {
+            report.check(
+                what,
+                false,
+                "ran with k not a multiple of 8 instead of refusing",
+            );
+        }
+        Ok(out) => {
+            // The bound is a worst case (it grows with k); the
+            // relative L2 error must also be near the output's
+            // rounding, which a missing or doubled k-tile is not.
+            let check = compare::check_gemm(&out, expected, &tolerance);
+            let narrow: Vec<f32> = out.iter().map(|&v| v as f32).collect();
+            let d = deviation(&narrow, &expected.values);
+            let ok = check.passes() && d.rel_l2 <= typical_error;
+            report.check(
+                what,
+                ok,
+                format!("{check}; {d} (at most {typical_error:.0e})"),
+            );
+        }
+        Err(e) => report.error(what, e),
     }
 }
 
