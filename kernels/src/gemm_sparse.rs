@@ -439,3 +439,21 @@ pub fn sparse_gemm_bf16(
     };
     gemm_sparse_bf16_with(rt, consts, a, b, c, (m, n, k), alpha, beta)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_variant_is_a_variant_for_every_k() {
+        for k in [1, 63, 64, 4095, 8192] {
+            let d = default_variant(k);
+            assert!(gemm_sparse_f16::variants().contains(&d), "k = {k}: {d:?}");
+            assert_eq!(d.ALIGNED, k % 8 == 0);
+            let values = d.values();
+            assert!(gemm_sparse_bf16::variants()
+                .iter()
+                .any(|c| c.values() == values));
+        }
+    }
+}
