@@ -350,6 +350,35 @@ impl MmaKind {
     }
 }
 
+/// The element type of a sparse [`MatrixOp::MmaSparse`]: `mma.sp`
+/// m16n8k32 with f32 accumulators (sm_80).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SparseMmaKind {
+    F16,
+    Bf16,
+}
+
+impl SparseMmaKind {
+    pub const ALL: [SparseMmaKind; 2] = [SparseMmaKind::F16, SparseMmaKind::Bf16];
+
+    /// The DSL function: `mma_sp_m16n8k32_f16`, or with `ordered`
+    /// `mma_sp_ordered_m16n8k32_f16`, ...
+    pub fn function(self, ordered: bool) -> String {
+        let ty = match self {
+            SparseMmaKind::F16 => "f16",
+            SparseMmaKind::Bf16 => "bf16",
+        };
+        let form = if ordered { "_ordered" } else { "" };
+        format!("mma_sp{form}_m16n8k32_{ty}")
+    }
+
+    /// 32-bit registers per lane of A (the compressed 16 x 16 tile), B
+    /// (32 x 8) and the accumulator (16 x 8).
+    pub fn registers(self) -> (u32, u32, u32) {
+        (4, 4, 4)
+    }
+}
+
 /// The operands of a Volta `wmma` m16n16k16 f16 operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WmmaOperand {
@@ -392,6 +421,30 @@ pub enum MatrixOp {
         acc: Fragment,
         a: Fragment,
         b: Fragment,
+    },
+    /// `acc = a b + acc` with A 2:4 sparse on the Tensor Cores (sm_80 `mma.sp`
+    /// m16n8k32, A row-major, B column-major, f32 accumulators). `a` holds
+    /// the compressed 16 x 16 tile of A (the kept values, two per group of
+    /// four along k) in the dense m16n8k16 A layout, `b` the 32 x 8 tile of B
+    /// (register `i` = rows `2t + 8i`, `+ 1` of column `g`), `acc` the dense
+    /// accumulator layout (ptx-notes.md §6). `metadata` is this lane's `u32`
+    /// word of 2-bit kept positions: lanes `t = 2 selector` and `+ 1` of each
+    /// quad supply it, row `g` in bits 0..16 and row `g + 8` above, columns
+    /// 0..16 (even `t`) or 16..32 (odd `t`), one nibble per group, lower
+    /// position in the low two bits.
+    MmaSparse {
+        kind: SparseMmaKind,
+        /// `mma.sp::ordered_metadata` (PTX 8.5) instead of `mma.sp` (PTX 7.1):
+        /// the same results for the sorted metadata every 2:4 compressor
+        /// emits; which is faster depends on the GPU.
+        ordered: bool,
+        acc: Fragment,
+        a: Fragment,
+        b: Fragment,
+        /// A `u32`.
+        metadata: Expr,
+        /// A `u32` constant expression: 0 or 1 after specialization.
+        selector: Expr,
     },
     /// `wmma.load`: a warp loads a 16x16 f16 operand (8 `u32` words per
     /// lane) or f32 accumulator (8 `f32`) from shared or global memory.
@@ -638,6 +691,7 @@ impl MatrixOp {
                 if *transpose { "_trans" } else { "" }
             ),
             MatrixOp::Mma { kind, .. } => kind.function().to_string(),
+            MatrixOp::MmaSparse { kind, ordered, .. } => kind.function(*ordered),
             MatrixOp::WmmaLoad {
                 operand, layout, ..
             } => format!("wmma_load_{}_{}", operand.name(), layout.name()),

@@ -343,6 +343,23 @@ impl Specializer<'_> {
                 a: self.fragment(a)?,
                 b: self.fragment(b)?,
             },
+            MatrixOp::MmaSparse {
+                kind,
+                ordered,
+                acc,
+                a,
+                b,
+                metadata,
+                selector,
+            } => MatrixOp::MmaSparse {
+                kind: *kind,
+                ordered: *ordered,
+                acc: self.fragment(acc)?,
+                a: self.fragment(a)?,
+                b: self.fragment(b)?,
+                metadata: self.expr(metadata)?,
+                selector: self.expr(selector)?,
+            },
             MatrixOp::WmmaLoad {
                 operand,
                 layout,

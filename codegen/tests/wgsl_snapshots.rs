@@ -39,6 +39,10 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
     ),
     ("shared_vector", "parameter `d: &mut [f64]`"),
     (
+        "sparse_mma",
+        "`cp_async` (asynchronous copies to shared memory)",
+    ),
+    (
         "tensor_core",
         "parameter `q: &[i8]` (WGSL storage has no 8-bit elements)",
     ),

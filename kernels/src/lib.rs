@@ -6,11 +6,13 @@
 //! shape logic (grids, which variant to take by default) next to each one.
 
 pub mod gemm;
+pub mod gemm_sparse;
 pub mod gemm_tc;
 pub mod gemm_wmma;
 pub mod reduce;
 pub mod simple;
 pub mod softmax;
+pub mod sparse;
 pub mod stream;
 
 use warpforge::__private::KernelDef;
@@ -29,6 +31,14 @@ pub fn all() -> Vec<&'static KernelDef> {
         gemm_tc::gemm_s8::def(),
         gemm_tc::gemm_tf32::def(),
         gemm_wmma::gemm_f16_wmma::def(),
+        gemm_sparse::gemm_sparse_f16::def(),
+        gemm_sparse::gemm_sparse_bf16::def(),
+        sparse::device::prune_2_4_f16::def(),
+        sparse::device::prune_2_4_bf16::def(),
+        sparse::device::compress_2_4_f16::def(),
+        sparse::device::compress_2_4_bf16::def(),
+        sparse::device::decompress_2_4_f16::def(),
+        sparse::device::decompress_2_4_bf16::def(),
         stream::stream_scale::def(),
     ]
 }

@@ -333,18 +333,6 @@ fn check_gemm_float<T: GemmFloat>(
                 reference::gemm_general(&spec, &widen(&a), &widen(&b), c.as_deref(), None)
             })
             .collect();
-        let tolerance = GemmTolerance {
-            precision,
-            k,
-            activation: Activation::Identity,
-        };
-        // Four times the relative L2 of rounding every output once (for tf32:
-        // of rounding every input, 2^-11 relative, which dominates).
-        let typical_error = match precision {
-            GemmPrecision::Bf16 => 1e-2,
-            GemmPrecision::Tf32 => 2e-3,
-            _ => 1e-3,
-        };
         let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b)?)))();
         let (da, db) = match uploaded {
             Ok(v) => v,
@@ -354,7 +342,6 @@ fn check_gemm_float<T: GemmFloat>(
             }
         };
         for (index, (name, k_multiple)) in variants.iter().enumerate() {
-            let refuses = k_multiple.is_some_and(|multiple| k % multiple != 0);
             for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
                 let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
                 let run = || -> Result<Vec<f64>, Error> {
@@ -374,37 +361,7 @@ fn check_gemm_float<T: GemmFloat>(
                     )?;
                     Ok(widen(&rt.download(&dc)?))
                 };
-                match run() {
-                    Err(e) if refuses => {
-                        let requirement = format!("k % {} == 0", k_multiple.unwrap_or(1));
-                        let named = e.to_string().contains(&requirement);
-                        report.check(&what, named, format!("refused as it must be: {e}"));
-                    }
-                    Ok(_) if refuses => {
-                        report.check(
-                            &what,
-                            false,
-                            format!(
-                                "ran with k not a multiple of {k_multiple:?} instead of refusing"
-                            ),
-                        );
-                    }
-                    Ok(out) => {
-                        // The bound is a worst case (it grows with k); the
-                        // relative L2 error must also be near the output's
-                        // rounding, which a missing or doubled k-tile is not.
-                        let check = compare::check_gemm(&out, expected, &tolerance);
-                        let narrow: Vec<f32> = out.iter().map(|&v| v as f32).collect();
-                        let d = deviation(&narrow, &expected.values);
-                        let ok = check.passes() && d.rel_l2 <= typical_error;
-                        report.check(
-                            &what,
-                            ok,
-                            format!("{check}; {d} (at most {typical_error:.0e})"),
-                        );
-                    }
-                    Err(e) => report.error(&what, e),
-                }
+                judge_gemm_float(report, &what, run(), *k_multiple, expected, precision, k);
             }
         }
     }
@@ -502,6 +459,65 @@ pub fn check_gemm_s8(
                 }
             }
         }
+    }
+}
+
+/// Records one run of a floating-point GEMM variant on an m x n x k problem:
+/// a variant that copies 16-byte chunks (`k_multiple`: the multiple of k it
+/// needs) must refuse any other `k` with an `Err` naming the requirement; any
+/// other run must match the float64 reference element by element within the
+/// bound of [`GemmTolerance`] for `precision`, with a relative L2 error near
+/// the output's rounding.
+pub fn judge_gemm_float(
+    report: &mut Report,
+    what: &str,
+    run: Result<Vec<f64>, Error>,
+    k_multiple: Option<usize>,
+    expected: &GemmReference,
+    precision: GemmPrecision,
+    k: usize,
+) {
+    let tolerance = GemmTolerance {
+        precision,
+        k,
+        activation: Activation::Identity,
+    };
+    // Four times the relative L2 of rounding every output once (for tf32: of
+    // rounding every input, 2^-11 relative, which dominates).
+    let typical_error = match precision {
+        GemmPrecision::Bf16 => 1e-2,
+        GemmPrecision::Tf32 => 2e-3,
+        _ => 1e-3,
+    };
+    let refuses = k_multiple.is_some_and(|multiple| k % multiple != 0);
+    match run {
+        Err(e) if refuses => {
+            let requirement = format!("k % {} == 0", k_multiple.unwrap_or(1));
+            let named = e.to_string().contains(&requirement);
+            report.check(what, named, format!("refused as it must be: {e}"));
+        }
+        Ok(_) if refuses => {
+            report.check(
+                what,
+                false,
+                format!("ran with k not a multiple of {k_multiple:?} instead of refusing"),
+            );
+        }
+        Ok(out) => {
+            // The bound is a worst case (it grows with k); the relative L2 error
+            // must also be near the output's rounding, which a missing or
+            // doubled k-tile is not.
+            let check = compare::check_gemm(&out, expected, &tolerance);
+            let narrow: Vec<f32> = out.iter().map(|&v| v as f32).collect();
+            let d = deviation(&narrow, &expected.values);
+            let ok = check.passes() && d.rel_l2 <= typical_error;
+            report.check(
+                what,
+                ok,
+                format!("{check}; {d} (at most {typical_error:.0e})"),
+            );
+        }
+        Err(e) => report.error(what, e),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod checks;
 pub mod compare;
 pub mod reference;
 pub mod report;
+pub mod sparse;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -132,6 +132,9 @@ enum ConstantRole<'a> {
     UnrollBound(&'static str),
     /// An array or block size, described.
     Size(&'a str),
+    /// An instruction's immediate operand, described: `#[unroll]` loop
+    /// variables are constants there too.
+    Immediate(&'a str),
 }
 
 /// How a place is used.
@@ -295,7 +298,9 @@ impl Lowerer<'_> {
         role: ConstantRole,
     ) -> Lowered<()> {
         let unroll_vars: &[LocalId] = match role {
-            ConstantRole::RegisterIndex(_) | ConstantRole::UnrollBound(_) => &self.unroll_vars,
+            ConstantRole::RegisterIndex(_)
+            | ConstantRole::UnrollBound(_)
+            | ConstantRole::Immediate(_) => &self.unroll_vars,
             ConstantRole::Size(_) => &[],
         };
         let Some(part) = constness::non_constant_part(expr, &self.names(), unroll_vars) else {
@@ -307,6 +312,9 @@ impl Lowerer<'_> {
             ),
             ConstantRole::UnrollBound(which) => format!(
                 "the {which} of an `#[unroll]` loop must be a compile-time constant (literals, const parameters and variables of enclosing `#[unroll]` loops), but this uses {part}: use a const parameter (`const N: u32` with `tune(N = [..])`) or remove `#[unroll]`"
+            ),
+            ConstantRole::Immediate(what) => format!(
+                "{what} must be a compile-time constant (literals, const parameters and variables of `#[unroll]` loops), but this uses {part}: mark the loop that makes it `#[unroll]`, or use a const parameter"
             ),
             ConstantRole::Size(what) => format!(
                 "{what} must be a compile-time constant (literals and const parameters), but this uses {part}: use a const parameter (`const N: u32` with `tune(N = [..])`)"

@@ -1928,3 +1928,109 @@ fn a_misaligned_constant_copy_offset_is_an_error_at_the_destination() {
             .replace("16, 16);", "16, 16); }"),
     );
 }
+
+#[test]
+fn sparse_mma_lowers_with_its_form_metadata_and_selector() {
+    let body = parse(
+        "arch(sm_80)",
+        "fn k(c: &mut [f32], meta: &[u32]) {
+            let a = [0u32; 4];
+            let b = [0u32; 4];
+            let mut acc = [[0.0f32; 4]; 2];
+            #[unroll]
+            for s in 0..2u32 {
+                mma_sp_ordered_m16n8k32_f16(&mut acc[s], &a, &b, meta[lane_id()], s);
+            }
+            mma_sp_m16n8k32_bf16(&mut acc[0], &a, &b, 0x4444_4444, 1);
+            c[0] = acc[1][0];
+        }",
+    )
+    .ir
+    .body;
+    let mut ops = Vec::new();
+    for stmt in &body {
+        let inner = match stmt {
+            Stmt::For { body, .. } => body.as_slice(),
+            other => std::slice::from_ref(other),
+        };
+        for s in inner {
+            if let Stmt::Matrix(
+                op @ MatrixOp::MmaSparse {
+                    metadata, selector, ..
+                },
+            ) = s
+            {
+                ops.push((op.function(), metadata.ty, selector.as_int()));
+            }
+        }
+    }
+    assert_eq!(
+        ops,
+        [
+            ("mma_sp_ordered_m16n8k32_f16".to_string(), Scalar::U32, None),
+            ("mma_sp_m16n8k32_bf16".to_string(), Scalar::U32, Some(1)),
+        ]
+    );
+}
+
+#[test]
+fn sparse_mma_misuse_is_reported() {
+    let call = |args: &str| {
+        format!(
+            "fn k(c: &mut [f32], w: u32) {{ let a = [0u32; 4]; let b = [0u32; 4]; let mut acc = [0.0f32; 4]; \
+             mma_sp_ordered_m16n8k32_f16({args}); c[0] = acc[0]; }}"
+        )
+    };
+    assert_error(
+        "arch(sm_80)",
+        &call("&mut acc, &a, &b, w, w"),
+        &["the sparsity selector (0 or 1) must be a compile-time constant"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        &call("&mut acc, &a, &b, 1.5, 0"),
+        &["a float literal where `u32` is expected"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        &call("&mut acc, &a, &b, w"),
+        &["`mma_sp_ordered_m16n8k32_f16` takes 5 argument"],
+    );
+    assert_error(
+        "arch(sm_70, sm_80)",
+        &call("&mut acc, &a, &b, w, 0"),
+        &["kernel `k` (sm_70): `mma_sp_ordered_m16n8k32_f16` (`mma.sp::ordered_metadata` m16n8k32 f16): needs sm_80 or newer"],
+    );
+}
+
+#[test]
+fn sparse_mma_shapes_and_selectors_are_checked_per_variant() {
+    let def = parse(
+        "arch(sm_80), tune(N = [2, 4], S = [0, 2])",
+        "fn k<const N: u32, const S: u32>(c: &mut [f32], meta: &[u32]) {
+            let a = [0u32; 4];
+            let b = [0u32; N];
+            let mut acc = [0.0f32; 4];
+            mma_sp_m16n8k32_f16(&mut acc, &a, &b, meta[0], S);
+            c[0] = acc[0];
+        }",
+    );
+    assert!(crate::compile_ptx(&def, &[4, 0], Arch::Sm80).is_ok());
+    let err = |consts: &[i64]| {
+        crate::compile_ptx(&def, consts, Arch::Sm80)
+            .unwrap_err()
+            .message
+    };
+    let short_b = err(&[2, 0]);
+    assert!(
+        short_b.contains(
+            "the B fragment of `mma_sp_m16n8k32_f16` is 4 `u32` per lane, but a row of `b` is 2 `u32`"
+        ),
+        "{short_b}"
+    );
+    let bad_selector = err(&[4, 2]);
+    assert!(
+        bad_selector.contains("the selector of `mma_sp_m16n8k32_f16` is 2: m16n8k32 takes 0"),
+        "{bad_selector}"
+    );
+}

@@ -1,6 +1,6 @@
 //! Invariants of warp matrix operations and asynchronous copies: fragment
-//! shapes and element types, the memory each operand lives in, copy sizes
-//! and the alignment of compile-time offsets.
+//! shapes and element types, the memory each operand lives in, sparse
+//! selectors, copy sizes and the alignment of compile-time offsets.
 
 use super::Validator;
 use crate::ir::{Expr, Fragment, MatrixOp, ParamType, Place, Scalar, Space, WmmaOperand};
@@ -48,6 +48,47 @@ impl Validator<'_> {
                 )?;
                 self.fragment(a, Scalar::U32, a_regs, &function, "A fragment", false)?;
                 self.fragment(b, Scalar::U32, b_regs, &function, "B fragment", false)?;
+            }
+            MatrixOp::MmaSparse {
+                kind,
+                ordered: _,
+                acc,
+                a,
+                b,
+                metadata,
+                selector,
+            } => {
+                let (a_regs, b_regs, acc_regs) = kind.registers();
+                self.fragment(acc, Scalar::F32, acc_regs, &function, "accumulator", true)?;
+                self.fragment(a, Scalar::U32, a_regs, &function, "A fragment", false)?;
+                self.fragment(b, Scalar::U32, b_regs, &function, "B fragment", false)?;
+                self.expr(metadata)?;
+                if metadata.ty != Scalar::U32 {
+                    return Err(self.error(format!(
+                        "the metadata of `{function}` must be a `u32`, not `{}`",
+                        metadata.ty.name()
+                    )));
+                }
+                self.expr(selector)?;
+                if selector.ty != Scalar::U32 {
+                    return Err(self.error(format!(
+                        "the selector of `{function}` must be a `u32`, not `{}`",
+                        selector.ty.name()
+                    )));
+                }
+                match selector.as_int() {
+                    Some(0 | 1) => {}
+                    Some(v) => {
+                        return Err(self.error(format!(
+                            "the selector of `{function}` is {v}: m16n8k32 takes 0 (metadata from lanes t = 0, 1 of each quad) or 1 (t = 2, 3)"
+                        )))
+                    }
+                    None => {
+                        return Err(self.error(format!(
+                            "the selector of `{function}` is not a compile-time constant: write 0 or 1, a const parameter or an `#[unroll]` loop variable"
+                        )))
+                    }
+                }
             }
             MatrixOp::WmmaLoad {
                 operand,

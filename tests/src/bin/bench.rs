@@ -2,24 +2,32 @@
 //! random inputs larger than L2.
 //!
 //! `bench` times the `cp_async` stream (`stream_scale`, every variant, the best
-//! beside `cuMemcpyDtoD`), the f16, bf16, tf32 and s8 Tensor Core GEMMs and the sm_70
-//! `wmma` f16 GEMM (register-staged pipelines) at 8192^3 (every 16-byte-copy
-//! variant, the best beside cuBLAS, the best per pipeline depth),
+//! beside `cuMemcpyDtoD`), the dense and 2:4 sparse Tensor Core instruction
+//! rates (`mma.sync` beside both forms of `mma.sp`), the 2:4 sparse f16 GEMM at
+//! 8192^3 beside the best dense f16 variant, the f16, bf16, tf32 and s8 Tensor
+//! Core GEMMs and the sm_70 `wmma` f16 GEMM (register-staged pipelines) at 8192^3
+//! (every 16-byte-copy variant, the best beside cuBLAS, the best per pipeline depth),
 //! every variant of the SIMT f32 GEMM at 8192^3 and the fastest against cuBLAS
 //! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
 //! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):
 //! wgpu has no event timer here, so those are host wall-clock medians of
 //! launch + wait, which include a submission (microseconds against milliseconds).
 //! `bench --only PATTERN` runs only the 16-bit GEMM variants whose `Consts`
-//! debug text holds PATTERN (for profilers).
+//! debug text holds PATTERN (for profilers); `bench --sparse` only the sparse
+//! sections.
 
 use std::process::ExitCode;
 
 use warpforge::{
-    bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, MatrixLayout, Runtime,
+    bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
 };
+use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_f16_with};
+use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
 use warpforge_tests::compare::deviation;
+use warpforge_tests::sparse::{
+    mma_dense_rate, mma_sp_rate, rate_words, RATE_CHAINS, RATE_META, RATE_THREADS,
+};
 use warpforge_tests::{run_seed, GemmFloat, Inputs};
 
 fn main() -> ExitCode {
@@ -37,9 +45,14 @@ fn main() -> ExitCode {
         .iter()
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1));
+    // `--sparse`: only the 2:4 sparse sections (mma.sp rates, the sparse GEMM).
+    let sparse_only = args.iter().any(|a| a == "--sparse");
     let result = match only {
         Some(pattern) => bench_gemm_16bit(&rt, 8192, pattern),
+        None if sparse_only => bench_mma_sp(&rt).and_then(|()| bench_gemm_sparse(&rt, 8192)),
         None => bench_stream(&rt, 1 << 28)
+            .and_then(|()| bench_mma_sp(&rt))
+            .and_then(|()| bench_gemm_sparse(&rt, 8192))
             .and_then(|()| bench_gemm_16bit(&rt, 8192, ""))
             .and_then(|()| bench_gemm_f32(&rt, 8192))
             .and_then(|ptx_ms| bench_gemm_f32_wgpu(8192, ptx_ms)),
@@ -489,6 +502,198 @@ fn bench_stream(rt: &Runtime, n: usize) -> Result<(), Box<dyn std::error::Error>
     for stages in 1..=5 {
         if let Some((ms, consts)) = results.iter().find(|(_, c)| c.STAGES == stages) {
             println!("| {stages} | {consts:?} | {ms:.3} | {:.1} |", gbps(*ms));
+        }
+    }
+    Ok(())
+}
+
+/// The Tensor Core instruction rates: dense `mma.sync` m16n8k16 f16 and sparse
+/// `mma.sp` m16n8k32 f16 in both PTX forms (plain and `::ordered_metadata`),
+/// independent MMAs back to back on every SM, timed alternately. Sparse
+/// TFLOP/s count the dense-equivalent work (k = 32), so the sparse/dense ratio
+/// is the speedup a 2:4 GEMM can reach at most.
+fn bench_mma_sp(rt: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
+    let mut inputs = Inputs::new(run_seed());
+    let words = rt.upload(&rate_words(&mut inputs))?;
+    let blocks = rt.device().sm_count * 4;
+    let mut out: DeviceBuffer<f32> = rt.alloc_zeroed((blocks * RATE_THREADS) as usize)?;
+    let grid = Grid::blocks([blocks, 1, 1]);
+    let iters = 4096u32;
+    let mmas = f64::from(blocks * RATE_THREADS / 32) * f64::from(iters * RATE_CHAINS);
+    let tflops_at = |k: f64, ms: f32| mmas * 2.0 * 16.0 * 8.0 * k / (ms as f64 * 1e-3) / 1e12;
+    let sparse = |ordered: bool| mma_sp_rate::Consts { ORDERED: ordered };
+    let (mut dense, mut plain, mut ordered) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..5 {
+        dense.push(median_ms(rt, 3, 20, |rt| {
+            mma_dense_rate::launch(rt, grid, &words, iters, &mut out)
+        })?);
+        plain.push(median_ms(rt, 3, 20, |rt| {
+            mma_sp_rate::launch(rt, sparse(false), grid, &words, RATE_META, iters, &mut out)
+        })?);
+        ordered.push(median_ms(rt, 3, 20, |rt| {
+            mma_sp_rate::launch(rt, sparse(true), grid, &words, RATE_META, iters, &mut out)
+        })?);
+    }
+    let median = |mut v: Vec<f32>| {
+        v.sort_by(f32::total_cmp);
+        v[2]
+    };
+    let (dense, plain, ordered) = (median(dense), median(plain), median(ordered));
+    let dense_rate = tflops_at(16.0, dense);
+    println!("\nTensor Core instruction rates, f16 in, f32 accumulation ({blocks} blocks of {RATE_THREADS} threads, {RATE_CHAINS} independent MMAs per step, 5 x median of 20, alternating):");
+    println!("\n| instruction | ms | TFLOP/s (dense-equivalent) | vs dense |");
+    println!("|---|---|---|---|");
+    println!("| mma.sync m16n8k16 (dense) | {dense:.3} | {dense_rate:.1} | 1.000x |");
+    for (form, ms) in [("mma.sp", plain), ("mma.sp::ordered_metadata", ordered)] {
+        let rate = tflops_at(32.0, ms);
+        println!(
+            "| {form} m16n8k32 | {ms:.3} | {rate:.1} | {:.3}x |",
+            rate / dense_rate
+        );
+    }
+    let (faster, by) = if ordered <= plain {
+        ("mma.sp::ordered_metadata", plain / ordered)
+    } else {
+        ("mma.sp", ordered / plain)
+    };
+    println!("\nfaster sparse form on this GPU: {faster} ({by:.3}x the other)");
+    Ok(())
+}
+
+/// Every variant `launch(rt, index)` of `names` whose name holds `only`,
+/// median of 10 after 2 warm-ups each, printed; returns (ms, index), fastest first.
+fn sweep(
+    rt: &Runtime,
+    size: usize,
+    names: &[String],
+    mut launch: impl FnMut(&Runtime, usize) -> Result<(), Error>,
+) -> Result<Vec<(f32, usize)>, Error> {
+    let mut results = Vec::new();
+    for (index, name) in names.iter().enumerate() {
+        let ms = median_ms(rt, 2, 10, |rt| launch(rt, index))?;
+        println!(
+            "  {name:<72} {ms:>8.3} ms {:>7.2} TFLOP/s",
+            tflops(size, ms)
+        );
+        results.push((ms, index));
+    }
+    results.sort_by(|x, y| x.0.total_cmp(&y.0));
+    Ok(results)
+}
+
+/// The 2:4 sparse f16 GEMM at `size`^3 (A pruned and compressed on the GPU,
+/// B column-major): every 16-byte-copy variant, then the best beside the best
+/// dense f16 variant (`gemm_f16`, swept in the same run, on the decompressed
+/// A), alternating. TFLOP/s count the dense-equivalent work 2 m n k.
+fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::Error>> {
+    let mut inputs = Inputs::new(run_seed());
+    let mut values =
+        |n: usize| -> Vec<f16> { inputs.f32s(n).into_iter().map(f16::from_f32).collect() };
+    let dense_a = rt.upload(&values(size * size))?;
+    let a = compress(rt, &dense_a, size, size)?;
+    let a_decompressed = decompress(rt, &a)?;
+    drop(dense_a);
+    let b = rt.upload(&values(size * size))?;
+    let mut c_sparse: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
+    let mut c_dense: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
+    let s = size as u32;
+
+    let sparse_variants: Vec<_> = gemm_sparse_f16::variants()
+        .into_iter()
+        .filter(|c| c.ALIGNED)
+        .collect();
+    let sparse_names: Vec<String> = sparse_variants.iter().map(|c| format!("{c:?}")).collect();
+    println!("\n2:4 sparse f16 GEMM {size}^3 (A compressed, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups; dense-equivalent TFLOP/s):");
+    let sparse_results = sweep(rt, size, &sparse_names, |rt, i| {
+        gemm_sparse_f16_with(
+            rt,
+            sparse_variants[i],
+            &a,
+            &b,
+            &mut c_sparse,
+            (s, s, s),
+            1.0,
+            0.0,
+        )
+    })?;
+    let dense_variants: Vec<_> = gemm_tc::gemm_f16::variants()
+        .into_iter()
+        .filter(|c| c.ALIGNED)
+        .collect();
+    let dense_names: Vec<String> = dense_variants.iter().map(|c| format!("{c:?}")).collect();
+    println!("\ndense f16 GEMM {size}^3 on the decompressed A, every 16-byte-copy variant:");
+    let dense_results = sweep(rt, size, &dense_names, |rt, i| {
+        gemm_tc::gemm_f16_with(
+            rt,
+            dense_variants[i],
+            &a_decompressed,
+            &b,
+            &mut c_dense,
+            (s, s, s),
+            1.0,
+            0.0,
+        )
+    })?;
+    let best_sparse = sparse_variants[sparse_results.first().ok_or("no sparse variant")?.1];
+    let best_dense = dense_variants[dense_results.first().ok_or("no dense variant")?.1];
+
+    let (mut sparse_ms, mut dense_ms) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        sparse_ms.push(median_ms(rt, 3, 20, |rt| {
+            gemm_sparse_f16_with(rt, best_sparse, &a, &b, &mut c_sparse, (s, s, s), 1.0, 0.0)
+        })?);
+        dense_ms.push(median_ms(rt, 3, 20, |rt| {
+            gemm_tc::gemm_f16_with(
+                rt,
+                best_dense,
+                &a_decompressed,
+                &b,
+                &mut c_dense,
+                (s, s, s),
+                1.0,
+                0.0,
+            )
+        })?);
+    }
+    sparse_ms.sort_by(f32::total_cmp);
+    dense_ms.sort_by(f32::total_cmp);
+    let (sparse, dense) = (sparse_ms[2], dense_ms[2]);
+    let to_f64 = |v: Vec<f16>| -> Vec<f64> { v.into_iter().map(f16::to_f64).collect() };
+    let dense_result = to_f64(rt.download(&c_dense)?);
+    let sparse_result: Vec<f32> = rt
+        .download(&c_sparse)?
+        .into_iter()
+        .map(f16::to_f32)
+        .collect();
+    let d = deviation(&sparse_result, &dense_result);
+    println!("\n| kernel | ms | TFLOP/s (dense-equivalent) | vs best dense |");
+    println!("|---|---|---|---|");
+    println!(
+        "| warpforge 2:4 sparse f16 {best_sparse:?} | {sparse:.3} | {:.1} | {:.3}x |",
+        tflops(size, sparse),
+        dense / sparse
+    );
+    println!(
+        "| warpforge dense f16 {best_dense:?} | {dense:.3} | {:.1} | 1.000x |",
+        tflops(size, dense)
+    );
+    println!("\nsparse vs dense of the decompressed A: {d}");
+    // Both round f32 sums of the same products to f16; summation orders differ.
+    if !d.passes(1e-3) {
+        return Err(format!("the sparse f16 GEMM disagrees with the dense one: {d}").into());
+    }
+    println!("\n| STAGES | best sparse variant | ms | TFLOP/s |");
+    println!("|---|---|---|---|");
+    for stages in 2..=4 {
+        if let Some((ms, index)) = sparse_results
+            .iter()
+            .find(|(_, i)| sparse_variants[*i].STAGES == stages)
+        {
+            println!(
+                "| {stages} | {} | {ms:.3} | {:.1} |",
+                sparse_names[*index],
+                tflops(size, *ms)
+            );
         }
     }
     Ok(())

@@ -5,7 +5,10 @@
 //! `gpu-check` runs everything through CUDA; `--quick` runs small shapes only
 //! (for compute-sanitizer); `--wgpu` runs the WGSL variants through wgpu
 //! instead (Vulkan/Metal/DX12: on a GPU machine, the portable path beside the
-//! PTX one); `--only NAME` runs only the checks of stock kernel NAME. Without a
+//! PTX one); `--only NAME` runs only the checks of stock kernel NAME (and
+//! for 2:4 sparsity: `mma_sp`, the sparse Tensor Core layout; `sparse`, the
+//! device prune/compress/decompress kernels; `gemm_sparse_f16`,
+//! `gemm_sparse_bf16`). Without a
 //! GPU it says so, lists the variants it would have
 //! checked, and exits with status 2: not run is never passed.
 
@@ -18,6 +21,9 @@ use warpforge_tests::checks::{
     check_gemm_tf32, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
 };
 use warpforge_tests::report::Report;
+use warpforge_tests::sparse::{
+    check_gemm_sparse_bf16, check_gemm_sparse_f16, check_mma_sp, check_sparse_device,
+};
 use warpforge_tests::{run_seed, Inputs};
 
 /// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
@@ -140,6 +146,33 @@ fn main() -> ExitCode {
         }
         if wanted("stream_scale") {
             check_stream(&rt, &mut inputs, &mut report, sizes);
+        }
+        if wanted("sparse") {
+            let shapes: &[(usize, usize)] = if quick {
+                &[(1, 1), (17, 70), (40, 130)]
+            } else {
+                &[
+                    (1, 1),
+                    (3, 5),
+                    (17, 70),
+                    (40, 130),
+                    (257, 1000),
+                    (1000, 4096),
+                ]
+            };
+            check_sparse_device(&rt, &mut inputs, &mut report, shapes);
+        }
+        if wanted("gemm_sparse_f16") {
+            check_gemm_sparse_f16(&rt, &mut inputs, &mut report, tc_shapes);
+        }
+        // The sparse Tensor Cores (mma.sp) and bf16 exist from sm_80 on.
+        if rt.device().compute_capability >= (8, 0) {
+            if wanted("mma_sp") {
+                check_mma_sp(&rt, &mut inputs, &mut report, if quick { 2 } else { 8 });
+            }
+            if wanted("gemm_sparse_bf16") {
+                check_gemm_sparse_bf16(&rt, &mut inputs, &mut report, tc_shapes);
+            }
         }
     }
 

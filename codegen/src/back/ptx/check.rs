@@ -47,6 +47,7 @@ fn block(body: &Block, need: &mut Need) -> Result<(), Error> {
             Stmt::Matrix(op) => need(match op {
                 MatrixOp::LoadMatrix { .. } => Feature::Ldmatrix,
                 MatrixOp::Mma { kind, .. } => Feature::Mma(*kind),
+                MatrixOp::MmaSparse { kind, ordered, .. } => Feature::MmaSparse(*kind, *ordered),
                 MatrixOp::WmmaLoad { .. } | MatrixOp::Wmma { .. } | MatrixOp::WmmaStore { .. } => {
                     Feature::Wmma
                 }

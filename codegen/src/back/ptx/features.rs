@@ -8,7 +8,7 @@
 //! confirmed by ptxas 12.9 refusing the construct one version or one target
 //! below.
 
-use crate::ir::{Arch, MmaKind};
+use crate::ir::{Arch, MmaKind, SparseMmaKind};
 
 /// A PTX construct that not every target or version has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,6 +31,8 @@ pub enum Feature {
     Ldmatrix,
     /// `mma.sync.aligned` of one sm_80 shape and type.
     Mma(MmaKind),
+    /// `mma.sp.sync.aligned.m16n8k32` of one type, `::ordered_metadata` when `true`.
+    MmaSparse(SparseMmaKind, bool),
     /// `wmma` m16n16k16 f16 loads, products and stores.
     Wmma,
     /// `cp.async` with `commit_group` and `wait_group` (sm_70 copies synchronously).
@@ -86,6 +88,28 @@ impl Feature {
                 };
                 (construct, (7, 0), (8, 0))
             }
+            Feature::MmaSparse(kind, ordered) => match (kind, ordered) {
+                (SparseMmaKind::F16, false) => (
+                    "`mma_sp_m16n8k32_f16` (`mma.sp.sync.aligned.m16n8k32` f16)",
+                    (7, 1),
+                    (8, 0),
+                ),
+                (SparseMmaKind::Bf16, false) => (
+                    "`mma_sp_m16n8k32_bf16` (`mma.sp.sync.aligned.m16n8k32` bf16)",
+                    (7, 1),
+                    (8, 0),
+                ),
+                (SparseMmaKind::F16, true) => (
+                    "`mma_sp_ordered_m16n8k32_f16` (`mma.sp::ordered_metadata` m16n8k32 f16)",
+                    (8, 5),
+                    (8, 0),
+                ),
+                (SparseMmaKind::Bf16, true) => (
+                    "`mma_sp_ordered_m16n8k32_bf16` (`mma.sp::ordered_metadata` m16n8k32 bf16)",
+                    (8, 5),
+                    (8, 0),
+                ),
+            },
             // `.aligned`, which every wmma form here carries, needs PTX 6.3.
             Feature::Wmma => ("`wmma_*` (`wmma` m16n16k16 f16)", (6, 3), (7, 0)),
             Feature::CpAsync => ("`cp_async` (`cp.async`)", (7, 0), (8, 0)),
@@ -184,6 +208,23 @@ mod tests {
             sm90.version(),
             (7, 8),
             "never below the target's own base version"
+        );
+    }
+
+    #[test]
+    fn sparse_mma_needs_ptx_7_1_and_ordered_metadata_8_5() {
+        let mut plain = FeatureUse::new(Arch::Sm80);
+        plain
+            .require(Feature::MmaSparse(SparseMmaKind::F16, false))
+            .unwrap();
+        assert_eq!(plain.version(), (7, 1));
+        let mut ordered = FeatureUse::new(Arch::Sm90);
+        ordered
+            .require(Feature::MmaSparse(SparseMmaKind::Bf16, true))
+            .unwrap();
+        assert_eq!(ordered.version(), (8, 5));
+        assert!(
+            !FeatureUse::new(Arch::Sm70).available(Feature::MmaSparse(SparseMmaKind::F16, true))
         );
     }
 

@@ -86,6 +86,12 @@ impl Usage {
                 self.place(dst, true);
                 self.expr(stride);
             }
+            MatrixOp::MmaSparse {
+                metadata, selector, ..
+            } => {
+                self.expr(metadata);
+                self.expr(selector);
+            }
             // Fragment indices are literals: they use nothing.
             MatrixOp::Mma { .. } | MatrixOp::Wmma { .. } => {}
         }

@@ -1,5 +1,5 @@
-//! Tensor Core operations, `ldmatrix`, operand packing and asynchronous
-//! copies (ptx-notes.md §2-§5, §8).
+//! Tensor Core operations (dense and 2:4 sparse), `ldmatrix`, operand
+//! packing and asynchronous copies (ptx-notes.md §2-§6, §8).
 //!
 //! Fragments are rows of register arrays, so an operand is a brace list of
 //! the row's registers: `u32` words live in `.b32` registers, which every
@@ -15,7 +15,9 @@
 use super::features::Feature;
 use super::function::{Emitter, Operand};
 use super::regs::Reg;
-use crate::ir::{Expr, Fragment, Intrinsic, MatrixOp, MmaKind, Place, Scalar, Stmt, WmmaOperand};
+use crate::ir::{
+    Expr, Fragment, Intrinsic, MatrixOp, MmaKind, Place, Scalar, SparseMmaKind, Stmt, WmmaOperand,
+};
 use crate::Error;
 
 /// `{%r1, %r2, ..}`.
@@ -80,6 +82,39 @@ impl Emitter<'_> {
                 };
                 self.ins(format!(
                     "mma.sync.aligned.m{m}n{n}k{k}.row.col.{types} {acc}, {a}, {b}, {acc}"
+                ));
+            }
+            MatrixOp::MmaSparse {
+                kind,
+                ordered,
+                acc,
+                a,
+                b,
+                metadata,
+                selector,
+            } => {
+                self.require(Feature::MmaSparse(*kind, *ordered))?;
+                let acc = brace(&self.fragment_regs(acc)?);
+                let a = brace(&self.fragment_regs(a)?);
+                let b = brace(&self.fragment_regs(b)?);
+                let Some(selector) = selector.as_int() else {
+                    return Err(self.error(
+                        "the selector of a sparse mma is not a constant: validate the kernel first",
+                    ));
+                };
+                let metadata = self.expr(metadata)?;
+                let metadata = self.in_reg(metadata, Scalar::U32);
+                let form = if *ordered {
+                    "mma.sp::ordered_metadata"
+                } else {
+                    "mma.sp"
+                };
+                let types = match kind {
+                    SparseMmaKind::F16 => "f32.f16.f16.f32",
+                    SparseMmaKind::Bf16 => "f32.bf16.bf16.f32",
+                };
+                self.ins(format!(
+                    "{form}.sync.aligned.m16n8k32.row.col.{types} {acc}, {a}, {b}, {acc}, {metadata}, {selector}"
                 ));
             }
             MatrixOp::WmmaLoad {

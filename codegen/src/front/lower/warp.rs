@@ -26,12 +26,13 @@ use crate::eval;
 use crate::front::errors::Errors;
 use crate::ir::{
     BinaryOp, Expr, ExprKind, Fragment, Literal, MatrixLayout, MatrixOp, MmaKind, ParamType, Place,
-    Scalar, Space, Stmt, WmmaOperand,
+    Scalar, Space, SparseMmaKind, Stmt, WmmaOperand,
 };
 
 /// The statement functions of this module, for the list of callable functions.
 pub const WARP_FUNCTIONS: &str = "ldmatrix_x1/x2/x4[_trans], mma_m16n8k16_f16, mma_m16n8k16_bf16, \
-     mma_m16n8k8_tf32, mma_m16n8k32_s8, mma_m16n8k32_u8, wmma_load_{a,b,c}_{row,col}, \
+     mma_m16n8k8_tf32, mma_m16n8k32_s8, mma_m16n8k32_u8, mma_sp[_ordered]_m16n8k32_{f16,bf16}, \
+     wmma_load_{a,b,c}_{row,col}, \
      wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait";
 
 /// The methods of a pipeline, for messages.
@@ -193,6 +194,13 @@ impl Lowerer<'_> {
             let b = self.fragment(&c.args[2], Scalar::U32, &name, "B fragment", false)?;
             return Ok(Stmt::Matrix(MatrixOp::Mma { kind, acc, a, b }));
         }
+        if let Some((kind, ordered)) = SparseMmaKind::ALL
+            .into_iter()
+            .flat_map(|k| [(k, false), (k, true)])
+            .find(|(k, ordered)| k.function(*ordered) == name)
+        {
+            return self.sparse_mma(c, kind, ordered, &name);
+        }
         if let Some(rest) = name.strip_prefix("wmma_load_") {
             let operand = match rest.split_once('_') {
                 Some(("a", _)) => WmmaOperand::A,
@@ -275,6 +283,48 @@ impl Lowerer<'_> {
             }
             _ => self.unknown_warp_function(c, &name),
         }
+    }
+
+    /// `mma_sp[_ordered]_m16n8k32_*(&mut acc, &a, &b, metadata, selector)`.
+    fn sparse_mma(
+        &mut self,
+        c: &syn::ExprCall,
+        kind: SparseMmaKind,
+        ordered: bool,
+        name: &str,
+    ) -> Lowered<Stmt> {
+        self.arity(c, &c.args, 5, name)?;
+        let acc = self.fragment(&c.args[0], Scalar::F32, name, "accumulator", true)?;
+        let a = self.fragment(&c.args[1], Scalar::U32, name, "A fragment", false)?;
+        let b = self.fragment(&c.args[2], Scalar::U32, name, "B fragment", false)?;
+        let metadata = self.expr(&c.args[3], Some(Scalar::U32))?;
+        self.check_type(
+            &c.args[3],
+            metadata.ty,
+            Scalar::U32,
+            "the sparsity metadata word",
+        )?;
+        let selector = self.expr(&c.args[4], Some(Scalar::U32))?;
+        self.check_type(
+            &c.args[4],
+            selector.ty,
+            Scalar::U32,
+            "the sparsity selector",
+        )?;
+        self.check_constant(
+            &c.args[4],
+            &selector,
+            ConstantRole::Immediate("the sparsity selector (0 or 1)"),
+        )?;
+        Ok(Stmt::Matrix(MatrixOp::MmaSparse {
+            kind,
+            ordered,
+            acc,
+            a,
+            b,
+            metadata,
+            selector,
+        }))
     }
 
     fn unknown_warp_function<T>(&mut self, c: &syn::ExprCall, name: &str) -> Lowered<T> {

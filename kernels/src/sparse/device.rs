@@ -1,0 +1,387 @@
+//! 2:4 pruning, compression and decompression on the GPU, as DSL kernels:
+//! the same rule and layout as the host functions of [`super`], bit for bit.
+//!
+//! Every kernel reads a group of four through f32 magnitudes (`|x|`, NaN as
+//! `+inf`) and keeps the two largest, the lower position among equals.
+//! Compression on the device does not check: it prunes as it compresses, so
+//! on a 2:4 matrix it is [`Compressed::new`] and on any other
+//! [`Compressed::prune`]. The f16 kernels build for sm_70 too (the sparse
+//! GEMM's fallback decompresses there); the bf16 ones need sm_80, which has
+//! bf16 conversions.
+
+use warpforge::prelude::*;
+use warpforge::DeviceScalar;
+
+use super::{metadata_words, value_cols, Compressed, SparseElement};
+
+/// Threads per block of these kernels.
+const THREADS: u32 = 256;
+
+/// One source per operation for both types: the element type and the
+/// architectures that can convert it are the only differences.
+macro_rules! sparse_kernels {
+    ($elem:ident, [$($arch:ident),*], $prune:ident, $compress:ident, $decompress:ident) => {
+        /// `y` = `x` (`rows x cols`, row-major) pruned to 2:4: one thread per group of 4.
+        #[kernel(
+            arch($($arch),*),
+            block(256),
+            requires(x.len() == rows * cols, y.len() == rows * cols)
+        )]
+        pub fn $prune(x: &[$elem], y: &mut [$elem], rows: u32, cols: u32) {
+            let groups = (cols + 3) / 4;
+            let id = block_idx().x * 256 + thread_idx().x;
+            if id < rows * groups {
+                let r = id / groups;
+                let c0 = id % groups * 4;
+                let mut v = [0.0 as $elem; 4];
+                let mut key = [0.0f32; 4];
+                #[unroll]
+                for i in 0..4u32 {
+                    if c0 + i < cols {
+                        v[i] = x[r * cols + c0 + i];
+                    }
+                    let f = v[i] as f32;
+                    key[i] = if f != f { f32::INFINITY } else { f.abs() };
+                }
+                #[unroll]
+                for i in 0..4u32 {
+                    let mut above = 0u32;
+                    #[unroll]
+                    for j in 0..4u32 {
+                        if j != i && (key[j] > key[i] || key[j] == key[i] && j < i) {
+                            above += 1;
+                        }
+                    }
+                    if c0 + i < cols {
+                        y[r * cols + c0 + i] = if above < 2 { v[i] } else { 0.0 };
+                    }
+                }
+            }
+        }
+
+        /// `x` (`rows x cols`) pruned to 2:4 and compressed into `values` and
+        /// `meta` (the layout of [`super::Compressed`]): one thread per
+        /// metadata word (2 rows x 16 columns).
+        #[kernel(
+            arch($($arch),*),
+            block(256),
+            requires(
+                x.len() == rows * cols,
+                values.len() == rows * ((cols + 63) / 64 * 32),
+                meta.len() == (rows + 15) / 16 * ((cols + 63) / 64) * 32
+            )
+        )]
+        pub fn $compress(
+            x: &[$elem],
+            values: &mut [$elem],
+            meta: &mut [u32],
+            rows: u32,
+            cols: u32,
+        ) {
+            let w = block_idx().x * 256 + thread_idx().x;
+            if w < meta.len() {
+                let blocks = (cols + 63) / 64;
+                let lane = w % 32;
+                let tile = w / 32 / blocks;
+                let c_base = w / 32 % blocks * 64 + lane % 4 * 16;
+                let vcols = blocks * 32;
+                let mut word = 0u32;
+                #[unroll]
+                for u in 0..2u32 {
+                    let r = tile * 16 + lane / 4 + u * 8;
+                    #[unroll]
+                    for j in 0..4u32 {
+                        let c0 = c_base + j * 4;
+                        let mut v = [0.0 as $elem; 4];
+                        let mut key = [0.0f32; 4];
+                        #[unroll]
+                        for i in 0..4u32 {
+                            if r < rows && c0 + i < cols {
+                                v[i] = x[r * cols + c0 + i];
+                            }
+                            let f = v[i] as f32;
+                            key[i] = if f != f { f32::INFINITY } else { f.abs() };
+                        }
+                        // The kept positions in order: `kept` counts those found so far.
+                        let mut kept = 0u32;
+                        let mut pair = [0.0 as $elem; 2];
+                        let mut nibble = 0u32;
+                        #[unroll]
+                        for i in 0..4u32 {
+                            let mut above = 0u32;
+                            #[unroll]
+                            for j2 in 0..4u32 {
+                                if j2 != i && (key[j2] > key[i] || key[j2] == key[i] && j2 < i) {
+                                    above += 1;
+                                }
+                            }
+                            if above < 2 {
+                                if kept == 0 {
+                                    pair[0] = v[i];
+                                    nibble = i;
+                                } else {
+                                    pair[1] = v[i];
+                                    nibble |= i << 2;
+                                }
+                                kept += 1;
+                            }
+                        }
+                        word |= nibble << (u * 16 + j * 4);
+                        if r < rows {
+                            values[r * vcols + c0 / 2] = pair[0];
+                            values[r * vcols + c0 / 2 + 1] = pair[1];
+                        }
+                    }
+                }
+                meta[w] = word;
+            }
+        }
+
+        /// `y` (`rows x cols`) = the dense matrix of `values` and `meta`: one
+        /// thread per group of 4. Moves elements without converting them.
+        #[kernel(
+            arch(sm_70, sm_80, sm_90),
+            block(256),
+            requires(
+                y.len() == rows * cols,
+                values.len() == rows * ((cols + 63) / 64 * 32),
+                meta.len() == (rows + 15) / 16 * ((cols + 63) / 64) * 32
+            )
+        )]
+        pub fn $decompress(
+            values: &[$elem],
+            meta: &[u32],
+            y: &mut [$elem],
+            rows: u32,
+            cols: u32,
+        ) {
+            let groups = (cols + 3) / 4;
+            let id = block_idx().x * 256 + thread_idx().x;
+            if id < rows * groups {
+                let r = id / groups;
+                let c0 = id % groups * 4;
+                let blocks = (cols + 63) / 64;
+                let w = (r / 16 * blocks + c0 / 64) * 32 + r % 8 * 4 + c0 % 64 / 16;
+                let nibble = meta[w] >> (r % 16 / 8 * 16 + c0 % 16 / 4 * 4) & 15;
+                let at = r * (blocks * 32) + c0 / 2;
+                #[unroll]
+                for i in 0..4u32 {
+                    if c0 + i < cols {
+                        y[r * cols + c0 + i] = if nibble & 3 == i {
+                            values[at]
+                        } else if nibble >> 2 == i {
+                            values[at + 1]
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+            }
+        }
+    };
+}
+
+sparse_kernels!(
+    f16,
+    [sm_70, sm_80, sm_90],
+    prune_2_4_f16,
+    compress_2_4_f16,
+    decompress_2_4_f16
+);
+sparse_kernels!(
+    bf16,
+    [sm_80, sm_90],
+    prune_2_4_bf16,
+    compress_2_4_bf16,
+    decompress_2_4_bf16
+);
+
+/// A 2:4 matrix on the GPU in the layout of [`Compressed`] (module docs of
+/// [`super`]): what the sparse GEMM takes as A.
+pub struct DeviceCompressed<T: DeviceScalar> {
+    rows: usize,
+    cols: usize,
+    values: DeviceBuffer<T>,
+    metadata: DeviceBuffer<u32>,
+}
+
+impl<T: DeviceScalar> DeviceCompressed<T> {
+    /// Uploads a matrix compressed on the host.
+    pub fn upload(rt: &Runtime, host: &Compressed<T>) -> Result<DeviceCompressed<T>, Error>
+    where
+        T: SparseElement,
+    {
+        Ok(DeviceCompressed {
+            rows: host.rows(),
+            cols: host.cols(),
+            values: rt.upload(host.values())?,
+            metadata: rt.upload(host.metadata())?,
+        })
+    }
+
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// `rows x value_cols(cols)`, row-major.
+    pub fn values(&self) -> &DeviceBuffer<T> {
+        &self.values
+    }
+
+    /// `metadata_words(rows, cols)` words.
+    pub fn metadata(&self) -> &DeviceBuffer<u32> {
+        &self.metadata
+    }
+}
+
+/// The element types with device kernels: f16 and bf16.
+pub trait DeviceSparse: SparseElement {
+    #[doc(hidden)]
+    fn launch_prune(
+        rt: &Runtime,
+        blocks: Grid,
+        x: &DeviceBuffer<Self>,
+        y: &mut DeviceBuffer<Self>,
+        dims: (u32, u32),
+    ) -> Result<(), Error>;
+    #[doc(hidden)]
+    fn launch_compress(
+        rt: &Runtime,
+        blocks: Grid,
+        x: &DeviceBuffer<Self>,
+        values: &mut DeviceBuffer<Self>,
+        meta: &mut DeviceBuffer<u32>,
+        dims: (u32, u32),
+    ) -> Result<(), Error>;
+    #[doc(hidden)]
+    fn launch_decompress(
+        rt: &Runtime,
+        blocks: Grid,
+        values: &DeviceBuffer<Self>,
+        meta: &DeviceBuffer<u32>,
+        y: &mut DeviceBuffer<Self>,
+        dims: (u32, u32),
+    ) -> Result<(), Error>;
+}
+
+macro_rules! device_sparse {
+    ($elem:ident, $prune:ident, $compress:ident, $decompress:ident) => {
+        impl DeviceSparse for $elem {
+            fn launch_prune(
+                rt: &Runtime,
+                blocks: Grid,
+                x: &DeviceBuffer<Self>,
+                y: &mut DeviceBuffer<Self>,
+                (rows, cols): (u32, u32),
+            ) -> Result<(), Error> {
+                $prune::launch(rt, blocks, x, y, rows, cols)
+            }
+
+            fn launch_compress(
+                rt: &Runtime,
+                blocks: Grid,
+                x: &DeviceBuffer<Self>,
+                values: &mut DeviceBuffer<Self>,
+                meta: &mut DeviceBuffer<u32>,
+                (rows, cols): (u32, u32),
+            ) -> Result<(), Error> {
+                $compress::launch(rt, blocks, x, values, meta, rows, cols)
+            }
+
+            fn launch_decompress(
+                rt: &Runtime,
+                blocks: Grid,
+                values: &DeviceBuffer<Self>,
+                meta: &DeviceBuffer<u32>,
+                y: &mut DeviceBuffer<Self>,
+                (rows, cols): (u32, u32),
+            ) -> Result<(), Error> {
+                $decompress::launch(rt, blocks, values, meta, y, rows, cols)
+            }
+        }
+    };
+}
+
+device_sparse!(f16, prune_2_4_f16, compress_2_4_f16, decompress_2_4_f16);
+device_sparse!(bf16, prune_2_4_bf16, compress_2_4_bf16, decompress_2_4_bf16);
+
+/// `(rows, cols)` as the kernels' `u32`s, or an error saying why not.
+fn dims(rows: usize, cols: usize) -> Result<(u32, u32), Error> {
+    match (u32::try_from(rows), u32::try_from(cols)) {
+        (Ok(r), Ok(c)) if (rows as u64) * (cols as u64) <= u32::MAX as u64 => Ok((r, c)),
+        _ => Err(Error::Buffer(format!(
+            "a {rows} x {cols} matrix is too large for the 2:4 kernels: they index with u32, \
+             so rows * cols must stay below 2^32; split the matrix into row blocks"
+        ))),
+    }
+}
+
+/// One thread per item, in blocks of [`THREADS`].
+fn blocks_for(items: usize) -> Grid {
+    Grid::blocks([items.div_ceil(THREADS as usize) as u32, 1, 1])
+}
+
+/// `dense` (`rows x cols`, row-major) pruned to 2:4 on the GPU (the rule of
+/// [`super::prune_2_4`]).
+pub fn prune_2_4<T: DeviceSparse>(
+    rt: &Runtime,
+    dense: &DeviceBuffer<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<DeviceBuffer<T>, Error> {
+    let d = dims(rows, cols)?;
+    let mut pruned = rt.alloc_zeroed(rows * cols)?;
+    T::launch_prune(
+        rt,
+        blocks_for(rows * cols.div_ceil(4)),
+        dense,
+        &mut pruned,
+        d,
+    )?;
+    Ok(pruned)
+}
+
+/// `dense` (`rows x cols`, row-major) pruned to 2:4 and compressed on the
+/// GPU: on a 2:4 matrix the same as [`Compressed::new`], on any other the
+/// same as [`Compressed::prune`].
+pub fn compress<T: DeviceSparse>(
+    rt: &Runtime,
+    dense: &DeviceBuffer<T>,
+    rows: usize,
+    cols: usize,
+) -> Result<DeviceCompressed<T>, Error> {
+    let d = dims(rows, cols)?;
+    let mut values = rt.alloc_zeroed(rows * value_cols(cols))?;
+    let words = metadata_words(rows, cols);
+    let mut metadata = rt.alloc_zeroed(words)?;
+    T::launch_compress(rt, blocks_for(words), dense, &mut values, &mut metadata, d)?;
+    Ok(DeviceCompressed {
+        rows,
+        cols,
+        values,
+        metadata,
+    })
+}
+
+/// The dense `rows x cols` matrix of a compressed one, on the GPU.
+pub fn decompress<T: DeviceSparse>(
+    rt: &Runtime,
+    sparse: &DeviceCompressed<T>,
+) -> Result<DeviceBuffer<T>, Error> {
+    let (rows, cols) = (sparse.rows, sparse.cols);
+    let d = dims(rows, cols)?;
+    let mut dense = rt.alloc_zeroed(rows * cols)?;
+    T::launch_decompress(
+        rt,
+        blocks_for(rows * cols.div_ceil(4)),
+        &sparse.values,
+        &sparse.metadata,
+        &mut dense,
+        d,
+    )?;
+    Ok(dense)
+}
