@@ -383,6 +383,15 @@ pub fn sparse_gemm_f16(
     }
 }
 
+/// The `wmma` GEMM variant of [`decompressed_gemm_f16`]: 8 warps, two stages
+/// (sm_70 stages its copies through registers).
+const FALLBACK: gemm_f16_wmma::Consts = gemm_f16_wmma::Consts {
+    BM: 128,
+    BN: 64,
+    BK: 32,
+    STAGES: 2,
+};
+
 /// The fallback of [`sparse_gemm_f16`], which any CUDA GPU runs: A
 /// decompressed into a temporary dense matrix on the GPU, then the Volta
 /// GEMM [`gemm_f16_wmma`] (k a multiple of 8).
@@ -398,12 +407,7 @@ pub fn decompressed_gemm_f16(
 ) -> Result<(), Error> {
     check_shape(a, m, k)?;
     let dense = decompress(rt, a)?;
-    let consts = gemm_f16_wmma::Consts {
-        BM: 128,
-        BN: 128,
-        BK: 32,
-        STAGES: 2,
-    };
+    let consts = FALLBACK;
     gemm_f16_wmma_with(rt, consts, &dense, b, c, (m, n, k), alpha, beta)
 }
 
@@ -444,6 +448,14 @@ pub fn sparse_gemm_bf16(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fallback_is_a_wmma_variant() {
+        assert!(
+            gemm_f16_wmma::variants().contains(&FALLBACK),
+            "{FALLBACK:?}"
+        );
+    }
 
     #[test]
     fn the_default_variant_is_a_variant_for_every_k() {
