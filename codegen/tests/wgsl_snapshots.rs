@@ -37,6 +37,10 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
         "intrinsics_int",
         "parameter `a: &mut [i8]` (WGSL storage has no 8-bit elements)",
     ),
+    (
+        "pipelined_sum",
+        "`cp_async` (asynchronous copies to shared memory)",
+    ),
     ("shared_vector", "parameter `d: &mut [f64]`"),
     (
         "sparse_mma",
