@@ -220,96 +220,75 @@ fn bench_gemm_16bit(
     size: usize,
     only: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let f16_variants: Vec<_> = gemm_tc::gemm_f16::variants()
-        .into_iter()
-        .filter(|c| c.ALIGNED)
-        .collect();
-    let f16_names: Vec<(String, u32)> = f16_variants
-        .iter()
-        .map(|c| (format!("{c:?}"), c.STAGES))
-        .collect();
-    bench_gemm_tc(
-        rt,
-        size,
-        only,
-        "gemm_f16",
+    // One Tensor Core GEMM of `gemm_tc`: its `ALIGNED` variants, launched with
+    // alpha = `$one` and beta = `$zero`.
+    macro_rules! bench_aligned {
+        ($kernel:ident, $with:ident, $precision:expr, $one:expr, $zero:expr, $values:expr, $agree:expr) => {{
+            let variants: Vec<_> = gemm_tc::$kernel::variants()
+                .into_iter()
+                .filter(|c| c.ALIGNED)
+                .collect();
+            let names: Vec<(String, u32)> = variants
+                .iter()
+                .map(|c| (format!("{c:?}"), c.STAGES))
+                .collect();
+            bench_gemm_tc(
+                rt,
+                size,
+                only,
+                stringify!($kernel),
+                $precision,
+                &names,
+                &|rt, i, a, b, c, dims| gemm_tc::$with(rt, variants[i], a, b, c, dims, $one, $zero),
+                $values,
+                $agree,
+            )
+        }};
+    }
+    // f16: both round f32 sums of the same products to f16 (summation orders differ).
+    bench_aligned!(
+        gemm_f16,
+        gemm_f16_with,
         GemmPrecision::F16,
-        &f16_names,
-        &|rt, i, a, b, c, dims| {
-            gemm_tc::gemm_f16_with(rt, f16_variants[i], a, b, c, dims, 1.0, 0.0)
-        },
+        1.0,
+        0.0,
         &float_values::<f16>,
-        // Both round f32 sums of the same products to f16; summation orders differ.
-        &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3),
+        &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3)
     )?;
-    let bf16_variants: Vec<_> = gemm_tc::gemm_bf16::variants()
-        .into_iter()
-        .filter(|c| c.ALIGNED)
-        .collect();
-    let bf16_names: Vec<(String, u32)> = bf16_variants
-        .iter()
-        .map(|c| (format!("{c:?}"), c.STAGES))
-        .collect();
-    bench_gemm_tc(
-        rt,
-        size,
-        only,
-        "gemm_bf16",
+    bench_aligned!(
+        gemm_bf16,
+        gemm_bf16_with,
         GemmPrecision::Bf16,
-        &bf16_names,
-        &|rt, i, a, b, c, dims| {
-            gemm_tc::gemm_bf16_with(rt, bf16_variants[i], a, b, c, dims, 1.0, 0.0)
-        },
+        1.0,
+        0.0,
         &float_values::<bf16>,
-        &|ours, theirs| agree_within::<bf16>(ours, theirs, 8e-3),
+        &|ours, theirs| agree_within::<bf16>(ours, theirs, 8e-3)
     )?;
-    let tf32_variants: Vec<_> = gemm_tc::gemm_tf32::variants()
-        .into_iter()
-        .filter(|c| c.ALIGNED)
-        .collect();
-    let tf32_names: Vec<(String, u32)> = tf32_variants
-        .iter()
-        .map(|c| (format!("{c:?}"), c.STAGES))
-        .collect();
-    bench_gemm_tc(
-        rt,
-        size,
-        only,
-        "gemm_tf32",
+    // tf32: both round the inputs to tf32 and sum in f32 in different orders.
+    bench_aligned!(
+        gemm_tf32,
+        gemm_tf32_with,
         GemmPrecision::Tf32,
-        &tf32_names,
-        &|rt, i, a, b, c, dims| {
-            gemm_tc::gemm_tf32_with(rt, tf32_variants[i], a, b, c, dims, 1.0, 0.0)
-        },
+        1.0,
+        0.0,
         &float_values::<f32>,
-        // Both round the inputs to tf32 and sum in f32 in different orders.
-        &|ours, theirs| agree_within::<f32>(ours, theirs, 1e-3),
+        &|ours, theirs| agree_within::<f32>(ours, theirs, 1e-3)
     )?;
-    let s8_variants: Vec<_> = gemm_tc::gemm_s8::variants()
-        .into_iter()
-        .filter(|c| c.ALIGNED)
-        .collect();
-    let s8_names: Vec<(String, u32)> = s8_variants
-        .iter()
-        .map(|c| (format!("{c:?}"), c.STAGES))
-        .collect();
-    bench_gemm_tc(
-        rt,
-        size,
-        only,
-        "gemm_s8",
+    // s8: integer sums, exact in both.
+    bench_aligned!(
+        gemm_s8,
+        gemm_s8_with,
         GemmPrecision::I8,
-        &s8_names,
-        &|rt, i, a, b, c, dims| gemm_tc::gemm_s8_with(rt, s8_variants[i], a, b, c, dims, 1, 0),
-        &|inputs, n| inputs.i8s(n),
-        // Integer sums: exact in both.
+        1,
+        0,
+        &|inputs: &mut Inputs, n| inputs.i8s(n),
         &|ours: &[i32], theirs: &[i32]| {
             let differ = ours.iter().zip(theirs).filter(|(x, y)| x != y).count();
             (
                 differ == 0,
                 format!("{differ} of {} elements differ", ours.len()),
             )
-        },
+        }
     )?;
     // The sm_70 form: its copies are staged through registers, so STAGES
     // shows what that overlap is worth.
