@@ -407,8 +407,7 @@ pub fn decompressed_gemm_f16(
 ) -> Result<(), Error> {
     check_shape(a, m, k)?;
     let dense = decompress(rt, a)?;
-    let consts = FALLBACK;
-    gemm_f16_wmma_with(rt, consts, &dense, b, c, (m, n, k), alpha, beta)
+    gemm_f16_wmma_with(rt, FALLBACK, &dense, b, c, (m, n, k), alpha, beta)
 }
 
 /// The bf16 form of [`sparse_gemm_f16`]. bf16 Tensor Cores (dense or sparse)
