@@ -12,6 +12,7 @@ pub mod reduce;
 pub mod simple;
 pub mod softmax;
 pub mod stream;
+pub mod tuned;
 
 use warpforge::__private::KernelDef;
 
