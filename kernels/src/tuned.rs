@@ -66,17 +66,38 @@ pub struct GemmKind<I, O> {
     types: PhantomData<fn() -> (I, O)>,
 }
 
+impl<I, O> GemmKind<I, O> {
+    /// A GEMM family of kernels with the launcher shape above: `preferred`
+    /// lists the heuristic default's variants (kernel, const values), most
+    /// preferred first.
+    pub const fn new(
+        name: &'static str,
+        precision: GemmPrecision,
+        b_layout: MatrixLayout,
+        kernels: fn() -> Vec<&'static KernelDef>,
+        preferred: fn() -> Vec<(&'static KernelDef, Vec<i64>)>,
+    ) -> GemmKind<I, O> {
+        GemmKind {
+            name,
+            precision,
+            b_layout,
+            kernels,
+            preferred,
+            types: PhantomData,
+        }
+    }
+}
+
 /// The SIMT f32 GEMM (row-major A, B and C). Heuristic default:
 /// [`DEFAULT_F32`] (128 x 128 x 16 tiles, 8 x 8 per thread; the fastest at
 /// 4096^3 on an H200 before tuning existed).
-pub const GEMM_F32: GemmKind<f32, f32> = GemmKind {
-    name: "gemm_f32",
-    precision: GemmPrecision::F32,
-    b_layout: MatrixLayout::RowMajor,
-    kernels: || vec![gemm_f32::def()],
-    preferred: || vec![(gemm_f32::def(), DEFAULT_F32.values())],
-    types: PhantomData,
-};
+pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
+    "gemm_f32",
+    GemmPrecision::F32,
+    MatrixLayout::RowMajor,
+    || vec![gemm_f32::def()],
+    || vec![(gemm_f32::def(), DEFAULT_F32.values())],
+);
 
 /// The f16 Tensor Core GEMM (row-major A, column-major B, f16 C, f32
 /// accumulation): the sm_80 `mma.sync` kernel [`gemm_f16`] and the sm_70
@@ -85,59 +106,45 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind {
 /// at 8192^3 on an H200 before tuning existed); for k not a multiple of 8 the
 /// same tiles with BK = 32 and element copies; on sm_70, `gemm_f16_wmma` 64 x
 /// 128 x 32.
-pub const GEMM_F16: GemmKind<f16, f16> = GemmKind {
-    name: "gemm_f16",
-    precision: GemmPrecision::F16,
-    b_layout: MatrixLayout::ColMajor,
-    kernels: || vec![gemm_f16::def(), gemm_f16_wmma::def()],
-    preferred: || {
+pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
+    "gemm_f16",
+    GemmPrecision::F16,
+    MatrixLayout::ColMajor,
+    || vec![gemm_f16::def(), gemm_f16_wmma::def()],
+    || {
+        let wmma = gemm_f16_wmma::Consts {
+            BM: 64,
+            BN: 128,
+            BK: 32,
+        };
         vec![
-            (gemm_f16::def(), tc_default(true).values()),
-            (gemm_f16::def(), tc_default(false).values()),
-            (
-                gemm_f16_wmma::def(),
-                gemm_f16_wmma::Consts {
-                    BM: 64,
-                    BN: 128,
-                    BK: 32,
-                }
-                .values(),
-            ),
+            (gemm_f16::def(), tensor_core_default(true)),
+            (gemm_f16::def(), tensor_core_default(false)),
+            (gemm_f16_wmma::def(), wmma.values()),
         ]
     },
-    types: PhantomData,
-};
+);
 
 /// The bf16 Tensor Core GEMM (layouts as [`GEMM_F16`]); heuristic default
 /// as `gemm_f16`'s, from the same kernel source.
-pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind {
-    name: "gemm_bf16",
-    precision: GemmPrecision::Bf16,
-    b_layout: MatrixLayout::ColMajor,
-    kernels: || vec![gemm_bf16::def()],
-    preferred: || {
-        let [aligned, unaligned] = [true, false].map(|aligned| {
-            let c = tc_default(aligned);
-            gemm_bf16::Consts {
-                BM: c.BM,
-                BN: c.BN,
-                BK: c.BK,
-                WARP: c.WARP,
-                STAGES: c.STAGES,
-                ALIGNED: c.ALIGNED,
-            }
-        });
+pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
+    "gemm_bf16",
+    GemmPrecision::Bf16,
+    MatrixLayout::ColMajor,
+    || vec![gemm_bf16::def()],
+    || {
         vec![
-            (gemm_bf16::def(), aligned.values()),
-            (gemm_bf16::def(), unaligned.values()),
+            (gemm_bf16::def(), tensor_core_default(true)),
+            (gemm_bf16::def(), tensor_core_default(false)),
         ]
     },
-    types: PhantomData,
-};
+);
 
-/// The Tensor Core GEMMs' default tiles: with 16-byte copies (k a multiple
-/// of 8) or with element copies (any k; those variants have 2 stages and BK = 32).
-fn tc_default(aligned: bool) -> gemm_f16::Consts {
+/// The default tiles of the Tensor Core GEMMs (`gemm_f16` and `gemm_bf16`
+/// come from one source and share their const parameters): with 16-byte
+/// copies (k a multiple of 8), or with element copies (any k; those
+/// variants have 2 stages and BK = 32).
+fn tensor_core_default(aligned: bool) -> Vec<i64> {
     gemm_f16::Consts {
         BM: 128,
         BN: 128,
@@ -146,6 +153,7 @@ fn tc_default(aligned: bool) -> gemm_f16::Consts {
         STAGES: 2,
         ALIGNED: aligned,
     }
+    .values()
 }
 
 /// The host side of a GEMM's element types: random inputs, poisoned
@@ -406,7 +414,8 @@ impl<I: GemmElement, O: GemmElement> TunedGemm<I, O> {
         let args = self.kind.call_args(dims);
         let call = self.call(dims, &alignments, &args);
         self.dispatcher.select(rt, &call, || {
-            GemmWorkload::new(rt, self.kind, dims, TUNE_NOW_SEED)
+            let workload = GemmWorkload::new(rt, self.kind, dims, TUNE_NOW_SEED)?;
+            Ok(Box::new(workload) as Box<dyn Workload>)
         })
     }
 
@@ -471,9 +480,8 @@ pub struct GemmWorkload<I: GemmElement, O: GemmElement> {
     dims: (u32, u32, u32),
     sets: Vec<(DeviceBuffer<I>, DeviceBuffer<I>, DeviceBuffer<O>)>,
     poison: DeviceBuffer<O>,
-    host_a: Vec<I>,
-    host_b: Vec<I>,
-    checked: Vec<(usize, usize)>,
+    /// The checked outputs: (row, column, float64 value, magnitude).
+    checked: Vec<(usize, usize, f64, f64)>,
 }
 
 impl<I: GemmElement, O: GemmElement> GemmWorkload<I, O> {
@@ -520,28 +528,24 @@ impl<I: GemmElement, O: GemmElement> GemmWorkload<I, O> {
             }
             positions
         };
+        // The float64 value and magnitude (sum of |a b|) of each checked output.
+        let checked = checked
+            .into_iter()
+            .map(|(i, j)| {
+                let (value, magnitude) = (0..k).fold((0.0, 0.0), |(sum, magnitude), p| {
+                    let a = host_a[i * k + p].to_f64();
+                    let b = host_b[kind.b_layout.index((p, j), (k, n))].to_f64();
+                    (sum + a * b, magnitude + (a * b).abs())
+                });
+                (i, j, value, magnitude)
+            })
+            .collect();
         Ok(GemmWorkload {
             kind,
             dims,
             poison: rt.upload(&vec![O::POISON; m * n])?,
             sets,
-            host_a,
-            host_b,
             checked,
-        })
-    }
-
-    /// The float64 value and magnitude (sum of |a b|) of output (i, j).
-    fn reference(&self, (i, j): (usize, usize)) -> (f64, f64) {
-        let (_, n, k) = (
-            self.dims.0 as usize,
-            self.dims.1 as usize,
-            self.dims.2 as usize,
-        );
-        (0..k).fold((0.0, 0.0), |(sum, magnitude), p| {
-            let a = self.host_a[i * k + p].to_f64();
-            let b = self.host_b[self.kind.b_layout.index((p, j), (k, n))].to_f64();
-            (sum + a * b, magnitude + (a * b).abs())
         })
     }
 }
@@ -578,8 +582,7 @@ impl<I: GemmElement, O: GemmElement> Workload for GemmWorkload<I, O> {
                 first % n
             )));
         }
-        for &(i, j) in &self.checked {
-            let (value, magnitude) = self.reference((i, j));
+        for &(i, j, value, magnitude) in &self.checked {
             let got = out[i * n + j].to_f64();
             let allowed = self.kind.allowed_error(self.dims.2, magnitude, value);
             if (got - value).abs() > allowed {

@@ -228,12 +228,13 @@ impl Dispatcher {
 
     /// The variant for `call`. `workload` creates tuning inputs for the
     /// call; it is called only when the policy is [`MissPolicy::TuneNow`]
-    /// and nothing usable is stored.
-    pub fn select<W: Workload>(
+    /// and nothing usable is stored. A caller that cannot tune passes
+    /// [`no_workload`].
+    pub fn select(
         &self,
         rt: &Runtime,
         call: &Call<'_>,
-        workload: impl FnOnce() -> Result<W, Error>,
+        workload: impl FnOnce() -> Result<Box<dyn Workload>, Error>,
     ) -> Result<Selection, Error> {
         if let Some(selection) = self.resolved_for(call) {
             return Ok(selection);
@@ -272,12 +273,12 @@ impl Dispatcher {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn resolve<W: Workload>(
+    fn resolve(
         &self,
         state: &mut State,
         rt: &Runtime,
         call: &Call<'_>,
-        workload: impl FnOnce() -> Result<W, Error>,
+        workload: impl FnOnce() -> Result<Box<dyn Workload>, Error>,
     ) -> Result<Selection, Error> {
         let key = self.key(call);
         if let Some(record) = state.db.lookup(&key) {
@@ -311,7 +312,7 @@ impl Dispatcher {
                     )));
                 }
                 let mut workload = workload()?;
-                let mut testbed = GpuTestbed::new(rt, &mut workload);
+                let mut testbed = GpuTestbed::new(rt, &mut *workload);
                 let report = tune(
                     &self.family,
                     call,
@@ -381,7 +382,7 @@ impl Dispatcher {
                 )
             })
             .collect();
-        near.sort_by(|a, b| (a.0, a.1).cmp(&(b.0, b.1)));
+        near.sort_by_key(|&(distance, shape, _)| (distance, shape));
         near.into_iter().find_map(|(_, shape, record)| {
             self.usable(record, call).map(|candidate| Selection {
                 candidate,
@@ -391,9 +392,86 @@ impl Dispatcher {
     }
 }
 
+/// The `workload` argument of [`Dispatcher::select`] for callers that have
+/// no tuning inputs: a [`MissPolicy::TuneNow`] miss then fails with this
+/// error instead of tuning.
+pub fn no_workload() -> Result<Box<dyn Workload>, Error> {
+    Err(Error::Tune(
+        "the miss policy is `tune`, and this caller has no tuning inputs for the call: use the \
+         `heuristic` or `nearest` policy, or pass a workload to Dispatcher::select"
+            .into(),
+    ))
+}
+
 /// The sum over m, n and k of |log2| of the ratio of two buckets' sizes
 /// (bucket sizes are powers of two).
 fn bucket_distance(a: ShapeBucket, b: ShapeBucket) -> u32 {
     let log = |x: u64| x.max(1).trailing_zeros();
     log(a.m).abs_diff(log(b.m)) + log(a.n).abs_diff(log(b.n)) + log(a.k).abs_diff(log(b.k))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    #[test]
+    fn miss_policy_environment_values() {
+        assert_eq!(
+            MissPolicy::from_env_value(None).unwrap(),
+            MissPolicy::Heuristic
+        );
+        assert_eq!(
+            MissPolicy::from_env_value(Some(" ")).unwrap(),
+            MissPolicy::Heuristic
+        );
+        assert_eq!(
+            MissPolicy::from_env_value(Some("tune")).unwrap(),
+            MissPolicy::TuneNow
+        );
+        assert_eq!(
+            MissPolicy::from_env_value(Some("NEAREST")).unwrap(),
+            MissPolicy::NearestBucket
+        );
+        let err = MissPolicy::from_env_value(Some("fastest"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(MISS_POLICY_ENV) && err.contains("`fastest`") && err.contains("`nearest`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bucket_distance_counts_doublings() {
+        let b = |m, n, k| ShapeBucket::gemm(m, n, k);
+        assert_eq!(bucket_distance(b(1024, 1024, 1024), b(1024, 1024, 1024)), 0);
+        assert_eq!(bucket_distance(b(1024, 1024, 1024), b(2048, 512, 1024)), 2);
+        assert_eq!(bucket_distance(b(1, 1, 1), b(8, 1, 1)), 3);
+    }
+
+    #[test]
+    fn borrowed_keys_hash_as_owned_ones() {
+        let shape = ShapeBucket::gemm(100, 200, 300);
+        let owned = ResolvedKey {
+            shape,
+            alignments: vec![16, 8, 2],
+        };
+        let borrowed = ResolvedKeyRef {
+            shape,
+            alignments: &[16, 8, 2],
+        };
+        let hasher = hashbrown::DefaultHashBuilder::default();
+        assert_eq!(hasher.hash_one(&owned), hasher.hash_one(&borrowed));
+        assert!(borrowed.equivalent(&owned));
+        let mut map = HashMap::new();
+        map.insert(owned, 7);
+        assert_eq!(map.get(&borrowed), Some(&7));
+        let other = ResolvedKeyRef {
+            shape,
+            alignments: &[16, 8],
+        };
+        assert_eq!(map.get(&other), None);
+    }
 }

@@ -32,7 +32,9 @@ mod testbed;
 mod tuner;
 
 pub use db::{default_dir, LoadWarning, Record, TuneDb, SCHEMA_VERSION, TUNE_DIR_ENV};
-pub use dispatch::{DispatchStats, Dispatcher, MissPolicy, Selection, Source, MISS_POLICY_ENV};
+pub use dispatch::{
+    no_workload, DispatchStats, Dispatcher, MissPolicy, Selection, Source, MISS_POLICY_ENV,
+};
 pub use family::{Call, Candidate, Family, KeyBase};
 pub use key::{driver_version, GpuModel, ShapeBucket, TuneKey};
 pub use prune::{check_candidate, check_resources, LoadedResources, PruneRule, VariantResources};

@@ -52,7 +52,7 @@ pub struct LoadedResources {
 }
 
 /// Which rule ruled a variant out.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PruneRule {
     Arch,
     Call,
@@ -148,4 +148,83 @@ pub fn check_resources(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::device::DeviceBackend;
+
+    fn h200() -> DeviceInfo {
+        DeviceInfo {
+            backend: DeviceBackend::Cuda,
+            name: "NVIDIA H200".into(),
+            ordinal: 0,
+            compute_capability: (9, 0),
+            sm_count: 132,
+            max_threads_per_block: 1024,
+            max_block_dims: [1024, 1024, 64],
+            max_grid_dims: [2_147_483_647, 65_535, 65_535],
+            shared_mem_per_block: 48 * 1024,
+            shared_mem_per_block_optin: 227 * 1024,
+            shared_mem_per_sm: 228 * 1024,
+            registers_per_block: 65_536,
+            warp_size: 32,
+            l2_cache_bytes: 60 * 1024 * 1024,
+            total_memory_bytes: 141 << 30,
+            driver_version: (12, 8),
+        }
+    }
+
+    fn resources(threads: u32, shared: u32, registers: u32, blocks: u32) -> VariantResources {
+        VariantResources {
+            threads_per_block: Some(threads),
+            shared_bytes: shared,
+            loaded: Some(LoadedResources {
+                registers_per_thread: registers,
+                local_bytes_per_thread: 0,
+                max_threads_per_block: 65_536 / registers.max(1),
+                blocks_per_sm: Some(blocks),
+            }),
+        }
+    }
+
+    #[test]
+    fn resource_rules() {
+        let device = h200();
+        let fits = resources(256, 64 * 1024, 128, 2);
+        assert_eq!(check_resources(&fits, &device, 4), Ok(()));
+
+        let too_much_shared = VariantResources {
+            loaded: None,
+            ..resources(256, 228 * 1024, 128, 0)
+        };
+        let (rule, reason) = check_resources(&too_much_shared, &device, 4).unwrap_err();
+        assert_eq!(rule, PruneRule::SharedMemory);
+        assert!(
+            reason.contains("233472 bytes") && reason.contains("232448"),
+            "{reason}"
+        );
+
+        // 255 registers: a block holds 256 threads at most, the kernel declares 512.
+        let (rule, reason) = check_resources(&resources(512, 0, 255, 0), &device, 4).unwrap_err();
+        assert_eq!(rule, PruneRule::Registers);
+        assert!(reason.contains("255 registers"), "{reason}");
+
+        // One block of 64 threads: 2 warps, under a floor of 4; 4 fit at a floor of 2.
+        let sparse = resources(64, 200 * 1024, 32, 1);
+        let (rule, reason) = check_resources(&sparse, &device, 4).unwrap_err();
+        assert_eq!(rule, PruneRule::Occupancy);
+        assert!(reason.contains("2 warps"), "{reason}");
+        assert_eq!(check_resources(&sparse, &device, 2), Ok(()));
+        let (rule, _) = check_resources(&resources(128, 0, 32, 0), &device, 1).unwrap_err();
+        assert_eq!(rule, PruneRule::Occupancy);
+
+        // Without a declared block shape only the shared memory rule applies.
+        let undeclared = VariantResources {
+            threads_per_block: None,
+            ..resources(1024, 0, 255, 0)
+        };
+        assert_eq!(check_resources(&undeclared, &device, 4), Ok(()));
+    }
 }

@@ -27,13 +27,13 @@ pub trait Workload {
 /// Candidates built and loaded by the runtime (sharing its variant cache, so
 /// that a tuned variant is not built again to be launched), verified and
 /// run by a [`Workload`], timed with CUDA events on the runtime's stream.
-pub struct GpuTestbed<'a, W: Workload> {
+pub struct GpuTestbed<'a, W: Workload + ?Sized> {
     rt: &'a Runtime,
     workload: &'a mut W,
     next_set: usize,
 }
 
-impl<'a, W: Workload> GpuTestbed<'a, W> {
+impl<'a, W: Workload + ?Sized> GpuTestbed<'a, W> {
     pub fn new(rt: &'a Runtime, workload: &'a mut W) -> GpuTestbed<'a, W> {
         GpuTestbed {
             rt,
@@ -43,7 +43,7 @@ impl<'a, W: Workload> GpuTestbed<'a, W> {
     }
 }
 
-impl<W: Workload> Testbed for GpuTestbed<'_, W> {
+impl<W: Workload + ?Sized> Testbed for GpuTestbed<'_, W> {
     fn resources(&mut self, candidate: &Candidate) -> Result<VariantResources, Error> {
         self.rt.variant_resources(candidate.def, &candidate.consts)
     }

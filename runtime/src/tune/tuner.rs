@@ -92,7 +92,7 @@ impl TuneOptions {
 }
 
 /// What became of one candidate.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Status {
     /// Ruled out before anything ran.
     Pruned { rule: PruneRule, reason: String },
