@@ -511,3 +511,26 @@ pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
         within_target: overhead_us < OVERHEAD_TARGET_US,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_parse_and_bad_ones_say_what_to_write() {
+        assert_eq!(parse_shape("4096x4096x4096"), Ok((4096, 4096, 4096)));
+        assert_eq!(parse_shape(" 3001X2999x1000 "), Ok((3001, 2999, 1000)));
+        for bad in [
+            "",
+            "10x10",
+            "1x2x3x4",
+            "0x1x1",
+            "-1x2x3",
+            "axbxc",
+            "99999999999x1x1",
+        ] {
+            let err = parse_shape(bad).unwrap_err();
+            assert!(err.contains("MxNxK") && err.contains(bad), "{bad}: {err}");
+        }
+    }
+}

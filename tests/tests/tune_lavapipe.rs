@@ -522,3 +522,13 @@ fn dispatch_is_shared_across_threads() {
     // Resolved once, whatever the threads' interleaving.
     assert_eq!(dispatcher.stats().database, 1);
 }
+
+#[test]
+fn variant_resources_need_cuda() {
+    let rt = lavapipe();
+    let err = rt
+        .variant_resources(double::def(), &[1, 1])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("needs CUDA"), "{err}");
+}

@@ -8,7 +8,7 @@
 //! the miss policy's choice. Later calls of the pair find the resolution in
 //! an in-memory map: a hash lookup under a read lock, with no allocation.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use hashbrown::{Equivalent, HashMap};
@@ -204,11 +204,6 @@ impl Dispatcher {
     /// The tuning key of `call` on this dispatcher's device.
     pub fn key(&self, call: &Call<'_>) -> TuneKey {
         self.family.key(&self.base, call)
-    }
-
-    /// The database file.
-    pub fn db_path(&self) -> PathBuf {
-        self.state().db.path()
     }
 
     /// The stored record for `call`, if any.

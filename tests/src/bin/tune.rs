@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
-use warpforge::tune::{default_dir, GpuModel};
+use warpforge::tune::{default_dir, GpuModel, TuneDb};
 use warpforge::{Error, Runtime};
 use warpforge_kernels::tuned::{GEMM_BF16, GEMM_F16, GEMM_F32};
 use warpforge_tests::run_seed;
@@ -109,22 +109,20 @@ fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
     };
     let device = rt.device();
     let gpu = GpuModel::of(device);
+    let db_path = TuneDb::open(Some(&dir), &gpu)?.path();
     let seed = run_seed();
     println!(
         "device: {} ({}, {} SMs), database: {}",
         device.name,
         device.sm_name(),
         device.sm_count,
-        dir.join(format!("{}.json", gpu.file_stem())).display()
+        db_path.display()
     );
     println!("seed: {seed} (replay with WARPFORGE_SEED={seed})\n");
     let mut report = RunReport {
         mode: if args.dispatch { "dispatch" } else { "tune" },
         device: device.name.clone(),
-        db_path: dir
-            .join(format!("{}.json", gpu.file_stem()))
-            .display()
-            .to_string(),
+        db_path: db_path.display().to_string(),
         gpu,
         seed,
         tuned: Vec::new(),
@@ -155,17 +153,20 @@ fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
                 })
             } else {
                 tune_one(rt, family, dims, &dir, seed, args.verify_exhaustive, &bar).map(|shape| {
-                    bar.println(format!(
-                        "{what}: {} in {:.1} s ({})",
-                        shape.winner.variant,
-                        shape.tuning_s,
-                        status(&shape.failures)
-                    ));
+                    // Printed above the bar; also when the bar is hidden (no terminal).
+                    bar.suspend(|| {
+                        println!(
+                            "{what}: {} in {:.1} s ({})",
+                            shape.winner.variant,
+                            shape.tuning_s,
+                            status(&shape.failures)
+                        )
+                    });
                     report.tuned.push(shape);
                 })
             };
             if let Err(e) = result {
-                bar.println(format!("{what}: FAILED: {e}"));
+                bar.suspend(|| println!("{what}: FAILED: {e}"));
                 report.errors.push(format!("{what}: {e}"));
             }
         }
