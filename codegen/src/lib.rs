@@ -19,6 +19,11 @@ pub mod valid;
 pub use def::{KernelDef, Target, TuneAxis};
 pub use ir::{Arch, Kernel, Scalar};
 
+/// A hash of this code generator's sources (16 hex digits), computed at build
+/// time: two builds emit the same code for the same kernel when their hashes
+/// are equal. Tuning results record it, so that a new code generator re-tunes.
+pub const VERSION_HASH: &str = env!("WARPFORGE_CODEGEN_HASH");
+
 /// A codegen failure: a variant that cannot be built for a target, an IR that
 /// breaks an invariant, or a host expression that cannot be evaluated. The
 /// message names the kernel, the construct and what to do instead.

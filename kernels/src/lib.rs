@@ -14,6 +14,7 @@ pub mod simple;
 pub mod softmax;
 pub mod sparse;
 pub mod stream;
+pub mod tuned;
 
 use warpforge::__private::KernelDef;
 

@@ -14,8 +14,8 @@
 //! ([`DeviceBuffer`], [`KernelArg`], [`Grid`]), `gemm` ([`MatrixLayout`],
 //! [`GemmPrecision`]: a GEMM's operands, for cuBLAS, kernels and tests),
 //! `validate` (the checks that need no GPU), `variants` (the
-//! compiled-variant cache both backends use), `tune` (the per-GPU tuning
-//! database: [`tune::TuneDb`]),
+//! compiled-variant cache both backends use), `tune` (the autotuner, the
+//! per-GPU tuning database [`tune::TuneDb`] and [`tune::Dispatcher`]),
 //! `runtime` ([`Runtime`]), and the backends `cuda` (context, module cache,
 //! launches, timing, cuBLAS) and `wgpu` (adapter, storage buffers, pipelines,
 //! launches in the WGSL backend's ABI).
@@ -43,4 +43,4 @@ pub use error::Error;
 pub use gemm::{GemmPrecision, MatrixLayout};
 pub use runtime::Runtime;
 pub use scalar::DeviceScalar;
-pub use validate::{select_arch, validate_launch, LaunchDims, VariantFacts};
+pub use validate::{check_call, select_arch, validate_launch, LaunchDims, VariantFacts};

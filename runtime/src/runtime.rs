@@ -182,6 +182,20 @@ impl Runtime {
         }
     }
 
+    /// What the device reports about one variant of a kernel: threads per
+    /// block, shared memory, and, once loaded, registers, local memory and
+    /// the blocks per SM the driver's occupancy calculator allows. Builds and
+    /// loads the variant into the same cache that [`Runtime::launch`] uses
+    /// (the tuner prunes with this before timing). CUDA only.
+    pub fn variant_resources(
+        &self,
+        def: &KernelDef,
+        consts: &[i64],
+    ) -> Result<crate::tune::VariantResources, Error> {
+        self.cuda_backend("reading a variant's resources")?
+            .variant_resources(def, consts)
+    }
+
     /// Waits until all enqueued work has finished; reports a fault of any of it.
     pub fn synchronize(&self) -> Result<(), Error> {
         match &self.backend {

@@ -70,6 +70,17 @@ pub fn validate_launch(
     launch_dims(def, consts, facts, grid, device)
 }
 
+/// Whether the variant `consts` of `def` can take a call with these
+/// arguments: the const values, the argument types and every `requires`
+/// clause. The part of [`validate_launch`] that needs neither the compiled
+/// variant nor a device; the tuner and the dispatcher use it to rule out
+/// variants that cannot take a problem (alignment, divisibility).
+pub fn check_call(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), Error> {
+    check_consts(def, consts)?;
+    check_args(def, consts, args)?;
+    check_requirements(def, consts, args)
+}
+
 /// The number of const values and that each fits its parameter's type. The
 /// tune lists are only the search space: any value of the type is allowed.
 pub(crate) fn check_consts(def: &KernelDef, consts: &[i64]) -> Result<(), Error> {

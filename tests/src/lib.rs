@@ -1,14 +1,15 @@
 //! The cross-crate test support of warpforge: float64 references, random
 //! inputs, comparisons, the checks of each stock kernel and the GPU tier's
 //! report. The CPU tier lives in
-//! `tests/` (integration tests); the GPU tier is the `gpu-check` and `bench`
-//! binaries, carried to a GPU machine by `cargo xtask gpu-bundle`.
+//! `tests/` (integration tests); the GPU tier is the `gpu-check`, `bench` and
+//! `tune` binaries, carried to a GPU machine by `cargo xtask gpu-bundle`.
 
 pub mod checks;
 pub mod compare;
 pub mod reference;
 pub mod report;
 pub mod sparse;
+pub mod tuning;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

@@ -54,6 +54,13 @@ run_step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/gpu
 run_step synccheck "$sanitizer" --tool synccheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step quickstart "$bundle/example-quickstart"
 run_step bench "$bundle/bench"
+# The autotuner: tune the stock GEMMs into a fresh database and check each
+# winner against an exhaustive sweep, then dispatch from that database in a
+# second process that must tune nothing (and measure the dispatch overhead).
+tune_dir=$(mktemp -d)
+run_step tune env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --verify-exhaustive --report "$out/tune-report.json"
+run_step tune-dispatch env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --dispatch --report "$out/tune-dispatch-report.json"
+cp "$tune_dir"/*.json "$out/" 2>/dev/null
 
 echo
 echo "==> summary"

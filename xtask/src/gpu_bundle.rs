@@ -15,8 +15,10 @@ use crate::cargo;
 pub const PACKAGE: &str = "warpforge-tests";
 /// Checks every variant against a CPU reference; `--quick` runs a subset for the sanitizers.
 pub const GPU_CHECK: &str = "gpu-check";
+/// Tunes the stock GEMMs and writes the tuning database (`cargo xtask tune`).
+pub const TUNE: &str = "tune";
 /// Every binary run.sh needs.
-const GPU_BINARIES: [&str; 2] = [GPU_CHECK, "bench"];
+const GPU_BINARIES: [&str; 3] = [GPU_CHECK, "bench", TUNE];
 /// The README's example, run on the GPU as a new user would run it.
 const EXAMPLE: (&str, &str) = ("warpforge", "quickstart");
 /// Crates whose own tests include `#[ignore]`d GPU tests.

@@ -36,6 +36,20 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Tune the stock GEMMs on this GPU: build and run `tune` in release
+    ///
+    /// Tunes every stock GEMM family over a representative shape set (or
+    /// `--shapes`), writes the tuning database (WARPFORGE_TUNE_DIR or
+    /// `--db-dir`) and a JSON report (`--report`), and prints the winners
+    /// against the runner-up and the heuristic default. `--verify-exhaustive`
+    /// checks each winner against a sweep of every variant; `--dispatch`
+    /// dispatches from the database without tuning. See `cargo xtask tune --
+    /// --help`. Without a GPU it says so and exits with status 2.
+    Tune {
+        /// Arguments for tune (after `--`)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// The CPU test tier (what CI runs)
     ///
     /// In order, stopping at the first failure: find ptxas, `cargo fmt --all
@@ -86,7 +100,8 @@ fn main() -> ExitCode {
     let repo = repo_root();
     let done = |result: Result<()>| result.map(|()| ExitCode::SUCCESS);
     let result = match cli.command {
-        Task::Run { args } => run_gpu_check(&repo, &args),
+        Task::Run { args } => run_release_binary(&repo, gpu_bundle::GPU_CHECK, &args),
+        Task::Tune { args } => run_release_binary(&repo, gpu_bundle::TUNE, &args),
         Task::Test => done(test::run(&repo)),
         Task::BuildPtx { check } => done(find_ptxas(&repo).and_then(|ptxas| {
             if check {
@@ -127,8 +142,9 @@ pub fn find_ptxas(repo: &Path) -> Result<Ptxas> {
     Ok(ptxas)
 }
 
-/// Runs `gpu-check` in release; its exit code (1 if a signal ended it) is ours.
-fn run_gpu_check(repo: &Path, args: &[String]) -> Result<ExitCode> {
+/// Runs a GPU-tier binary of the tests crate in release; its exit code (1
+/// if a signal ended it) is ours.
+fn run_release_binary(repo: &Path, binary: &str, args: &[String]) -> Result<ExitCode> {
     let status = Command::new(cargo())
         .current_dir(repo)
         .args([
@@ -138,7 +154,7 @@ fn run_gpu_check(repo: &Path, args: &[String]) -> Result<ExitCode> {
             "-p",
             gpu_bundle::PACKAGE,
             "--bin",
-            gpu_bundle::GPU_CHECK,
+            binary,
             "--",
         ])
         .args(args)

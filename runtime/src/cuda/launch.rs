@@ -6,6 +6,7 @@
 //! the `u32` length in elements.
 
 use std::ffi::c_void;
+use std::sync::Arc;
 
 use cudarc::driver::{result, SyncOnDrop};
 use warpforge_codegen::back::ptx::PtxModule;
@@ -36,8 +37,23 @@ impl CudaBackend {
         args: &mut [KernelArg<'_>],
         compile: impl FnOnce(Arch) -> Result<PtxModule, warpforge_codegen::Error>,
     ) -> Result<(), Error> {
+        let variant = self.variant(def, consts, compile)?;
+        let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
+        let dims = validate_launch(def, consts, &variant.facts, &grid, &infos, &self.info)?;
+        let function = variant.function(&self.ctx, self.info.shared_mem_per_block)?;
+        self.enqueue(function, &dims, args, &variant.variant_name)
+    }
+
+    /// The variant of `def` for `consts` on the device's best arch, built
+    /// with `compile` the first time (not loaded: see [`Variant::function`]).
+    pub(crate) fn variant(
+        &self,
+        def: &KernelDef,
+        consts: &[i64],
+        compile: impl FnOnce(Arch) -> Result<PtxModule, warpforge_codegen::Error>,
+    ) -> Result<Arc<Variant>, Error> {
         let arch = select_arch(def, &self.info)?;
-        let variant = self.modules.get_or_compile(def, consts, arch, || {
+        self.modules.get_or_compile(def, consts, arch, || {
             // Codegen would also refuse a wrong count, in its own words; ours say what to pass.
             check_consts(def, consts)?;
             let ptx = compile(arch).map_err(|source| Error::Codegen {
@@ -46,11 +62,7 @@ impl CudaBackend {
                 source,
             })?;
             Ok(Variant::new(def, consts, arch, ptx))
-        })?;
-        let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
-        let dims = validate_launch(def, consts, &variant.facts, &grid, &infos, &self.info)?;
-        let function = variant.function(&self.ctx, self.info.shared_mem_per_block)?;
-        self.enqueue(function, &dims, args, &variant.variant_name)
+        })
     }
 
     fn enqueue(

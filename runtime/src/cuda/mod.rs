@@ -16,6 +16,7 @@ use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut
 use crate::device::{split_driver_version, DeviceBackend, DeviceInfo};
 use crate::error::{code_name, driver_error, driver_hint};
 use crate::scalar::DeviceScalar;
+use crate::tune::VariantResources;
 use crate::Error;
 
 use module::ModuleCache;
@@ -187,6 +188,19 @@ impl CudaBackend {
             .synchronize()
             .map_err(|e| driver_error("waiting for the GPU", e))?;
         self.check_recorded("waiting for the GPU")
+    }
+
+    /// What the device reports about the variant of `def` for `consts`
+    /// (built and loaded into the module cache, as a launch would).
+    pub(crate) fn variant_resources(
+        &self,
+        def: &warpforge_codegen::KernelDef,
+        consts: &[i64],
+    ) -> Result<VariantResources, Error> {
+        let variant = self.variant(def, consts, |arch| {
+            warpforge_codegen::compile_ptx(def, consts, arch)
+        })?;
+        variant.resources(&self.ctx, &self.info)
     }
 
     /// Milliseconds between two events recorded around `work` on the stream.

@@ -11,7 +11,9 @@ use cudarc::driver::CudaContext;
 use warpforge_codegen::back::ptx::PtxModule;
 use warpforge_codegen::{Arch, KernelDef};
 
+use crate::device::DeviceInfo;
 use crate::error::{code_name, driver_error, driver_hint};
+use crate::tune::{LoadedResources, VariantResources};
 use crate::validate::VariantFacts;
 use crate::variants::VariantCache;
 use crate::Error;
@@ -57,6 +59,67 @@ impl Variant {
         let loaded = LoadedModule::load(ctx, self, default_shared)?;
         // Another thread may have loaded it meanwhile; its module wins and ours is unloaded.
         Ok(self.loaded.get_or_init(|| loaded).function)
+    }
+}
+
+impl Variant {
+    /// What the device reports about this variant, loading it unless it
+    /// needs more shared memory than a block may have.
+    pub(crate) fn resources(
+        &self,
+        ctx: &Arc<CudaContext>,
+        device: &DeviceInfo,
+    ) -> Result<VariantResources, Error> {
+        let threads_per_block = self.facts.block.map(|[x, y, z]| x * y * z);
+        let dynamic = self.facts.shared_bytes;
+        if dynamic > device.shared_mem_per_block_optin {
+            return Ok(VariantResources {
+                threads_per_block,
+                shared_bytes: dynamic,
+                loaded: None,
+            });
+        }
+        let function = self.function(ctx, device.shared_mem_per_block)?;
+        ctx.bind_to_thread()
+            .map_err(|e| driver_error("making the CUDA context current", e))?;
+        let op = format!("reading the attributes of `{}`", self.variant_name);
+        let attribute = |attribute: CUfunction_attribute| -> Result<u32, Error> {
+            // SAFETY: `function` belongs to this variant's loaded module, which
+            // stays loaded while the variant lives; the context is current.
+            let value = unsafe { result::function::get_function_attribute(function, attribute) }
+                .map_err(|e| driver_error(&op, e))?;
+            Ok(value.max(0) as u32)
+        };
+        let static_shared = attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?;
+        let blocks_per_sm = match threads_per_block {
+            Some(threads) => {
+                // SAFETY: as above; the block size and dynamic shared memory are the launch's.
+                let blocks = unsafe {
+                    result::occupancy::max_active_block_per_multiprocessor(
+                        function,
+                        threads as i32,
+                        dynamic as usize,
+                    )
+                }
+                .map_err(|e| driver_error(&op, e))?;
+                Some(blocks.max(0) as u32)
+            }
+            None => None,
+        };
+        Ok(VariantResources {
+            threads_per_block,
+            shared_bytes: dynamic + static_shared,
+            loaded: Some(LoadedResources {
+                registers_per_thread: attribute(CUfunction_attribute::CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+                local_bytes_per_thread: attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
+                )?,
+                max_threads_per_block: attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+                )?,
+                blocks_per_sm,
+            }),
+        })
     }
 }
 

@@ -4,6 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::device::{DeviceBackend, DeviceInfo};
+
 /// The GPU a tuning result was measured on. One database file holds the
 /// results of one model.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -17,6 +19,15 @@ pub struct GpuModel {
 }
 
 impl GpuModel {
+    /// The model of a runtime's device.
+    pub fn of(device: &DeviceInfo) -> GpuModel {
+        GpuModel {
+            name: device.name.clone(),
+            compute_capability: device.compute_capability,
+            sm_count: device.sm_count,
+        }
+    }
+
     /// The database file's name without extension: the name lowercased with
     /// every run of characters other than ASCII letters and digits turned
     /// into one `-`, then the compute capability and SM count, e.g.
@@ -65,6 +76,43 @@ fn round_up_pow2(x: u64) -> u64 {
     x.checked_next_power_of_two().unwrap_or(1 << 63)
 }
 
+/// The driver as a tuning key names it: the CUDA version it supports and,
+/// where the system reports it, the kernel module's version (which is the
+/// driver release, and so the JIT compiler's), e.g. `cuda-12.9/550.54.15`.
+/// On wgpu, the adapter's driver string.
+pub fn driver_version(device: &DeviceInfo) -> String {
+    match &device.backend {
+        DeviceBackend::Cuda => {
+            let (major, minor) = device.driver_version;
+            let cuda = format!("cuda-{major}.{minor}");
+            match std::fs::read_to_string(NVIDIA_VERSION_FILE)
+                .ok()
+                .as_deref()
+                .and_then(kernel_module_version)
+            {
+                Some(release) => format!("{cuda}/{release}"),
+                None => cuda,
+            }
+        }
+        DeviceBackend::Wgpu(wgpu) => format!("{}/{}", wgpu.api, wgpu.driver),
+    }
+}
+
+/// Where Linux's NVIDIA kernel module reports its version.
+const NVIDIA_VERSION_FILE: &str = "/proc/driver/nvidia/version";
+
+/// The release in the first line of [`NVIDIA_VERSION_FILE`]: the first
+/// dotted number after `Kernel Module`, so `NVRM version: NVIDIA UNIX x86_64
+/// Kernel Module  550.54.15  Tue Mar  5 ..` gives `550.54.15`, as does the
+/// open module's `.. Open Kernel Module for x86_64  550.54.15 ..`.
+fn kernel_module_version(text: &str) -> Option<&str> {
+    let line = text.lines().next()?;
+    let (_, after) = line.split_once("Kernel Module")?;
+    after
+        .split_whitespace()
+        .find(|word| word.contains('.') && word.chars().all(|c| c.is_ascii_digit() || c == '.'))
+}
+
 /// One tuned situation. Two keys are equal only when every field is: a new
 /// driver or a new codegen version makes old results miss, never mislead.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -106,6 +154,22 @@ mod tests {
         assert_eq!(ShapeBucket::gemm(1025, 1, 0).n, 1);
         assert_eq!(ShapeBucket::gemm(1025, 1, 0).k, 1);
         assert_eq!(ShapeBucket::gemm(u64::MAX, 3, 4).m, 1 << 63);
+    }
+
+    #[test]
+    fn kernel_module_version_is_read_from_the_first_line() {
+        let proprietary = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 \
+                           22:23:36 UTC 2024\nGCC version:  gcc version 12.2.0\n";
+        assert_eq!(kernel_module_version(proprietary), Some("550.54.15"));
+        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release \
+                    Build  (dvs-builder@U16-I3-B03-4-3)\n";
+        assert_eq!(kernel_module_version(open), Some("570.86.15"));
+        assert_eq!(kernel_module_version(""), None);
+        assert_eq!(kernel_module_version("NVRM version: unknown"), None);
+        assert_eq!(
+            kernel_module_version("NVRM version: NVIDIA Kernel Module for x86_64"),
+            None
+        );
     }
 
     #[test]

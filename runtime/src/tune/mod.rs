@@ -1,8 +1,18 @@
-//! The per-GPU tuning database: which variant of a kernel won for a given
-//! GPU, driver, codegen version, dtype mix, alignment and shape bucket.
+//! Autotuning: which variant of a kernel family is fastest for a call on the
+//! GPU at hand, remembered per GPU model, and dispatch to it.
 //!
-//! [`TuneKey`] names one tuned situation, [`Record`] holds what the tuner
-//! measured, and [`TuneDb`] keeps them in one JSON file per [`GpuModel`].
+//! - [`Family`] ([`family`](self)): the candidates (every variant of one or
+//!   more kernels that compute the same thing), the heuristic default, and
+//!   how a [`Call`] becomes a [`TuneKey`];
+//! - pruning ([`check_candidate`], [`check_resources`]): what cannot run on
+//!   the device, cannot take the call, or cannot win (shared memory,
+//!   registers, occupancy), ruled out before timing;
+//! - [`tune`]: verification against a reference, then CUDA-event medians
+//!   after warm-up with early drop of candidates far behind the leader, all
+//!   through a [`Testbed`] ([`GpuTestbed`] on a GPU, simulated in tests);
+//! - [`TuneDb`]: the results, one JSON file per [`GpuModel`];
+//! - [`Dispatcher`]: sends each call to its stored winner, with a
+//!   [`MissPolicy`] for calls nothing was tuned for.
 //!
 //! Where the files live ([`default_dir`]): `$WARPFORGE_TUNE_DIR` when set;
 //! otherwise `$XDG_CACHE_HOME/warpforge/tune`; otherwise
@@ -10,10 +20,25 @@
 //! every write happens under an exclusive lock on a separate lock file,
 //! re-reads the file and merges into it, and replaces it atomically (temp
 //! file in the same directory, fsync, rename), so no process loses another's
-//! records and a reader never sees half a file.
+//! records and a reader never sees half a file. docs/tuning.md has the whole
+//! picture.
 
 mod db;
+mod dispatch;
+mod family;
 mod key;
+mod prune;
+mod testbed;
+mod tuner;
 
 pub use db::{default_dir, LoadWarning, Record, TuneDb, SCHEMA_VERSION, TUNE_DIR_ENV};
-pub use key::{GpuModel, ShapeBucket, TuneKey};
+pub use dispatch::{
+    no_workload, DispatchStats, Dispatcher, MissPolicy, Selection, Source, MISS_POLICY_ENV,
+};
+pub use family::{Call, Candidate, Family, KeyBase};
+pub use key::{driver_version, GpuModel, ShapeBucket, TuneKey};
+pub use prune::{check_candidate, check_resources, LoadedResources, PruneRule, VariantResources};
+pub use testbed::{GpuTestbed, Workload};
+pub use tuner::{
+    measure, sweep, tune, Status, Testbed, TuneOptions, TuneReport, MAX_LAUNCHES_PER_SAMPLE,
+};

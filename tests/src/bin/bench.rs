@@ -12,6 +12,8 @@
 //! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):
 //! wgpu has no event timer here, so those are host wall-clock medians of
 //! launch + wait, which include a submission (microseconds against milliseconds).
+//! Last, the host time a dispatched launch (the autotuner's `TunedGemm::run`)
+//! adds to a direct launch of the same variant.
 //! `bench --only PATTERN` runs only the 16-bit GEMM variants whose `Consts`
 //! debug text holds PATTERN (for profilers); `bench --sparse` only the sparse
 //! sections.
@@ -55,7 +57,8 @@ fn main() -> ExitCode {
             .and_then(|()| bench_gemm_sparse(&rt, 8192))
             .and_then(|()| bench_gemm_16bit(&rt, 8192, ""))
             .and_then(|()| bench_gemm_f32(&rt, 8192))
-            .and_then(|ptx_ms| bench_gemm_f32_wgpu(8192, ptx_ms)),
+            .and_then(|ptx_ms| bench_gemm_f32_wgpu(8192, ptx_ms))
+            .and_then(|()| bench_dispatch_overhead(&rt)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -108,6 +111,35 @@ fn bench_gemm_f32_wgpu(size: usize, ptx_ms: f32) -> Result<(), Box<dyn std::erro
         "| WGSL via wgpu (wall clock) | {consts:?} | {ms:.3} | {:.2} |",
         tflops(size, ms)
     );
+    Ok(())
+}
+
+/// The host time a dispatched launch adds to a direct one
+/// ([`warpforge_tests::tuning::dispatch_overhead`]), with an empty database:
+/// the heuristic default serves the call, and nothing is written.
+fn bench_dispatch_overhead(rt: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
+    let dir = std::env::temp_dir().join("warpforge-bench-empty-tune-db");
+    let o = warpforge_tests::tuning::dispatch_overhead(rt, &dir)?;
+    println!(
+        "\ndispatch overhead ({} at {}x{}x{}, host time per launch, enqueue only):",
+        o.variant, o.shape.0, o.shape.1, o.shape.2
+    );
+    println!("\n| launch | us |");
+    println!("|---|---|");
+    println!("| direct (gemm_f16_with) | {:.3} |", o.direct_us);
+    println!("| dispatched (TunedGemm::run) | {:.3} |", o.dispatched_us);
+    println!(
+        "| overhead (target < {} us) | {:.3} |",
+        warpforge_tests::tuning::OVERHEAD_TARGET_US,
+        o.overhead_us
+    );
+    println!(
+        "| one resolved TunedGemm::select | {:.3} |",
+        o.select_ns / 1e3
+    );
+    if !o.within_target {
+        return Err(format!("dispatch adds {:.3} us per launch", o.overhead_us).into());
+    }
     Ok(())
 }
 

@@ -1,0 +1,717 @@
+//! Tuned entry points of the stock GEMMs: each call goes to the variant tuned
+//! for its shape on the GPU at hand (see `warpforge::tune` and
+//! docs/tuning.md).
+//!
+//! ```no_run
+//! # use warpforge::prelude::*;
+//! # use warpforge_kernels::tuned::{TunedGemm, GEMM_F16};
+//! # fn main() -> Result<(), Error> {
+//! let rt = Runtime::new()?;
+//! let gemm = TunedGemm::new(&rt, &GEMM_F16)?; // once: opens the tuning database
+//! # let (m, n, k) = (64u32, 64u32, 64u32);
+//! let a = rt.upload(&vec![f16::ONE; (m * k) as usize])?;
+//! let b = rt.upload(&vec![f16::ONE; (n * k) as usize])?;
+//! let mut c = rt.alloc_zeroed::<f16>((m * n) as usize)?;
+//! gemm.run(&rt, &a, &b, &mut c, (m, n, k), 1.0, 0.0)?; // C = A B with the tuned variant
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! A [`GemmKind`] describes one GEMM family: its kernels, which all take
+//! `(a, b, c, m, n, k, alpha: f32, beta: f32)`, have const parameters `BM` and
+//! `BN`, and run one block per `BM x BN` tile of C ([`tile_grid`]); the
+//! element types; B's layout; and the heuristic default. Adding a GEMM kernel
+//! with that launcher shape is one more `GemmKind` constant (or one more
+//! kernel in an existing one's list).
+//!
+//! The tuning key of a call holds, besides the GPU, driver, code generator,
+//! family and dtypes ([`GemmKind::dtypes`]), the alignment of A's, B's and
+//! C's leading dimension in bytes (capped at 16: what 16-byte copies need),
+//! and the shape bucket ([`ShapeBucket::gemm`]). Every variant's `requires`
+//! depend on the call only through those alignments (a test checks it), so a
+//! winner stored for a key can take every call with that key.
+
+use std::marker::PhantomData;
+use std::path::Path;
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use warpforge::__private::KernelDef;
+use warpforge::tune::{
+    Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket, Workload,
+};
+use warpforge::{
+    bf16, f16, ArgInfo, DeviceBuffer, DeviceScalar, Error, GemmPrecision, KernelArg, MatrixLayout,
+    Runtime,
+};
+
+use crate::gemm::{gemm_f32, tile_grid, DEFAULT_F32};
+use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
+use crate::gemm_wmma::gemm_f16_wmma;
+
+/// One GEMM family, with input element `I` and output element `O`.
+pub struct GemmKind<I, O> {
+    /// The family's name in tuning keys.
+    pub name: &'static str,
+    /// The element types and the arithmetic, for the dtypes of the key and
+    /// the error bound of verification.
+    pub precision: GemmPrecision,
+    /// How B lies in its buffer (A and C are row-major).
+    pub b_layout: MatrixLayout,
+    /// The kernels whose variants compete.
+    pub kernels: fn() -> Vec<&'static KernelDef>,
+    /// The heuristic default: variants in order of preference; a call gets
+    /// the first that runs on the device and can take it.
+    pub preferred: fn() -> Vec<(&'static KernelDef, Vec<i64>)>,
+    types: PhantomData<fn() -> (I, O)>,
+}
+
+impl<I, O> GemmKind<I, O> {
+    /// A GEMM family of kernels with the launcher shape above: `preferred`
+    /// lists the heuristic default's variants (kernel, const values), most
+    /// preferred first.
+    pub const fn new(
+        name: &'static str,
+        precision: GemmPrecision,
+        b_layout: MatrixLayout,
+        kernels: fn() -> Vec<&'static KernelDef>,
+        preferred: fn() -> Vec<(&'static KernelDef, Vec<i64>)>,
+    ) -> GemmKind<I, O> {
+        GemmKind {
+            name,
+            precision,
+            b_layout,
+            kernels,
+            preferred,
+            types: PhantomData,
+        }
+    }
+}
+
+/// The SIMT f32 GEMM (row-major A, B and C). Heuristic default:
+/// [`DEFAULT_F32`] (128 x 128 x 16 tiles, 8 x 8 per thread; the fastest at
+/// 4096^3 on an H200 before tuning existed).
+pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
+    "gemm_f32",
+    GemmPrecision::F32,
+    MatrixLayout::RowMajor,
+    || vec![gemm_f32::def()],
+    || vec![(gemm_f32::def(), DEFAULT_F32.values())],
+);
+
+/// The f16 Tensor Core GEMM (row-major A, column-major B, f16 C, f32
+/// accumulation): the sm_80 `mma.sync` kernel [`gemm_f16`] and the sm_70
+/// `wmma` kernel [`gemm_f16_wmma`] compete. Heuristic default: `gemm_f16`
+/// 128 x 128 x 64, 64 x 64 warp tiles, 2 stages, 16-byte copies (the fastest
+/// at 8192^3 on an H200 before tuning existed); for k not a multiple of 8 the
+/// same tiles with BK = 32 and element copies; on sm_70, `gemm_f16_wmma` 64 x
+/// 128 x 32 with 2 stages.
+pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
+    "gemm_f16",
+    GemmPrecision::F16,
+    MatrixLayout::ColMajor,
+    || vec![gemm_f16::def(), gemm_f16_wmma::def()],
+    || {
+        let wmma = gemm_f16_wmma::Consts {
+            BM: 64,
+            BN: 128,
+            BK: 32,
+            STAGES: 2,
+        };
+        vec![
+            (gemm_f16::def(), tensor_core_default(true)),
+            (gemm_f16::def(), tensor_core_default(false)),
+            (gemm_f16_wmma::def(), wmma.values()),
+        ]
+    },
+);
+
+/// The bf16 Tensor Core GEMM (layouts as [`GEMM_F16`]); heuristic default
+/// as `gemm_f16`'s, from the same kernel source.
+pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
+    "gemm_bf16",
+    GemmPrecision::Bf16,
+    MatrixLayout::ColMajor,
+    || vec![gemm_bf16::def()],
+    || {
+        vec![
+            (gemm_bf16::def(), tensor_core_default(true)),
+            (gemm_bf16::def(), tensor_core_default(false)),
+        ]
+    },
+);
+
+/// The tf32 Tensor Core GEMM (f32 in and out, operands rounded to tf32;
+/// layouts as [`GEMM_F16`]). Heuristic default: 128 x 128 x 16, 64 x 64
+/// warp tiles, 3 stages, 16-byte copies (k a multiple of 4); otherwise
+/// element copies.
+pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
+    "gemm_tf32",
+    GemmPrecision::Tf32,
+    MatrixLayout::ColMajor,
+    || vec![gemm_tf32::def()],
+    || {
+        let tiles = |aligned: bool| gemm_tf32::Consts {
+            BM: 128,
+            BN: 128,
+            BK: 16,
+            WARP: 64,
+            STAGES: if aligned { 3 } else { 2 },
+            ALIGNED: aligned,
+        };
+        vec![
+            (gemm_tf32::def(), tiles(true).values()),
+            (gemm_tf32::def(), tiles(false).values()),
+        ]
+    },
+);
+
+/// The s8 Tensor Core GEMM (i8 in, i32 accumulation and out, i32 alpha and
+/// beta; layouts as [`GEMM_F16`]). Heuristic default: 128 x 128 x 128, 64 x
+/// 64 warp tiles, 3 stages, 16-byte copies (the fastest at 8192^3 on an
+/// H200 before tuning; k a multiple of 16); otherwise 64 x 64 x 64 tiles
+/// of 32 x 32 warp tiles with element copies (larger ones spill).
+pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
+    "gemm_s8",
+    GemmPrecision::I8,
+    MatrixLayout::ColMajor,
+    || vec![gemm_s8::def()],
+    || {
+        let aligned = gemm_s8::Consts {
+            BM: 128,
+            BN: 128,
+            BK: 128,
+            WARP: 64,
+            STAGES: 3,
+            ALIGNED: true,
+        };
+        let element_copies = gemm_s8::Consts {
+            BM: 64,
+            BN: 64,
+            BK: 64,
+            WARP: 32,
+            STAGES: 2,
+            ALIGNED: false,
+        };
+        vec![
+            (gemm_s8::def(), aligned.values()),
+            (gemm_s8::def(), element_copies.values()),
+        ]
+    },
+);
+
+/// The default tiles of the Tensor Core GEMMs (`gemm_f16` and `gemm_bf16`
+/// come from one source and share their const parameters): with 16-byte
+/// copies (k a multiple of 8), or with element copies (any k; those
+/// variants have 2 stages and BK = 32).
+fn tensor_core_default(aligned: bool) -> Vec<i64> {
+    gemm_f16::Consts {
+        BM: 128,
+        BN: 128,
+        BK: if aligned { 64 } else { 32 },
+        WARP: 64,
+        STAGES: 2,
+        ALIGNED: aligned,
+    }
+    .values()
+}
+
+/// The host side of a GEMM's element types: random inputs, poisoned
+/// outputs, and float64 references.
+pub trait GemmElement: DeviceScalar {
+    /// What outputs are filled with before a verification run: NaN for
+    /// floats, a value no GEMM the tuner verifies can produce for integers.
+    const POISON: Self;
+    /// A random input: uniform in [-1, 1) for floats, over the whole type
+    /// for integers.
+    fn random(rng: &mut StdRng) -> Self;
+    fn to_f64(self) -> f64;
+    /// Whether an output is still the poison, or NaN or infinite: unwritten
+    /// or overflowed.
+    fn is_unwritten(self) -> bool {
+        !self.to_f64().is_finite()
+    }
+}
+
+/// An output element type, with the type of alpha and beta its kernels take.
+pub trait GemmOutput: GemmElement {
+    type Scale: DeviceScalar;
+    /// alpha = 1, beta = 0: `C = A B`, what tuning runs.
+    const PLAIN: (Self::Scale, Self::Scale);
+}
+
+impl GemmElement for f32 {
+    const POISON: Self = f32::NAN;
+    fn random(rng: &mut StdRng) -> Self {
+        rng.random_range(-1.0f32..1.0)
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl GemmElement for f16 {
+    const POISON: Self = f16::NAN;
+    fn random(rng: &mut StdRng) -> Self {
+        f16::from_f32(f32::random(rng))
+    }
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+}
+
+impl GemmElement for bf16 {
+    const POISON: Self = bf16::NAN;
+    fn random(rng: &mut StdRng) -> Self {
+        bf16::from_f32(f32::random(rng))
+    }
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+}
+
+impl GemmElement for i8 {
+    const POISON: Self = i8::MIN;
+    fn random(rng: &mut StdRng) -> Self {
+        rng.random()
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl GemmElement for i32 {
+    /// A sum of k products of i8 has |sum| <= 16384 k, below 2^31 for k <
+    /// 2^17: i32::MIN is not a result there, and a larger k would wrap
+    /// (which verification then reports as an unwritten output, not a
+    /// wrong winner).
+    const POISON: Self = i32::MIN;
+    fn random(rng: &mut StdRng) -> Self {
+        rng.random()
+    }
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+    fn is_unwritten(self) -> bool {
+        self == Self::POISON
+    }
+}
+
+impl GemmOutput for f32 {
+    type Scale = f32;
+    const PLAIN: (f32, f32) = (1.0, 0.0);
+}
+
+impl GemmOutput for f16 {
+    type Scale = f32;
+    const PLAIN: (f32, f32) = (1.0, 0.0);
+}
+
+impl GemmOutput for bf16 {
+    type Scale = f32;
+    const PLAIN: (f32, f32) = (1.0, 0.0);
+}
+
+impl GemmOutput for i32 {
+    type Scale = i32;
+    const PLAIN: (i32, i32) = (1, 0);
+}
+
+impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
+    /// The tuning family: every variant of every kernel, and the heuristic default.
+    pub fn family(&self) -> Result<Family, Error> {
+        (self.preferred)().into_iter().try_fold(
+            Family::new(self.name, self.dtypes(), &(self.kernels)())?,
+            |family, (def, consts)| family.prefer(def, &consts),
+        )
+    }
+
+    /// The dtype and layout mix of the tuning key: `f16.row*f16.col->f16.row`
+    /// (inputs named by the precision, so tf32 differs from f32).
+    pub fn dtypes(&self) -> String {
+        let layout = |l: MatrixLayout| match l {
+            MatrixLayout::RowMajor => "row",
+            MatrixLayout::ColMajor => "col",
+        };
+        let input = self.precision.name();
+        format!(
+            "{input}.row*{input}.{}->{}.row",
+            layout(self.b_layout),
+            self.precision.output().name()
+        )
+    }
+
+    /// The alignment facts of the key: the largest power of two, at most 16,
+    /// that divides the byte length of A's, B's and C's leading dimension.
+    pub fn alignments(&self, (_, n, k): (u32, u32, u32)) -> [u32; 3] {
+        let ldb = self.b_layout.leading_dimension(k as usize, n as usize) as u64;
+        [
+            byte_alignment(u64::from(k) * size_of::<I>() as u64),
+            byte_alignment(ldb * size_of::<I>() as u64),
+            byte_alignment(u64::from(n) * size_of::<O>() as u64),
+        ]
+    }
+
+    /// The arguments of a call with buffers of exactly the sizes the
+    /// matrices need, alpha 1 and beta 0: what legality is judged on (the
+    /// launch checks the real buffers).
+    pub fn call_args(&self, (m, n, k): (u32, u32, u32)) -> [ArgInfo; 8] {
+        let (m64, n64, k64) = (u64::from(m), u64::from(n), u64::from(k));
+        let buffer = |elem, len, mutable| ArgInfo::Buffer { elem, len, mutable };
+        [
+            buffer(I::SCALAR, m64 * k64, false),
+            buffer(I::SCALAR, k64 * n64, false),
+            buffer(O::SCALAR, m64 * n64, true),
+            KernelArg::scalar(m).info(),
+            KernelArg::scalar(n).info(),
+            KernelArg::scalar(k).info(),
+            KernelArg::scalar(O::PLAIN.0).info(),
+            KernelArg::scalar(O::PLAIN.1).info(),
+        ]
+    }
+
+    /// The error bound for one output element of a correct variant: with
+    /// `magnitude` = sum over p of |a_ip b_pj| and `value` the float64
+    /// result, `gamma_{k+1}(u) * magnitude` for the accumulation (Higham,
+    /// *Accuracy and Stability of Numerical Algorithms*, 3.1: any summation
+    /// order), plus the rounding of the output, `u_out * (|value| + that)`,
+    /// plus half its smallest subnormal. `u` is 2^-24 for f32 FMAs and 2^-23
+    /// on Tensor Cores (their adders may truncate); tf32 adds the rounding of
+    /// both inputs; i8 is exact. `tests/src/compare.rs`'s `GemmTolerance` is
+    /// the same bound with alpha, beta and activations, for the GPU tier.
+    pub fn allowed_error(&self, k: u32, magnitude: f64, value: f64) -> f64 {
+        const TF32_UNIT: f64 = 1.0 / 1024.0;
+        let (unit, input, output_unit, output_subnormal) = match self.precision {
+            GemmPrecision::I8 => return 0.0,
+            GemmPrecision::F32 => (2f64.powi(-24), 0.0, 2f64.powi(-24), 2f64.powi(-149)),
+            GemmPrecision::Tf32 => (
+                2f64.powi(-23),
+                2.0 * TF32_UNIT + TF32_UNIT * TF32_UNIT,
+                2f64.powi(-24),
+                2f64.powi(-149),
+            ),
+            GemmPrecision::F16 => (2f64.powi(-23), 0.0, 2f64.powi(-11), 2f64.powi(-24)),
+            GemmPrecision::Bf16 => (2f64.powi(-23), 0.0, 2f64.powi(-8), 2f64.powi(-133)),
+        };
+        let n = f64::from(k) + 1.0;
+        let gamma = n * unit / (1.0 - n * unit);
+        let accumulated = (gamma + input) * magnitude;
+        accumulated + output_unit * (value.abs() + accumulated) + output_subnormal / 2.0
+    }
+}
+
+/// The largest power of two dividing `bytes`, at most 16 (16 for 0).
+fn byte_alignment(bytes: u64) -> u32 {
+    if bytes == 0 {
+        16
+    } else {
+        1 << bytes.trailing_zeros().min(4)
+    }
+}
+
+/// The tile (BM, BN) of a GEMM candidate: its grid has one block per tile.
+pub fn gemm_tile(candidate: &Candidate) -> Result<(u32, u32), Error> {
+    let value = |name: &str| {
+        candidate
+            .def
+            .ir
+            .const_params
+            .iter()
+            .position(|p| p.name == name)
+            .and_then(|i| candidate.consts.get(i))
+            .and_then(|&v| u32::try_from(v).ok())
+            .ok_or_else(|| {
+                Error::Tune(format!(
+                    "`{}` is listed as a GEMM kernel, and has no const parameter `{name}` (u32): \
+                     a GemmKind's kernels run one block per BM x BN tile",
+                    candidate.name()
+                ))
+            })
+    };
+    Ok((value("BM")?, value("BN")?))
+}
+
+/// `C = alpha * A B + beta * C` with one candidate of a GEMM family, whose
+/// tile is `tile` ([`gemm_tile`]).
+#[allow(clippy::too_many_arguments)]
+fn launch_gemm<I: GemmElement, O: GemmOutput>(
+    rt: &Runtime,
+    candidate: &Candidate,
+    tile: (u32, u32),
+    a: &DeviceBuffer<I>,
+    b: &DeviceBuffer<I>,
+    c: &mut DeviceBuffer<O>,
+    (m, n, k): (u32, u32, u32),
+    alpha: O::Scale,
+    beta: O::Scale,
+) -> Result<(), Error> {
+    rt.launch(
+        candidate.def,
+        &candidate.consts,
+        tile_grid(tile, m, n),
+        &mut [
+            KernelArg::buffer(a),
+            KernelArg::buffer(b),
+            KernelArg::buffer_mut(c),
+            KernelArg::scalar(m),
+            KernelArg::scalar(n),
+            KernelArg::scalar(k),
+            KernelArg::scalar(alpha),
+            KernelArg::scalar(beta),
+        ],
+    )
+}
+
+/// A GEMM family's dispatcher: [`TunedGemm::run`] sends each call to the
+/// variant tuned for it.
+pub struct TunedGemm<I: GemmElement, O: GemmOutput> {
+    kind: &'static GemmKind<I, O>,
+    dispatcher: Dispatcher,
+    /// Each candidate's (BM, BN).
+    tiles: Vec<(u32, u32)>,
+}
+
+/// The seed of the inputs [`MissPolicy::TuneNow`] tunes on: fixed, so that
+/// a tuning run can be repeated.
+const TUNE_NOW_SEED: u64 = 0x7761_7270_666f_7267;
+
+impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
+    /// The dispatcher of `kind` on `rt`'s device, with the miss policy of
+    /// `WARPFORGE_TUNE_MISS` and the database in the default directory
+    /// (`WARPFORGE_TUNE_DIR`, see `warpforge::tune::default_dir`).
+    pub fn new(rt: &Runtime, kind: &'static GemmKind<I, O>) -> Result<TunedGemm<I, O>, Error> {
+        TunedGemm::with_policy(rt, kind, MissPolicy::from_env()?, None)
+    }
+
+    /// As [`TunedGemm::new`], with the miss policy and (when `Some`) the
+    /// database directory given.
+    pub fn with_policy(
+        rt: &Runtime,
+        kind: &'static GemmKind<I, O>,
+        policy: MissPolicy,
+        dir: Option<&Path>,
+    ) -> Result<TunedGemm<I, O>, Error> {
+        let family = kind.family()?;
+        let tiles = family
+            .candidates()
+            .iter()
+            .map(gemm_tile)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(TunedGemm {
+            kind,
+            dispatcher: Dispatcher::new(rt, family, policy, dir)?,
+            tiles,
+        })
+    }
+
+    pub fn kind(&self) -> &'static GemmKind<I, O> {
+        self.kind
+    }
+
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    /// `C = alpha * A B + beta * C` (A m x k row-major, B k x n in the
+    /// kind's layout, C m x n row-major) with the variant
+    /// [`TunedGemm::select`] picks.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run(
+        &self,
+        rt: &Runtime,
+        a: &DeviceBuffer<I>,
+        b: &DeviceBuffer<I>,
+        c: &mut DeviceBuffer<O>,
+        dims: (u32, u32, u32),
+        alpha: O::Scale,
+        beta: O::Scale,
+    ) -> Result<(), Error> {
+        let selection = self.select(rt, dims)?;
+        self.launch(rt, selection.candidate, a, b, c, dims, alpha, beta)
+    }
+
+    /// The variant for an m x n x k call, and where it came from.
+    pub fn select(&self, rt: &Runtime, dims: (u32, u32, u32)) -> Result<Selection, Error> {
+        let alignments = self.kind.alignments(dims);
+        let args = self.kind.call_args(dims);
+        let call = self.call(dims, &alignments, &args);
+        self.dispatcher.select(rt, &call, || {
+            let workload = GemmWorkload::new(rt, self.kind, dims, TUNE_NOW_SEED)?;
+            Ok(Box::new(workload) as Box<dyn Workload>)
+        })
+    }
+
+    /// The tuning call of an m x n x k GEMM, over `alignments` and `args`
+    /// from [`GemmKind::alignments`] and [`GemmKind::call_args`].
+    pub fn call<'a>(
+        &self,
+        (m, n, k): (u32, u32, u32),
+        alignments: &'a [u32],
+        args: &'a [ArgInfo],
+    ) -> Call<'a> {
+        Call {
+            shape: ShapeBucket::gemm(m.into(), n.into(), k.into()),
+            alignments,
+            args,
+        }
+    }
+
+    /// `C = alpha * A B + beta * C` with the family's candidate `candidate`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn launch(
+        &self,
+        rt: &Runtime,
+        candidate: usize,
+        a: &DeviceBuffer<I>,
+        b: &DeviceBuffer<I>,
+        c: &mut DeviceBuffer<O>,
+        dims: (u32, u32, u32),
+        alpha: O::Scale,
+        beta: O::Scale,
+    ) -> Result<(), Error> {
+        let chosen = &self.dispatcher.family().candidates()[candidate];
+        launch_gemm(
+            rt,
+            chosen,
+            self.tiles[candidate],
+            a,
+            b,
+            c,
+            dims,
+            alpha,
+            beta,
+        )
+    }
+}
+
+/// The most input sets a workload rotates through.
+const MAX_INPUT_SETS: usize = 16;
+/// Output elements checked against the float64 reference per verification
+/// (all of them for smaller outputs); the rest are checked for NaN only.
+const CHECKED_OUTPUTS: usize = 256;
+
+/// The tuning inputs of one GEMM call: random A and B in [-1, 1), as many
+/// copies of (A, B, C) as make them together at least twice the L2 cache
+/// (at most [`MAX_INPUT_SETS`]), launched with alpha 1 and beta 0.
+/// Verification poisons C with NaN, runs the candidate on the first set,
+/// and checks that every output is finite and that [`CHECKED_OUTPUTS`] of
+/// them (the corners, the last row and column, and random ones) are within
+/// [`GemmKind::allowed_error`] of the float64 reference.
+pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
+    kind: &'static GemmKind<I, O>,
+    dims: (u32, u32, u32),
+    sets: Vec<(DeviceBuffer<I>, DeviceBuffer<I>, DeviceBuffer<O>)>,
+    poison: DeviceBuffer<O>,
+    /// The checked outputs: (row, column, float64 value, magnitude).
+    checked: Vec<(usize, usize, f64, f64)>,
+}
+
+impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
+    pub fn new(
+        rt: &Runtime,
+        kind: &'static GemmKind<I, O>,
+        dims: (u32, u32, u32),
+        seed: u64,
+    ) -> Result<GemmWorkload<I, O>, Error> {
+        let (m, n, k) = (dims.0 as usize, dims.1 as usize, dims.2 as usize);
+        if m == 0 || n == 0 || k == 0 {
+            return Err(Error::Tune(format!(
+                "cannot tune a {m} x {n} x {k} GEMM: every dimension must be at least 1"
+            )));
+        }
+        let mut rng = StdRng::seed_from_u64(seed);
+        let mut values = |len: usize| -> Vec<I> { (0..len).map(|_| I::random(&mut rng)).collect() };
+        let host_a = values(m * k);
+        let host_b = values(k * n);
+        let set_bytes = (m * k + k * n) * size_of::<I>() + m * n * size_of::<O>();
+        let l2 = rt.device().l2_cache_bytes as usize;
+        let count = (2 * l2).div_ceil(set_bytes).clamp(1, MAX_INPUT_SETS);
+        let sets = (0..count)
+            .map(|_| {
+                Ok((
+                    rt.upload(&host_a)?,
+                    rt.upload(&host_b)?,
+                    rt.alloc_zeroed(m * n)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let checked = if m * n <= CHECKED_OUTPUTS {
+            (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
+        } else {
+            let mut positions = vec![(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
+            positions.extend((0..16).map(|_| (m - 1, rng.random_range(0..n))));
+            positions.extend((0..16).map(|_| (rng.random_range(0..m), n - 1)));
+            while positions.len() < CHECKED_OUTPUTS {
+                positions.push((rng.random_range(0..m), rng.random_range(0..n)));
+            }
+            positions
+        };
+        // The float64 value and magnitude (sum of |a b|) of each checked output.
+        let checked = checked
+            .into_iter()
+            .map(|(i, j)| {
+                let (value, magnitude) = (0..k).fold((0.0, 0.0), |(sum, magnitude), p| {
+                    let a = host_a[i * k + p].to_f64();
+                    let b = host_b[kind.b_layout.index((p, j), (k, n))].to_f64();
+                    (sum + a * b, magnitude + (a * b).abs())
+                });
+                (i, j, value, magnitude)
+            })
+            .collect();
+        Ok(GemmWorkload {
+            kind,
+            dims,
+            poison: rt.upload(&vec![O::POISON; m * n])?,
+            sets,
+            checked,
+        })
+    }
+}
+
+impl<I: GemmElement, O: GemmOutput> Workload for GemmWorkload<I, O> {
+    fn input_sets(&self) -> usize {
+        self.sets.len()
+    }
+
+    fn launch(&mut self, rt: &Runtime, candidate: &Candidate, set: usize) -> Result<(), Error> {
+        let tile = gemm_tile(candidate)?;
+        let (a, b, c) = &mut self.sets[set];
+        let (alpha, beta) = O::PLAIN;
+        launch_gemm(rt, candidate, tile, a, b, c, self.dims, alpha, beta)
+    }
+
+    fn verify(&mut self, rt: &Runtime, candidate: &Candidate) -> Result<Result<(), String>, Error> {
+        rt.copy(&self.poison, &mut self.sets[0].2)?;
+        self.launch(rt, candidate, 0)?;
+        let out = rt.download(&self.sets[0].2)?;
+        let n = self.dims.1 as usize;
+        let bad: Vec<usize> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.is_unwritten())
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(&first) = bad.first() {
+            return Ok(Err(format!(
+                "{} of {} outputs are the poison, NaN or infinite (unwritten or overflowed), the \
+                 first at row \
+                 {}, column {}",
+                bad.len(),
+                out.len(),
+                first / n,
+                first % n
+            )));
+        }
+        for &(i, j, value, magnitude) in &self.checked {
+            let got = out[i * n + j].to_f64();
+            let allowed = self.kind.allowed_error(self.dims.2, magnitude, value);
+            if (got - value).abs() > allowed {
+                return Ok(Err(format!(
+                    "C[{i}][{j}] = {got}, the float64 reference is {value}, and the error bound \
+                     {allowed:.2e}"
+                )));
+            }
+        }
+        Ok(Ok(()))
+    }
+}

@@ -1,0 +1,472 @@
+//! [`Dispatcher`]: sends each call of a [`Family`] to the variant tuned for
+//! it, with a documented [`MissPolicy`] when nothing was tuned.
+//!
+//! The first call of a (shape bucket, alignments) pair resolves it: the
+//! database's winner when there is one that the family still has and that
+//! can take the call (a stored winner that cannot, e.g. one tuned before the
+//! kernel's `requires` changed, counts as stale and is not used), otherwise
+//! the miss policy's choice. Later calls of the pair find the resolution in
+//! an in-memory map: a hash lookup under a read lock, with no allocation.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
+
+use hashbrown::{Equivalent, HashMap};
+
+use super::db::{Record, TuneDb};
+use super::family::{Call, Candidate, Family, KeyBase};
+use super::key::{ShapeBucket, TuneKey};
+use super::prune::check_candidate;
+use super::testbed::{GpuTestbed, Workload};
+use super::tuner::{tune, TuneOptions};
+use crate::device::{BackendKind, DeviceInfo};
+use crate::{Error, Runtime};
+
+/// The environment variable that chooses the [`MissPolicy`] of dispatchers
+/// created with [`MissPolicy::from_env`]: `heuristic`, `tune` or `nearest`.
+pub const MISS_POLICY_ENV: &str = "WARPFORGE_TUNE_MISS";
+
+/// What a dispatcher does for a call the database has no usable winner for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MissPolicy {
+    /// The family's heuristic default ([`Family::heuristic`]): no delay, no
+    /// surprise. The default.
+    #[default]
+    Heuristic,
+    /// Tune now, on inputs of the call's shape (seconds for a large GEMM),
+    /// record the winner in the database, and use it. CUDA only.
+    TuneNow,
+    /// The winner of the nearest tuned shape bucket with the same GPU,
+    /// driver, code generator, family, dtypes and alignments, when it can
+    /// take the call; else the heuristic default. Distance is the sum over
+    /// m, n and k of |log2| of the ratio of bucket sizes; ties go to the
+    /// smaller bucket.
+    NearestBucket,
+}
+
+impl MissPolicy {
+    /// The values [`MISS_POLICY_ENV`] accepts.
+    pub const ENV_VALUES: [(&'static str, MissPolicy); 3] = [
+        ("heuristic", MissPolicy::Heuristic),
+        ("tune", MissPolicy::TuneNow),
+        ("nearest", MissPolicy::NearestBucket),
+    ];
+
+    /// The policy [`MISS_POLICY_ENV`] names; [`MissPolicy::Heuristic`] when
+    /// it is unset or empty. An API caller that passes a policy explicitly
+    /// overrides the variable.
+    pub fn from_env() -> Result<MissPolicy, Error> {
+        MissPolicy::from_env_value(std::env::var(MISS_POLICY_ENV).ok().as_deref())
+    }
+
+    pub fn from_env_value(value: Option<&str>) -> Result<MissPolicy, Error> {
+        let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+            return Ok(MissPolicy::default());
+        };
+        Self::ENV_VALUES
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(value))
+            .map(|&(_, policy)| policy)
+            .ok_or_else(|| {
+                Error::Tune(format!(
+                    "{MISS_POLICY_ENV} is `{value}`, which names no miss policy: set it to \
+                     `heuristic`, `tune` or `nearest`, or unset it for `heuristic`"
+                ))
+            })
+    }
+}
+
+/// Where a dispatched variant came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The database's winner for the call's key.
+    Database,
+    /// Tuned for this call just now ([`MissPolicy::TuneNow`]), and recorded.
+    Tuned,
+    /// The database's winner for a nearby shape bucket ([`MissPolicy::NearestBucket`]).
+    Nearest(ShapeBucket),
+    /// The family's heuristic default.
+    Heuristic,
+}
+
+/// The variant a call goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// Index into the family's candidates.
+    pub candidate: usize,
+    pub source: Source,
+}
+
+/// How a dispatcher's resolutions went, one count per (shape bucket,
+/// alignments) pair resolved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DispatchStats {
+    pub database: u64,
+    pub tuned: u64,
+    pub nearest: u64,
+    pub heuristic: u64,
+    /// Stored winners not used: the family no longer has them, or they
+    /// cannot take the call.
+    pub stale: u64,
+}
+
+/// Sends the calls of one [`Family`] on one device to their variants.
+/// Shareable across threads.
+pub struct Dispatcher {
+    family: Family,
+    base: KeyBase,
+    device: DeviceInfo,
+    policy: MissPolicy,
+    resolved: RwLock<HashMap<ResolvedKey, Selection>>,
+    /// The database and what happened to it; also serializes resolutions,
+    /// so that two threads never tune the same call at once.
+    state: Mutex<State>,
+}
+
+struct State {
+    db: TuneDb,
+    stats: DispatchStats,
+    warnings: Vec<String>,
+}
+
+#[derive(Hash, PartialEq, Eq)]
+struct ResolvedKey {
+    shape: ShapeBucket,
+    alignments: Vec<u32>,
+}
+
+/// A borrowed [`ResolvedKey`], for lookups without allocating. Hashes as
+/// the owned form: the same fields in the same order, and a `Vec` hashes as
+/// its slice.
+#[derive(Hash)]
+struct ResolvedKeyRef<'a> {
+    shape: ShapeBucket,
+    alignments: &'a [u32],
+}
+
+impl Equivalent<ResolvedKey> for ResolvedKeyRef<'_> {
+    fn equivalent(&self, key: &ResolvedKey) -> bool {
+        self.shape == key.shape && self.alignments == key.alignments.as_slice()
+    }
+}
+
+impl Dispatcher {
+    /// A dispatcher for `family` on `rt`'s device, with the database of its
+    /// GPU model in `dir` (or [`super::default_dir`]). A database file that
+    /// cannot be used is reported (on stderr and in [`Dispatcher::warnings`])
+    /// and treated as empty; the next tuning result replaces it.
+    pub fn new(
+        rt: &Runtime,
+        family: Family,
+        policy: MissPolicy,
+        dir: Option<&Path>,
+    ) -> Result<Dispatcher, Error> {
+        let device = rt.device().clone();
+        if policy == MissPolicy::TuneNow && device.backend.kind() != BackendKind::Cuda {
+            return Err(Error::Tune(format!(
+                "the miss policy `tune` times variants with CUDA events, and this runtime runs on \
+                 {}: use `heuristic` or `nearest` ({MISS_POLICY_ENV}), or run on a CUDA GPU",
+                device.backend_name()
+            )));
+        }
+        let base = KeyBase::of(&device);
+        let db = TuneDb::open(dir, &base.gpu)?;
+        let warnings: Vec<String> = db.warnings().iter().map(ToString::to_string).collect();
+        for warning in &warnings {
+            eprintln!("warpforge: {warning}");
+        }
+        Ok(Dispatcher {
+            family,
+            base,
+            device,
+            policy,
+            resolved: RwLock::default(),
+            state: Mutex::new(State {
+                db,
+                stats: DispatchStats::default(),
+                warnings,
+            }),
+        })
+    }
+
+    pub fn family(&self) -> &Family {
+        &self.family
+    }
+
+    pub fn policy(&self) -> MissPolicy {
+        self.policy
+    }
+
+    pub fn candidate(&self, selection: Selection) -> &Candidate {
+        &self.family.candidates()[selection.candidate]
+    }
+
+    /// The tuning key of `call` on this dispatcher's device.
+    pub fn key(&self, call: &Call<'_>) -> TuneKey {
+        self.family.key(&self.base, call)
+    }
+
+    /// The stored record for `call`, if any.
+    pub fn stored(&self, call: &Call<'_>) -> Option<Record> {
+        self.state().db.lookup(&self.key(call)).cloned()
+    }
+
+    pub fn stats(&self) -> DispatchStats {
+        self.state().stats
+    }
+
+    /// Problems met so far: an unusable database file, a result that could
+    /// not be written.
+    pub fn warnings(&self) -> Vec<String> {
+        self.state().warnings.clone()
+    }
+
+    /// The variant for `call`. `workload` creates tuning inputs for the
+    /// call; it is called only when the policy is [`MissPolicy::TuneNow`]
+    /// and nothing usable is stored. A caller that cannot tune passes
+    /// [`no_workload`].
+    pub fn select(
+        &self,
+        rt: &Runtime,
+        call: &Call<'_>,
+        workload: impl FnOnce() -> Result<Box<dyn Workload>, Error>,
+    ) -> Result<Selection, Error> {
+        if let Some(selection) = self.resolved_for(call) {
+            return Ok(selection);
+        }
+        let mut state = self.state();
+        // Another thread may have resolved the call while this one waited.
+        if let Some(selection) = self.resolved_for(call) {
+            return Ok(selection);
+        }
+        let selection = self.resolve(&mut state, rt, call, workload)?;
+        self.resolved
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                ResolvedKey {
+                    shape: call.shape,
+                    alignments: call.alignments.to_vec(),
+                },
+                selection,
+            );
+        Ok(selection)
+    }
+
+    fn resolved_for(&self, call: &Call<'_>) -> Option<Selection> {
+        let probe = ResolvedKeyRef {
+            shape: call.shape,
+            alignments: call.alignments,
+        };
+        // A poisoned map is still whole: entries are inserted whole.
+        let map = self.resolved.read().unwrap_or_else(PoisonError::into_inner);
+        map.get(&probe).copied()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // The state stays consistent if a holder panicked: each update is one assignment.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn resolve(
+        &self,
+        state: &mut State,
+        rt: &Runtime,
+        call: &Call<'_>,
+        workload: impl FnOnce() -> Result<Box<dyn Workload>, Error>,
+    ) -> Result<Selection, Error> {
+        let key = self.key(call);
+        if let Some(record) = state.db.lookup(&key) {
+            match self.usable(record, call) {
+                Some(candidate) => {
+                    state.stats.database += 1;
+                    return Ok(Selection {
+                        candidate,
+                        source: Source::Database,
+                    });
+                }
+                None => state.stats.stale += 1,
+            }
+        }
+        match self.policy {
+            MissPolicy::Heuristic => self.heuristic(state, call),
+            MissPolicy::NearestBucket => match self.nearest(&state.db, &key, call) {
+                Some(selection) => {
+                    state.stats.nearest += 1;
+                    Ok(selection)
+                }
+                None => self.heuristic(state, call),
+            },
+            MissPolicy::TuneNow => {
+                if rt.device() != &self.device {
+                    return Err(Error::Tune(format!(
+                        "this dispatcher serves {}, and was called with a runtime on {}: create \
+                         one dispatcher per device",
+                        self.device.name,
+                        rt.device().name
+                    )));
+                }
+                let mut workload = workload()?;
+                let mut testbed = GpuTestbed::new(rt, &mut *workload);
+                let report = tune(
+                    &self.family,
+                    call,
+                    &self.device,
+                    &mut testbed,
+                    &TuneOptions::default(),
+                )?;
+                if let Err(e) = state.db.record(key, report.record(&self.family)) {
+                    let warning = format!("the tuning result was used but not stored: {e}");
+                    eprintln!("warpforge: {warning}");
+                    state.warnings.push(warning);
+                }
+                state.stats.tuned += 1;
+                Ok(Selection {
+                    candidate: report.winner,
+                    source: Source::Tuned,
+                })
+            }
+        }
+    }
+
+    /// The candidate a stored record names, if the family has it and it can
+    /// take the call on this device.
+    fn usable(&self, record: &Record, call: &Call<'_>) -> Option<usize> {
+        let index = self.family.position(record)?;
+        check_candidate(&self.family.candidates()[index], call, &self.device)
+            .ok()
+            .map(|()| index)
+    }
+
+    fn heuristic(&self, state: &mut State, call: &Call<'_>) -> Result<Selection, Error> {
+        let candidate = self.family.heuristic(call, &self.device).ok_or_else(|| {
+            let first = &self.family.candidates()[0];
+            let why = check_candidate(first, call, &self.device)
+                .err()
+                .map_or_else(String::new, |(rule, reason)| {
+                    format!(" (e.g. `{}`, {rule}: {reason})", first.name())
+                });
+            Error::Tune(format!(
+                "no variant of `{}` can take this call on {}{why}: check the arguments against \
+                 the kernels' `requires`",
+                self.family.name(),
+                self.device.name
+            ))
+        })?;
+        state.stats.heuristic += 1;
+        Ok(Selection {
+            candidate,
+            source: Source::Heuristic,
+        })
+    }
+
+    fn nearest(&self, db: &TuneDb, key: &TuneKey, call: &Call<'_>) -> Option<Selection> {
+        let mut near: Vec<(u32, ShapeBucket, &Record)> = db
+            .records()
+            .filter(|(stored, _)| {
+                TuneKey {
+                    shape: key.shape,
+                    ..(*stored).clone()
+                } == *key
+            })
+            .map(|(stored, record)| {
+                (
+                    bucket_distance(stored.shape, key.shape),
+                    stored.shape,
+                    record,
+                )
+            })
+            .collect();
+        near.sort_by_key(|&(distance, shape, _)| (distance, shape));
+        near.into_iter().find_map(|(_, shape, record)| {
+            self.usable(record, call).map(|candidate| Selection {
+                candidate,
+                source: Source::Nearest(shape),
+            })
+        })
+    }
+}
+
+/// The `workload` argument of [`Dispatcher::select`] for callers that have
+/// no tuning inputs: a [`MissPolicy::TuneNow`] miss then fails with this
+/// error instead of tuning.
+pub fn no_workload() -> Result<Box<dyn Workload>, Error> {
+    Err(Error::Tune(
+        "the miss policy is `tune`, and this caller has no tuning inputs for the call: use the \
+         `heuristic` or `nearest` policy, or pass a workload to Dispatcher::select"
+            .into(),
+    ))
+}
+
+/// The sum over m, n and k of |log2| of the ratio of two buckets' sizes
+/// (bucket sizes are powers of two).
+fn bucket_distance(a: ShapeBucket, b: ShapeBucket) -> u32 {
+    let log = |x: u64| x.max(1).trailing_zeros();
+    log(a.m).abs_diff(log(b.m)) + log(a.n).abs_diff(log(b.n)) + log(a.k).abs_diff(log(b.k))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::hash::BuildHasher;
+
+    use super::*;
+
+    #[test]
+    fn miss_policy_environment_values() {
+        assert_eq!(
+            MissPolicy::from_env_value(None).unwrap(),
+            MissPolicy::Heuristic
+        );
+        assert_eq!(
+            MissPolicy::from_env_value(Some(" ")).unwrap(),
+            MissPolicy::Heuristic
+        );
+        assert_eq!(
+            MissPolicy::from_env_value(Some("tune")).unwrap(),
+            MissPolicy::TuneNow
+        );
+        assert_eq!(
+            MissPolicy::from_env_value(Some("NEAREST")).unwrap(),
+            MissPolicy::NearestBucket
+        );
+        let err = MissPolicy::from_env_value(Some("fastest"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(MISS_POLICY_ENV) && err.contains("`fastest`") && err.contains("`nearest`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bucket_distance_counts_doublings() {
+        let b = |m, n, k| ShapeBucket::gemm(m, n, k);
+        assert_eq!(bucket_distance(b(1024, 1024, 1024), b(1024, 1024, 1024)), 0);
+        assert_eq!(bucket_distance(b(1024, 1024, 1024), b(2048, 512, 1024)), 2);
+        assert_eq!(bucket_distance(b(1, 1, 1), b(8, 1, 1)), 3);
+    }
+
+    #[test]
+    fn borrowed_keys_hash_as_owned_ones() {
+        let shape = ShapeBucket::gemm(100, 200, 300);
+        let owned = ResolvedKey {
+            shape,
+            alignments: vec![16, 8, 2],
+        };
+        let borrowed = ResolvedKeyRef {
+            shape,
+            alignments: &[16, 8, 2],
+        };
+        let hasher = hashbrown::DefaultHashBuilder::default();
+        assert_eq!(hasher.hash_one(&owned), hasher.hash_one(&borrowed));
+        assert!(borrowed.equivalent(&owned));
+        let mut map = HashMap::new();
+        map.insert(owned, 7);
+        assert_eq!(map.get(&borrowed), Some(&7));
+        let other = ResolvedKeyRef {
+            shape,
+            alignments: &[16, 8],
+        };
+        assert_eq!(map.get(&other), None);
+    }
+}

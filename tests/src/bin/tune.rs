@@ -1,0 +1,383 @@
+//! `tune` (`cargo xtask tune`): tunes the stock GEMM families over a set of
+//! shapes on the CUDA GPU at hand, writes the tuning database and a JSON
+//! report, and prints the winners against the runner-up and the heuristic
+//! default. `--verify-exhaustive` also times every verified variant fully
+//! and checks each winner against the sweep's best; `--dispatch` tunes
+//! nothing: it dispatches every shape from the database (failing on any
+//! that would need tuning), verifies and times the dispatched variants, and
+//! measures the host overhead of a dispatched launch. Without a GPU it says
+//! so and exits with status 2: not run is never passed.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use warpforge::tune::{default_dir, GpuModel, TuneDb};
+use warpforge::{Error, Runtime};
+use warpforge_kernels::tuned::{GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32};
+use warpforge_tests::run_seed;
+use warpforge_tests::tuning::{
+    dispatch_overhead, dispatch_shape, parse_shape, tune_shape, DispatchedShape, Overhead,
+    TunedShape, DEFAULT_SHAPES, EXHAUSTIVE_TOLERANCE, OVERHEAD_TARGET_US,
+};
+
+/// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
+const NOT_RUN: u8 = 2;
+/// The stock GEMM families, in the order they are tuned.
+const FAMILIES: [&str; 5] = ["gemm_f32", "gemm_f16", "gemm_bf16", "gemm_tf32", "gemm_s8"];
+
+#[derive(Parser)]
+#[command(
+    name = "tune",
+    about = "Tune the stock GEMMs on this GPU and write the tuning database"
+)]
+struct Args {
+    /// Shapes as MxNxK, comma-separated [default: 4096x4096x4096,8192x8192x8192,3001x2999x1000,2048x2048x1020]
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    shapes: Vec<(u32, u32, u32)>,
+    /// Families to tune, comma-separated [default: gemm_f32,gemm_f16,gemm_bf16,gemm_tf32,gemm_s8]
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FAMILIES))]
+    families: Vec<String>,
+    /// Also time every verified variant fully and check that each winner is within 3% of the best
+    #[arg(long)]
+    verify_exhaustive: bool,
+    /// Tune nothing: dispatch every shape from the database, verify and time the
+    /// dispatched variants, and measure the dispatch overhead
+    #[arg(long, conflicts_with = "verify_exhaustive")]
+    dispatch: bool,
+    /// The database directory [default: $WARPFORGE_TUNE_DIR, else ~/.cache/warpforge/tune]
+    #[arg(long)]
+    db_dir: Option<PathBuf>,
+    /// Where to write the JSON report
+    #[arg(long, default_value = "tune-report.json")]
+    report: PathBuf,
+}
+
+#[derive(Serialize)]
+struct RunReport {
+    mode: &'static str,
+    device: String,
+    gpu: GpuModel,
+    db_path: String,
+    seed: u64,
+    tuned: Vec<TunedShape>,
+    dispatched: Vec<DispatchedShape>,
+    overhead: Option<Overhead>,
+    /// Shapes that could not be tuned or dispatched at all.
+    errors: Vec<String>,
+    passed: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let rt = match Runtime::cuda(0) {
+        Ok(rt) => rt,
+        Err(e) => {
+            println!("TUNE NOT RUN: no usable CUDA GPU: {e}");
+            return ExitCode::from(NOT_RUN);
+        }
+    };
+    match run(&rt, &args) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            println!("tune failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
+    let shapes = if args.shapes.is_empty() {
+        DEFAULT_SHAPES.to_vec()
+    } else {
+        args.shapes.clone()
+    };
+    let families: Vec<&str> = if args.families.is_empty() {
+        FAMILIES.to_vec()
+    } else {
+        FAMILIES
+            .into_iter()
+            .filter(|f| args.families.iter().any(|g| g == f))
+            .collect()
+    };
+    let dir = match &args.db_dir {
+        Some(dir) => dir.clone(),
+        None => default_dir()?,
+    };
+    let device = rt.device();
+    let gpu = GpuModel::of(device);
+    let db_path = TuneDb::open(Some(&dir), &gpu)?.path();
+    let seed = run_seed();
+    println!(
+        "device: {} ({}, {} SMs), database: {}",
+        device.name,
+        device.sm_name(),
+        device.sm_count,
+        db_path.display()
+    );
+    println!("seed: {seed} (replay with WARPFORGE_SEED={seed})\n");
+    let mut report = RunReport {
+        mode: if args.dispatch { "dispatch" } else { "tune" },
+        device: device.name.clone(),
+        db_path: db_path.display().to_string(),
+        gpu,
+        seed,
+        tuned: Vec::new(),
+        dispatched: Vec::new(),
+        overhead: None,
+        errors: Vec::new(),
+        passed: false,
+    };
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg}")
+            .expect("the template is valid")
+            .progress_chars("=> "),
+    );
+    for family in &families {
+        for &dims in &shapes {
+            let what = format!("{family} {}x{}x{}", dims.0, dims.1, dims.2);
+            bar.set_prefix(what.clone());
+            bar.set_position(0);
+            let result = if args.dispatch {
+                dispatch(rt, family, dims, &dir, seed).map(|shape| {
+                    println!(
+                        "{what}: dispatched {} from {} ({})",
+                        shape.variant,
+                        shape.source,
+                        status(&shape.failures)
+                    );
+                    report.dispatched.push(shape);
+                })
+            } else {
+                tune_one(rt, family, dims, &dir, seed, args.verify_exhaustive, &bar).map(|shape| {
+                    // Printed above the bar; also when the bar is hidden (no terminal).
+                    bar.suspend(|| {
+                        println!(
+                            "{what}: {} in {:.1} s ({})",
+                            shape.winner.variant,
+                            shape.tuning_s,
+                            status(&shape.failures)
+                        )
+                    });
+                    report.tuned.push(shape);
+                })
+            };
+            if let Err(e) = result {
+                bar.suspend(|| println!("{what}: FAILED: {e}"));
+                report.errors.push(format!("{what}: {e}"));
+            }
+        }
+    }
+    bar.finish_and_clear();
+
+    if args.dispatch {
+        match dispatch_overhead(rt, &dir) {
+            Ok(overhead) => report.overhead = Some(overhead),
+            Err(e) => report.errors.push(format!("dispatch overhead: {e}")),
+        }
+        print_dispatched(&report);
+    } else {
+        print_tuned(&report.tuned, args.verify_exhaustive);
+    }
+    let failures: Vec<&String> = report
+        .tuned
+        .iter()
+        .flat_map(|s| &s.failures)
+        .chain(report.dispatched.iter().flat_map(|s| &s.failures))
+        .chain(&report.errors)
+        .collect();
+    let overhead_ok = report.overhead.as_ref().is_none_or(|o| o.within_target);
+    report.passed = failures.is_empty() && overhead_ok;
+    if !failures.is_empty() {
+        println!("\nfailures:");
+        for failure in &failures {
+            println!("  {failure}");
+        }
+    }
+    write_report(&args.report, &report)?;
+    println!(
+        "\n{}: {} shape(s), {} failure(s); report: {}",
+        if report.passed { "PASSED" } else { "FAILED" },
+        report.tuned.len() + report.dispatched.len(),
+        failures.len() + usize::from(!overhead_ok),
+        args.report.display()
+    );
+    Ok(report.passed)
+}
+
+fn status(failures: &[String]) -> &'static str {
+    if failures.is_empty() {
+        "ok"
+    } else {
+        "FAILED"
+    }
+}
+
+fn tune_one(
+    rt: &Runtime,
+    family: &str,
+    dims: (u32, u32, u32),
+    dir: &Path,
+    seed: u64,
+    exhaustive: bool,
+    bar: &ProgressBar,
+) -> Result<TunedShape, Error> {
+    match family {
+        "gemm_f32" => tune_shape(rt, &GEMM_F32, dims, dir, seed, exhaustive, bar),
+        "gemm_f16" => tune_shape(rt, &GEMM_F16, dims, dir, seed, exhaustive, bar),
+        "gemm_bf16" => tune_shape(rt, &GEMM_BF16, dims, dir, seed, exhaustive, bar),
+        "gemm_tf32" => tune_shape(rt, &GEMM_TF32, dims, dir, seed, exhaustive, bar),
+        "gemm_s8" => tune_shape(rt, &GEMM_S8, dims, dir, seed, exhaustive, bar),
+        other => Err(unknown(other)),
+    }
+}
+
+fn dispatch(
+    rt: &Runtime,
+    family: &str,
+    dims: (u32, u32, u32),
+    dir: &Path,
+    seed: u64,
+) -> Result<DispatchedShape, Error> {
+    match family {
+        "gemm_f32" => dispatch_shape(rt, &GEMM_F32, dims, dir, seed),
+        "gemm_f16" => dispatch_shape(rt, &GEMM_F16, dims, dir, seed),
+        "gemm_bf16" => dispatch_shape(rt, &GEMM_BF16, dims, dir, seed),
+        "gemm_tf32" => dispatch_shape(rt, &GEMM_TF32, dims, dir, seed),
+        "gemm_s8" => dispatch_shape(rt, &GEMM_S8, dims, dir, seed),
+        other => Err(unknown(other)),
+    }
+}
+
+fn unknown(family: &str) -> Error {
+    Error::Tune(format!(
+        "`{family}` is not a stock GEMM family: use one of {}",
+        FAMILIES.join(", ")
+    ))
+}
+
+fn shape_name((m, n, k): (u32, u32, u32)) -> String {
+    format!("{m}x{n}x{k}")
+}
+
+fn print_tuned(shapes: &[TunedShape], exhaustive: bool) {
+    let time = |t: &Option<warpforge_tests::tuning::Timing>| {
+        t.as_ref().map_or("| - | - ".to_string(), |t| {
+            format!("| {} | {:.4} ", t.variant, t.ms)
+        })
+    };
+    println!("\n| family | shape | winner | ms | TFLOP/s | runner-up | ms | heuristic | ms | heuristic / winner | candidates | tuning s |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    for s in shapes {
+        let vs_heuristic = s
+            .heuristic
+            .as_ref()
+            .map_or("-".to_string(), |h| format!("{:.3}x", h.ms / s.winner.ms));
+        let fates: Vec<String> = s.fates.iter().map(|(f, n)| format!("{n} {f}")).collect();
+        println!(
+            "| {} | {} | {} | {:.4} | {:.1} {}{}| {vs_heuristic} | {} | {:.1} |",
+            s.family,
+            shape_name(s.shape),
+            s.winner.variant,
+            s.winner.ms,
+            s.winner.tflops,
+            time(&s.runner_up),
+            time(&s.heuristic),
+            fates.join(", "),
+            s.tuning_s
+        );
+    }
+    if exhaustive {
+        println!(
+            "\nexhaustive sweep (every verified variant timed fully; winner and best re-timed \
+             alternately), tolerance {:.0}%:",
+            (EXHAUSTIVE_TOLERANCE - 1.0) * 100.0
+        );
+        println!("\n| family | shape | dispatched | sweep's best | swept | dispatched ms | best ms | ratio | within |");
+        println!("|---|---|---|---|---|---|---|---|---|");
+        for s in shapes {
+            if let Some(e) = &s.exhaustive {
+                println!(
+                    "| {} | {} | {} | {} | {} | {:.4} | {:.4} | {:.4} | {} |",
+                    s.family,
+                    shape_name(s.shape),
+                    s.dispatched,
+                    e.best.variant,
+                    e.swept,
+                    e.winner_ms,
+                    e.best_ms,
+                    e.ratio,
+                    if e.within_tolerance { "yes" } else { "NO" }
+                );
+            }
+        }
+    }
+    let m8n8k4 = shapes.iter().filter(|s| s.dispatched_uses_m8n8k4).count();
+    println!(
+        "\ndispatched from the database by a fresh dispatcher: {}/{}; dispatched variants using \
+         an m8n8k4 MMA: {m8n8k4}",
+        shapes
+            .iter()
+            .filter(|s| s.dispatched_source == "Database")
+            .count(),
+        shapes.len()
+    );
+}
+
+fn print_dispatched(report: &RunReport) {
+    println!("\n| family | shape | dispatched | source | recorded ms | measured ms | verified |");
+    println!("|---|---|---|---|---|---|---|");
+    for s in &report.dispatched {
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            s.family,
+            shape_name(s.shape),
+            s.variant,
+            s.source,
+            s.recorded_ms.map_or("-".into(), |ms| format!("{ms:.4}")),
+            s.measured
+                .as_ref()
+                .map_or("-".into(), |t| format!("{:.4}", t.ms)),
+            if s.verified { "yes" } else { "NO" }
+        );
+    }
+    let tuned_nothing = report.dispatched.iter().all(|s| s.source == "Database");
+    println!(
+        "\nthis process tuned nothing: {} ({} of {} shapes dispatched from the database)",
+        if tuned_nothing { "yes" } else { "NO" },
+        report
+            .dispatched
+            .iter()
+            .filter(|s| s.source == "Database")
+            .count(),
+        report.dispatched.len()
+    );
+    if let Some(o) = &report.overhead {
+        println!(
+            "\ndispatch overhead ({} at {}): direct {:.3} us, dispatched {:.3} us per launch \
+             (host, enqueue), overhead {:.3} us (target < {OVERHEAD_TARGET_US} us: {}); one \
+             resolved select alone {:.0} ns",
+            o.variant,
+            shape_name(o.shape),
+            o.direct_us,
+            o.dispatched_us,
+            o.overhead_us,
+            if o.within_target { "met" } else { "MISSED" },
+            o.select_ns
+        );
+    }
+}
+
+fn write_report(path: &Path, report: &RunReport) -> Result<(), Error> {
+    let text = serde_json::to_string_pretty(report)
+        .map_err(|e| Error::Tune(format!("cannot encode the report: {e}")))?;
+    std::fs::write(path, text + "\n").map_err(|e| {
+        Error::Tune(format!(
+            "cannot write the report to {}: {e}; pass --report with a writable path",
+            path.display()
+        ))
+    })
+}

@@ -1,0 +1,538 @@
+//! The GPU tier of the autotuner: what `tune` (`cargo xtask tune`) runs.
+//!
+//! - [`tune_shape`]: tunes one stock GEMM family for one shape, records the
+//!   winner, checks that a fresh dispatcher sends the shape to it from the
+//!   database and that its PTX uses no `m8n8k4` MMA, and with `exhaustive`
+//!   times every verified variant fully and checks that the winner is
+//!   within [`EXHAUSTIVE_TOLERANCE`] of the best (the two re-timed
+//!   alternately, so that clock drift hits both alike);
+//! - [`dispatch_shape`]: dispatches one shape from the database in a process
+//!   that tunes nothing, verifies the dispatched variant and times it;
+//! - [`dispatch_overhead`]: the host time of a dispatched launch against a
+//!   direct launch of the same variant.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Instant;
+
+use serde::Serialize;
+use warpforge::tune::{
+    measure, sweep, tune, Candidate, GpuModel, GpuTestbed, MissPolicy, Source, Status, Testbed,
+    TuneDb, TuneKey, TuneOptions, VariantResources, Workload,
+};
+use warpforge::{f16, select_arch, Error, Runtime};
+use warpforge_kernels::gemm_tc::{self, gemm_f16};
+use warpforge_kernels::tuned::{
+    GemmElement, GemmKind, GemmOutput, GemmWorkload, TunedGemm, GEMM_F16,
+};
+
+/// How much slower than the exhaustive sweep's best a tuned winner may be.
+pub const EXHAUSTIVE_TOLERANCE: f64 = 1.03;
+/// The host-side overhead a dispatched launch may add to a direct one.
+pub const OVERHEAD_TARGET_US: f64 = 2.0;
+
+/// The shapes `tune` takes by default: two large squares, a ragged shape
+/// (m and n fit no tile), and a k that is not a multiple of 8 (no 16-byte
+/// copies: only the element-copy Tensor Core variants can take it).
+pub const DEFAULT_SHAPES: [(u32, u32, u32); 4] = [
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (3001, 2999, 1000),
+    (2048, 2048, 1020),
+];
+
+/// `4096x4096x4096` -> (4096, 4096, 4096): m x n x k, each at least 1.
+pub fn parse_shape(text: &str) -> Result<(u32, u32, u32), String> {
+    let parts: Vec<&str> = text.trim().split(['x', 'X']).collect();
+    let dims: Option<Vec<u32>> = parts
+        .iter()
+        .map(|p| p.trim().parse().ok().filter(|&d| d > 0))
+        .collect();
+    match dims.as_deref() {
+        Some(&[m, n, k]) => Ok((m, n, k)),
+        _ => Err(format!(
+            "`{text}` is not a GEMM shape: write MxNxK with three positive integers, e.g. \
+             4096x4096x4096"
+        )),
+    }
+}
+
+/// One measured variant.
+#[derive(Clone, Debug, Serialize)]
+pub struct Timing {
+    pub variant: String,
+    pub ms: f64,
+    pub tflops: f64,
+}
+
+impl Timing {
+    fn new(candidate: &Candidate, ms: f64, (m, n, k): (u32, u32, u32)) -> Timing {
+        Timing {
+            variant: candidate.name().to_string(),
+            ms,
+            tflops: 2.0 * f64::from(m) * f64::from(n) * f64::from(k) / (ms * 1e-3) / 1e12,
+        }
+    }
+}
+
+/// The exhaustive comparison of one shape.
+#[derive(Clone, Debug, Serialize)]
+pub struct Exhaustive {
+    /// Variants timed fully (every one that passed verification).
+    pub swept: usize,
+    /// The sweep's fastest.
+    pub best: Timing,
+    /// The winner and the sweep's best, re-timed alternately (median of the
+    /// rounds' medians); equal when they are the same variant.
+    pub winner_ms: f64,
+    pub best_ms: f64,
+    /// `winner_ms / best_ms`.
+    pub ratio: f64,
+    pub within_tolerance: bool,
+}
+
+/// What `tune` did for one family and shape.
+#[derive(Clone, Debug, Serialize)]
+pub struct TunedShape {
+    pub family: String,
+    pub shape: (u32, u32, u32),
+    pub key: TuneKey,
+    /// Creating and uploading the tuning inputs.
+    pub inputs_s: f64,
+    /// Pruning, verification and timing.
+    pub tuning_s: f64,
+    pub winner: Timing,
+    pub runner_up: Option<Timing>,
+    pub heuristic: Option<Timing>,
+    /// Candidates per fate: `timed`, `dropped`, `rejected`, `pruned (rule)`.
+    pub fates: BTreeMap<String, usize>,
+    /// Rejected candidates and why (a correct family has none).
+    pub rejected: Vec<(String, String)>,
+    /// A fresh dispatcher's choice for the shape, and where it came from.
+    pub dispatched: String,
+    pub dispatched_source: String,
+    /// Whether the dispatched variant's PTX (for the device's arch) holds an
+    /// `m8n8k4` MMA: never.
+    pub dispatched_uses_m8n8k4: bool,
+    pub exhaustive: Option<Exhaustive>,
+    /// What failed, if anything.
+    pub failures: Vec<String>,
+}
+
+/// What `tune --dispatch` did for one family and shape.
+#[derive(Clone, Debug, Serialize)]
+pub struct DispatchedShape {
+    pub family: String,
+    pub shape: (u32, u32, u32),
+    pub variant: String,
+    pub source: String,
+    /// The median the database recorded, and the one measured now.
+    pub recorded_ms: Option<f64>,
+    pub measured: Option<Timing>,
+    pub verified: bool,
+    pub failures: Vec<String>,
+}
+
+/// A testbed that shows which candidate is being verified.
+struct Progress<'a, T> {
+    inner: T,
+    bar: &'a indicatif::ProgressBar,
+    verified: usize,
+}
+
+impl<T: Testbed> Testbed for Progress<'_, T> {
+    fn resources(&mut self, candidate: &Candidate) -> Result<VariantResources, Error> {
+        self.inner.resources(candidate)
+    }
+
+    fn verify(&mut self, candidate: &Candidate) -> Result<Result<(), String>, Error> {
+        self.verified += 1;
+        self.bar.set_position(self.verified as u64);
+        self.bar.set_message(candidate.name().to_string());
+        self.inner.verify(candidate)
+    }
+
+    fn time_ms(&mut self, candidate: &Candidate, launches: u32) -> Result<f64, Error> {
+        self.inner.time_ms(candidate, launches)
+    }
+}
+
+/// Tunes `kind` for `dims` on `rt` and records the winner in `dir`'s
+/// database (see the module documentation).
+pub fn tune_shape<I: GemmElement, O: GemmOutput>(
+    rt: &Runtime,
+    kind: &'static GemmKind<I, O>,
+    dims: (u32, u32, u32),
+    dir: &Path,
+    seed: u64,
+    exhaustive: bool,
+    bar: &indicatif::ProgressBar,
+) -> Result<TunedShape, Error> {
+    let tuned = TunedGemm::with_policy(rt, kind, MissPolicy::Heuristic, Some(dir))?;
+    let family = tuned.dispatcher().family();
+    let candidates = family.candidates();
+    let alignments = kind.alignments(dims);
+    let args = kind.call_args(dims);
+    let call = tuned.call(dims, &alignments, &args);
+    let key = tuned.dispatcher().key(&call);
+
+    let started = Instant::now();
+    let mut workload = GemmWorkload::new(rt, kind, dims, seed)?;
+    let inputs_s = started.elapsed().as_secs_f64();
+    bar.set_length(candidates.len() as u64);
+    let options = TuneOptions::default();
+    let mut testbed = Progress {
+        inner: GpuTestbed::new(rt, &mut workload),
+        bar,
+        verified: 0,
+    };
+    let report = tune(family, &call, rt.device(), &mut testbed, &options)?;
+    TuneDb::open(Some(dir), &GpuModel::of(rt.device()))?
+        .record(key.clone(), report.record(family))?;
+
+    let timing = |i: usize| {
+        report
+            .median_ms(i)
+            .map(|ms| Timing::new(&candidates[i], ms, dims))
+    };
+    let mut fates = BTreeMap::new();
+    let mut rejected = Vec::new();
+    for (candidate, status) in candidates.iter().zip(&report.statuses) {
+        let fate = match status {
+            Status::Timed { .. } => "timed".to_string(),
+            Status::Dropped { .. } => "dropped".to_string(),
+            Status::Rejected { reason } => {
+                rejected.push((candidate.name().to_string(), reason.clone()));
+                "rejected".to_string()
+            }
+            Status::Pruned { rule, .. } => format!("pruned ({rule})"),
+        };
+        *fates.entry(fate).or_insert(0) += 1;
+    }
+    let mut failures: Vec<String> = rejected
+        .iter()
+        .map(|(variant, reason)| format!("{variant} was rejected: {reason}"))
+        .collect();
+
+    // A second dispatcher reads the database as a later process would.
+    let fresh = TunedGemm::with_policy(rt, kind, MissPolicy::Heuristic, Some(dir))?;
+    let selection = fresh.select(rt, dims)?;
+    let dispatched = fresh.dispatcher().candidate(selection);
+    if selection.source != Source::Database || selection.candidate != report.winner {
+        failures.push(format!(
+            "a fresh dispatcher chose {} ({:?}), not the recorded winner {}",
+            dispatched.name(),
+            selection.source,
+            candidates[report.winner].name()
+        ));
+    }
+    let dispatched_uses_m8n8k4 = uses_m8n8k4(rt, dispatched)?;
+    if dispatched_uses_m8n8k4 {
+        failures.push(format!("{} uses an m8n8k4 MMA", dispatched.name()));
+    }
+
+    let exhaustive = if exhaustive {
+        bar.set_message("exhaustive sweep");
+        let verified: Vec<usize> = report
+            .statuses
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| matches!(s, Status::Timed { .. } | Status::Dropped { .. }))
+            .map(|(i, _)| i)
+            .collect();
+        let mut testbed = GpuTestbed::new(rt, &mut workload);
+        let swept = sweep(family, &verified, &mut testbed, &options)?;
+        let Some((best, best_sweep_ms)) = fastest(&swept) else {
+            return Err(Error::Tune(format!(
+                "the exhaustive sweep of {} timed no variant",
+                family.name()
+            )));
+        };
+        let (winner_ms, best_ms) = if best == report.winner {
+            (best_sweep_ms, best_sweep_ms)
+        } else {
+            alternate(
+                &mut testbed,
+                &candidates[report.winner],
+                &candidates[best],
+                &options,
+            )?
+        };
+        let ratio = winner_ms / best_ms;
+        let within_tolerance = ratio <= EXHAUSTIVE_TOLERANCE;
+        if !within_tolerance {
+            failures.push(format!(
+                "the winner {} ({winner_ms:.4} ms) is {:.1}% slower than the sweep's best {} \
+                 ({best_ms:.4} ms)",
+                candidates[report.winner].name(),
+                (ratio - 1.0) * 100.0,
+                candidates[best].name()
+            ));
+        }
+        Some(Exhaustive {
+            swept: verified.len(),
+            best: Timing::new(&candidates[best], best_sweep_ms, dims),
+            winner_ms,
+            best_ms,
+            ratio,
+            within_tolerance,
+        })
+    } else {
+        None
+    };
+
+    Ok(TunedShape {
+        family: family.name().to_string(),
+        shape: dims,
+        key,
+        inputs_s,
+        tuning_s: report.elapsed.as_secs_f64(),
+        winner: timing(report.winner).expect("the winner is timed"),
+        runner_up: report.runner_up.and_then(timing),
+        heuristic: report.heuristic.and_then(timing),
+        fates,
+        rejected,
+        dispatched: dispatched.name().to_string(),
+        dispatched_source: format!("{:?}", selection.source),
+        dispatched_uses_m8n8k4,
+        exhaustive,
+        failures,
+    })
+}
+
+/// The fastest timed entry of a sweep.
+fn fastest(swept: &[(usize, Status)]) -> Option<(usize, f64)> {
+    swept
+        .iter()
+        .filter_map(|(i, s)| match s {
+            Status::Timed { median_ms } => Some((*i, *median_ms)),
+            _ => None,
+        })
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// Rounds of re-timing two variants in turn.
+const ALTERNATING_ROUNDS: usize = 5;
+
+/// `a` and `b` timed in turn, [`ALTERNATING_ROUNDS`] times: the median of
+/// each one's medians.
+fn alternate(
+    testbed: &mut impl Testbed,
+    a: &Candidate,
+    b: &Candidate,
+    options: &TuneOptions,
+) -> Result<(f64, f64), Error> {
+    let (mut a_ms, mut b_ms) = (Vec::new(), Vec::new());
+    for _ in 0..ALTERNATING_ROUNDS {
+        a_ms.push(timed_median(measure(a, testbed, options, None)?, a)?);
+        b_ms.push(timed_median(measure(b, testbed, options, None)?, b)?);
+    }
+    Ok((median(a_ms), median(b_ms)))
+}
+
+fn timed_median(status: Status, candidate: &Candidate) -> Result<f64, Error> {
+    match status {
+        Status::Timed { median_ms } => Ok(median_ms),
+        other => Err(Error::Tune(format!(
+            "{} could not be re-timed: {other:?}",
+            candidate.name()
+        ))),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+/// Whether the candidate's PTX for the device's arch holds an `m8n8k4` MMA
+/// (the Volta shape, which is slow on later GPUs).
+fn uses_m8n8k4(rt: &Runtime, candidate: &Candidate) -> Result<bool, Error> {
+    let arch = select_arch(candidate.def, rt.device())?;
+    let ptx = warpforge_codegen::compile_ptx(candidate.def, &candidate.consts, arch)
+        .map_err(|e| Error::Tune(format!("cannot build {}: {e}", candidate.name())))?;
+    Ok(ptx.text.contains("m8n8k4"))
+}
+
+/// Dispatches `kind` for `dims` from `dir`'s database without tuning,
+/// verifies the dispatched variant on fresh inputs and times it.
+pub fn dispatch_shape<I: GemmElement, O: GemmOutput>(
+    rt: &Runtime,
+    kind: &'static GemmKind<I, O>,
+    dims: (u32, u32, u32),
+    dir: &Path,
+    seed: u64,
+) -> Result<DispatchedShape, Error> {
+    let tuned = TunedGemm::with_policy(rt, kind, MissPolicy::Heuristic, Some(dir))?;
+    let selection = tuned.select(rt, dims)?;
+    let candidate = tuned.dispatcher().candidate(selection);
+    let alignments = kind.alignments(dims);
+    let args = kind.call_args(dims);
+    let recorded_ms = tuned
+        .dispatcher()
+        .stored(&tuned.call(dims, &alignments, &args))
+        .map(|record| record.median_ms);
+    let mut failures = Vec::new();
+    if selection.source != Source::Database {
+        failures.push(format!(
+            "not dispatched from the database ({:?}): it has no usable record for this shape; \
+             run `tune` first with the same WARPFORGE_TUNE_DIR",
+            selection.source
+        ));
+    }
+    let mut workload = GemmWorkload::new(rt, kind, dims, seed)?;
+    let verified = match workload.verify(rt, candidate)? {
+        Ok(()) => true,
+        Err(why) => {
+            failures.push(format!(
+                "{} computed a wrong result: {why}",
+                candidate.name()
+            ));
+            false
+        }
+    };
+    let status = measure(
+        candidate,
+        &mut GpuTestbed::new(rt, &mut workload),
+        &TuneOptions::default(),
+        None,
+    )?;
+    let measured = match status {
+        Status::Timed { median_ms } => Some(Timing::new(candidate, median_ms, dims)),
+        other => {
+            failures.push(format!(
+                "{} could not be timed: {other:?}",
+                candidate.name()
+            ));
+            None
+        }
+    };
+    if tuned.dispatcher().stats().tuned != 0 {
+        failures.push("the dispatcher tuned".to_string());
+    }
+    Ok(DispatchedShape {
+        family: kind.name.to_string(),
+        shape: dims,
+        variant: candidate.name().to_string(),
+        source: format!("{:?}", selection.source),
+        recorded_ms,
+        measured,
+        verified,
+        failures,
+    })
+}
+
+/// The host-side cost of dispatch.
+#[derive(Clone, Debug, Serialize)]
+pub struct Overhead {
+    pub variant: String,
+    pub shape: (u32, u32, u32),
+    /// Host time per launch, enqueue only (median of the rounds).
+    pub direct_us: f64,
+    pub dispatched_us: f64,
+    /// `dispatched_us - direct_us`.
+    pub overhead_us: f64,
+    /// One [`TunedGemm::select`] alone, resolved already.
+    pub select_ns: f64,
+    pub within_target: bool,
+}
+
+/// Launches per timed round: few enough that the launch queue never fills
+/// (the host would then wait for the GPU).
+const LAUNCHES_PER_ROUND: usize = 200;
+const OVERHEAD_ROUNDS: usize = 41;
+const SELECTS: usize = 100_000;
+
+/// The f16 GEMM at 128 x 128 x 64 (a few microseconds on the GPU): the
+/// host time of enqueueing launches of the dispatched variant through
+/// [`TunedGemm::run`] and directly through `gemm_f16_with`, in alternating
+/// rounds of [`LAUNCHES_PER_ROUND`] (the GPU drained between rounds), and
+/// the cost of [`TunedGemm::select`] alone. `dir` holds the database (the
+/// heuristic default serves a miss; nothing is written).
+pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
+    let dims = (128u32, 128u32, 64u32);
+    let (m, n, k) = (dims.0 as usize, dims.1 as usize, dims.2 as usize);
+    let tuned = TunedGemm::with_policy(rt, &GEMM_F16, MissPolicy::Heuristic, Some(dir))?;
+    let selection = tuned.select(rt, dims)?;
+    let candidate = tuned.dispatcher().candidate(selection);
+    let consts = if candidate.def.ir.name == gemm_f16::def().ir.name {
+        gemm_f16::variants()
+            .into_iter()
+            .find(|c| c.values() == candidate.consts)
+    } else {
+        None
+    }
+    .ok_or_else(|| {
+        Error::Tune(format!(
+            "the overhead bench compares with gemm_f16's direct launcher, and the dispatcher chose \
+             {}: tune gemm_f16 at {m}x{n}x{k} or leave it untuned",
+            candidate.name()
+        ))
+    })?;
+    let a = rt.upload(&vec![f16::from_f32(0.5); m * k])?;
+    let b = rt.upload(&vec![f16::from_f32(0.25); n * k])?;
+    let mut c = rt.alloc_zeroed::<f16>(m * n)?;
+    let (mut direct, mut dispatched) = (Vec::new(), Vec::new());
+    for round in 0..=OVERHEAD_ROUNDS {
+        for dispatch in [false, true] {
+            rt.synchronize()?;
+            let started = Instant::now();
+            for _ in 0..LAUNCHES_PER_ROUND {
+                if dispatch {
+                    tuned.run(rt, &a, &b, &mut c, dims, 1.0, 0.0)?;
+                } else {
+                    gemm_tc::gemm_f16_with(rt, consts, &a, &b, &mut c, dims, 1.0, 0.0)?;
+                }
+            }
+            let us = started.elapsed().as_secs_f64() * 1e6 / LAUNCHES_PER_ROUND as f64;
+            // Round 0 warms both paths up.
+            if round > 0 {
+                if dispatch {
+                    dispatched.push(us);
+                } else {
+                    direct.push(us);
+                }
+            }
+        }
+    }
+    rt.synchronize()?;
+    let started = Instant::now();
+    for _ in 0..SELECTS {
+        std::hint::black_box(tuned.select(rt, std::hint::black_box(dims))?);
+    }
+    let select_ns = started.elapsed().as_secs_f64() * 1e9 / SELECTS as f64;
+    let (direct_us, dispatched_us) = (median(direct), median(dispatched));
+    let overhead_us = dispatched_us - direct_us;
+    Ok(Overhead {
+        variant: candidate.name().to_string(),
+        shape: dims,
+        direct_us,
+        dispatched_us,
+        overhead_us,
+        select_ns,
+        within_target: overhead_us < OVERHEAD_TARGET_US,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_parse_and_bad_ones_say_what_to_write() {
+        assert_eq!(parse_shape("4096x4096x4096"), Ok((4096, 4096, 4096)));
+        assert_eq!(parse_shape(" 3001X2999x1000 "), Ok((3001, 2999, 1000)));
+        for bad in [
+            "",
+            "10x10",
+            "1x2x3x4",
+            "0x1x1",
+            "-1x2x3",
+            "axbxc",
+            "99999999999x1x1",
+        ] {
+            let err = parse_shape(bad).unwrap_err();
+            assert!(err.contains("MxNxK") && err.contains(bad), "{bad}: {err}");
+        }
+    }
+}

@@ -1,0 +1,709 @@
+//! The tuner's logic on simulated timings (no GPU): pruning by arch, call,
+//! shared memory, registers and occupancy; verification before winning;
+//! early drop; the winner against an exhaustive search under noise; key
+//! building; and the stock GEMM families' contract that a key's alignments
+//! decide which variants are legal.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use warpforge::prelude::*;
+use warpforge::tune::{
+    sweep, tune, Call, Candidate, Family, KeyBase, LoadedResources, PruneRule, ShapeBucket, Status,
+    Testbed, TuneOptions, VariantResources,
+};
+use warpforge::{check_call, ArgInfo, DeviceBackend, DeviceInfo, KernelArg};
+use warpforge_kernels::tuned::{
+    GemmElement, GemmKind, GemmOutput, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32,
+};
+
+/// Doubles the first `n` elements; `T` and `ALIGNED` only make variants.
+/// The `ALIGNED` variants require n to be a multiple of 4.
+#[kernel(
+    arch(sm_70, sm_80, wgsl),
+    block(64),
+    tune(T = [1, 2, 4, 8], ALIGNED = [true, false]),
+    requires(x.len() >= n, !ALIGNED || n % 4 == 0)
+)]
+pub fn scale<const T: u32, const ALIGNED: bool>(x: &mut [f32], n: u32) {
+    let i = block_idx().x * 64 + thread_idx().x;
+    if i < n {
+        x[i] = x[i] * 2.0;
+    }
+}
+
+/// The same for sm_90 only.
+#[kernel(
+    arch(sm_90),
+    block(64),
+    tune(T = [1, 2]),
+    requires(x.len() >= n)
+)]
+pub fn scale_sm90<const T: u32>(x: &mut [f32], n: u32) {
+    let i = block_idx().x * 64 + thread_idx().x;
+    if i < n {
+        x[i] = x[i] * 2.0;
+    }
+}
+
+fn h200() -> DeviceInfo {
+    DeviceInfo {
+        backend: DeviceBackend::Cuda,
+        name: "NVIDIA H200".into(),
+        ordinal: 0,
+        compute_capability: (9, 0),
+        sm_count: 132,
+        max_threads_per_block: 1024,
+        max_block_dims: [1024, 1024, 64],
+        max_grid_dims: [2_147_483_647, 65_535, 65_535],
+        shared_mem_per_block: 48 * 1024,
+        shared_mem_per_block_optin: 227 * 1024,
+        shared_mem_per_sm: 228 * 1024,
+        registers_per_block: 65_536,
+        warp_size: 32,
+        l2_cache_bytes: 60 << 20,
+        total_memory_bytes: 141 << 30,
+        driver_version: (12, 8),
+    }
+}
+
+fn a100() -> DeviceInfo {
+    DeviceInfo {
+        name: "NVIDIA A100-SXM4-80GB".into(),
+        compute_capability: (8, 0),
+        sm_count: 108,
+        ..h200()
+    }
+}
+
+fn v100() -> DeviceInfo {
+    DeviceInfo {
+        name: "Tesla V100-SXM2-32GB".into(),
+        compute_capability: (7, 0),
+        sm_count: 80,
+        ..h200()
+    }
+}
+
+fn scale_family() -> Family {
+    Family::new("scale", "f32", &[scale::def(), scale_sm90::def()])
+        .unwrap()
+        .prefer(scale::def(), &[4, 1])
+        .unwrap()
+}
+
+fn scale_args(n: u32) -> [ArgInfo; 2] {
+    [
+        ArgInfo::Buffer {
+            elem: warpforge::Scalar::F32,
+            len: u64::from(n),
+            mutable: true,
+        },
+        KernelArg::scalar(n).info(),
+    ]
+}
+
+/// `x` elements aligned to 4 * 2^(trailing zeros) bytes, capped at 16.
+fn scale_alignments(n: u32) -> [u32; 1] {
+    [1 << (n.trailing_zeros() + 2).min(4)]
+}
+
+/// Simulated timings: each candidate's true time per launch, distorted by
+/// multiplicative noise; what the tuner asked for is recorded.
+struct Simulated {
+    true_ms: BTreeMap<String, f64>,
+    noise: f64,
+    rng: StdRng,
+    wrong: BTreeSet<String>,
+    refused: BTreeSet<String>,
+    faulting: BTreeSet<String>,
+    resources: BTreeMap<String, VariantResources>,
+    verified: Vec<String>,
+    timed: BTreeMap<String, Vec<u32>>,
+}
+
+impl Simulated {
+    fn new(true_ms: impl IntoIterator<Item = (String, f64)>, noise: f64, seed: u64) -> Simulated {
+        Simulated {
+            true_ms: true_ms.into_iter().collect(),
+            noise,
+            rng: StdRng::seed_from_u64(seed),
+            wrong: BTreeSet::new(),
+            refused: BTreeSet::new(),
+            faulting: BTreeSet::new(),
+            resources: BTreeMap::new(),
+            verified: Vec::new(),
+            timed: BTreeMap::new(),
+        }
+    }
+
+    fn launches_timed(&self, name: &str) -> usize {
+        self.timed.get(name).map_or(0, Vec::len)
+    }
+}
+
+/// What a variant that fits comfortably reports: 2 blocks of 64 threads per SM.
+fn fitting() -> VariantResources {
+    VariantResources {
+        threads_per_block: Some(64),
+        shared_bytes: 0,
+        loaded: Some(LoadedResources {
+            registers_per_thread: 32,
+            local_bytes_per_thread: 0,
+            max_threads_per_block: 1024,
+            blocks_per_sm: Some(16),
+        }),
+    }
+}
+
+impl Testbed for Simulated {
+    fn resources(&mut self, candidate: &Candidate) -> Result<VariantResources, Error> {
+        Ok(*self.resources.get(candidate.name()).unwrap_or(&fitting()))
+    }
+
+    fn verify(&mut self, candidate: &Candidate) -> Result<Result<(), String>, Error> {
+        self.verified.push(candidate.name().to_string());
+        if self.refused.contains(candidate.name()) {
+            return Err(Error::InvalidLaunch {
+                kernel: candidate.name().to_string(),
+                message: "refused for the test".into(),
+            });
+        }
+        Ok(if self.wrong.contains(candidate.name()) {
+            Err("off by one".to_string())
+        } else {
+            Ok(())
+        })
+    }
+
+    fn time_ms(&mut self, candidate: &Candidate, launches: u32) -> Result<f64, Error> {
+        if self.faulting.contains(candidate.name()) {
+            return Err(Error::Driver {
+                code: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+                message: "simulated fault".into(),
+            });
+        }
+        self.timed
+            .entry(candidate.name().to_string())
+            .or_default()
+            .push(launches);
+        let ms = self.true_ms[candidate.name()];
+        let factor = 1.0 + self.rng.random_range(-self.noise..=self.noise);
+        Ok(ms * factor * f64::from(launches))
+    }
+}
+
+/// True times: the variant with the given name is fastest (0.5 ms); the
+/// others take 1 ms + 0.1 ms per position.
+fn times(family: &Family, fastest: &str) -> Vec<(String, f64)> {
+    family
+        .candidates()
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let ms = if c.name() == fastest {
+                0.5
+            } else {
+                1.0 + 0.1 * i as f64
+            };
+            (c.name().to_string(), ms)
+        })
+        .collect()
+}
+
+fn name(family: &Family, index: usize) -> &str {
+    family.candidates()[index].name()
+}
+
+#[test]
+fn pruning_rules_and_order_of_work() {
+    let family = scale_family();
+    let n = 1001; // not a multiple of 4: the ALIGNED variants cannot take it
+    let (alignments, args) = (scale_alignments(n), scale_args(n));
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let mut sim = Simulated::new(times(&family, "scale[T=8,ALIGNED=0]"), 0.0, 1);
+    let no_room = VariantResources {
+        shared_bytes: 300 * 1024,
+        loaded: None,
+        ..fitting()
+    };
+    let no_occupancy = VariantResources {
+        loaded: Some(LoadedResources {
+            blocks_per_sm: Some(1),
+            ..fitting().loaded.unwrap()
+        }),
+        ..fitting()
+    };
+    let too_many_registers = VariantResources {
+        threads_per_block: Some(1024),
+        loaded: Some(LoadedResources {
+            registers_per_thread: 255,
+            max_threads_per_block: 256,
+            ..fitting().loaded.unwrap()
+        }),
+        ..fitting()
+    };
+    sim.resources.insert("scale[T=1,ALIGNED=0]".into(), no_room);
+    sim.resources
+        .insert("scale[T=2,ALIGNED=0]".into(), no_occupancy);
+    sim.resources
+        .insert("scale[T=4,ALIGNED=0]".into(), too_many_registers);
+    let report = tune(&family, &call, &a100(), &mut sim, &TuneOptions::default()).unwrap();
+
+    let rule_of = |variant: &str| {
+        let i = family
+            .candidates()
+            .iter()
+            .position(|c| c.name() == variant)
+            .unwrap();
+        match &report.statuses[i] {
+            Status::Pruned { rule, .. } => Some(*rule),
+            _ => None,
+        }
+    };
+    // sm_90 only, on an sm_80 device.
+    assert_eq!(rule_of("scale_sm90[T=1]"), Some(PruneRule::Arch));
+    for t in [1, 2, 4, 8] {
+        assert_eq!(
+            rule_of(&format!("scale[T={t},ALIGNED=1]")),
+            Some(PruneRule::Call)
+        );
+    }
+    assert_eq!(
+        rule_of("scale[T=1,ALIGNED=0]"),
+        Some(PruneRule::SharedMemory)
+    );
+    assert_eq!(rule_of("scale[T=2,ALIGNED=0]"), Some(PruneRule::Occupancy));
+    assert_eq!(rule_of("scale[T=4,ALIGNED=0]"), Some(PruneRule::Registers));
+    // Only the survivor was verified and timed; the preferred scale[T=4,
+    // ALIGNED=1] cannot take the call, so the heuristic falls back to the
+    // first variant that can, which the pruning by resources then removes.
+    assert_eq!(sim.verified, ["scale[T=8,ALIGNED=0]"]);
+    assert_eq!(name(&family, report.winner), "scale[T=8,ALIGNED=0]");
+    assert_eq!(
+        report.heuristic.map(|i| name(&family, i)),
+        Some("scale[T=1,ALIGNED=0]")
+    );
+    assert_eq!(report.runner_up, None);
+    let pruned_reason = report
+        .statuses
+        .iter()
+        .find_map(|s| match s {
+            Status::Pruned {
+                rule: PruneRule::Call,
+                reason,
+            } => Some(reason.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(pruned_reason.contains("n % 4 == 0"), "{pruned_reason}");
+}
+
+#[test]
+fn the_heuristic_goes_first_and_slow_candidates_are_dropped_early() {
+    let family = scale_family();
+    let n = 4096;
+    let (alignments, args) = (scale_alignments(n), scale_args(n));
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let fastest = "scale[T=2,ALIGNED=0]";
+    // The heuristic scale[T=4,ALIGNED=1] takes 1.0 ms; a close second
+    // (within the drop ratio) must be fully timed, the rest (1.5x and more)
+    // dropped after the early samples.
+    let true_ms: Vec<(String, f64)> = times(&family, fastest)
+        .into_iter()
+        .map(|(name, ms)| {
+            let ms = match name.as_str() {
+                "scale[T=4,ALIGNED=1]" => 1.0,
+                "scale[T=8,ALIGNED=1]" => 0.55,
+                _ if name == fastest => 0.5,
+                _ => 1.5 + ms,
+            };
+            (name, ms)
+        })
+        .collect();
+    let mut sim = Simulated::new(true_ms, 0.0, 2);
+    let options = TuneOptions::default();
+    let report = tune(&family, &call, &h200(), &mut sim, &options).unwrap();
+
+    assert_eq!(sim.verified[0], "scale[T=4,ALIGNED=1]");
+    assert_eq!(name(&family, report.winner), fastest);
+    assert_eq!(
+        report.runner_up.map(|i| name(&family, i)),
+        Some("scale[T=8,ALIGNED=1]")
+    );
+    let full = 2 + options.samples as usize;
+    let early = 2 + options.early_samples as usize;
+    for (i, (candidate, status)) in family.candidates().iter().zip(&report.statuses).enumerate() {
+        let launches = sim.launches_timed(candidate.name());
+        match status {
+            Status::Timed { median_ms } => {
+                assert_eq!(launches, full, "{}", candidate.name());
+                assert!((median_ms - sim.true_ms[candidate.name()]).abs() < 1e-9);
+            }
+            Status::Dropped { best_ms } => {
+                assert_eq!(launches, early, "{}", candidate.name());
+                assert!(*best_ms > options.drop_ratio * 0.5, "{}", candidate.name());
+            }
+            Status::Pruned { rule, .. } => {
+                assert_eq!(*rule, PruneRule::Arch, "{}", name(&family, i));
+                assert_eq!(launches, 0);
+            }
+            Status::Rejected { reason } => panic!("{}: {reason}", candidate.name()),
+        }
+    }
+    // Samples of launches lasting at least min_sample_ms: 0.5 ms -> 4 launches.
+    assert_eq!(sim.timed[fastest], [1, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4]);
+    let dropped = report
+        .statuses
+        .iter()
+        .filter(|s| matches!(s, Status::Dropped { .. }))
+        .count();
+    // Timed: the heuristic, the fastest and the close second; the other 7 dropped.
+    assert_eq!(dropped, 7);
+
+    let record = report.record(&family);
+    assert_eq!(record.variant, fastest);
+    assert_eq!(record.consts, [2, 0]);
+    assert_eq!(record.median_ms, 0.5);
+    assert!((record.runner_up_ms.unwrap() - 0.55).abs() < 1e-9);
+    assert_eq!(record.heuristic_ms, Some(1.0));
+}
+
+#[test]
+fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
+    let family = scale_family();
+    let n = 4096;
+    let (alignments, args) = (scale_alignments(n), scale_args(n));
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let wrong = "scale[T=1,ALIGNED=1]";
+    let refused = "scale[T=2,ALIGNED=1]";
+    let mut true_ms = times(&family, wrong);
+    for (name, ms) in &mut true_ms {
+        if name == refused {
+            *ms = 0.1;
+        }
+    }
+    let mut sim = Simulated::new(true_ms.clone(), 0.01, 3);
+    sim.wrong.insert(wrong.into());
+    sim.refused.insert(refused.into());
+    let report = tune(&family, &call, &h200(), &mut sim, &TuneOptions::default()).unwrap();
+    let status_of = |variant: &str| {
+        let i = family
+            .candidates()
+            .iter()
+            .position(|c| c.name() == variant)
+            .unwrap();
+        report.statuses[i].clone()
+    };
+    assert!(
+        matches!(status_of(wrong), Status::Rejected { reason } if reason.contains("wrong result: off by one"))
+    );
+    assert!(
+        matches!(status_of(refused), Status::Rejected { reason } if reason.contains("refused for the test"))
+    );
+    assert_eq!(sim.launches_timed(wrong), 0);
+    assert_eq!(sim.launches_timed(refused), 0);
+    assert_ne!(name(&family, report.winner), wrong);
+
+    let mut faulting = Simulated::new(true_ms, 0.0, 4);
+    faulting.faulting.insert("scale[T=8,ALIGNED=0]".into());
+    let err = tune(
+        &family,
+        &call,
+        &h200(),
+        &mut faulting,
+        &TuneOptions::default(),
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("simulated fault"), "{err}");
+
+    // Nothing that can run: the error says why, per candidate.
+    let mut none = Simulated::new(times(&family, wrong), 0.0, 5);
+    none.wrong = family
+        .candidates()
+        .iter()
+        .map(|c| c.name().to_string())
+        .collect();
+    let err = tune(&family, &call, &h200(), &mut none, &TuneOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no variant of `scale` could be timed") && err.contains("wrong result"),
+        "{err}"
+    );
+}
+
+#[test]
+fn with_noise_the_winner_is_within_three_percent_of_an_exhaustive_search() {
+    let family = scale_family();
+    let n = 4096;
+    let (alignments, args) = (scale_alignments(n), scale_args(n));
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let options = TuneOptions::default();
+    let mut searched = 0;
+    for seed in 0..200u64 {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let true_ms: Vec<(String, f64)> = family
+            .candidates()
+            .iter()
+            .map(|c| (c.name().to_string(), rng.random_range(0.2..2.0)))
+            .collect();
+        // +-3% per sample: more than CUDA-event medians of a GEMM vary.
+        let mut sim = Simulated::new(true_ms, 0.03, seed);
+        let report = tune(&family, &call, &h200(), &mut sim, &options).unwrap();
+        let legal: Vec<usize> = (0..family.candidates().len())
+            .filter(|&i| !matches!(report.statuses[i], Status::Pruned { .. }))
+            .collect();
+        let swept = sweep(&family, &legal, &mut sim, &options).unwrap();
+        assert!(swept.iter().all(|(_, s)| matches!(s, Status::Timed { .. })));
+        let best = legal
+            .iter()
+            .map(|&i| sim.true_ms[name(&family, i)])
+            .fold(f64::INFINITY, f64::min);
+        let winner = sim.true_ms[name(&family, report.winner)];
+        assert!(
+            winner <= 1.03 * best,
+            "seed {seed}: winner {winner} ms, best {best} ms"
+        );
+        searched += 1;
+    }
+    assert_eq!(searched, 200);
+}
+
+#[test]
+fn inconsistent_options_are_refused() {
+    let family = scale_family();
+    let (alignments, args) = (scale_alignments(64), scale_args(64));
+    let call = Call {
+        shape: ShapeBucket::gemm(64, 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let options = TuneOptions {
+        early_samples: 5,
+        samples: 3,
+        ..TuneOptions::default()
+    };
+    let mut sim = Simulated::new(times(&family, ""), 0.0, 6);
+    let err = tune(&family, &call, &h200(), &mut sim, &options)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("early_samples <= samples"), "{err}");
+    assert!(sim.verified.is_empty());
+}
+
+#[test]
+fn keys_name_everything_that_decides_the_winner() {
+    let family = scale_family();
+    let base = KeyBase::of(&h200());
+    let (alignments, args) = (scale_alignments(1000), scale_args(1000));
+    let call = Call {
+        shape: ShapeBucket::gemm(1000, 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let key = family.key(&base, &call);
+    assert_eq!(key.gpu.name, "NVIDIA H200");
+    assert_eq!(key.gpu.compute_capability, (9, 0));
+    assert_eq!(key.gpu.sm_count, 132);
+    assert!(
+        key.driver_version.starts_with("cuda-12.8"),
+        "{}",
+        key.driver_version
+    );
+    assert_eq!(key.kernel, "scale");
+    assert_eq!(key.dtypes, "f32");
+    assert_eq!(key.alignments, [16]);
+    assert_eq!(key.shape, ShapeBucket::gemm(1024, 1, 1));
+    assert_eq!(key.codegen_version.len(), 16);
+    // Another kernel set is another code generation, and so another key.
+    let other = Family::new("scale", "f32", &[scale::def()]).unwrap();
+    assert_ne!(other.codegen_version(), family.codegen_version());
+    assert_eq!(
+        scale_family().codegen_version(),
+        family.codegen_version(),
+        "deterministic"
+    );
+    // Another model of the same name differs in its SM count (MIG slices).
+    let slice = DeviceInfo {
+        sm_count: 16,
+        ..h200()
+    };
+    assert_ne!(family.key(&KeyBase::of(&slice), &call), key);
+
+    let err = Family::new("twice", "f32", &[scale::def(), scale::def()]).unwrap_err();
+    assert!(err.to_string().contains("twice"), "{err}");
+    let err = scale_family()
+        .prefer(scale::def(), &[3, 1])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("scale[T=3,ALIGNED=1]") && err.contains("not one of its variants"),
+        "{err}"
+    );
+}
+
+/// Shapes over which the stock GEMM families' legality is compared: squares,
+/// ragged ones, k of every residue mod 8, tiny and large.
+fn gemm_shapes() -> Vec<(u32, u32, u32)> {
+    let sizes = [1u32, 7, 8, 31, 64, 100, 1000, 1020, 1024, 3001, 4096, 8192];
+    let mut shapes = Vec::new();
+    for &m in &sizes[..6] {
+        for &n in &sizes {
+            for &k in &sizes {
+                shapes.push((m * 7 + 1, n, k));
+                shapes.push((m, n + 1, k + 3));
+            }
+        }
+    }
+    shapes
+}
+
+/// The variants of `kind` that can take each call, grouped by the key's
+/// alignments: every group must admit one set. Also: the heuristic default
+/// can take every call on an H200 whose alignments admit any variant.
+fn alignments_decide_legality<I: GemmElement, O: GemmOutput>(kind: &GemmKind<I, O>) {
+    let family = kind.family().unwrap();
+    assert_eq!(I::SCALAR, kind.precision.input(), "{}", kind.name);
+    assert_eq!(O::SCALAR, kind.precision.output(), "{}", kind.name);
+    // Per alignments: which candidates are legal, and the first shape seen.
+    type Seen = (Vec<bool>, (u32, u32, u32));
+    let mut legal_by_alignments: BTreeMap<[u32; 3], Seen> = BTreeMap::new();
+    for dims in gemm_shapes() {
+        let alignments = kind.alignments(dims);
+        let args = kind.call_args(dims);
+        let legal: Vec<bool> = family
+            .candidates()
+            .iter()
+            .map(|c| check_call(c.def, &c.consts, &args).is_ok())
+            .collect();
+        let (first, first_dims) = legal_by_alignments
+            .entry(alignments)
+            .or_insert((legal.clone(), dims));
+        assert_eq!(
+            *first, legal,
+            "{}: {dims:?} and {first_dims:?} share alignments {alignments:?} and admit different variants",
+            kind.name
+        );
+        if legal.iter().any(|&l| l) {
+            let call = Call {
+                shape: ShapeBucket::gemm(dims.0.into(), dims.1.into(), dims.2.into()),
+                alignments: &alignments,
+                args: &args,
+            };
+            let heuristic = family.heuristic(&call, &h200()).unwrap();
+            assert!(legal[heuristic], "{}: {dims:?}", kind.name);
+        }
+    }
+    // Every k residue class appears, so both legal sets of the 16-byte-copy kernels were seen.
+    assert!(legal_by_alignments.len() >= 2, "{}", kind.name);
+}
+
+#[test]
+fn stock_gemm_alignments_decide_legality() {
+    alignments_decide_legality(&GEMM_F32);
+    alignments_decide_legality(&GEMM_F16);
+    alignments_decide_legality(&GEMM_BF16);
+    alignments_decide_legality(&GEMM_TF32);
+    alignments_decide_legality(&GEMM_S8);
+}
+
+/// The name of the heuristic default of `kind` for an m x n x k call on `device`.
+fn heuristic_for<I: GemmElement, O: GemmOutput>(
+    kind: &GemmKind<I, O>,
+    (m, n, k): (u32, u32, u32),
+    device: &DeviceInfo,
+) -> Option<String> {
+    let family = kind.family().unwrap();
+    let alignments = kind.alignments((m, n, k));
+    let args = kind.call_args((m, n, k));
+    let call = Call {
+        shape: ShapeBucket::gemm(m.into(), n.into(), k.into()),
+        alignments: &alignments,
+        args: &args,
+    };
+    family
+        .heuristic(&call, device)
+        .map(|i| family.candidates()[i].name().to_string())
+}
+
+#[test]
+fn stock_gemm_heuristic_defaults() {
+    let square = (4096, 4096, 4096);
+    let ragged_k = (4096, 4096, 1020);
+    assert_eq!(
+        heuristic_for(&GEMM_F16, square, &h200()).as_deref(),
+        Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1]")
+    );
+    assert_eq!(
+        heuristic_for(&GEMM_F16, ragged_k, &h200()).as_deref(),
+        Some("gemm_f16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0]")
+    );
+    assert_eq!(
+        heuristic_for(&GEMM_BF16, ragged_k, &a100()).as_deref(),
+        Some("gemm_bf16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0]")
+    );
+    // A V100 runs only the wmma kernel, which needs k % 8 == 0.
+    assert_eq!(
+        heuristic_for(&GEMM_F16, square, &v100()).as_deref(),
+        Some("gemm_f16_wmma[BM=64,BN=128,BK=32,STAGES=2]")
+    );
+    assert_eq!(heuristic_for(&GEMM_F16, ragged_k, &v100()), None);
+    assert_eq!(
+        heuristic_for(&GEMM_F32, ragged_k, &v100()).as_deref(),
+        Some("gemm_f32[BM=128,BN=128,BK=16,TM=8,TN=8]")
+    );
+    assert_eq!(
+        heuristic_for(&GEMM_TF32, square, &h200()).as_deref(),
+        Some("gemm_tf32[BM=128,BN=128,BK=16,WARP=64,STAGES=3,ALIGNED=1]")
+    );
+    assert_eq!(
+        heuristic_for(&GEMM_S8, square, &h200()).as_deref(),
+        Some("gemm_s8[BM=128,BN=128,BK=128,WARP=64,STAGES=3,ALIGNED=1]")
+    );
+    // k = 1020 i8 elements is not a multiple of 16: element copies.
+    assert_eq!(
+        heuristic_for(&GEMM_S8, ragged_k, &h200()).as_deref(),
+        Some("gemm_s8[BM=64,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0]")
+    );
+    // Neither runs on sm_70.
+    assert_eq!(heuristic_for(&GEMM_S8, square, &v100()), None);
+    assert_eq!(GEMM_F16.dtypes(), "f16.row*f16.col->f16.row");
+    assert_eq!(GEMM_TF32.dtypes(), "tf32.row*tf32.col->f32.row");
+    assert_eq!(GEMM_S8.dtypes(), "i8.row*i8.col->i32.row");
+    assert_eq!(GEMM_BF16.dtypes(), "bf16.row*bf16.col->bf16.row");
+    assert_eq!(GEMM_F32.dtypes(), "f32.row*f32.row->f32.row");
+    // k = 1020 f16 elements is 2040 bytes: 8-byte aligned rows of A and B.
+    assert_eq!(GEMM_F16.alignments(ragged_k), [8, 8, 16]);
+    assert_eq!(GEMM_F32.alignments((3, 5, 7)), [4, 4, 4]);
+}
+
+#[test]
+fn stock_gemm_error_bounds() {
+    // f16 output: half an ulp of the value dominates for short sums.
+    let bound = GEMM_F16.allowed_error(4, 4.0, 2.0);
+    assert!(
+        bound > 2.0 * 2f64.powi(-11) && bound < 2.0 * 2f64.powi(-11) * 1.01,
+        "{bound}"
+    );
+    // f32: the accumulation term grows with k.
+    assert!(GEMM_F32.allowed_error(8192, 100.0, 1.0) > GEMM_F32.allowed_error(64, 100.0, 1.0));
+    assert!(GEMM_BF16.allowed_error(64, 1.0, 1.0) > GEMM_F16.allowed_error(64, 1.0, 1.0));
+}

@@ -1,0 +1,534 @@
+//! The dispatcher and the tuned GEMM entry points on a real runtime without a
+//! GPU (wgpu on Mesa's lavapipe): database hits and misses, every miss
+//! policy, stale and corrupt databases, results of dispatched launches
+//! against the float64 reference, and the GEMM workload's verification
+//! catching wrong and unwritten outputs.
+
+use std::collections::BTreeMap;
+
+use warpforge::prelude::*;
+use warpforge::tune::{
+    no_workload, tune, Call, Candidate, Dispatcher, Family, GpuModel, LoadedResources, MissPolicy,
+    Record, ShapeBucket, Source, Status, Testbed, TuneDb, TuneOptions, VariantResources, Workload,
+};
+use warpforge::{BackendKind, DeviceScalar, GemmPrecision, MatrixLayout};
+use warpforge_kernels::gemm::DEFAULT_F32;
+use warpforge_kernels::tuned::{GemmKind, GemmWorkload, TunedGemm, GEMM_F32};
+use warpforge_tests::reference;
+
+#[path = "../../runtime/tests/common/mesa.rs"]
+mod mesa;
+
+fn lavapipe() -> Runtime {
+    mesa::quiet_mesa();
+    let rt = Runtime::with_backend(BackendKind::Wgpu).unwrap_or_else(|e| {
+        panic!(
+            "the dispatch tests need a Vulkan, Metal or DX12 adapter; on Linux without a GPU \
+             install Mesa's lavapipe: apt-get install mesa-vulkan-drivers libvulkan1\n{e}"
+        )
+    });
+    mesa::announce_adapter(&rt.backend_name(), &rt.device().name);
+    rt
+}
+
+/// A naive GEMM with the stock launcher shape, one thread per output of an
+/// 8 x 8 tile: `MODE` 0 is correct, 1 adds 1e-3 to every output, 2 leaves
+/// the last column unwritten. The `MODE = 1` variants require an even k.
+#[kernel(
+    arch(wgsl),
+    block(64),
+    tune(BM = [8], BN = [8], MODE = [0, 1, 2]),
+    requires(a.len() >= m * k, b.len() >= k * n, c.len() >= m * n, MODE != 1 || k % 2 == 0)
+)]
+pub fn gemm_naive<const BM: u32, const BN: u32, const MODE: u32>(
+    a: &[f32],
+    b: &[f32],
+    c: &mut [f32],
+    m: u32,
+    n: u32,
+    k: u32,
+    alpha: f32,
+    beta: f32,
+) {
+    let t = thread_idx().x;
+    let row = block_idx().y * BM + t / BN;
+    let col = block_idx().x * BN + t % BN;
+    if row < m && col < n && (MODE != 2 || col + 1 < n) {
+        let mut sum = 0.0f32;
+        for p in 0..k {
+            sum += a[row * k + p] * b[p * n + col];
+        }
+        if MODE == 1 {
+            sum += 0.001;
+        }
+        let idx = row * n + col;
+        if beta == 0.0 {
+            c[idx] = alpha * sum;
+        } else {
+            c[idx] = alpha * sum + beta * c[idx];
+        }
+    }
+}
+
+static NAIVE: GemmKind<f32, f32> = GemmKind::new(
+    "gemm_naive",
+    GemmPrecision::F32,
+    MatrixLayout::RowMajor,
+    || vec![gemm_naive::def()],
+    || vec![(gemm_naive::def(), vec![8, 8, 0])],
+);
+
+fn naive(mode: i64) -> Candidate {
+    Candidate::new(gemm_naive::def(), vec![8, 8, mode])
+}
+
+#[test]
+fn verification_catches_wrong_and_unwritten_outputs() {
+    let rt = lavapipe();
+    let mut workload = GemmWorkload::new(&rt, &NAIVE, (13, 10, 6), 11).unwrap();
+    assert_eq!(workload.input_sets(), 1, "lavapipe reports no L2");
+    assert_eq!(workload.verify(&rt, &naive(0)).unwrap(), Ok(()));
+    let wrong = workload.verify(&rt, &naive(1)).unwrap().unwrap_err();
+    assert!(
+        wrong.contains("float64 reference") && wrong.contains("error bound"),
+        "{wrong}"
+    );
+    let unwritten = workload.verify(&rt, &naive(2)).unwrap().unwrap_err();
+    assert!(
+        unwritten.contains("13 of 130 outputs are NaN") && unwritten.contains("column 9"),
+        "{unwritten}"
+    );
+    // The correct variant passes again after the broken ones: C is poisoned anew.
+    assert_eq!(workload.verify(&rt, &naive(0)).unwrap(), Ok(()));
+    let err = GemmWorkload::new(&rt, &NAIVE, (0, 10, 6), 11)
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("at least 1"), "{err}");
+}
+
+/// Real verification on lavapipe, simulated resources and times.
+struct LavapipeBed<'a> {
+    rt: &'a Runtime,
+    workload: GemmWorkload<f32, f32>,
+    true_ms: BTreeMap<String, f64>,
+}
+
+impl Testbed for LavapipeBed<'_> {
+    fn resources(&mut self, _: &Candidate) -> Result<VariantResources, Error> {
+        Ok(VariantResources {
+            threads_per_block: Some(64),
+            shared_bytes: 0,
+            loaded: Some(LoadedResources {
+                registers_per_thread: 32,
+                local_bytes_per_thread: 0,
+                max_threads_per_block: 1024,
+                blocks_per_sm: Some(8),
+            }),
+        })
+    }
+
+    fn verify(&mut self, candidate: &Candidate) -> Result<Result<(), String>, Error> {
+        self.workload.verify(self.rt, candidate)
+    }
+
+    fn time_ms(&mut self, candidate: &Candidate, launches: u32) -> Result<f64, Error> {
+        Ok(self.true_ms[candidate.name()] * f64::from(launches))
+    }
+}
+
+#[test]
+fn only_verified_variants_win() {
+    let rt = lavapipe();
+    let family = NAIVE.family().unwrap();
+    // The broken variants are the fastest.
+    let true_ms = BTreeMap::from([
+        ("gemm_naive[BM=8,BN=8,MODE=0]".to_string(), 1.0),
+        ("gemm_naive[BM=8,BN=8,MODE=1]".to_string(), 0.1),
+        ("gemm_naive[BM=8,BN=8,MODE=2]".to_string(), 0.2),
+    ]);
+    for (dims, mode_1) in [((17, 9, 4), "rejected"), ((17, 9, 5), "pruned")] {
+        let alignments = NAIVE.alignments(dims);
+        let args = NAIVE.call_args(dims);
+        let call = Call {
+            shape: ShapeBucket::gemm(dims.0.into(), dims.1.into(), dims.2.into()),
+            alignments: &alignments,
+            args: &args,
+        };
+        let mut bed = LavapipeBed {
+            rt: &rt,
+            workload: GemmWorkload::new(&rt, &NAIVE, dims, 5).unwrap(),
+            true_ms: true_ms.clone(),
+        };
+        let report = tune(
+            &family,
+            &call,
+            rt.device(),
+            &mut bed,
+            &TuneOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            family.candidates()[report.winner].name(),
+            "gemm_naive[BM=8,BN=8,MODE=0]"
+        );
+        let fate = match &report.statuses[1] {
+            Status::Rejected { reason } => {
+                assert!(reason.contains("wrong result"), "{reason}");
+                "rejected"
+            }
+            Status::Pruned { reason, .. } => {
+                assert!(reason.contains("k % 2 == 0"), "{reason}");
+                "pruned"
+            }
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(fate, mode_1, "{dims:?}");
+        assert!(
+            matches!(&report.statuses[2], Status::Rejected { reason } if reason.contains("NaN")),
+            "{:?}",
+            report.statuses[2]
+        );
+    }
+}
+
+fn gemm_f32_name(consts: &[i64]) -> String {
+    warpforge_kernels::gemm::gemm_f32::def().variant_name(consts)
+}
+
+/// Runs `tuned` on random inputs and compares with the float64 reference.
+fn run_and_check(rt: &Runtime, tuned: &TunedGemm<f32, f32>, (m, n, k): (u32, u32, u32)) {
+    let (mu, nu, ku) = (m as usize, n as usize, k as usize);
+    let mut inputs = warpforge_tests::Inputs::new(3);
+    let (a, b, c_in) = (
+        inputs.f32s(mu * ku),
+        inputs.f32s(ku * nu),
+        inputs.f32s(mu * nu),
+    );
+    let (da, db) = (rt.upload(&a).unwrap(), rt.upload(&b).unwrap());
+    let mut dc = rt.upload(&c_in).unwrap();
+    tuned
+        .run(rt, &da, &db, &mut dc, (m, n, k), 1.5, -0.5)
+        .unwrap();
+    let expected = reference::gemm(&a, &b, &c_in, (mu, nu, ku), 1.5, -0.5);
+    let out = rt.download(&dc).unwrap();
+    let d = warpforge_tests::compare::deviation(&out, &expected);
+    assert!(d.passes(1e-5), "{d}");
+}
+
+#[test]
+fn dispatch_from_the_database_and_on_a_miss() {
+    let rt = lavapipe();
+    let dir = tempfile::tempdir().unwrap();
+    let dims = (33, 17, 9);
+    let tuned =
+        TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
+    let selection = tuned.select(&rt, dims).unwrap();
+    assert_eq!(selection.source, Source::Heuristic);
+    assert_eq!(
+        tuned.dispatcher().candidate(selection).name(),
+        gemm_f32_name(&DEFAULT_F32.values())
+    );
+    run_and_check(&rt, &tuned, dims);
+    let stats = tuned.dispatcher().stats();
+    assert_eq!((stats.heuristic, stats.database, stats.tuned), (1, 0, 0));
+
+    // Record another winner for the key, as a tuning process would.
+    let winner = [64, 64, 8, 8, 4];
+    let alignments = GEMM_F32.alignments(dims);
+    let args = GEMM_F32.call_args(dims);
+    let call = tuned.call(dims, &alignments, &args);
+    let key = tuned.dispatcher().key(&call);
+    let mut db = TuneDb::open(Some(dir.path()), &GpuModel::of(rt.device())).unwrap();
+    db.record(
+        key,
+        Record::new(gemm_f32_name(&winner), winner.to_vec(), 1.0),
+    )
+    .unwrap();
+
+    // This dispatcher resolved the key already and keeps its choice; a new
+    // one (a later process) reads the database.
+    assert_eq!(tuned.select(&rt, dims).unwrap(), selection);
+    let later =
+        TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
+    let selection = later.select(&rt, dims).unwrap();
+    assert_eq!(selection.source, Source::Database);
+    assert_eq!(
+        later.dispatcher().candidate(selection).name(),
+        gemm_f32_name(&winner)
+    );
+    // Another shape in the same bucket and with the same alignments shares the result.
+    assert_eq!(later.select(&rt, (40, 19, 13)).unwrap(), selection);
+    run_and_check(&rt, &later, (40, 19, 13));
+    assert_eq!(later.dispatcher().stats().database, 1);
+    assert_eq!(later.dispatcher().stats().tuned, 0);
+    // Another bucket misses.
+    assert_eq!(
+        later.select(&rt, (330, 17, 9)).unwrap().source,
+        Source::Heuristic
+    );
+}
+
+/// Doubles `x`; `ALIGNED` variants require n % 4 == 0.
+#[kernel(
+    arch(wgsl),
+    block(64),
+    tune(T = [1, 2], ALIGNED = [true, false]),
+    requires(x.len() >= n, !ALIGNED || n % 4 == 0)
+)]
+pub fn double<const T: u32, const ALIGNED: bool>(x: &mut [f32], n: u32) {
+    let i = block_idx().x * 64 + thread_idx().x;
+    if i < n {
+        x[i] = x[i] * 2.0;
+    }
+}
+
+fn double_family() -> Family {
+    Family::new("double", "f32", &[double::def()])
+        .unwrap()
+        .prefer(double::def(), &[2, 0])
+        .unwrap()
+}
+
+/// The call facts of `double` on n elements: the alignment of the end of
+/// `x` (16 bytes when n % 4 == 0, else 4) and the arguments.
+fn double_call(n: u32) -> ([u32; 1], [warpforge::ArgInfo; 2]) {
+    let args = [
+        warpforge::ArgInfo::Buffer {
+            elem: f32::SCALAR,
+            len: u64::from(n),
+            mutable: true,
+        },
+        warpforge::KernelArg::scalar(n).info(),
+    ];
+    ([if n.is_multiple_of(4) { 16 } else { 4 }], args)
+}
+
+fn select_double(
+    dispatcher: &Dispatcher,
+    rt: &Runtime,
+    n: u32,
+) -> Result<warpforge::tune::Selection, Error> {
+    let (alignments, args) = double_call(n);
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    dispatcher.select(rt, &call, no_workload)
+}
+
+/// Stores `consts` as the winner of `double` on n elements in `dir`.
+fn record_double(rt: &Runtime, dir: &std::path::Path, n: u32, consts: [i64; 2]) {
+    let dispatcher =
+        Dispatcher::new(rt, double_family(), MissPolicy::Heuristic, Some(dir)).unwrap();
+    let (alignments, args) = double_call(n);
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let mut db = TuneDb::open(Some(dir), &GpuModel::of(rt.device())).unwrap();
+    db.record(
+        dispatcher.key(&call),
+        Record::new(double::def().variant_name(&consts), consts.to_vec(), 1.0),
+    )
+    .unwrap();
+}
+
+#[test]
+fn stale_winners_are_never_dispatched() {
+    let rt = lavapipe();
+    let dir = tempfile::tempdir().unwrap();
+    // An ALIGNED winner stored under the key of a call it cannot take (as a
+    // database from before the kernel's `requires` changed would hold), and a
+    // winner the family no longer has.
+    record_double(&rt, dir.path(), 1001, [1, 1]);
+    record_double(&rt, dir.path(), 4001, [8, 0]);
+    let dispatcher = Dispatcher::new(
+        &rt,
+        double_family(),
+        MissPolicy::Heuristic,
+        Some(dir.path()),
+    )
+    .unwrap();
+    for n in [1001, 4001] {
+        let selection = select_double(&dispatcher, &rt, n).unwrap();
+        assert_eq!(selection.source, Source::Heuristic);
+        assert_eq!(
+            dispatcher.candidate(selection).name(),
+            "double[T=2,ALIGNED=0]"
+        );
+    }
+    assert_eq!(dispatcher.stats().stale, 2);
+    assert_eq!(dispatcher.stats().heuristic, 2);
+}
+
+#[test]
+fn nearest_bucket_policy() {
+    let rt = lavapipe();
+    let dir = tempfile::tempdir().unwrap();
+    record_double(&rt, dir.path(), 1024, [1, 1]);
+    record_double(&rt, dir.path(), 4096, [2, 1]);
+    record_double(&rt, dir.path(), 1023, [1, 0]);
+    let dispatcher = Dispatcher::new(
+        &rt,
+        double_family(),
+        MissPolicy::NearestBucket,
+        Some(dir.path()),
+    )
+    .unwrap();
+    let pick = |n: u32| {
+        let selection = select_double(&dispatcher, &rt, n).unwrap();
+        (
+            selection.source,
+            dispatcher.candidate(selection).name().to_string(),
+        )
+    };
+    // 2048 is one doubling from both 1024 and 4096: the smaller bucket wins.
+    assert_eq!(
+        pick(2048),
+        (
+            Source::Nearest(ShapeBucket::gemm(1024, 1, 1)),
+            "double[T=1,ALIGNED=1]".to_string()
+        )
+    );
+    assert_eq!(
+        pick(16384),
+        (
+            Source::Nearest(ShapeBucket::gemm(4096, 1, 1)),
+            "double[T=2,ALIGNED=1]".to_string()
+        )
+    );
+    // Only records with the same alignments are near: n = 2047 finds 1023's.
+    assert_eq!(
+        pick(2047),
+        (
+            Source::Nearest(ShapeBucket::gemm(1024, 1, 1)),
+            "double[T=1,ALIGNED=0]".to_string()
+        )
+    );
+    assert_eq!(pick(4096).0, Source::Database);
+    assert_eq!(dispatcher.stats().nearest, 3);
+    // Nothing near with these alignments and nothing stored: the heuristic.
+    let empty = tempfile::tempdir().unwrap();
+    let dispatcher = Dispatcher::new(
+        &rt,
+        double_family(),
+        MissPolicy::NearestBucket,
+        Some(empty.path()),
+    )
+    .unwrap();
+    assert_eq!(
+        select_double(&dispatcher, &rt, 100).unwrap().source,
+        Source::Heuristic
+    );
+}
+
+#[test]
+fn corrupt_databases_and_impossible_policies_are_reported() {
+    let rt = lavapipe();
+    let dir = tempfile::tempdir().unwrap();
+    let gpu = GpuModel::of(rt.device());
+    std::fs::write(
+        dir.path().join(format!("{}.json", gpu.file_stem())),
+        "{\"schema\": 1, \"gp",
+    )
+    .unwrap();
+    let dispatcher = Dispatcher::new(
+        &rt,
+        double_family(),
+        MissPolicy::Heuristic,
+        Some(dir.path()),
+    )
+    .unwrap();
+    let warnings = dispatcher.warnings();
+    assert_eq!(warnings.len(), 1);
+    assert!(
+        warnings[0].contains("not a valid tuning database"),
+        "{warnings:?}"
+    );
+    assert_eq!(
+        select_double(&dispatcher, &rt, 64).unwrap().source,
+        Source::Heuristic
+    );
+    // The next record replaces the corrupt file.
+    record_double(&rt, dir.path(), 64, [1, 1]);
+    let reopened = Dispatcher::new(
+        &rt,
+        double_family(),
+        MissPolicy::Heuristic,
+        Some(dir.path()),
+    )
+    .unwrap();
+    assert!(reopened.warnings().is_empty());
+    assert_eq!(
+        select_double(&reopened, &rt, 64).unwrap().source,
+        Source::Database
+    );
+
+    let err = Dispatcher::new(&rt, double_family(), MissPolicy::TuneNow, Some(dir.path()))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains("CUDA events") && err.contains("heuristic"),
+        "{err}"
+    );
+
+    // No variant can take a call: an error naming a reason, not a panic.
+    let dispatcher = Dispatcher::new(
+        &rt,
+        double_family(),
+        MissPolicy::Heuristic,
+        Some(dir.path()),
+    )
+    .unwrap();
+    let args = [warpforge::KernelArg::scalar(1.0f32).info()];
+    let call = Call {
+        shape: ShapeBucket::gemm(8, 1, 1),
+        alignments: &[16],
+        args: &args,
+    };
+    let err = dispatcher
+        .select(&rt, &call, no_workload)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no variant of `double` can take this call"),
+        "{err}"
+    );
+}
+
+#[test]
+fn dispatch_is_shared_across_threads() {
+    let rt = lavapipe();
+    let dir = tempfile::tempdir().unwrap();
+    record_double(&rt, dir.path(), 512, [1, 1]);
+    let dispatcher = Dispatcher::new(
+        &rt,
+        double_family(),
+        MissPolicy::Heuristic,
+        Some(dir.path()),
+    )
+    .unwrap();
+    let selections: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| select_double(&dispatcher, &rt, 512).unwrap()))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert!(selections.iter().all(|s| *s == selections[0]));
+    assert_eq!(selections[0].source, Source::Database);
+    // Resolved once, whatever the threads' interleaving.
+    assert_eq!(dispatcher.stats().database, 1);
+}
+
+#[test]
+fn variant_resources_need_cuda() {
+    let rt = lavapipe();
+    let err = rt
+        .variant_resources(double::def(), &[1, 1])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("needs CUDA"), "{err}");
+}
