@@ -95,7 +95,8 @@ fn verification_catches_wrong_and_unwritten_outputs() {
     );
     let unwritten = workload.verify(&rt, &naive(2)).unwrap().unwrap_err();
     assert!(
-        unwritten.contains("13 of 130 outputs are NaN") && unwritten.contains("column 9"),
+        unwritten.contains("13 of 130 outputs are the poison, NaN")
+            && unwritten.contains("column 9"),
         "{unwritten}"
     );
     // The correct variant passes again after the broken ones: C is poisoned anew.
