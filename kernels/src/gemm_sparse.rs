@@ -56,34 +56,34 @@ macro_rules! sparse_gemm {
         /// past it read the first block instead, so every word a `mma.sp` sees
         /// is legal; the zero A values make its product zero).
         #[kernel(
-                    arch(sm_80, sm_90),
-                    block(BM / WARP * (BN / WARP) * 32),
-                    tune(
-                        BM = [64, 128, 256],
-                        BN = [64, 128, 256],
-                        BK = [64, 128],
-                        WARP = [32, 64],
-                        STAGES = [2, 3, 4],
-                        ALIGNED = [true, false]
-                    ),
-                    constrain(
-                        BM / WARP * (BN / WARP) >= 4,
-                        BM / WARP * (BN / WARP) <= 8,
-                        BM <= 2 * BN,
-                        BN <= 2 * BM,
-                        ALIGNED || STAGES == 2 && BK == 64,
-                        BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
-                        STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024
-                    ),
-                    requires(
-                        k >= 1,
-                        a_values.len() >= m * ((k + 63) / 64 * 32),
-                        a_meta.len() >= (m + 15) / 16 * ((k + 63) / 64) * 32,
-                        b.len() >= n * k,
-                        c.len() >= m * n,
-                        !ALIGNED || k % 8 == 0
-                    )
-                )]
+                            arch(sm_80, sm_90),
+                            block(BM / WARP * (BN / WARP) * 32),
+                            tune(
+                                BM = [64, 128, 256],
+                                BN = [64, 128, 256],
+                                BK = [64, 128],
+                                WARP = [32, 64],
+                                STAGES = [2, 3, 4],
+                                ALIGNED = [true, false]
+                            ),
+                            constrain(
+                                BM / WARP * (BN / WARP) >= 4,
+                                BM / WARP * (BN / WARP) <= 8,
+                                BM <= 2 * BN,
+                                BN <= 2 * BM,
+                                ALIGNED || STAGES == 2 && BK == 64,
+                                BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
+                                STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024
+                            ),
+                            requires(
+                                k >= 1,
+                                a_values.len() >= m * ((k + 63) / 64 * 32),
+                                a_meta.len() >= (m + 15) / 16 * ((k + 63) / 64) * 32,
+                                b.len() >= n * k,
+                                c.len() >= m * n,
+                                !ALIGNED || k % 8 == 0
+                            )
+                        )]
         pub fn $name<
             const BM: u32,
             const BN: u32,
@@ -124,8 +124,8 @@ macro_rules! sparse_gemm {
             let kv = (k + 63) / 64 * 32;
 
             let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
-            let mut a_frag = [[[0u32; 4]; WARP / 16]; 2];
-            let mut b_frag = [[[0u32; 4]; WARP / 8]; 2];
+            let mut a_frag = [[0u32; 4]; WARP / 16];
+            let mut b_frag = [[0u32; 4]; WARP / 8];
             let mut e = [0u32; WARP / 16];
 
             // Copy slots, computed once (the dense family's scheme): thread `tid`
@@ -179,9 +179,14 @@ macro_rules! sparse_gemm {
 
             let interior = row0 + BM <= m && col0 + BN <= n;
             let k_tiles = (k + BK - 1) / BK;
+            // Shared stages: step `t` copies k-tile `t` into stage `ws = t % STAGES`
+            // and computes k-tile `t - (STAGES - 1)` from stage `rs = (t + 1) %
+            // STAGES`; `ns` is the stage after `rs`.
+            let mut ws = 0u32;
+            let mut rs = 1 % STAGES;
+            let mut ns = 2 % STAGES;
             for t in 0..k_tiles + STAGES - 1 {
                 if t < k_tiles {
-                    let st = t % STAGES;
                     let k0 = t * BK;
                     // A: kept values `t * BK / 2 ..`; metadata: words `t * BK / 2 ..`
                     // of each 16-row tile (both in whole 16-byte chunks: rows are
@@ -196,7 +201,7 @@ macro_rules! sparse_gemm {
                         for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
                             let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
                             cp_async(
-                                &mut a_tile[st][r][a_col],
+                                &mut a_tile[ws][r][a_col],
                                 &a_values[a_row_at[l] + ga],
                                 16,
                                 16,
@@ -204,7 +209,7 @@ macro_rules! sparse_gemm {
                         }
                         if m_copies {
                             cp_async(
-                                &mut m_tile[st][m_tile_row][m_ch * 4],
+                                &mut m_tile[ws][m_tile_row][m_ch * 4],
                                 &a_meta[m_row_at + gm],
                                 16,
                                 16,
@@ -214,7 +219,7 @@ macro_rules! sparse_gemm {
                         #[unroll]
                         for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
                             let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
-                            cp_async(&mut b_tile[st][r][b_col], &b[b_row_at[l] + gk], 16, 16);
+                            cp_async(&mut b_tile[ws][r][b_col], &b[b_row_at[l] + gk], 16, 16);
                         }
                     } else {
                         let a_in = ga < kv;
@@ -224,7 +229,7 @@ macro_rules! sparse_gemm {
                             let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
                             let bytes = if a_row_in[l] && a_in { 16u32 } else { 0 };
                             cp_async(
-                                &mut a_tile[st][r][a_col],
+                                &mut a_tile[ws][r][a_col],
                                 &a_values[a_row_at[l] + a_at],
                                 16,
                                 bytes,
@@ -236,7 +241,7 @@ macro_rules! sparse_gemm {
                             } else {
                                 0
                             };
-                            cp_async(&mut m_tile[st][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
+                            cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
                         }
                         if ALIGNED {
                             let gk = k0 + b_ch * 8;
@@ -247,7 +252,7 @@ macro_rules! sparse_gemm {
                                 let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
                                 let bytes = if b_row_in[l] { k_bytes } else { 0 };
                                 cp_async(
-                                    &mut b_tile[st][r][b_col],
+                                    &mut b_tile[ws][r][b_col],
                                     &b[b_row_at[l] + k_at],
                                     16,
                                     bytes,
@@ -260,7 +265,7 @@ macro_rules! sparse_gemm {
                                 #[unroll]
                                 for q in 0..8u32 {
                                     let gk = k0 + b_ch * 8 + q;
-                                    b_tile[st][r][b_col + q] = if b_row_in[l] && gk < k {
+                                    b_tile[ws][r][b_col + q] = if b_row_in[l] && gk < k {
                                         b[b_row_at[l] + gk]
                                     } else {
                                         0.0
@@ -272,45 +277,22 @@ macro_rules! sparse_gemm {
                 }
                 cp_async_commit();
                 if t >= STAGES - 1 {
-                    // Computing k-tile `t - (STAGES - 1)` from stage `rs`. Its first
-                    // fragments were loaded by the previous step, under that step's
-                    // last MMAs, except for the first computed tile.
-                    let rs = (t + 1) % STAGES;
+                    // Computing k-tile `t - (STAGES - 1)` from stage `rs`. Iteration
+                    // `kk` multiplies the fragments of k-step `kk - 1`, then loads
+                    // those of k-step `kk` (for `kk == BK / 32`: step 0 of the next
+                    // tile, from stage `ns`), so each step's operands are loaded one
+                    // step before its MMAs (ptxas gives the loads their own
+                    // registers and issues them under the MMAs: a double buffer).
+                    // The first computed tile loads its step 0 itself; every other
+                    // tile's was loaded under the previous tile's last MMAs. The
+                    // barrier that lands the next tile (and frees this tile's stage
+                    // for the next copies: its fragments are all loaded by then)
+                    // comes before the last step's MMAs, which then cover the first
+                    // loads from the next stage. A metadata word serves steps `2 q`
+                    // and `2 q + 1` (selectors 0 and 1).
                     let fresh = t == STAGES - 1;
-                    if fresh {
-                        cp_async_wait(STAGES - 2);
-                        sync_threads();
-                    }
-                    // Iteration `kk` loads the fragments of k-step `kk` (for `kk ==
-                    // BK / 32`: step 0 of the next tile, from the next stage) into
-                    // buffer `kk % 2` and multiplies those of step `kk - 1`. A
-                    // metadata word serves steps `2 q` and `2 q + 1`: it is loaded
-                    // with step `2 q`'s fragments, after the MMAs of step `2 q - 1`
-                    // (which read the previous word), so one register per 16-row
-                    // tile holds it.
                     #[unroll]
                     for kk in 0..BK / 32 + 1 {
-                        let loads = kk < BK / 32 && (kk > 0 || fresh) || kk == BK / 32;
-                        let ls = if kk < BK / 32 { rs } else { (t + 2) % STAGES };
-                        let kc = kk % (BK / 32);
-                        if loads {
-                            #[unroll]
-                            for i in 0..WARP / 16 {
-                                let col = (kc * 2 ^ a_ld_x) * 8;
-                                ldmatrix_x4(
-                                    &mut a_frag[kk % 2][i],
-                                    &a_tile[ls][a_ld_row + i * 16][col],
-                                );
-                            }
-                            #[unroll]
-                            for j in 0..WARP / 8 {
-                                let col = (kc * 4 ^ b_ld_x) * 8;
-                                ldmatrix_x4(
-                                    &mut b_frag[kk % 2][j],
-                                    &b_tile[ls][b_ld_row + j * 8][col],
-                                );
-                            }
-                        }
                         if kk > 0 {
                             #[unroll]
                             for i in 0..WARP / 16 {
@@ -318,18 +300,36 @@ macro_rules! sparse_gemm {
                                 for j in 0..WARP / 8 {
                                     $mma(
                                         &mut acc[i][j],
-                                        &a_frag[(kk - 1) % 2][i],
-                                        &b_frag[(kk - 1) % 2][j],
+                                        &a_frag[i],
+                                        &b_frag[j],
                                         e[i],
                                         (kk - 1) % 2,
                                     );
                                 }
                             }
                         }
-                        if loads && kc % 2 == 0 {
+                        if kk > 0 || fresh {
+                            if kk == 0 {
+                                cp_async_wait(STAGES - 2);
+                                sync_threads();
+                            }
+                            let ls = if kk < BK / 32 { rs } else { ns };
+                            let kc = kk % (BK / 32);
                             #[unroll]
                             for i in 0..WARP / 16 {
-                                e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
+                                let col = (kc * 2 ^ a_ld_x) * 8;
+                                ldmatrix_x4(&mut a_frag[i], &a_tile[ls][a_ld_row + i * 16][col]);
+                            }
+                            #[unroll]
+                            for j in 0..WARP / 8 {
+                                let col = (kc * 4 ^ b_ld_x) * 8;
+                                ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
+                            }
+                            if kc % 2 == 0 {
+                                #[unroll]
+                                for i in 0..WARP / 16 {
+                                    e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
+                                }
                             }
                         }
                         if kk + 1 == BK / 32 {
@@ -338,6 +338,11 @@ macro_rules! sparse_gemm {
                         }
                     }
                 }
+                // The stages rotate: this step's read stage is the next step's
+                // write stage (counters, not `t % STAGES`: no division per step).
+                ws = rs;
+                rs = ns;
+                ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
             }
 
             // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
