@@ -46,44 +46,44 @@ macro_rules! sparse_gemm {
         /// groups.
         ///
         /// The pipeline and the block order are the dense family's
-        /// (`gemm_tc`, CUTLASS's multistage order): fragments (A, B and the
-        /// metadata words) are double-buffered in registers, each k step's
-        /// loaded one step before its MMAs, and the wait and barrier that land
-        /// the next k-tile come before the tile's last k step, whose MMAs then
-        /// cover the next tile's first loads. In bounds (the common case,
+        /// (`gemm_tc`, CUTLASS's multistage order): each k step's fragments
+        /// (A, B and the metadata words) are loaded one step before its MMAs,
+        /// and the wait and barrier that land the next k-tile come before the
+        /// tile's last k step, whose MMAs then cover the next tile's first
+        /// loads. In bounds (the common case,
         /// uniform over a block) every copy is a plain 16-byte `cp.async`; at
         /// the edges, copies past the matrix zero-fill A and B (metadata copies
         /// past it read the first block instead, so every word a `mma.sp` sees
         /// is legal; the zero A values make its product zero).
         #[kernel(
-                            arch(sm_80, sm_90),
-                            block(BM / WARP * (BN / WARP) * 32),
-                            tune(
-                                BM = [64, 128, 256],
-                                BN = [64, 128, 256],
-                                BK = [64, 128],
-                                WARP = [32, 64],
-                                STAGES = [2, 3, 4],
-                                ALIGNED = [true, false]
-                            ),
-                            constrain(
-                                BM / WARP * (BN / WARP) >= 4,
-                                BM / WARP * (BN / WARP) <= 8,
-                                BM <= 2 * BN,
-                                BN <= 2 * BM,
-                                ALIGNED || STAGES == 2 && BK == 64,
-                                BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
-                                STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024
-                            ),
-                            requires(
-                                k >= 1,
-                                a_values.len() >= m * ((k + 63) / 64 * 32),
-                                a_meta.len() >= (m + 15) / 16 * ((k + 63) / 64) * 32,
-                                b.len() >= n * k,
-                                c.len() >= m * n,
-                                !ALIGNED || k % 8 == 0
-                            )
-                        )]
+                    arch(sm_80, sm_90),
+                    block(BM / WARP * (BN / WARP) * 32),
+                    tune(
+                        BM = [64, 128, 256],
+                        BN = [64, 128, 256],
+                        BK = [64, 128],
+                        WARP = [32, 64],
+                        STAGES = [2, 3, 4],
+                        ALIGNED = [true, false]
+                    ),
+                    constrain(
+                        BM / WARP * (BN / WARP) >= 4,
+                        BM / WARP * (BN / WARP) <= 8,
+                        BM <= 2 * BN,
+                        BN <= 2 * BM,
+                        ALIGNED || STAGES == 2 && BK == 64,
+                        BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
+                        STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024
+                    ),
+                    requires(
+                        k >= 1,
+                        a_values.len() >= m * ((k + 63) / 64 * 32),
+                        a_meta.len() >= (m + 15) / 16 * ((k + 63) / 64) * 32,
+                        b.len() >= n * k,
+                        c.len() >= m * n,
+                        !ALIGNED || k % 8 == 0
+                    )
+                )]
         pub fn $name<
             const BM: u32,
             const BN: u32,
@@ -441,7 +441,7 @@ fn check_shape<T: warpforge::DeviceScalar>(
 /// The variant [`sparse_gemm_f16`] and [`sparse_gemm_bf16`] take (16-byte
 /// copies when k % 8 == 0).
 pub fn default_variant(k: u32) -> gemm_sparse_f16::Consts {
-    let aligned = k % 8 == 0;
+    let aligned = k.is_multiple_of(8);
     gemm_sparse_f16::Consts {
         BM: 128,
         BN: 128,
