@@ -56,34 +56,34 @@ macro_rules! sparse_gemm {
         /// past it read the first block instead, so every word a `mma.sp` sees
         /// is legal; the zero A values make its product zero).
         #[kernel(
-                    arch(sm_80, sm_90),
-                    block(BM / WARP * (BN / WARP) * 32),
-                    tune(
-                        BM = [64, 128, 256],
-                        BN = [64, 128, 256],
-                        BK = [64, 128],
-                        WARP = [32, 64],
-                        STAGES = [2, 3, 4],
-                        ALIGNED = [true, false]
-                    ),
-                    constrain(
-                        BM / WARP * (BN / WARP) >= 4,
-                        BM / WARP * (BN / WARP) <= 8,
-                        BM <= 2 * BN,
-                        BN <= 2 * BM,
-                        ALIGNED || STAGES == 2 && BK == 64,
-                        BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
-                        STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024
-                    ),
-                    requires(
-                        k >= 1,
-                        a_values.len() >= m * ((k + 63) / 64 * 32),
-                        a_meta.len() >= (m + 15) / 16 * ((k + 63) / 64) * 32,
-                        b.len() >= n * k,
-                        c.len() >= m * n,
-                        !ALIGNED || k % 8 == 0
-                    )
-                )]
+                            arch(sm_80, sm_90),
+                            block(BM / WARP * (BN / WARP) * 32),
+                            tune(
+                                BM = [64, 128, 256],
+                                BN = [64, 128, 256],
+                                BK = [64, 128],
+                                WARP = [32, 64],
+                                STAGES = [2, 3, 4],
+                                ALIGNED = [true, false]
+                            ),
+                            constrain(
+                                BM / WARP * (BN / WARP) >= 4,
+                                BM / WARP * (BN / WARP) <= 8,
+                                BM <= 2 * BN,
+                                BN <= 2 * BM,
+                                ALIGNED || STAGES == 2 && BK == 64,
+                                BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
+                                STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024
+                            ),
+                            requires(
+                                k >= 1,
+                                a_values.len() >= m * ((k + 63) / 64 * 32),
+                                a_meta.len() >= (m + 15) / 16 * ((k + 63) / 64) * 32,
+                                b.len() >= n * k,
+                                c.len() >= m * n,
+                                !ALIGNED || k % 8 == 0
+                            )
+                        )]
         pub fn $name<
             const BM: u32,
             const BN: u32,
