@@ -33,7 +33,9 @@ macro_rules! sparse_gemm {
         /// `WARP / 8` B fragments (32 x 8) with `ldmatrix.x4`, and issues
         /// `(WARP / 16) * (WARP / 8)` `mma.sp` m16n8k32, which do the work of
         /// twice as many dense m16n8k16. Each lane's metadata word of a 16-row
-        /// tile covers two k steps (selectors 0 and 1), loaded once per 64 k.
+        /// tile covers two k steps (selectors 0 and 1): one 32-bit shared load
+        /// per 16-row tile and 64 k, conflict-free (a warp reads 32 consecutive
+        /// words).
         ///
         /// Shared tiles per stage: A `BM x BK / 2` kept values, B `BN x BK`,
         /// the metadata `BM / 16 x BK / 2` words. Rows of `W` elements are
@@ -41,10 +43,18 @@ macro_rules! sparse_gemm {
         /// `r` is stored at `ch ^ (r / L % (8 / L))`, `L = (W + 63) / W` rows
         /// per 128 bytes, so the 8 rows an `ldmatrix` matrix reads and the
         /// copies of 8 consecutive threads fall in 8 distinct 16-byte bank
-        /// groups. The pipeline is the dense family's (ptx-notes.md §5):
-        /// copies past the matrix zero-fill A and B (metadata copies past it
-        /// read the first block instead, so every word a `mma.sp` sees is
-        /// legal; the zero A values make its product zero).
+        /// groups.
+        ///
+        /// The pipeline and the block order are the dense family's
+        /// (`gemm_tc`, CUTLASS's multistage order): each k step's fragments
+        /// (A, B and the metadata words) are loaded one step before its MMAs,
+        /// and the wait and barrier that land the next k-tile come before the
+        /// tile's last k step, whose MMAs then cover the next tile's first
+        /// loads. In bounds (the common case,
+        /// uniform over a block) every copy is a plain 16-byte `cp.async`; at
+        /// the edges, copies past the matrix zero-fill A and B (metadata copies
+        /// past it read the first block instead, so every word a `mma.sp` sees
+        /// is legal; the zero A values make its product zero).
         #[kernel(
                             arch(sm_80, sm_90),
                             block(BM / WARP * (BN / WARP) * 32),
@@ -100,14 +110,22 @@ macro_rules! sparse_gemm {
             let warp = tid / 32;
             let wm0 = warp / (BN / WARP) * WARP;
             let wn0 = warp % (BN / WARP) * WARP;
-            let row0 = block_idx().y * BM;
-            let col0 = block_idx().x * BN;
+            // Blocks renumbered as in `gemm_tc`: consecutive blocks walk a group
+            // of 8 tile rows column by column, so the blocks in flight share a
+            // few panels of A and of B in L2.
+            let tiles_n = grid_dim().x;
+            let id = block_idx().y * tiles_n + block_idx().x;
+            let group_first = id / (8 * tiles_n) * 8;
+            let group_rows = (grid_dim().y - group_first).min(8);
+            let in_group = id % (8 * tiles_n);
+            let row0 = (group_first + in_group % group_rows) * BM;
+            let col0 = in_group / group_rows * BN;
             // Kept values per row of A (and metadata words per 16-row tile).
             let kv = (k + 63) / 64 * 32;
 
             let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
             let mut a_frag = [[0u32; 4]; WARP / 16];
-            let mut b_frag = [0u32; 4];
+            let mut b_frag = [[0u32; 4]; WARP / 8];
             let mut e = [0u32; WARP / 16];
 
             // Copy slots, computed once (the dense family's scheme): thread `tid`
@@ -159,95 +177,172 @@ macro_rules! sparse_gemm {
             let b_ld_row = wn0 + lane % 8;
             let b_ld_x = lane / 8 ^ (b_ld_row / ((BK + 63) / BK) % (8 / ((BK + 63) / BK)));
 
+            let interior = row0 + BM <= m && col0 + BN <= n;
             let k_tiles = (k + BK - 1) / BK;
+            // Shared stages: step `t` copies k-tile `t` into stage `ws = t % STAGES`
+            // and computes k-tile `t - (STAGES - 1)` from stage `rs = (t + 1) %
+            // STAGES`; `ns` is the stage after `rs`.
+            let mut ws = 0u32;
+            let mut rs = 1 % STAGES;
+            let mut ns = 2 % STAGES;
             for t in 0..k_tiles + STAGES - 1 {
-                if t >= STAGES - 1 {
-                    cp_async_wait(STAGES - 2);
-                    sync_threads();
-                }
                 if t < k_tiles {
-                    let st = t % STAGES;
-                    // A: kept values `t * BK / 2 ..`, whole 16-byte chunks (rows are
-                    // padded to 32-value blocks).
-                    let ga = t * (BK / 2) + a_ch * 8;
-                    let a_in = ga < kv;
-                    let a_at = if a_in { ga } else { 0 };
-                    #[unroll]
-                    for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
-                        let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
-                        let bytes = if a_row_in[l] && a_in { 16u32 } else { 0 };
-                        cp_async(
-                            &mut a_tile[st][r][a_col],
-                            &a_values[a_row_at[l] + a_at],
-                            16,
-                            bytes,
-                        );
-                    }
-                    if m_copies {
-                        let gm = t * (BK / 2) + m_ch * 4;
-                        let at = if m_row_in && gm < kv {
-                            m_row_at + gm
-                        } else {
-                            0
-                        };
-                        cp_async(&mut m_tile[st][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
-                    }
                     let k0 = t * BK;
-                    if ALIGNED {
+                    // A: kept values `t * BK / 2 ..`; metadata: words `t * BK / 2 ..`
+                    // of each 16-row tile (both in whole 16-byte chunks: rows are
+                    // padded to 64-column blocks).
+                    let ga = t * (BK / 2) + a_ch * 8;
+                    let gm = t * (BK / 2) + m_ch * 4;
+                    if ALIGNED && interior && k0 + BK <= k {
+                        // The common case, uniform over the block: every row and
+                        // chunk of this tile is in bounds, so each copy is a plain
+                        // 16-byte `cp.async` (no src-size).
+                        #[unroll]
+                        for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
+                            cp_async(
+                                &mut a_tile[ws][r][a_col],
+                                &a_values[a_row_at[l] + ga],
+                                16,
+                                16,
+                            );
+                        }
+                        if m_copies {
+                            cp_async(
+                                &mut m_tile[ws][m_tile_row][m_ch * 4],
+                                &a_meta[m_row_at + gm],
+                                16,
+                                16,
+                            );
+                        }
                         let gk = k0 + b_ch * 8;
-                        let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
-                        let k_at = if gk < k { gk } else { 0 };
                         #[unroll]
                         for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
                             let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
-                            let bytes = if b_row_in[l] { k_bytes } else { 0 };
-                            cp_async(&mut b_tile[st][r][b_col], &b[b_row_at[l] + k_at], 16, bytes);
+                            cp_async(&mut b_tile[ws][r][b_col], &b[b_row_at[l] + gk], 16, 16);
                         }
                     } else {
+                        let a_in = ga < kv;
+                        let a_at = if a_in { ga } else { 0 };
                         #[unroll]
-                        for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                        for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
+                            let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
+                            let bytes = if a_row_in[l] && a_in { 16u32 } else { 0 };
+                            cp_async(
+                                &mut a_tile[ws][r][a_col],
+                                &a_values[a_row_at[l] + a_at],
+                                16,
+                                bytes,
+                            );
+                        }
+                        if m_copies {
+                            let at = if m_row_in && gm < kv {
+                                m_row_at + gm
+                            } else {
+                                0
+                            };
+                            cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
+                        }
+                        if ALIGNED {
+                            let gk = k0 + b_ch * 8;
+                            let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
+                            let k_at = if gk < k { gk } else { 0 };
                             #[unroll]
-                            for q in 0..8u32 {
-                                let gk = k0 + b_ch * 8 + q;
-                                b_tile[st][r][b_col + q] = if b_row_in[l] && gk < k {
-                                    b[b_row_at[l] + gk]
-                                } else {
-                                    0.0
-                                };
+                            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                                let bytes = if b_row_in[l] { k_bytes } else { 0 };
+                                cp_async(
+                                    &mut b_tile[ws][r][b_col],
+                                    &b[b_row_at[l] + k_at],
+                                    16,
+                                    bytes,
+                                );
+                            }
+                        } else {
+                            #[unroll]
+                            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                                #[unroll]
+                                for q in 0..8u32 {
+                                    let gk = k0 + b_ch * 8 + q;
+                                    b_tile[ws][r][b_col + q] = if b_row_in[l] && gk < k {
+                                        b[b_row_at[l] + gk]
+                                    } else {
+                                        0.0
+                                    };
+                                }
                             }
                         }
                     }
                 }
                 cp_async_commit();
                 if t >= STAGES - 1 {
-                    let s = (t - (STAGES - 1)) % STAGES;
+                    // Computing k-tile `t - (STAGES - 1)` from stage `rs`. Iteration
+                    // `kk` multiplies the fragments of k-step `kk - 1`, then loads
+                    // those of k-step `kk` (for `kk == BK / 32`: step 0 of the next
+                    // tile, from stage `ns`), so each step's operands are loaded one
+                    // step before its MMAs (ptxas gives the loads their own
+                    // registers and issues them under the MMAs: a double buffer).
+                    // The first computed tile loads its step 0 itself; every other
+                    // tile's was loaded under the previous tile's last MMAs. The
+                    // barrier that lands the next tile (and frees this tile's stage
+                    // for the next copies: its fragments are all loaded by then)
+                    // comes before the last step's MMAs, which then cover the first
+                    // loads from the next stage. A metadata word serves steps `2 q`
+                    // and `2 q + 1` (selectors 0 and 1).
+                    let fresh = t == STAGES - 1;
                     #[unroll]
-                    for kk in 0..BK / 32 {
-                        // One metadata word per 16-row tile serves k steps 2 q and 2 q + 1.
-                        if kk % 2 == 0 {
+                    for kk in 0..BK / 32 + 1 {
+                        if kk > 0 {
                             #[unroll]
                             for i in 0..WARP / 16 {
-                                e[i] = m_tile[s][wm0 / 16 + i][kk / 2 * 32 + lane];
+                                #[unroll]
+                                for j in 0..WARP / 8 {
+                                    $mma(
+                                        &mut acc[i][j],
+                                        &a_frag[i],
+                                        &b_frag[j],
+                                        e[i],
+                                        (kk - 1) % 2,
+                                    );
+                                }
                             }
                         }
-                        #[unroll]
-                        for i in 0..WARP / 16 {
-                            let col = (kk * 2 ^ a_ld_x) * 8;
-                            ldmatrix_x4(&mut a_frag[i], &a_tile[s][a_ld_row + i * 16][col]);
-                        }
-                        // Each B fragment right before its MMAs: 4 live registers, not WARP / 2.
-                        #[unroll]
-                        for j in 0..WARP / 8 {
-                            let col = (kk * 4 ^ b_ld_x) * 8;
-                            ldmatrix_x4(&mut b_frag, &b_tile[s][b_ld_row + j * 8][col]);
+                        if kk > 0 || fresh {
+                            if kk == 0 {
+                                cp_async_wait(STAGES - 2);
+                                sync_threads();
+                            }
+                            let ls = if kk < BK / 32 { rs } else { ns };
+                            let kc = kk % (BK / 32);
                             #[unroll]
                             for i in 0..WARP / 16 {
-                                $mma(&mut acc[i][j], &a_frag[i], &b_frag, e[i], kk % 2);
+                                let col = (kc * 2 ^ a_ld_x) * 8;
+                                ldmatrix_x4(&mut a_frag[i], &a_tile[ls][a_ld_row + i * 16][col]);
                             }
+                            #[unroll]
+                            for j in 0..WARP / 8 {
+                                let col = (kc * 4 ^ b_ld_x) * 8;
+                                ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
+                            }
+                            if kc % 2 == 0 {
+                                #[unroll]
+                                for i in 0..WARP / 16 {
+                                    e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
+                                }
+                            }
+                        }
+                        if kk + 1 == BK / 32 {
+                            cp_async_wait(STAGES - 2);
+                            sync_threads();
                         }
                     }
                 }
+                // The stages rotate: this step's read stage is the next step's
+                // write stage (counters, not `t % STAGES`: no division per step).
+                ws = rs;
+                rs = ns;
+                ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
             }
 
             // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
@@ -346,7 +441,7 @@ fn check_shape<T: warpforge::DeviceScalar>(
 /// The variant [`sparse_gemm_f16`] and [`sparse_gemm_bf16`] take (16-byte
 /// copies when k % 8 == 0).
 pub fn default_variant(k: u32) -> gemm_sparse_f16::Consts {
-    let aligned = k % 8 == 0;
+    let aligned = k.is_multiple_of(8);
     gemm_sparse_f16::Consts {
         BM: 128,
         BN: 128,

@@ -17,10 +17,43 @@ use super::{metadata_words, value_cols, Compressed, SparseElement};
 /// Threads per block of these kernels.
 const THREADS: u32 = 256;
 
-/// One source per operation for both types: the element type and the
-/// architectures that can convert it are the only differences.
+/// The kernels of one element type (the type and the architectures that can
+/// convert it are the only differences between f16 and bf16) and its
+/// [`DeviceSparse`] implementation. The pruning rule, which prune and
+/// compress share, is written once: the `@rank` statements below, which set
+/// `keep[i]` for the group `v` of four elements.
 macro_rules! sparse_kernels {
     ($elem:ident, [$($arch:ident),*], $prune:ident, $compress:ident, $decompress:ident) => {
+        sparse_kernels!(
+            @kernels $elem, [$($arch),*], $prune, $compress, $decompress,
+            // Ranked by f32 magnitude, a NaN as +inf: `v[p]` is kept when fewer
+            // than two others are larger, or equal and at a lower position.
+            @rank {
+                let mut key = [0.0f32; 4];
+                #[unroll]
+                for p in 0..4u32 {
+                    let f = v[p] as f32;
+                    key[p] = if f != f { f32::INFINITY } else { f.abs() };
+                }
+                let mut keep = [false; 4];
+                #[unroll]
+                for p in 0..4u32 {
+                    let mut above = 0u32;
+                    #[unroll]
+                    for q in 0..4u32 {
+                        if q != p && (key[q] > key[p] || key[q] == key[p] && q < p) {
+                            above += 1;
+                        }
+                    }
+                    keep[p] = above < 2;
+                }
+            }
+        );
+    };
+    (
+        @kernels $elem:ident, [$($arch:ident),*], $prune:ident, $compress:ident, $decompress:ident,
+        @rank { $($rank:tt)* }
+    ) => {
         /// `y` = `x` (`rows x cols`, row-major) pruned to 2:4: one thread per group of 4.
         #[kernel(
             arch($($arch),*),
@@ -34,26 +67,17 @@ macro_rules! sparse_kernels {
                 let r = id / groups;
                 let c0 = id % groups * 4;
                 let mut v = [0.0 as $elem; 4];
-                let mut key = [0.0f32; 4];
                 #[unroll]
                 for i in 0..4u32 {
                     if c0 + i < cols {
                         v[i] = x[r * cols + c0 + i];
                     }
-                    let f = v[i] as f32;
-                    key[i] = if f != f { f32::INFINITY } else { f.abs() };
                 }
+                $($rank)*
                 #[unroll]
                 for i in 0..4u32 {
-                    let mut above = 0u32;
-                    #[unroll]
-                    for j in 0..4u32 {
-                        if j != i && (key[j] > key[i] || key[j] == key[i] && j < i) {
-                            above += 1;
-                        }
-                    }
                     if c0 + i < cols {
-                        y[r * cols + c0 + i] = if above < 2 { v[i] } else { 0.0 };
+                        y[r * cols + c0 + i] = if keep[i] { v[i] } else { 0.0 };
                     }
                 }
             }
@@ -93,29 +117,20 @@ macro_rules! sparse_kernels {
                     for j in 0..4u32 {
                         let c0 = c_base + j * 4;
                         let mut v = [0.0 as $elem; 4];
-                        let mut key = [0.0f32; 4];
                         #[unroll]
                         for i in 0..4u32 {
                             if r < rows && c0 + i < cols {
                                 v[i] = x[r * cols + c0 + i];
                             }
-                            let f = v[i] as f32;
-                            key[i] = if f != f { f32::INFINITY } else { f.abs() };
                         }
+                        $($rank)*
                         // The kept positions in order: `kept` counts those found so far.
                         let mut kept = 0u32;
                         let mut pair = [0.0 as $elem; 2];
                         let mut nibble = 0u32;
                         #[unroll]
                         for i in 0..4u32 {
-                            let mut above = 0u32;
-                            #[unroll]
-                            for j2 in 0..4u32 {
-                                if j2 != i && (key[j2] > key[i] || key[j2] == key[i] && j2 < i) {
-                                    above += 1;
-                                }
-                            }
-                            if above < 2 {
+                            if keep[i] {
                                 if kept == 0 {
                                     pair[0] = v[i];
                                     nibble = i;
@@ -178,6 +193,12 @@ macro_rules! sparse_kernels {
                 }
             }
         }
+
+        impl DeviceSparse for $elem {
+            const PRUNE: Prune<Self> = $prune::launch;
+            const COMPRESS: Compress<Self> = $compress::launch;
+            const DECOMPRESS: Decompress<Self> = $decompress::launch;
+        }
     };
 }
 
@@ -238,76 +259,37 @@ impl<T: DeviceScalar> DeviceCompressed<T> {
     }
 }
 
-/// The element types with device kernels: f16 and bf16.
+/// The launcher of a prune kernel: `(rt, grid, x, y, rows, cols)`.
+pub type Prune<T> =
+    fn(&Runtime, Grid, &DeviceBuffer<T>, &mut DeviceBuffer<T>, u32, u32) -> Result<(), Error>;
+/// The launcher of a compress kernel: `(rt, grid, x, values, meta, rows, cols)`.
+pub type Compress<T> = fn(
+    &Runtime,
+    Grid,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    &mut DeviceBuffer<u32>,
+    u32,
+    u32,
+) -> Result<(), Error>;
+/// The launcher of a decompress kernel: `(rt, grid, values, meta, y, rows, cols)`.
+pub type Decompress<T> = fn(
+    &Runtime,
+    Grid,
+    &DeviceBuffer<T>,
+    &DeviceBuffer<u32>,
+    &mut DeviceBuffer<T>,
+    u32,
+    u32,
+) -> Result<(), Error>;
+
+/// The element types with device kernels, f16 and bf16: each names its
+/// kernels' launchers (implemented by `sparse_kernels!`).
 pub trait DeviceSparse: SparseElement {
-    #[doc(hidden)]
-    fn launch_prune(
-        rt: &Runtime,
-        blocks: Grid,
-        x: &DeviceBuffer<Self>,
-        y: &mut DeviceBuffer<Self>,
-        dims: (u32, u32),
-    ) -> Result<(), Error>;
-    #[doc(hidden)]
-    fn launch_compress(
-        rt: &Runtime,
-        blocks: Grid,
-        x: &DeviceBuffer<Self>,
-        values: &mut DeviceBuffer<Self>,
-        meta: &mut DeviceBuffer<u32>,
-        dims: (u32, u32),
-    ) -> Result<(), Error>;
-    #[doc(hidden)]
-    fn launch_decompress(
-        rt: &Runtime,
-        blocks: Grid,
-        values: &DeviceBuffer<Self>,
-        meta: &DeviceBuffer<u32>,
-        y: &mut DeviceBuffer<Self>,
-        dims: (u32, u32),
-    ) -> Result<(), Error>;
+    const PRUNE: Prune<Self>;
+    const COMPRESS: Compress<Self>;
+    const DECOMPRESS: Decompress<Self>;
 }
-
-macro_rules! device_sparse {
-    ($elem:ident, $prune:ident, $compress:ident, $decompress:ident) => {
-        impl DeviceSparse for $elem {
-            fn launch_prune(
-                rt: &Runtime,
-                blocks: Grid,
-                x: &DeviceBuffer<Self>,
-                y: &mut DeviceBuffer<Self>,
-                (rows, cols): (u32, u32),
-            ) -> Result<(), Error> {
-                $prune::launch(rt, blocks, x, y, rows, cols)
-            }
-
-            fn launch_compress(
-                rt: &Runtime,
-                blocks: Grid,
-                x: &DeviceBuffer<Self>,
-                values: &mut DeviceBuffer<Self>,
-                meta: &mut DeviceBuffer<u32>,
-                (rows, cols): (u32, u32),
-            ) -> Result<(), Error> {
-                $compress::launch(rt, blocks, x, values, meta, rows, cols)
-            }
-
-            fn launch_decompress(
-                rt: &Runtime,
-                blocks: Grid,
-                values: &DeviceBuffer<Self>,
-                meta: &DeviceBuffer<u32>,
-                y: &mut DeviceBuffer<Self>,
-                (rows, cols): (u32, u32),
-            ) -> Result<(), Error> {
-                $decompress::launch(rt, blocks, values, meta, y, rows, cols)
-            }
-        }
-    };
-}
-
-device_sparse!(f16, prune_2_4_f16, compress_2_4_f16, decompress_2_4_f16);
-device_sparse!(bf16, prune_2_4_bf16, compress_2_4_bf16, decompress_2_4_bf16);
 
 /// `(rows, cols)` as the kernels' `u32`s, or an error saying why not.
 fn dims(rows: usize, cols: usize) -> Result<(u32, u32), Error> {
@@ -333,14 +315,15 @@ pub fn prune_2_4<T: DeviceSparse>(
     rows: usize,
     cols: usize,
 ) -> Result<DeviceBuffer<T>, Error> {
-    let d = dims(rows, cols)?;
+    let (r, c) = dims(rows, cols)?;
     let mut pruned = rt.alloc_zeroed(rows * cols)?;
-    T::launch_prune(
+    T::PRUNE(
         rt,
         blocks_for(rows * cols.div_ceil(4)),
         dense,
         &mut pruned,
-        d,
+        r,
+        c,
     )?;
     Ok(pruned)
 }
@@ -354,11 +337,19 @@ pub fn compress<T: DeviceSparse>(
     rows: usize,
     cols: usize,
 ) -> Result<DeviceCompressed<T>, Error> {
-    let d = dims(rows, cols)?;
+    let (r, c) = dims(rows, cols)?;
     let mut values = rt.alloc_zeroed(rows * value_cols(cols))?;
     let words = metadata_words(rows, cols);
     let mut metadata = rt.alloc_zeroed(words)?;
-    T::launch_compress(rt, blocks_for(words), dense, &mut values, &mut metadata, d)?;
+    T::COMPRESS(
+        rt,
+        blocks_for(words),
+        dense,
+        &mut values,
+        &mut metadata,
+        r,
+        c,
+    )?;
     Ok(DeviceCompressed {
         rows,
         cols,
@@ -373,15 +364,16 @@ pub fn decompress<T: DeviceSparse>(
     sparse: &DeviceCompressed<T>,
 ) -> Result<DeviceBuffer<T>, Error> {
     let (rows, cols) = (sparse.rows, sparse.cols);
-    let d = dims(rows, cols)?;
+    let (r, c) = dims(rows, cols)?;
     let mut dense = rt.alloc_zeroed(rows * cols)?;
-    T::launch_decompress(
+    T::DECOMPRESS(
         rt,
         blocks_for(rows * cols.div_ceil(4)),
         &sparse.values,
         &sparse.metadata,
         &mut dense,
-        d,
+        r,
+        c,
     )?;
     Ok(dense)
 }
