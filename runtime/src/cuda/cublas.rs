@@ -68,7 +68,7 @@ impl CudaBackend {
         };
         let call = problem.plan((I::SCALAR, O::SCALAR), [a.len(), b.len(), c.len()])?;
         for (name, owner) in [("a", a.context()), ("b", b.context()), ("c", c.context())] {
-            self.check_owner(owner, &format!("cuBLAS GEMM operand `{name}`"))?;
+            self.check_owner(owner, || format!("cuBLAS GEMM operand `{name}`"))?;
         }
         let blas = self.blas()?;
         let (alpha, beta) = (

@@ -84,20 +84,21 @@ impl CudaBackend {
             match &mut arg.kind {
                 ArgKind::Scalar { bits, .. } => slots.push(*bits),
                 ArgKind::Buffer { len, memory, .. } => {
-                    let what = format!("argument {index} of `{kernel}`");
+                    let what = || format!("argument {index} of `{kernel}`");
                     let (ptr, guard) = match memory {
                         MemoryRef::Cuda(m) => {
-                            self.check_owner(m.context(), &what)?;
+                            self.check_owner(m.context(), what)?;
                             m.read_ptr(&self.stream)
                         }
                         MemoryRef::CudaMut(m) => {
-                            self.check_owner(m.context(), &what)?;
+                            self.check_owner(m.context(), what)?;
                             m.write_ptr(&self.stream)
                         }
                         MemoryRef::Wgpu(_) | MemoryRef::WgpuMut(_) => {
                             return Err(Error::Buffer(format!(
-                                "{what} is a wgpu buffer and this runtime runs on CUDA: create \
-                                 the buffer with this runtime"
+                                "{} is a wgpu buffer and this runtime runs on CUDA: create \
+                                 the buffer with this runtime",
+                                what()
                             )))
                         }
                     };

@@ -71,6 +71,13 @@ impl CudaBackend {
         let ctx = CudaContext::new(ordinal).map_err(|e| {
             driver_error(&format!("creating a context on CUDA device {ordinal}"), e)
         })?;
+        // cudarc records an event per buffer per use (and makes streams wait on
+        // them) to order work across streams; everything here runs on the one
+        // stream below, which orders it already, and the events cost a driver
+        // call per buffer argument of every launch.
+        // SAFETY: called before this context allocates anything; every buffer
+        // of this runtime is created, used and freed on `stream` alone.
+        unsafe { ctx.disable_event_tracking() };
         let stream = ctx.default_stream();
         let info = query_device(&ctx, driver_version)?;
         Ok(CudaBackend {
@@ -89,11 +96,16 @@ impl CudaBackend {
     }
 
     /// Refuses memory of another device's context.
-    fn check_owner(&self, owner: &Arc<CudaContext>, what: &str) -> Result<(), Error> {
+    fn check_owner(
+        &self,
+        owner: &Arc<CudaContext>,
+        what: impl FnOnce() -> String,
+    ) -> Result<(), Error> {
         if **owner != *self.ctx {
             return Err(Error::Buffer(format!(
-                "{what} belongs to CUDA device {} and this runtime drives device {}: create the \
+                "{} belongs to CUDA device {} and this runtime drives device {}: create the \
                  buffer with this runtime (download and upload it to move it)",
+                what(),
                 owner.ordinal(),
                 self.info.ordinal
             )));
@@ -121,7 +133,7 @@ impl CudaBackend {
     }
 
     pub(crate) fn download<T: DeviceScalar>(&self, slice: &CudaSlice<T>) -> Result<Vec<T>, Error> {
-        self.check_owner(slice.context(), "the buffer to download")?;
+        self.check_owner(slice.context(), || "the buffer to download".into())?;
         // A copy to pageable host memory returns when it has completed, so an
         // earlier kernel's fault surfaces here.
         let values = self.stream.clone_dtoh(slice).map_err(|e| {
@@ -140,8 +152,8 @@ impl CudaBackend {
         source: &CudaSlice<T>,
         target: &mut CudaSlice<T>,
     ) -> Result<(), Error> {
-        self.check_owner(source.context(), "the buffer to copy from")?;
-        self.check_owner(target.context(), "the buffer to copy into")?;
+        self.check_owner(source.context(), || "the buffer to copy from".into())?;
+        self.check_owner(target.context(), || "the buffer to copy into".into())?;
         self.stream.memcpy_dtod(source, target).map_err(|e| {
             driver_error(
                 &format!(
@@ -160,7 +172,7 @@ impl CudaBackend {
         slice: &mut CudaSlice<T>,
         data: &[T],
     ) -> Result<(), Error> {
-        self.check_owner(slice.context(), "the buffer to copy into")?;
+        self.check_owner(slice.context(), || "the buffer to copy into".into())?;
         if slice.len() != data.len() {
             return Err(Error::Buffer(format!(
                 "cannot copy {} host values into a device buffer of {} {} values: the lengths must \
