@@ -250,25 +250,21 @@ impl GemmElement for f32 {
     }
 }
 
-impl GemmElement for f16 {
-    const POISON: Self = f16::NAN;
-    fn random(rng: &mut StdRng) -> Self {
-        f16::from_f32(f32::random(rng))
-    }
-    fn to_f64(self) -> f64 {
-        f16::to_f64(self)
-    }
+/// The 16-bit floats: random f32 inputs rounded to the type.
+macro_rules! half_gemm_element {
+    ($($half:ident),*) => {$(
+        impl GemmElement for $half {
+            const POISON: Self = $half::NAN;
+            fn random(rng: &mut StdRng) -> Self {
+                $half::from_f32(f32::random(rng))
+            }
+            fn to_f64(self) -> f64 {
+                $half::to_f64(self)
+            }
+        }
+    )*};
 }
-
-impl GemmElement for bf16 {
-    const POISON: Self = bf16::NAN;
-    fn random(rng: &mut StdRng) -> Self {
-        bf16::from_f32(f32::random(rng))
-    }
-    fn to_f64(self) -> f64 {
-        bf16::to_f64(self)
-    }
-}
+half_gemm_element!(f16, bf16);
 
 impl GemmElement for i8 {
     const POISON: Self = i8::MIN;
@@ -297,20 +293,16 @@ impl GemmElement for i32 {
     }
 }
 
-impl GemmOutput for f32 {
-    type Scale = f32;
-    const PLAIN: (f32, f32) = (1.0, 0.0);
+/// Float outputs take f32 alpha and beta (the accumulator's type).
+macro_rules! float_gemm_output {
+    ($($float:ident),*) => {$(
+        impl GemmOutput for $float {
+            type Scale = f32;
+            const PLAIN: (f32, f32) = (1.0, 0.0);
+        }
+    )*};
 }
-
-impl GemmOutput for f16 {
-    type Scale = f32;
-    const PLAIN: (f32, f32) = (1.0, 0.0);
-}
-
-impl GemmOutput for bf16 {
-    type Scale = f32;
-    const PLAIN: (f32, f32) = (1.0, 0.0);
-}
+float_gemm_output!(f32, f16, bf16);
 
 impl GemmOutput for i32 {
     type Scale = i32;

@@ -648,43 +648,48 @@ fn heuristic_for<I: GemmElement, O: GemmOutput>(
 fn stock_gemm_heuristic_defaults() {
     let square = (4096, 4096, 4096);
     let ragged_k = (4096, 4096, 1020);
-    assert_eq!(
-        heuristic_for(&GEMM_F16, square, &h200()).as_deref(),
-        Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1]")
-    );
-    assert_eq!(
-        heuristic_for(&GEMM_F16, ragged_k, &h200()).as_deref(),
-        Some("gemm_f16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0]")
-    );
-    assert_eq!(
-        heuristic_for(&GEMM_BF16, ragged_k, &a100()).as_deref(),
-        Some("gemm_bf16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0]")
-    );
-    // A V100 runs only the wmma kernel, which needs k % 8 == 0.
-    assert_eq!(
-        heuristic_for(&GEMM_F16, square, &v100()).as_deref(),
-        Some("gemm_f16_wmma[BM=64,BN=128,BK=32,STAGES=2]")
-    );
-    assert_eq!(heuristic_for(&GEMM_F16, ragged_k, &v100()), None);
-    assert_eq!(
-        heuristic_for(&GEMM_F32, ragged_k, &v100()).as_deref(),
-        Some("gemm_f32[BM=128,BN=128,BK=16,TM=8,TN=8]")
-    );
-    assert_eq!(
-        heuristic_for(&GEMM_TF32, square, &h200()).as_deref(),
-        Some("gemm_tf32[BM=128,BN=128,BK=16,WARP=64,STAGES=3,ALIGNED=1]")
-    );
-    assert_eq!(
-        heuristic_for(&GEMM_S8, square, &h200()).as_deref(),
-        Some("gemm_s8[BM=128,BN=128,BK=128,WARP=64,STAGES=3,ALIGNED=1]")
-    );
-    // k = 1020 i8 elements is not a multiple of 16: element copies.
-    assert_eq!(
-        heuristic_for(&GEMM_S8, ragged_k, &h200()).as_deref(),
-        Some("gemm_s8[BM=64,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0]")
-    );
-    // Neither runs on sm_70.
-    assert_eq!(heuristic_for(&GEMM_S8, square, &v100()), None);
+    let cases = [
+        (
+            heuristic_for(&GEMM_F16, square, &h200()),
+            Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, ragged_k, &h200()),
+            Some("gemm_f16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_BF16, ragged_k, &a100()),
+            Some("gemm_bf16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0]"),
+        ),
+        // A V100 runs only the wmma kernel, which needs k % 8 == 0.
+        (
+            heuristic_for(&GEMM_F16, square, &v100()),
+            Some("gemm_f16_wmma[BM=64,BN=128,BK=32,STAGES=2]"),
+        ),
+        (heuristic_for(&GEMM_F16, ragged_k, &v100()), None),
+        (
+            heuristic_for(&GEMM_F32, ragged_k, &v100()),
+            Some("gemm_f32[BM=128,BN=128,BK=16,TM=8,TN=8]"),
+        ),
+        (
+            heuristic_for(&GEMM_TF32, square, &h200()),
+            Some("gemm_tf32[BM=128,BN=128,BK=16,WARP=64,STAGES=3,ALIGNED=1]"),
+        ),
+        (
+            heuristic_for(&GEMM_S8, square, &h200()),
+            Some("gemm_s8[BM=128,BN=128,BK=128,WARP=64,STAGES=3,ALIGNED=1]"),
+        ),
+        // k = 1020 i8 elements is not a multiple of 16: element copies.
+        (
+            heuristic_for(&GEMM_S8, ragged_k, &h200()),
+            Some("gemm_s8[BM=64,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0]"),
+        ),
+        // The s8 kernel does not run on sm_70.
+        (heuristic_for(&GEMM_S8, square, &v100()), None),
+    ];
+    for (got, want) in cases {
+        assert_eq!(got.as_deref(), want);
+    }
     assert_eq!(GEMM_F16.dtypes(), "f16.row*f16.col->f16.row");
     assert_eq!(GEMM_TF32.dtypes(), "tf32.row*tf32.col->f32.row");
     assert_eq!(GEMM_S8.dtypes(), "i8.row*i8.col->i32.row");
