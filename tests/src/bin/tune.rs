@@ -216,6 +216,36 @@ fn status(failures: &[String]) -> &'static str {
     }
 }
 
+/// Runs `$body` with `$kind` bound to the stock family named `$family`
+/// (one of [`FAMILIES`]): the one place that maps names to families.
+macro_rules! with_family {
+    ($family:expr, $kind:ident => $body:expr) => {
+        match $family {
+            "gemm_f32" => {
+                let $kind = &GEMM_F32;
+                $body
+            }
+            "gemm_f16" => {
+                let $kind = &GEMM_F16;
+                $body
+            }
+            "gemm_bf16" => {
+                let $kind = &GEMM_BF16;
+                $body
+            }
+            "gemm_tf32" => {
+                let $kind = &GEMM_TF32;
+                $body
+            }
+            "gemm_s8" => {
+                let $kind = &GEMM_S8;
+                $body
+            }
+            other => Err(unknown(other)),
+        }
+    };
+}
+
 fn tune_one(
     rt: &Runtime,
     family: &str,
@@ -225,14 +255,7 @@ fn tune_one(
     exhaustive: bool,
     bar: &ProgressBar,
 ) -> Result<TunedShape, Error> {
-    match family {
-        "gemm_f32" => tune_shape(rt, &GEMM_F32, dims, dir, seed, exhaustive, bar),
-        "gemm_f16" => tune_shape(rt, &GEMM_F16, dims, dir, seed, exhaustive, bar),
-        "gemm_bf16" => tune_shape(rt, &GEMM_BF16, dims, dir, seed, exhaustive, bar),
-        "gemm_tf32" => tune_shape(rt, &GEMM_TF32, dims, dir, seed, exhaustive, bar),
-        "gemm_s8" => tune_shape(rt, &GEMM_S8, dims, dir, seed, exhaustive, bar),
-        other => Err(unknown(other)),
-    }
+    with_family!(family, kind => tune_shape(rt, kind, dims, dir, seed, exhaustive, bar))
 }
 
 fn dispatch(
@@ -242,14 +265,7 @@ fn dispatch(
     dir: &Path,
     seed: u64,
 ) -> Result<DispatchedShape, Error> {
-    match family {
-        "gemm_f32" => dispatch_shape(rt, &GEMM_F32, dims, dir, seed),
-        "gemm_f16" => dispatch_shape(rt, &GEMM_F16, dims, dir, seed),
-        "gemm_bf16" => dispatch_shape(rt, &GEMM_BF16, dims, dir, seed),
-        "gemm_tf32" => dispatch_shape(rt, &GEMM_TF32, dims, dir, seed),
-        "gemm_s8" => dispatch_shape(rt, &GEMM_S8, dims, dir, seed),
-        other => Err(unknown(other)),
-    }
+    with_family!(family, kind => dispatch_shape(rt, kind, dims, dir, seed))
 }
 
 fn unknown(family: &str) -> Error {
