@@ -14,8 +14,11 @@
 
 use warpforge::{BackendKind, Runtime};
 use warpforge_codegen::Target;
+use warpforge_kernels::gemm::gemm_f32;
 use warpforge_kernels::softmax;
-use warpforge_tests::checks::{check_gemm, check_histogram, check_saxpy, check_softmax, check_sum};
+use warpforge_tests::checks::{
+    check_gemm, check_histogram, check_saxpy, check_softmax, check_sum, GemmCoverage,
+};
 use warpforge_tests::report::Report;
 use warpforge_tests::{run_seed, Inputs};
 
@@ -120,5 +123,7 @@ fn softmax_rows() {
 #[test]
 fn gemm_f32() {
     let shapes = &[(1, 1, 1), (31, 17, 5), (127, 255, 63), (257, 200, 33)];
-    check(|rt, inputs, report| check_gemm(rt, inputs, report, shapes));
+    check(|rt, inputs, report| {
+        check_gemm::<gemm_f32::Consts>(rt, inputs, report, shapes, GemmCoverage::Sampled)
+    });
 }

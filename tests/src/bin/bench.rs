@@ -21,6 +21,7 @@ use std::process::ExitCode;
 use warpforge::{
     bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
 };
+use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
 use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_f16_with};
 use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
@@ -220,11 +221,13 @@ fn bench_gemm_16bit(
     size: usize,
     only: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // One Tensor Core GEMM of `gemm_tc`: its `ALIGNED` variants, launched with
-    // alpha = `$one` and beta = `$zero`.
+    // One Tensor Core GEMM of `gemm_tc`: its `ALIGNED` variants that read A
+    // row-major and B column-major, launched with alpha = `$one` and beta = `$zero`.
     macro_rules! bench_aligned {
         ($kernel:ident, $with:ident, $precision:expr, $one:expr, $zero:expr, $values:expr, $agree:expr) => {{
-            let variants: Vec<_> = gemm_tc::$kernel::variants()
+            // The 16-byte-copy variants that take the TN problem.
+            let problem = GemmProblem::new((size as u32, size as u32, size as u32), $one, $zero);
+            let variants: Vec<_> = gemm_tc::$kernel::Consts::variants_for(&problem)
                 .into_iter()
                 .filter(|c| c.ALIGNED)
                 .collect();
@@ -595,10 +598,11 @@ fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error
             0.0,
         )
     })?;
-    let dense_variants: Vec<_> = gemm_tc::gemm_f16::variants()
-        .into_iter()
-        .filter(|c| c.ALIGNED)
-        .collect();
+    let dense_variants: Vec<_> =
+        gemm_tc::gemm_f16::Consts::variants_for(&GemmProblem::new((s, s, s), 1.0, 0.0))
+            .into_iter()
+            .filter(|c| c.ALIGNED)
+            .collect();
     let dense_names: Vec<String> = dense_variants.iter().map(|c| format!("{c:?}")).collect();
     println!("\ndense f16 GEMM {size}^3 on the decompressed A, every 16-byte-copy variant:");
     let dense_results = sweep(rt, size, &dense_names, |rt, i| {
