@@ -531,7 +531,7 @@ fn check_lengths<S: Copy>(
 ///   `k`, `batches`, `stride_a`, `stride_b`, `stride_c` (`u32`), `alpha`,
 ///   `beta` (the scale type), `bias_mode` (0: no bias, 1: `bias[col]`, 2:
 ///   `bias[r]`) and `activation` (0: none, 1: ReLU, 2: GELU, as
-///   [`Activation`]), the order [`gemm_variant!`] launches them in, each
+///   [`Activation`]), the order `gemm_variant!` launches them in, each
 ///   followed by a comma;
 /// - `requires`: `batches >= 1`, the buffer lengths of every batch, the
 ///   bias's, each followed by a comma;
@@ -692,7 +692,7 @@ pub(crate) use {gemm_kernel_parts, gemm_variant};
 mod tests {
     use super::*;
     use crate::gemm::gemm_f32;
-    use crate::gemm_tc::{gemm_f16, gemm_s8, gemm_tf32};
+    use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
     use crate::gemm_wmma::gemm_f16_wmma;
     use MatrixLayout::{ColMajor, RowMajor};
 
@@ -919,5 +919,56 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(message.contains("split the batch"), "{message}");
+    }
+    #[test]
+    fn sixteen_bit_tensor_core_gemms_have_variants_for_every_layout() {
+        let dims = (64, 32, 16);
+        let variant = |a_col: bool, b_row: bool| {
+            let all = gemm_f16::variants().into_iter();
+            let mut found = all.filter(|c| c.A_COL_MAJOR == a_col && c.B_ROW_MAJOR == b_row);
+            found
+                .find(|c| c.ALIGNED)
+                .expect("every layout has aligned variants")
+        };
+        let message = refusal(variant(false, false).check(&problem(dims, ColMajor, ColMajor)));
+        assert!(
+            message.contains("it reads A row-major and B column-major")
+                && message.contains("this problem gives it A column-major and B column-major")
+                && message.contains("A_COL_MAJOR"),
+            "{message}"
+        );
+        assert!(variant(true, false)
+            .check(&problem(dims, ColMajor, ColMajor))
+            .is_ok());
+        // Column-major A and C: the product of a row-major B^T and A^T.
+        let nn_col_c = GemmProblem {
+            c_layout: ColMajor,
+            ..problem(dims, ColMajor, ColMajor)
+        };
+        assert!(variant(false, true).check(&nn_col_c).is_ok());
+        // Alignment follows the layout: m for a column-major A, n for a row-major B.
+        let message =
+            refusal(variant(true, false).check(&problem((60, 32, 64), ColMajor, ColMajor)));
+        assert!(message.contains("m = 60"), "{message}");
+        let message =
+            refusal(variant(false, true).check(&problem((64, 36, 64), RowMajor, RowMajor)));
+        assert!(message.contains("n = 36"), "{message}");
+        // Every layout of A, B and C has variants, and only fitting ones are listed.
+        for a in MatrixLayout::ALL {
+            for b in MatrixLayout::ALL {
+                for c in MatrixLayout::ALL {
+                    let p = GemmProblem {
+                        c_layout: c,
+                        ..problem(dims, a, b)
+                    };
+                    let fitting = gemm_f16::Consts::variants_for(&p);
+                    assert!(!fitting.is_empty(), "{a} A, {b} B, {c} C");
+                    assert!(fitting.iter().all(|v| v.check(&p).is_ok()));
+                    assert!(fitting.len() < gemm_f16::variants().len());
+                    let bf16 = gemm_bf16::Consts::variants_for(&p);
+                    assert_eq!(bf16.len(), fitting.len(), "{a} A, {b} B, {c} C");
+                }
+            }
+        }
     }
 }

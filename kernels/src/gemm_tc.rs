@@ -602,9 +602,9 @@ gemm_kernel_parts!(float f32 => f16, tensor_core_gemm! {
     gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
     elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
-    layouts: [],
-    other_layouts: "gemm_f16 reads row-major A and column-major B only: store A row-major and B \
-                    column-major",
+    layouts: [A_COL_MAJOR, B_ROW_MAJOR],
+    other_layouts: "the variants with the other values of A_COL_MAJOR and B_ROW_MAJOR read the \
+                    other layouts (GemmVariant::variants_for lists those that take a problem)",
     bias_stand_in: a,
 });
 // bf16 in and out, f32 accumulation and scale.
@@ -612,9 +612,9 @@ gemm_kernel_parts!(float f32 => bf16, tensor_core_gemm! {
     gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
     elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
-    layouts: [],
-    other_layouts: "gemm_bf16 reads row-major A and column-major B only: store A row-major and B \
-                    column-major",
+    layouts: [A_COL_MAJOR, B_ROW_MAJOR],
+    other_layouts: "the variants with the other values of A_COL_MAJOR and B_ROW_MAJOR read the \
+                    other layouts (GemmVariant::variants_for lists those that take a problem)",
     bias_stand_in: a,
 });
 // i8 in, i32 accumulation, output and scale: exact integer arithmetic

@@ -7,9 +7,12 @@
 //! to install.
 //!
 //! Sizes: ragged ones (1, 31, 1000, 4097; GEMM up to 257 x 200 x 33), no
-//! large ones. lavapipe runs shaders on the CPU and compiles each pipeline
-//! with LLVM, so the 24 GEMM variants' compiles dominate; these sizes keep
-//! the whole file near a minute on 2 cores (about 2 minutes is the budget).
+//! large ones; the GEMM's cases sampled (`GemmCoverage::Sampled`: every
+//! variant the plain ones, the first variant every layout, epilogue and
+//! batch count), since each launch costs a submission. lavapipe runs shaders
+//! on the CPU and compiles each pipeline with LLVM, so the 24 GEMM variants'
+//! compiles dominate; these sizes keep the whole file near a minute on 2
+//! cores (about 2 minutes is the budget).
 //! The large shapes are the CUDA GPU tier's (`gpu-check`).
 
 use warpforge::{BackendKind, Runtime};

@@ -6,7 +6,8 @@
 //! rates (`mma.sync` beside both forms of `mma.sp`), the 2:4 sparse f16 GEMM at
 //! 8192^3 beside the best dense f16 variant, the f16, bf16, tf32 and s8 Tensor
 //! Core GEMMs and the sm_70 `wmma` f16 GEMM (register-staged pipelines) at 8192^3
-//! (every 16-byte-copy variant, the best beside cuBLAS, the best per pipeline depth),
+//! (A row-major, B column-major: every 16-byte-copy variant that reads those
+//! layouts, the best beside cuBLAS, the best per pipeline depth),
 //! every variant of the SIMT f32 GEMM at 8192^3 and the fastest against cuBLAS
 //! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
 //! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):

@@ -3,14 +3,19 @@
 //! poisoned (NaN) before each run so that an unwritten element fails.
 //!
 //! `gpu-check` runs everything through CUDA; `--quick` runs small shapes only
-//! (for compute-sanitizer); `--wgpu` runs the WGSL variants through wgpu
+//! and samples the GEMM cases (for compute-sanitizer, where runs are dear); `--wgpu` runs the WGSL variants through wgpu
 //! instead (Vulkan/Metal/DX12: on a GPU machine, the portable path beside the
-//! PTX one); `--only NAME` runs only the checks of stock kernel NAME (and
-//! for 2:4 sparsity: `mma_sp`, the sparse Tensor Core layout; `sparse`, the
-//! device prune/compress/decompress kernels; `gemm_sparse_f16`,
+//! PTX one); `--only NAME` runs only the checks of stock kernel NAME (the
+//! dense GEMMs `gemm_f32`, `gemm_f16`, `gemm_bf16`, `gemm_tf32`, `gemm_s8`,
+//! `gemm_f16_wmma`: every variant in every layout it takes, with and
+//! without bias, ReLU and GELU, on one batch and three; `ldmatrix_trans`,
+//! the transposed operand loads of the Tensor Core GEMMs; for 2:4
+//! sparsity: `mma_sp`, the sparse Tensor Core layout; `sparse`, the device
+//! prune/compress/decompress kernels; `gemm_sparse_f16`,
 //! `gemm_sparse_bf16`). Without a
 //! GPU it says so, lists the variants it would have
-//! checked, and exits with status 2: not run is never passed.
+//! checked and how many lines each dense GEMM check prints, and exits with
+//! status 2: not run is never passed.
 
 use std::process::ExitCode;
 
@@ -21,6 +26,7 @@ use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
     dense_gemm_lines, GemmCoverage,
 };
+use warpforge_tests::ldmatrix::check_ldmatrix_trans;
 use warpforge_tests::report::Report;
 use warpforge_tests::sparse::{
     check_gemm_sparse_bf16, check_gemm_sparse_f16, check_mma_sp, check_sparse_device,
@@ -174,8 +180,11 @@ fn main() -> ExitCode {
         if wanted("gemm_sparse_f16") {
             check_gemm_sparse_f16(&rt, &mut inputs, &mut report, &tc_shapes);
         }
-        // The sparse Tensor Cores (mma.sp) and bf16 exist from sm_80 on.
+        // ldmatrix, the sparse Tensor Cores (mma.sp) and bf16 exist from sm_80 on.
         if rt.device().compute_capability >= (8, 0) {
+            if wanted("ldmatrix_trans") {
+                check_ldmatrix_trans(&rt, &mut inputs, &mut report, if quick { 2 } else { 8 });
+            }
             if wanted("mma_sp") {
                 check_mma_sp(&rt, &mut inputs, &mut report, if quick { 2 } else { 8 });
             }
