@@ -290,7 +290,9 @@ pub struct VariantTakes {
 }
 
 /// The 16-byte copies of a variant: elements per chunk, and what to do when
-/// a leading dimension or batch stride is not a multiple of it.
+/// a leading dimension or batch stride is not a multiple of it. (Buffers are
+/// whole allocations, so their starts are always aligned: what a launch can
+/// get wrong is the offset of each row, column and batch.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunks {
     pub elements: u32,
@@ -424,13 +426,8 @@ pub trait GemmVariant: Copy + Debug + Sized {
         bias: Option<&DeviceBuffer<Self::Out>>,
     ) -> Result<(), Error> {
         let kernel = self.check(problem)?;
-        check_lengths(
-            problem,
-            a.len(),
-            b.len(),
-            c.len(),
-            bias.map(DeviceBuffer::len),
-        )?;
+        let lengths = (a.len(), b.len(), c.len(), bias.map(DeviceBuffer::len));
+        check_lengths(&self.name(), problem, lengths)?;
         if problem.m == 0 || problem.n == 0 || problem.batch.count == 0 {
             return Ok(());
         }
@@ -453,16 +450,15 @@ pub const MAX_BATCHES: u32 = 65535;
 
 /// The buffers against the problem: each holds its batches, the bias one
 /// value per column of C, the batches fit one launch and C's do not overlap.
+/// `variant` names the launch in the `Err`.
 fn check_lengths<S: Copy>(
+    variant: &str,
     problem: &GemmProblem<S>,
-    a: usize,
-    b: usize,
-    c: usize,
-    bias: Option<usize>,
+    (a, b, c, bias): (usize, usize, usize, Option<usize>),
 ) -> Result<(), Error> {
     let refuse = |message: String| {
         Err(Error::InvalidLaunch {
-            kernel: "GEMM".to_string(),
+            kernel: variant.to_string(),
             message,
         })
     };
@@ -900,22 +896,26 @@ mod tests {
             stride_c: 12,
         };
         assert_eq!((p.a_len(), p.b_len(), p.c_len()), (28, 6, 36));
-        assert!(check_lengths(&p, 28, 6, 36, Some(3)).is_ok());
-        let message = check_lengths(&p, 27, 6, 36, None).unwrap_err().to_string();
+        assert!(check_lengths("g", &p, (28, 6, 36, Some(3))).is_ok());
+        let message = check_lengths("g", &p, (27, 6, 36, None))
+            .unwrap_err()
+            .to_string();
         assert!(
             message.contains("A holds 27 elements")
                 && message.contains("(batch.count - 1) * stride_a + m * k = 28"),
             "{message}"
         );
-        let message = check_lengths(&p, 28, 6, 36, Some(2))
+        let message = check_lengths("g", &p, (28, 6, 36, Some(2)))
             .unwrap_err()
             .to_string();
         assert!(message.contains("the bias holds 2 values and C has 3 columns"));
         p.batch.stride_c = 11;
-        let message = check_lengths(&p, 28, 6, 36, None).unwrap_err().to_string();
+        let message = check_lengths("g", &p, (28, 6, 36, None))
+            .unwrap_err()
+            .to_string();
         assert!(message.contains("C's batches overlap"), "{message}");
         p.batch.count = MAX_BATCHES + 1;
-        let message = check_lengths(&p, 1 << 30, 6, 1 << 30, None)
+        let message = check_lengths("g", &p, (1 << 30, 6, 1 << 30, None))
             .unwrap_err()
             .to_string();
         assert!(message.contains("split the batch"), "{message}");
