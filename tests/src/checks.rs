@@ -192,10 +192,10 @@ const GEMM_CASES: [GemmCase; 9] = {
     ]
 };
 
-/// Shapes with more multiply-adds than this run the one-batch cases only,
-/// and those with a bias or activation on one variant per layout: the
-/// float64 reference and the comparisons grow with the shape, the kernels'
-/// epilogue and batch handling do not.
+/// Shapes with more multiply-adds than this run the first case on every
+/// variant and the other one-batch cases on the first variant of each
+/// layout: the float64 reference and the comparisons grow with the shape,
+/// the kernels' epilogue, layout and batch handling do not.
 const LARGE_GEMM: usize = 1 << 28;
 
 /// Which variants run which of [`GEMM_CASES`].
@@ -203,9 +203,9 @@ const LARGE_GEMM: usize = 1 << 28;
 pub enum GemmCoverage {
     /// Every variant every case (up to [`LARGE_GEMM`]): the GPU tier.
     Full,
-    /// Every variant the one-batch cases without bias or activation, the
-    /// first variant of each layout every case: where each launch is dear
-    /// (compute-sanitizer, lavapipe).
+    /// Every variant the first case (no bias or activation, one batch, C
+    /// row-major), the first variant of each layout every case: where each
+    /// launch is dear (compute-sanitizer, lavapipe).
     Sampled,
 }
 
@@ -239,7 +239,7 @@ impl GemmCase {
     /// Whether this case runs on a shape of `macs` multiply-adds for a
     /// variant that is (or is not) the first of its layouts.
     fn runs(&self, macs: usize, representative: bool, coverage: GemmCoverage) -> bool {
-        let plain = !self.bias && self.activation == Activation::Identity && self.batches == 1;
+        let plain = self == &GEMM_CASES[0];
         let every_variant = plain || coverage == GemmCoverage::Full && macs <= LARGE_GEMM;
         let affordable = macs <= LARGE_GEMM || self.batches == 1;
         every_variant || representative && affordable

@@ -8,7 +8,7 @@
 //!
 //! Sizes: ragged ones (1, 31, 1000, 4097; GEMM up to 257 x 200 x 33), no
 //! large ones; the GEMM's cases sampled (`GemmCoverage::Sampled`: every
-//! variant the plain ones, the first variant every layout, epilogue and
+//! variant the plain one, the first variant every layout, epilogue and
 //! batch count), since each launch costs a submission. lavapipe runs shaders
 //! on the CPU and compiles each pipeline with LLVM, so the 24 GEMM variants'
 //! compiles dominate; these sizes keep the whole file near a minute on 2
