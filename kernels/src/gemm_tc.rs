@@ -2,8 +2,11 @@
 //! `cp.async` pipelines, XOR-swizzled shared tiles), written in the DSL.
 
 use warpforge::prelude::*;
+use warpforge::MatrixLayout;
 
-use crate::gemm::tile_grid;
+use crate::gemm_problem::{
+    gemm_kernel_parts, gemm_variant, Chunks, GemmProblem, GemmVariant, VariantLayouts, VariantTakes,
+};
 
 /// One kernel source for every Tensor Core GEMM whose operands `ldmatrix` can
 /// load (16- and 8-bit elements). An MMA step takes 32 bytes of k from each
@@ -12,44 +15,92 @@ use crate::gemm::tile_grid;
 /// instantiations (below) give the element type and its zero, the
 /// accumulator's zero, the output and scale types, `chunk` (elements in 16
 /// bytes), the two k-tile widths `bk` (64- and 128-byte rows), whether the
-/// operands are rounded to tf32 as they are loaded, and a constraint of the
-/// type's own that keeps every variant free of spills.
+/// operands are rounded to tf32 as they are loaded, a constraint of the
+/// type's own that keeps every variant free of spills, the names of the
+/// layout const parameters (16-bit types only: `ldmatrix.trans` moves 16-bit
+/// elements), what to say of the layouts a kernel lacks, the bias stand-in
+/// (see `gemm_variant!`), and, from `gemm_kernel_parts!`, whether the output
+/// takes GELU, the parameters after A and B, their requirements and the
+/// epilogue block.
 macro_rules! tensor_core_gemm {
+    (@layouts $other:literal, $consts:ident) => {
+        VariantLayouts::Fixed {
+            a: MatrixLayout::RowMajor,
+            b: MatrixLayout::ColMajor,
+            other: $other,
+        }
+    };
+    (@layouts $other:literal, $consts:ident, $a_col:ident, $b_row:ident) => {
+        VariantLayouts::Fixed {
+            a: if $consts.$a_col { MatrixLayout::ColMajor } else { MatrixLayout::RowMajor },
+            b: if $consts.$b_row { MatrixLayout::RowMajor } else { MatrixLayout::ColMajor },
+            other: $other,
+        }
+    };
     (
         $name:ident, $with:ident, $mma:ident,
         elem: $elem:ident = $ezero:tt,
         acc: $acc_zero:tt,
         out: $out:ident,
-        scale: $scale:ident = $szero:tt,
+        scale: $scale:ident,
         chunk: $ch:tt,
         bk: [$bk0:tt, $bk1:tt],
         round_tf32: $round:tt,
-        fits: $fits:tt
+        fits: $fits:tt,
+        layouts: [$($a_col:ident, $b_row:ident)?],
+        other_layouts: $other_layouts:literal,
+        layout_requires: ($($layout_requires:tt)*),
+        bias_stand_in: $stand_in:ident,
+        gelu: $gelu:tt,
+        params: ($($params:tt)*),
+        requires: ($($requires:tt)*),
+        epilogue: $epilogue:tt,
     ) => {
-        /// A Tensor Core GEMM, `C = alpha * A B + beta * C`, for row-major `A`
-        /// (m x k), column-major `B` (stored as n rows of k, the "TN" form) and
-        /// row-major `C` (m x n); any m, n and k. Element, accumulator, output and
+        /// A Tensor Core GEMM with an epilogue, for each of `batches` strided
+        /// batches (the grid's z): `C = act(alpha * A B + beta * C + bias)`, A
+        /// (m x k) and B (k x n) in the variant's layouts (row-major A and
+        /// column-major B, the "TN" form, unless the 16-bit types' `A_COL_MAJOR`
+        /// or `B_ROW_MAJOR` say otherwise), C row-major (m x n), any m, n and k.
+        /// `bias_mode` and `activation` select the epilogue at run time (see
+        /// `gemm_kernel_parts!`); batch `z` reads A, B and C from `z * stride_a`,
+        /// `z * stride_b` and `z * stride_c`. Element, accumulator, output and
         /// scale types are the instantiation's (see `gemm_f16`, `gemm_bf16`,
-        /// `gemm_s8`, `gemm_tf32` below).
+        /// `gemm_s8`, `gemm_tf32` below). Launch it through `GemmVariant::run`,
+        /// which checks a `GemmProblem` against the variant.
         ///
-        /// `ALIGNED` variants copy global tiles with 16-byte `cp.async` and take k a
-        /// multiple of the elements in 16 bytes (8 for 16-bit types, 16 for i8), so
-        /// that every row starts 16-byte aligned; the others load element by element
-        /// (synchronously, 2 stages) and take any k.
+        /// `ALIGNED` variants copy global tiles with 16-byte `cp.async` and take
+        /// leading dimensions (k for row-major A and column-major B, m for
+        /// column-major A, n for row-major B) and batch strides that are multiples
+        /// of the elements in 16 bytes (8 for 16-bit types, 16 for i8), so that
+        /// every copied chunk starts 16-byte aligned; the others load element by
+        /// element (synchronously, 2 stages) and take any shape.
         ///
         /// The block computes a `BM x BN` tile of C with `(BM / WARP) * (BN / WARP)`
         /// warps, each a `WARP x WARP` warp tile of 16 x 8 products: per 32-byte k
         /// step a warp loads `WARP / 16` A fragments and `WARP / 8` B fragments with
         /// `ldmatrix.x4` and issues `(WARP / 16) * (WARP / 8)` MMAs.
         ///
-        /// Shared tiles hold `STAGES` k-tiles of A (`BM x BK`) and B (`BN x BK`), k
-        /// contiguous. Below in 16-bit terms (8 elements per chunk): a row of `BK`
-        /// elements is `BK / 8` 16-byte chunks; chunk `ch` of row
+        /// Shared tiles hold `STAGES` k-tiles of A and B. A k-contiguous operand
+        /// (row-major A, column-major B) is stored as rows of `BK` k values (A:
+        /// `BM x BK`, B: `BN x BK`). Below in 16-bit terms (8 elements per chunk):
+        /// a row of `BK` elements is `BK / 8` 16-byte chunks; chunk `ch` of row
         /// `r` is stored at chunk `ch ^ phase(r)`, `phase(r) = (r / (8 * $ch / BK)) % (BK / $ch)`
         /// (ptx-notes.md §7). The 8 rows an `ldmatrix` matrix reads then fall in 8
         /// distinct 16-byte bank groups (BK = 64: rows are 128 bytes and `phase = r % 8`;
         /// BK = 32: two rows share 128 bytes and `phase = (r / 2) % 4`), and so do the
         /// copies of 8 consecutive threads.
+        ///
+        /// An m- or n-contiguous operand (column-major A, row-major B) is stored
+        /// as `BK` rows of `BM` (or `BN`) values, rows of 128 to 512 bytes, chunk
+        /// `ch` of row `r` at `ch ^ (r % 8)`: the XOR keeps a chunk inside its
+        /// group of 8 (128 bytes), so the 8 k rows an `ldmatrix` matrix reads at
+        /// one chunk fall in 8 distinct bank groups, as do the copies of 8
+        /// consecutive threads (8 consecutive chunks of one row).
+        /// `ldmatrix.x4.trans` then gives the fragments: for A, lane `l` points at
+        /// k row `l % 8 + 8 (l / 16)`, m chunk `l / 8 % 2` of the 16 x 16 block
+        /// (matrices: m 0-7 and 8-15 at k 0-7, then at k 8-15: the registers of
+        /// the `m16n8k16` A fragment); for B, at k row `l % 16`, n chunk `l / 16`
+        /// (`{b0, b1}` of two 8-column tiles, ptx-notes.md §4).
         ///
         /// Pipeline (ptx-notes.md §5): step `t` issues the copies of k-tile `t` into
         /// stage `t % STAGES` and commits them as one group; from step `STAGES - 1` on
@@ -73,6 +124,7 @@ macro_rules! tensor_core_gemm {
                 WARP = [32, 64],
                 STAGES = [1, 2, 3, 4, 5],
                 ALIGNED = [true, false]
+                $(, $a_col = [false, true], $b_row = [false, true])?
             ),
             constrain(
                 BM / WARP * (BN / WARP) >= 4,
@@ -85,8 +137,27 @@ macro_rules! tensor_core_gemm {
                 ALIGNED || (BM + BN) * BK <= 64 * (BM / WARP * (BN / WARP) * 32),
                 STAGES * (BM + BN) * BK * (16 / $ch) <= 163 * 1024,
                 $fits
+                $(,
+                // The other layouts in a few tiles (the fastest TN ones and the
+                // element-wise fallbacks), so that the build stays bounded.
+                !$a_col && !$b_row
+                    || ALIGNED && STAGES == 3 && BK == 32 && WARP == 64
+                    || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 32
+                    || ALIGNED && STAGES == 3 && BM * BN * BK == 128 * 128 * 64
+                    || !ALIGNED && BM == BN,
+                // An m- or n-contiguous tile's copies cover rows in steps of a
+                // multiple of 8, so each thread's swizzle is one for all its rows.
+                !$a_col || BM / WARP * (BN / WARP) * 32 / (BM / $ch) % 8 == 0,
+                !$b_row || BM / WARP * (BN / WARP) * 32 / (BN / $ch) % 8 == 0
+                )?
             ),
-            requires(a.len() >= m * k, b.len() >= n * k, c.len() >= m * n, !ALIGNED || k % $ch == 0)
+            requires(
+                $($requires)*
+                $($layout_requires)*
+                !ALIGNED $(|| $a_col && $b_row)? || k % $ch == 0,
+                $(!ALIGNED || !$a_col || m % $ch == 0, !ALIGNED || !$b_row || n % $ch == 0,)?
+                !ALIGNED || batches == 1 || stride_a % $ch == 0 && stride_b % $ch == 0
+            )
         )]
         pub fn $name<
             const BM: u32,
@@ -95,18 +166,18 @@ macro_rules! tensor_core_gemm {
             const WARP: u32,
             const STAGES: u32,
             const ALIGNED: bool,
+            $(const $a_col: bool, const $b_row: bool,)?
         >(
             a: &[$elem],
             b: &[$elem],
-            c: &mut [$out],
-            m: u32,
-            n: u32,
-            k: u32,
-            alpha: $scale,
-            beta: $scale,
+            $($params)*
         ) {
-            let mut a_tile: [[[$elem; BK]; BM]; STAGES] = shared();
-            let mut b_tile: [[[$elem; BK]; BN]; STAGES] = shared();
+            // A: BM rows of BK, or BK rows of BM when column-major; B: BN rows of
+            // BK, or BK rows of BN when row-major.
+            let mut a_tile: [[[$elem; BK $(* (1 - $a_col as u32) + BM * $a_col as u32)?];
+                BM $(* (1 - $a_col as u32) + BK * $a_col as u32)?]; STAGES] = shared();
+            let mut b_tile: [[[$elem; BK $(* (1 - $b_row as u32) + BN * $b_row as u32)?];
+                BN $(* (1 - $b_row as u32) + BK * $b_row as u32)?]; STAGES] = shared();
             let tid = thread_idx().x;
             let lane = lane_id();
             let warp = tid / 32;
@@ -123,35 +194,74 @@ macro_rules! tensor_core_gemm {
             let in_group = id % (8 * tiles_n);
             let row0 = (group_first + in_group % group_rows) * BM;
             let col0 = in_group / group_rows * BN;
+            // A block past the last batch (a grid deeper than `batches`) reads the
+            // last batch and writes nothing: a branch to the end instead makes
+            // ptxas spill in the 255-register variants.
+            let batch = block_idx().z.min(batches - 1);
+            let a_at = batch * stride_a;
+            let b_at = batch * stride_b;
 
             let mut acc = [[[$acc_zero; 4]; WARP / 8]; WARP / 16];
             let mut a_frag = [[[0u32; 4]; WARP / 16]; 2];
             let mut b_pair = [[0u32; 4]; WARP / 16];
             let mut b_frag = [[[0u32; 2]; WARP / 8]; 2];
 
-            // Copy slots: thread `tid` copies chunk `cp_ch` of rows `cp_row + l * ROWS`
-            // (ROWS = threads / (BK / $ch)) of each tile. ROWS is a multiple of the
-            // swizzle period, so the swizzled chunk is the same for all of them, and
-            // only the k offset changes from tile to tile: everything else is
-            // computed once, here.
+            // Copy slots of k-contiguous tiles: thread `tid` copies chunk `cp_ch` of
+            // rows `cp_row + l * ROWS` (ROWS = threads / (BK / $ch)) of each tile.
+            // ROWS is a multiple of the swizzle period, so the swizzled chunk is the
+            // same for all of them, and only the k offset changes from tile to tile:
+            // everything else is computed once, here.
             let cp_ch = tid % (BK / $ch);
             let cp_row = tid / (BK / $ch);
             let cp_col = (cp_ch ^ (cp_row / (8 * $ch / BK) % (BK / $ch))) * $ch;
+            $(
+            // Copy slots of m- or n-contiguous tiles: chunk `a_cp_ch` (m) of k rows
+            // `a_cp_row + l * threads / (BM / $ch)`; the constraints make that step a
+            // multiple of 8, so the swizzle `a_cp_row % 8` holds for every row.
+            let a_cp_ch = if $a_col { tid % (BM / $ch) } else { 0 };
+            let a_cp_row = if $a_col { tid / (BM / $ch) } else { 0 };
+            let a_cp_col = if $a_col { (a_cp_ch ^ (a_cp_row % 8)) * $ch } else { 0 };
+            let a_gm = if $a_col { row0 + a_cp_ch * $ch } else { 0 };
+            let b_cp_ch = if $b_row { tid % (BN / $ch) } else { 0 };
+            let b_cp_row = if $b_row { tid / (BN / $ch) } else { 0 };
+            let b_cp_col = if $b_row { (b_cp_ch ^ (b_cp_row % 8)) * $ch } else { 0 };
+            let b_gn = if $b_row { col0 + b_cp_ch * $ch } else { 0 };
+            )?
+            // Where each copied row starts in global memory (k-contiguous: row
+            // `cp_row + l * ROWS` of the block's rows, k added per tile; m- or
+            // n-contiguous: k row `l` of the first tile at the thread's chunk, k
+            // times the leading dimension added per tile).
             let mut a_row_at = [0u32; BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
             let mut a_row_in = [false; BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
-            #[unroll]
-            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                let gr = row0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                a_row_in[l] = gr < m;
-                a_row_at[l] = if gr < m { gr * k } else { 0 };
+            $(if $a_col {
+                #[unroll]
+                for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                    let r = a_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BM / $ch));
+                    a_row_at[l] = a_at + r * m + a_gm;
+                }
+            } else)? {
+                #[unroll]
+                for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                    let gr = row0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                    a_row_in[l] = gr < m;
+                    a_row_at[l] = if gr < m { a_at + gr * k } else { 0 };
+                }
             }
             let mut b_row_at = [0u32; BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
             let mut b_row_in = [false; BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
-            #[unroll]
-            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                let gr = col0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                b_row_in[l] = gr < n;
-                b_row_at[l] = if gr < n { gr * k } else { 0 };
+            $(if $b_row {
+                #[unroll]
+                for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                    let r = b_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BN / $ch));
+                    b_row_at[l] = b_at + r * n + b_gn;
+                }
+            } else)? {
+                #[unroll]
+                for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                    let gr = col0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                    b_row_in[l] = gr < n;
+                    b_row_at[l] = if gr < n { b_at + gr * k } else { 0 };
+                }
             }
 
             // ldmatrix rows: A lane `lane` reads row `lane % 16` of a 16-row block,
@@ -163,6 +273,15 @@ macro_rules! tensor_core_gemm {
             let a_ld_x = lane / 16 ^ (a_ld_row / (8 * $ch / BK) % (BK / $ch));
             let b_ld_row = wn0 + lane % 8 + lane / 16 * 8;
             let b_ld_x = lane / 8 % 2 ^ (b_ld_row / (8 * $ch / BK) % (BK / $ch));
+            $(
+            // Transposed loads (m- or n-contiguous tiles): the k row within a
+            // 16-wide step and the chunk of the warp's first fragment. Every k row
+            // a lane reads is `lane % 8` modulo 8, its swizzle.
+            let a_ld_k = if $a_col { lane % 8 + lane / 16 * 8 } else { 0 };
+            let a_ld_chunk = if $a_col { wm0 / $ch + lane / 8 % 2 } else { 0 };
+            let b_ld_k = if $b_row { lane % 16 } else { 0 };
+            let b_ld_chunk = if $b_row { wn0 / $ch + lane / 16 } else { 0 };
+            )?
 
             let interior = row0 + BM <= m && col0 + BN <= n;
             let k_tiles = (k + BK - 1) / BK;
@@ -177,67 +296,140 @@ macro_rules! tensor_core_gemm {
                         // besides the address, where the zero-filling form costs
                         // six).
                         let gk = k0 + cp_ch * $ch;
-                        #[unroll]
-                        for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                            cp_async(&mut a_tile[st][r][cp_col], &a[a_row_at[l] + gk], 16, 16);
+                        $(if $a_col {
+                            let step = k0 * m;
+                            #[unroll]
+                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = a_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BM / $ch));
+                                cp_async(&mut a_tile[st][r][a_cp_col], &a[a_row_at[l] + step], 16, 16);
+                            }
+                        } else)? {
+                            #[unroll]
+                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                                cp_async(&mut a_tile[st][r][cp_col], &a[a_row_at[l] + gk], 16, 16);
+                            }
                         }
-                        #[unroll]
-                        for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                            cp_async(&mut b_tile[st][r][cp_col], &b[b_row_at[l] + gk], 16, 16);
+                        $(if $b_row {
+                            let step = k0 * n;
+                            #[unroll]
+                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = b_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BN / $ch));
+                                cp_async(&mut b_tile[st][r][b_cp_col], &b[b_row_at[l] + step], 16, 16);
+                            }
+                        } else)? {
+                            #[unroll]
+                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                                cp_async(&mut b_tile[st][r][cp_col], &b[b_row_at[l] + gk], 16, 16);
+                            }
                         }
                     } else if ALIGNED {
+                        // At an edge: a chunk past the matrix reads nothing (and names
+                        // element 0) and zero-fills. The leading dimensions are
+                        // multiples of the chunk, so a chunk is wholly in or out.
                         let gk = k0 + cp_ch * $ch;
                         let k_bytes = if gk < k { (k - gk).min($ch) * (16 / $ch) } else { 0 };
                         let k_at = if gk < k { gk } else { 0 };
-                        #[unroll]
-                        for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                            let bytes = if a_row_in[l] { k_bytes } else { 0 };
-                            cp_async(
-                                &mut a_tile[st][r][cp_col],
-                                &a[a_row_at[l] + k_at],
-                                16,
-                                bytes,
-                            );
-                        }
-                        #[unroll]
-                        for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                            let bytes = if b_row_in[l] { k_bytes } else { 0 };
-                            cp_async(
-                                &mut b_tile[st][r][cp_col],
-                                &b[b_row_at[l] + k_at],
-                                16,
-                                bytes,
-                            );
-                        }
-                    } else {
-                        #[unroll]
-                        for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                        $(if $a_col {
                             #[unroll]
-                            for q in 0..$ch {
-                                let gk = k0 + cp_ch * $ch + q;
-                                a_tile[st][r][cp_col + q] = if a_row_in[l] && gk < k {
-                                    a[a_row_at[l] + gk]
-                                } else {
-                                    $ezero
-                                };
+                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = a_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BM / $ch));
+                                let inside = a_gm < m && k0 + r < k;
+                                let at = if inside { a_row_at[l] + k0 * m } else { 0 };
+                                let bytes = if inside { 16u32 } else { 0 };
+                                cp_async(&mut a_tile[st][r][a_cp_col], &a[at], 16, bytes);
+                            }
+                        } else)? {
+                            #[unroll]
+                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                                let bytes = if a_row_in[l] { k_bytes } else { 0 };
+                                cp_async(
+                                    &mut a_tile[st][r][cp_col],
+                                    &a[a_row_at[l] + k_at],
+                                    16,
+                                    bytes,
+                                );
                             }
                         }
-                        #[unroll]
-                        for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                        $(if $b_row {
                             #[unroll]
-                            for q in 0..$ch {
-                                let gk = k0 + cp_ch * $ch + q;
-                                b_tile[st][r][cp_col + q] = if b_row_in[l] && gk < k {
-                                    b[b_row_at[l] + gk]
-                                } else {
-                                    $ezero
-                                };
+                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = b_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BN / $ch));
+                                let inside = b_gn < n && k0 + r < k;
+                                let at = if inside { b_row_at[l] + k0 * n } else { 0 };
+                                let bytes = if inside { 16u32 } else { 0 };
+                                cp_async(&mut b_tile[st][r][b_cp_col], &b[at], 16, bytes);
+                            }
+                        } else)? {
+                            #[unroll]
+                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                                let bytes = if b_row_in[l] { k_bytes } else { 0 };
+                                cp_async(
+                                    &mut b_tile[st][r][cp_col],
+                                    &b[b_row_at[l] + k_at],
+                                    16,
+                                    bytes,
+                                );
+                            }
+                        }
+                    } else {
+                        $(if $a_col {
+                            #[unroll]
+                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = a_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BM / $ch));
+                                #[unroll]
+                                for q in 0..$ch {
+                                    a_tile[st][r][a_cp_col + q] = if a_gm + q < m && k0 + r < k {
+                                        a[a_row_at[l] + k0 * m + q]
+                                    } else {
+                                        $ezero
+                                    };
+                                }
+                            }
+                        } else)? {
+                            #[unroll]
+                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                                #[unroll]
+                                for q in 0..$ch {
+                                    let gk = k0 + cp_ch * $ch + q;
+                                    a_tile[st][r][cp_col + q] = if a_row_in[l] && gk < k {
+                                        a[a_row_at[l] + gk]
+                                    } else {
+                                        $ezero
+                                    };
+                                }
+                            }
+                        }
+                        $(if $b_row {
+                            #[unroll]
+                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = b_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BN / $ch));
+                                #[unroll]
+                                for q in 0..$ch {
+                                    b_tile[st][r][b_cp_col + q] = if b_gn + q < n && k0 + r < k {
+                                        b[b_row_at[l] + k0 * n + q]
+                                    } else {
+                                        $ezero
+                                    };
+                                }
+                            }
+                        } else)? {
+                            #[unroll]
+                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                                #[unroll]
+                                for q in 0..$ch {
+                                    let gk = k0 + cp_ch * $ch + q;
+                                    b_tile[st][r][cp_col + q] = if b_row_in[l] && gk < k {
+                                        b[b_row_at[l] + gk]
+                                    } else {
+                                        $ezero
+                                    };
+                                }
                             }
                         }
                     }
@@ -272,11 +464,19 @@ macro_rules! tensor_core_gemm {
                             let kc = kk % (BK / (2 * $ch));
                             #[unroll]
                             for i in 0..WARP / 16 {
-                                let col = (kc * 2 ^ a_ld_x) * $ch;
-                                ldmatrix_x4(
-                                    &mut a_frag[kk % 2][i],
-                                    &a_tile[ls][a_ld_row + i * 16][col],
-                                );
+                                $(if $a_col {
+                                    let col = ((a_ld_chunk + 2 * i) ^ (lane % 8)) * $ch;
+                                    ldmatrix_x4_trans(
+                                        &mut a_frag[kk % 2][i],
+                                        &a_tile[ls][kc * 2 * $ch + a_ld_k][col],
+                                    );
+                                } else)? {
+                                    let col = (kc * 2 ^ a_ld_x) * $ch;
+                                    ldmatrix_x4(
+                                        &mut a_frag[kk % 2][i],
+                                        &a_tile[ls][a_ld_row + i * 16][col],
+                                    );
+                                }
                                 if $round {
                                     #[unroll]
                                     for w in 0..4u32 {
@@ -288,8 +488,16 @@ macro_rules! tensor_core_gemm {
                             // One x4 load gives the two k halves of two 8-column n tiles.
                             #[unroll]
                             for j in 0..WARP / 16 {
-                                let col = (kc * 2 ^ b_ld_x) * $ch;
-                                ldmatrix_x4(&mut b_pair[j], &b_tile[ls][b_ld_row + j * 16][col]);
+                                $(if $b_row {
+                                    let col = ((b_ld_chunk + 2 * j) ^ (lane % 8)) * $ch;
+                                    ldmatrix_x4_trans(
+                                        &mut b_pair[j],
+                                        &b_tile[ls][kc * 2 * $ch + b_ld_k][col],
+                                    );
+                                } else)? {
+                                    let col = (kc * 2 ^ b_ld_x) * $ch;
+                                    ldmatrix_x4(&mut b_pair[j], &b_tile[ls][b_ld_row + j * 16][col]);
+                                }
                                 b_frag[kk % 2][2 * j][0] = b_pair[j][0];
                                 b_frag[kk % 2][2 * j][1] = b_pair[j][1];
                                 b_frag[kk % 2][2 * j + 1][0] = b_pair[j][2];
@@ -334,6 +542,9 @@ macro_rules! tensor_core_gemm {
             // of the 16 x 8 tile (ptx-notes.md §3).
             let g = lane / 4;
             let t4 = lane % 4;
+            // The batch read again rather than kept from the start, so that
+            // nothing the epilogue alone needs is live through the main loop.
+            let c_at = block_idx().z * stride_c;
             #[unroll]
             for i in 0..WARP / 16 {
                 #[unroll]
@@ -344,15 +555,10 @@ macro_rules! tensor_core_gemm {
                         #[unroll]
                         for q in 0..2u32 {
                             let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                            if r < m && col < n {
-                                let idx = r * n + col;
-                                let v = alpha * acc[i][j][h * 2 + q];
-                                // beta == 0 must not read C: it may hold anything, NaN included.
-                                if beta == $szero {
-                                    c[idx] = v as $out;
-                                } else {
-                                    c[idx] = (v + beta * c[idx] as $scale) as $out;
-                                }
+                            if r < m && col < n && block_idx().z < batches {
+                                let idx = c_at + r * n + col;
+                                let value = acc[i][j][h * 2 + q];
+                                $epilogue
                             }
                         }
                     }
@@ -360,8 +566,22 @@ macro_rules! tensor_core_gemm {
             }
         }
 
-        /// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major)
-        /// with the given variant.
+        gemm_variant!(
+            $name: $elem, $out, $scale,
+            takes: |consts| VariantTakes {
+                layouts: tensor_core_gemm!(@layouts $other_layouts, consts $(, $a_col, $b_row)?),
+                chunks: consts.ALIGNED.then_some(Chunks {
+                    elements: $ch,
+                    otherwise: "take a variant with ALIGNED = false, which loads element by element",
+                }),
+                gelu: $gelu,
+            },
+            bias_stand_in: $stand_in,
+        );
+
+        /// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major,
+        /// one batch, no bias or activation) with the given variant: shorthand for
+        /// [`GemmVariant::run`] on `GemmProblem::new((m, n, k), alpha, beta)`.
         #[allow(clippy::too_many_arguments)]
         pub fn $with(
             rt: &Runtime,
@@ -369,53 +589,63 @@ macro_rules! tensor_core_gemm {
             a: &DeviceBuffer<$elem>,
             b: &DeviceBuffer<$elem>,
             c: &mut DeviceBuffer<$out>,
-            (m, n, k): (u32, u32, u32),
+            dims: (u32, u32, u32),
             alpha: $scale,
             beta: $scale,
         ) -> Result<(), Error> {
-            $name::launch(
-                rt,
-                consts,
-                tile_grid((consts.BM, consts.BN), m, n),
-                a,
-                b,
-                c,
-                m,
-                n,
-                k,
-                alpha,
-                beta,
-            )
+            consts.run(rt, &GemmProblem::new(dims, alpha, beta), a, b, c, None)
         }
     };
 }
 
 // f16 in and out, f32 accumulation and scale.
-tensor_core_gemm!(
+gemm_kernel_parts!(float f32 => f16, tensor_core_gemm! {
     gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
-    elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32 = 0.0, chunk: 8, bk: [32, 64], round_tf32: false,
-    fits: (true)
-);
+    elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
+    fits: (true),
+    layouts: [A_COL_MAJOR, B_ROW_MAJOR],
+    other_layouts: "the variants with the other values of A_COL_MAJOR and B_ROW_MAJOR read the \
+                    other layouts (GemmVariant::variants_for lists those that take a problem)",
+    layout_requires: (a_col_major == A_COL_MAJOR, b_row_major == B_ROW_MAJOR,),
+    bias_stand_in: a,
+});
 // bf16 in and out, f32 accumulation and scale.
-tensor_core_gemm!(
+gemm_kernel_parts!(float f32 => bf16, tensor_core_gemm! {
     gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
-    elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32 = 0.0, chunk: 8, bk: [32, 64], round_tf32: false,
-    fits: (true)
-);
+    elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
+    fits: (true),
+    layouts: [A_COL_MAJOR, B_ROW_MAJOR],
+    other_layouts: "the variants with the other values of A_COL_MAJOR and B_ROW_MAJOR read the \
+                    other layouts (GemmVariant::variants_for lists those that take a problem)",
+    layout_requires: (a_col_major == A_COL_MAJOR, b_row_major == B_ROW_MAJOR,),
+    bias_stand_in: a,
+});
 // i8 in, i32 accumulation, output and scale: exact integer arithmetic
 // (wrapping past i32, as cuBLAS's `CUBLAS_COMPUTE_32I`).
-tensor_core_gemm!(
+gemm_kernel_parts!(integer i32 => i32, tensor_core_gemm! {
     gemm_s8, gemm_s8_with, mma_m16n8k32_s8,
-    elem: i8 = 0, acc: 0i32, out: i32, scale: i32 = 0, chunk: 16, bk: [64, 128], round_tf32: false,
-    fits: (true)
-);
+    elem: i8 = 0, acc: 0i32, out: i32, scale: i32, chunk: 16, bk: [64, 128], round_tf32: false,
+    fits: (true),
+    layouts: [],
+    other_layouts: "gemm_s8 reads row-major A and column-major B only (ldmatrix.trans, which \
+                    would load the other layouts, moves 16-bit elements): store A row-major and \
+                    B column-major",
+    layout_requires: (!a_col_major, !b_row_major,),
+    bias_stand_in: fresh,
+});
 // f32 in and out, f32 accumulation and scale, on the tf32 Tensor Cores
 // (m16n8k8): each operand word `ldmatrix` loads is rounded to tf32 (to nearest,
 // ties away from zero, as cuBLAS rounds) before its MMA.
-tensor_core_gemm!(
+gemm_kernel_parts!(float f32 => f32, tensor_core_gemm! {
     gemm_tf32, gemm_tf32_with, mma_m16n8k8_tf32,
-    elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32 = 0.0, chunk: 4, bk: [16, 32], round_tf32: true,
+    elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32, chunk: 4, bk: [16, 32], round_tf32: true,
     // At BK = 32 the rounding's temporaries make ptxas 12.9 spill every other
     // tile (generated/manifest.json).
-    fits: (BK == 16 || BM * BN == 64 * 64 || BM * BN == 128 * 256 && STAGES > 1)
-);
+    fits: (BK == 16 || BM * BN == 64 * 64 || BM * BN == 128 * 256 && STAGES > 1),
+    layouts: [],
+    other_layouts: "gemm_tf32 reads row-major A and column-major B only (ldmatrix.trans, which \
+                    would load the other layouts, moves 16-bit elements): store A row-major and \
+                    B column-major",
+    layout_requires: (!a_col_major, !b_row_major,),
+    bias_stand_in: a,
+});

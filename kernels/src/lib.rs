@@ -6,6 +6,7 @@
 //! shape logic (grids, which variant to take by default) next to each one.
 
 pub mod gemm;
+pub mod gemm_problem;
 pub mod gemm_sparse;
 pub mod gemm_tc;
 pub mod gemm_wmma;

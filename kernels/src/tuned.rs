@@ -17,12 +17,14 @@
 //! # }
 //! ```
 //!
-//! A [`GemmKind`] describes one GEMM family: its kernels, which all take
-//! `(a, b, c, m, n, k, alpha: f32, beta: f32)`, have const parameters `BM` and
-//! `BN`, and run one block per `BM x BN` tile of C ([`tile_grid`]); the
-//! element types; B's layout; and the heuristic default. Adding a GEMM kernel
-//! with that launcher shape is one more `GemmKind` constant (or one more
-//! kernel in an existing one's list).
+//! A [`GemmKind`] describes one GEMM family: its kernels, which all take the
+//! dense GEMMs' parameters (`a`, `b`, then those of
+//! `gemm_problem::gemm_kernel_parts!`), have const parameters `BM` and `BN`,
+//! and run one block per `BM x BN` tile of C and batch; the element types;
+//! B's layout; and the heuristic default. Adding a GEMM kernel with that
+//! launcher shape is one more `GemmKind` constant (or one more kernel in an
+//! existing one's list). The tuned calls are single GEMMs without a bias or
+//! activation, A row-major and C row-major.
 //!
 //! The tuning key of a call holds, besides the GPU, driver, code generator,
 //! family and dtypes ([`GemmKind::dtypes`]), the alignment of A's, B's and
@@ -45,7 +47,8 @@ use warpforge::{
     Runtime,
 };
 
-use crate::gemm::{gemm_f32, tile_grid, DEFAULT_F32};
+use crate::gemm::{gemm_f32, DEFAULT_F32};
+use crate::gemm_problem::GemmProblem;
 use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
 use crate::gemm_wmma::gemm_f16_wmma;
 
@@ -212,6 +215,8 @@ fn tensor_core_default(aligned: bool) -> Vec<i64> {
         WARP: 64,
         STAGES: 2,
         ALIGNED: aligned,
+        A_COL_MAJOR: false,
+        B_ROW_MAJOR: false,
     }
     .values()
 }
@@ -344,22 +349,40 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
         ]
     }
 
+    /// The problem of an m x n x k call: A and C row-major, B in the kind's
+    /// layout, one batch, no activation.
+    fn problem(
+        &self,
+        dims: (u32, u32, u32),
+        alpha: O::Scale,
+        beta: O::Scale,
+    ) -> GemmProblem<O::Scale> {
+        GemmProblem {
+            b_layout: self.b_layout,
+            ..GemmProblem::new(dims, alpha, beta)
+        }
+    }
+
     /// The arguments of a call with buffers of exactly the sizes the
-    /// matrices need, alpha 1 and beta 0: what legality is judged on (the
-    /// launch checks the real buffers).
-    pub fn call_args(&self, (m, n, k): (u32, u32, u32)) -> [ArgInfo; 8] {
+    /// matrices need (and a one-element bias, unread), alpha 1 and beta 0:
+    /// what legality is judged on (the launch checks the real buffers).
+    pub fn call_args(&self, (m, n, k): (u32, u32, u32)) -> Vec<ArgInfo> {
         let (m64, n64, k64) = (u64::from(m), u64::from(n), u64::from(k));
         let buffer = |elem, len, mutable| ArgInfo::Buffer { elem, len, mutable };
+        let (alpha, beta) = O::PLAIN;
+        let scalars = self
+            .problem((m, n, k), alpha, beta)
+            .for_kernel()
+            .scalar_args(0);
         [
             buffer(I::SCALAR, m64 * k64, false),
             buffer(I::SCALAR, k64 * n64, false),
             buffer(O::SCALAR, m64 * n64, true),
-            KernelArg::scalar(m).info(),
-            KernelArg::scalar(n).info(),
-            KernelArg::scalar(k).info(),
-            KernelArg::scalar(O::PLAIN.0).info(),
-            KernelArg::scalar(O::PLAIN.1).info(),
+            buffer(O::SCALAR, 1, false),
         ]
+        .into_iter()
+        .chain(scalars.iter().map(KernelArg::info))
+        .collect()
     }
 
     /// The error bound for one output element of a correct variant: with
@@ -423,34 +446,31 @@ pub fn gemm_tile(candidate: &Candidate) -> Result<(u32, u32), Error> {
     Ok((value("BM")?, value("BN")?))
 }
 
+/// The operands of one tuned launch: A, B, C and the bias argument, a
+/// one-element buffer the kernels never read (no bias).
+struct GemmBuffers<'a, I: DeviceScalar, O: DeviceScalar> {
+    a: &'a DeviceBuffer<I>,
+    b: &'a DeviceBuffer<I>,
+    c: &'a mut DeviceBuffer<O>,
+    no_bias: &'a DeviceBuffer<O>,
+}
+
 /// `C = alpha * A B + beta * C` with one candidate of a GEMM family, whose
 /// tile is `tile` ([`gemm_tile`]).
-#[allow(clippy::too_many_arguments)]
 fn launch_gemm<I: GemmElement, O: GemmOutput>(
     rt: &Runtime,
     candidate: &Candidate,
     tile: (u32, u32),
-    a: &DeviceBuffer<I>,
-    b: &DeviceBuffer<I>,
-    c: &mut DeviceBuffer<O>,
-    (m, n, k): (u32, u32, u32),
-    alpha: O::Scale,
-    beta: O::Scale,
+    problem: &GemmProblem<O::Scale>,
+    buffers: GemmBuffers<'_, I, O>,
 ) -> Result<(), Error> {
+    let kernel = problem.for_kernel();
+    let GemmBuffers { a, b, c, no_bias } = buffers;
     rt.launch(
         candidate.def,
         &candidate.consts,
-        tile_grid(tile, m, n),
-        &mut [
-            KernelArg::buffer(a),
-            KernelArg::buffer(b),
-            KernelArg::buffer_mut(c),
-            KernelArg::scalar(m),
-            KernelArg::scalar(n),
-            KernelArg::scalar(k),
-            KernelArg::scalar(alpha),
-            KernelArg::scalar(beta),
-        ],
+        kernel.grid(tile),
+        &mut kernel.args(a, b, c, no_bias, 0),
     )
 }
 
@@ -461,6 +481,8 @@ pub struct TunedGemm<I: GemmElement, O: GemmOutput> {
     dispatcher: Dispatcher,
     /// Each candidate's (BM, BN).
     tiles: Vec<(u32, u32)>,
+    /// The bias argument of every launch: one element, never read.
+    no_bias: DeviceBuffer<O>,
 }
 
 /// The seed of the inputs [`MissPolicy::TuneNow`] tunes on: fixed, so that
@@ -493,6 +515,7 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
             kind,
             dispatcher: Dispatcher::new(rt, family, policy, dir)?,
             tiles,
+            no_bias: rt.alloc_zeroed(1)?,
         })
     }
 
@@ -562,17 +585,14 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
         beta: O::Scale,
     ) -> Result<(), Error> {
         let chosen = &self.dispatcher.family().candidates()[candidate];
-        launch_gemm(
-            rt,
-            chosen,
-            self.tiles[candidate],
+        let buffers = GemmBuffers {
             a,
             b,
             c,
-            dims,
-            alpha,
-            beta,
-        )
+            no_bias: &self.no_bias,
+        };
+        let problem = self.kind.problem(dims, alpha, beta);
+        launch_gemm(rt, chosen, self.tiles[candidate], &problem, buffers)
     }
 }
 
@@ -594,6 +614,7 @@ pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
     dims: (u32, u32, u32),
     sets: Vec<(DeviceBuffer<I>, DeviceBuffer<I>, DeviceBuffer<O>)>,
     poison: DeviceBuffer<O>,
+    no_bias: DeviceBuffer<O>,
     /// The checked outputs: (row, column, float64 value, magnitude).
     checked: Vec<(usize, usize, f64, f64)>,
 }
@@ -654,6 +675,7 @@ impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
             kind,
             dims,
             poison: rt.upload(&vec![O::POISON; m * n])?,
+            no_bias: rt.alloc_zeroed(1)?,
             sets,
             checked,
         })
@@ -669,7 +691,19 @@ impl<I: GemmElement, O: GemmOutput> Workload for GemmWorkload<I, O> {
         let tile = gemm_tile(candidate)?;
         let (a, b, c) = &mut self.sets[set];
         let (alpha, beta) = O::PLAIN;
-        launch_gemm(rt, candidate, tile, a, b, c, self.dims, alpha, beta)
+        let buffers = GemmBuffers {
+            a,
+            b,
+            c,
+            no_bias: &self.no_bias,
+        };
+        launch_gemm(
+            rt,
+            candidate,
+            tile,
+            &self.kind.problem(self.dims, alpha, beta),
+            buffers,
+        )
     }
 
     fn verify(&mut self, rt: &Runtime, candidate: &Candidate) -> Result<Result<(), String>, Error> {

@@ -5,11 +5,12 @@
 //! `inputs`, poisons outputs with NaN so that an unwritten element fails, and
 //! records one line per variant and size in `report`.
 
-use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
+use warpforge::{DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
+use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant, VariantLayouts, VariantTakes};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, reduce, simple, softmax, stream};
 
 use crate::compare::{self, deviation, GemmTolerance};
-use crate::reference::{Activation, GemmReference, GemmSpec};
+use crate::reference::{Activation, GemmBatch, GemmProducts, GemmReference, GemmSpec};
 use crate::report::Report;
 use crate::{reference, GemmFloat, Inputs};
 
@@ -171,322 +172,477 @@ fn check_softmax_shapes(
     }
 }
 
-pub fn check_gemm(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-) {
-    for &(m, n, k) in shapes {
-        let (a, b) = (inputs.f32s(m * k), inputs.f32s(k * n));
-        let c_in = inputs.f32s(m * n);
-        // beta = 0 on a poisoned C (C must be neither read nor left unwritten), and
-        // beta != 0 on a random C.
-        let cases = [(1.5f32, 0.0f32), (0.75, -0.5)];
-        let widen = |v: &[f32]| -> Vec<f64> { v.iter().map(|&x| x as f64).collect() };
-        let expected: Vec<GemmReference> = cases
-            .iter()
-            .map(|&(alpha, beta)| {
-                let spec = GemmSpec {
-                    alpha: alpha as f64,
-                    beta: beta as f64,
-                    ..GemmSpec::new(m, n, k)
-                };
-                let c = (beta != 0.0).then(|| widen(&c_in));
-                reference::gemm_general(&spec, &widen(&a), &widen(&b), c.as_deref(), None)
-            })
-            .collect();
-        let tolerance = GemmTolerance {
-            precision: GemmPrecision::F32,
-            k,
-            activation: Activation::Identity,
-        };
-        let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b)?)))();
-        let (da, db) = match uploaded {
-            Ok(v) => v,
-            Err(e) => {
-                report.error(&format!("gemm_f32 {m}x{n}x{k} upload"), e);
-                continue;
-            }
-        };
-        for consts in gemm::gemm_f32::variants() {
-            for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
-                let what = format!(
-                    "gemm_f32[BM={},BN={},BK={},TM={},TN={}] {m}x{n}x{k} alpha={alpha} beta={beta}",
-                    consts.BM, consts.BN, consts.BK, consts.TM, consts.TN
-                );
-                let run = || -> Result<Vec<f32>, Error> {
-                    let mut dc = if beta == 0.0 {
-                        poisoned(rt, m * n)?
-                    } else {
-                        rt.upload(&c_in)?
-                    };
-                    gemm::gemm_f32_with(
-                        rt,
-                        consts,
-                        &da,
-                        &db,
-                        &mut dc,
-                        (m as u32, n as u32, k as u32),
-                        alpha,
-                        beta,
-                    )?;
-                    rt.download(&dc)
-                };
-                match run() {
-                    Ok(out) => {
-                        // Element by element within the f32 rounding bound, which
-                        // scales with each element's magnitude, so a result that
-                        // nearly cancels is judged by what rounding allows it.
-                        let check = compare::check_gemm(&widen(&out), expected, &tolerance);
-                        let d = deviation(&out, &expected.values);
-                        report.check(
-                            &what,
-                            check.passes() && d.non_finite == 0,
-                            format!("{check}; {d}"),
-                        );
-                    }
-                    Err(e) => report.error(&what, e),
-                }
-            }
+/// The cases each dense GEMM variant runs on each shape: every epilogue
+/// (none, bias, bias + ReLU, bias + GELU) on one batch and on three strided
+/// ones, both C layouts, beta 0 (C poisoned: it must be neither read nor
+/// left unwritten) and beta != 0 (C random).
+const GEMM_CASES: [GemmCase; 9] = {
+    use Activation::{GeluTanh, Identity, Relu};
+    use MatrixLayout::{ColMajor, RowMajor};
+    [
+        GemmCase::new(true, false, Identity, 1, RowMajor),
+        GemmCase::new(false, false, Identity, 1, ColMajor),
+        GemmCase::new(true, true, Identity, 1, RowMajor),
+        GemmCase::new(false, true, Relu, 1, ColMajor),
+        GemmCase::new(true, true, GeluTanh, 1, RowMajor),
+        GemmCase::new(false, false, Identity, 3, RowMajor),
+        GemmCase::new(true, true, Identity, 3, ColMajor),
+        GemmCase::new(false, true, Relu, 3, RowMajor),
+        GemmCase::new(true, true, GeluTanh, 3, ColMajor),
+    ]
+};
+
+/// Shapes with more multiply-adds than this run the first case on every
+/// variant and the other one-batch cases on the first variant of each
+/// layout: the float64 reference and the comparisons grow with the shape,
+/// the kernels' epilogue, layout and batch handling do not.
+const LARGE_GEMM: usize = 1 << 28;
+
+/// Which variants run which of [`GEMM_CASES`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GemmCoverage {
+    /// Every variant every case (up to [`LARGE_GEMM`]): the GPU tier.
+    Full,
+    /// Every variant the first case (no bias or activation, one batch, C
+    /// row-major), the first variant of each layout every case: where each
+    /// launch is dear (compute-sanitizer, lavapipe).
+    Sampled,
+}
+
+/// One run of a dense GEMM variant: see [`GEMM_CASES`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct GemmCase {
+    beta_zero: bool,
+    bias: bool,
+    activation: Activation,
+    batches: u32,
+    c_layout: MatrixLayout,
+}
+
+impl GemmCase {
+    const fn new(
+        beta_zero: bool,
+        bias: bool,
+        activation: Activation,
+        batches: u32,
+        c_layout: MatrixLayout,
+    ) -> GemmCase {
+        GemmCase {
+            beta_zero,
+            bias,
+            activation,
+            batches,
+            c_layout,
         }
+    }
+
+    /// Whether this case runs on a shape of `macs` multiply-adds for a
+    /// variant that is (or is not) the first of its layouts.
+    fn runs(&self, macs: usize, representative: bool, coverage: GemmCoverage) -> bool {
+        let plain = self == &GEMM_CASES[0];
+        let every_variant = plain || coverage == GemmCoverage::Full && macs <= LARGE_GEMM;
+        let affordable = macs <= LARGE_GEMM || self.batches == 1;
+        every_variant || representative && affordable
     }
 }
 
-/// Launches variant `index` of a floating-point GEMM: (a, b, c, (m, n, k), alpha, beta).
-type Launch<'a, T> = dyn Fn(
-        usize,
-        &DeviceBuffer<T>,
-        &DeviceBuffer<T>,
-        &mut DeviceBuffer<T>,
-        (u32, u32, u32),
-        f32,
-        f32,
-    ) -> Result<(), Error>
-    + 'a;
+/// The element types a dense GEMM check draws and compares.
+pub trait GemmData: DeviceScalar {
+    /// Random values: uniform in [-1, 1) for floats (of the type), every
+    /// value for i8, integers in [-1000, 1000] for i32 (C and bias).
+    fn draw(inputs: &mut Inputs, n: usize) -> Vec<Self>;
+    fn widen(self) -> f64;
+}
 
-/// A public check of one floating-point GEMM kernel: its variants (name, and
-/// the multiple of k that a variant copying 16-byte chunks needs, if it does)
-/// and its launcher, handed to [`check_gemm_float`].
-macro_rules! gemm_float_check {
-    ($(#[$doc:meta])* $check:ident, $module:ident::$kernel:ident, $with:ident, $elem:ty, $precision:expr, |$c:ident| $k_multiple:expr) => {
-        $(#[$doc])*
-        pub fn $check(
-            rt: &Runtime,
-            inputs: &mut Inputs,
-            report: &mut Report,
-            shapes: &[(usize, usize, usize)],
-        ) {
-            let variants = $module::$kernel::variants();
-            let names: Vec<(String, Option<usize>)> = variants
-                .iter()
-                .map(|$c| ($module::$kernel::def().variant_name(&$c.values()), $k_multiple))
-                .collect();
-            let launch = |i: usize,
-                          a: &DeviceBuffer<$elem>,
-                          b: &DeviceBuffer<$elem>,
-                          c: &mut DeviceBuffer<$elem>,
-                          dims,
-                          alpha,
-                          beta| {
-                $module::$with(rt, variants[i], a, b, c, dims, alpha, beta)
+/// The output types: what an unwritten element of a poisoned C holds.
+pub trait GemmOutput: GemmData {
+    const POISON: Self;
+}
+
+impl<T: GemmFloat> GemmData for T {
+    fn draw(inputs: &mut Inputs, n: usize) -> Vec<T> {
+        inputs.f32s(n).into_iter().map(T::from_f32).collect()
+    }
+    fn widen(self) -> f64 {
+        self.to_f64()
+    }
+}
+
+impl<T: GemmFloat> GemmOutput for T {
+    const POISON: T = T::NAN;
+}
+
+impl GemmData for i8 {
+    fn draw(inputs: &mut Inputs, n: usize) -> Vec<i8> {
+        inputs.i8s(n)
+    }
+    fn widen(self) -> f64 {
+        self.into()
+    }
+}
+
+impl GemmData for i32 {
+    fn draw(inputs: &mut Inputs, n: usize) -> Vec<i32> {
+        let values = inputs.u32s(n).into_iter();
+        values.map(|x| (x % 2001) as i32 - 1000).collect()
+    }
+    fn widen(self) -> f64 {
+        self.into()
+    }
+}
+
+impl GemmOutput for i32 {
+    const POISON: i32 = i32::MIN;
+}
+
+/// The scale types: the (alpha, beta) of the beta = 0 cases and of the others.
+pub trait GemmScale: Copy {
+    const SCALES: [(Self, Self); 2];
+    fn widen(self) -> f64;
+}
+
+impl GemmScale for f32 {
+    const SCALES: [(f32, f32); 2] = [(1.5, 0.0), (0.75, -0.5)];
+    fn widen(self) -> f64 {
+        self.into()
+    }
+}
+
+impl GemmScale for i32 {
+    const SCALES: [(i32, i32); 2] = [(1, 0), (2, -3)];
+    fn widen(self) -> f64 {
+        self.into()
+    }
+}
+
+/// A dense GEMM family the GPU tier checks: its precision, which sets the
+/// tolerance ([`GemmTolerance`]; exact for i8, whose float64 reference is
+/// exact: |alpha A B + beta C + bias| stays far below 2^53).
+pub trait CheckedGemm: GemmVariant<Elem: GemmData, Out: GemmOutput, Scale: GemmScale> {
+    const PRECISION: GemmPrecision;
+}
+
+impl CheckedGemm for gemm::gemm_f32::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::F32;
+}
+
+impl CheckedGemm for gemm_tc::gemm_f16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::F16;
+}
+
+impl CheckedGemm for gemm_tc::gemm_bf16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::Bf16;
+}
+
+impl CheckedGemm for gemm_tc::gemm_tf32::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::Tf32;
+}
+
+impl CheckedGemm for gemm_tc::gemm_s8::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::I8;
+}
+
+impl CheckedGemm for gemm_wmma::gemm_f16_wmma::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::F16;
+}
+
+/// The lines [`check_gemm`] reports for family `V` on `shapes` when
+/// nothing fails to upload: one per run of [`GEMM_CASES`].
+pub fn dense_gemm_lines<V: GemmVariant>(
+    shapes: &[(usize, usize, usize)],
+    coverage: GemmCoverage,
+) -> usize {
+    let representatives = representatives::<V>();
+    shapes
+        .iter()
+        .map(|&(m, n, k)| {
+            let runs_of = |case: &GemmCase| {
+                let runs = representatives.iter();
+                let runs = runs.filter(|&&r| case.runs(m * n * k, r, coverage));
+                runs.count()
             };
-            check_gemm_float(rt, inputs, report, shapes, $precision, &names, &launch);
-        }
-    };
+            GEMM_CASES.iter().map(runs_of).sum::<usize>()
+        })
+        .sum()
 }
 
-gemm_float_check!(
-    /// `gemm_f16` (A row-major, B column-major, f16 in and out, f32
-    /// accumulation) over every variant; see [`check_gemm_float`].
-    check_gemm_f16, gemm_tc::gemm_f16, gemm_f16_with, f16, GemmPrecision::F16, |c| c.ALIGNED.then_some(8)
-);
-gemm_float_check!(
-    /// `gemm_bf16`, the same kernel source over bf16; see [`check_gemm_float`].
-    check_gemm_bf16, gemm_tc::gemm_bf16, gemm_bf16_with, bf16, GemmPrecision::Bf16, |c| c.ALIGNED.then_some(8)
-);
-gemm_float_check!(
-    /// `gemm_f16_wmma` (the sm_70 `wmma` form; every variant takes k a
-    /// multiple of 8 only); see [`check_gemm_float`].
-    check_gemm_f16_wmma, gemm_wmma::gemm_f16_wmma, gemm_f16_wmma_with, f16, GemmPrecision::F16, |_c| Some(8)
-);
-gemm_float_check!(
-    /// `gemm_tf32` (f32 in and out, operands rounded to tf32 on the Tensor
-    /// Cores, f32 accumulation) over every variant; see [`check_gemm_float`].
-    check_gemm_tf32, gemm_tc::gemm_tf32, gemm_tf32_with, f32, GemmPrecision::Tf32, |c| c.ALIGNED.then_some(4)
-);
+/// For each variant of `V`, whether it is the first of its layouts.
+fn representatives<V: GemmVariant>() -> Vec<bool> {
+    let mut seen = Vec::new();
+    let layouts = V::variants().into_iter().map(|v| v.takes().layouts);
+    layouts
+        .map(|layouts| {
+            let first = !seen.contains(&layouts);
+            seen.push(layouts);
+            first
+        })
+        .collect()
+}
 
-/// A floating-point Tensor Core GEMM over every variant (`variants`: name,
-/// and the multiple of k that a variant copying 16-byte chunks needs). Those
-/// variants must refuse any other `k` with an `Err` naming the requirement; the others
-/// must match the float64 reference element by element within the bound of
-/// [`GemmTolerance`] for `precision` (f32-class accumulation over k, then the
-/// rounding of the output). Inputs are values of the element type, so the
-/// reference's products are exact; C is NaN-poisoned when beta = 0.
-fn check_gemm_float<T: GemmFloat>(
+/// A dense GEMM family `V` over every variant, shape and [`GEMM_CASES`] case
+/// (as `coverage` and [`LARGE_GEMM`] allow), through [`GemmVariant::run`] with
+/// fresh random inputs against the float64 reference, element by element
+/// within the bound of [`GemmTolerance`] for its precision (0 for i8). A
+/// variant with fixed layouts gets its own A and B layouts (swapped and
+/// flipped when C is column-major); one with run-time layouts a different
+/// A and B layout in each case, so that every variant meets every layout of
+/// A, B and C. A variant that copies 16-byte chunks must refuse leading
+/// dimensions that are not multiples of a chunk, and an integer one GELU,
+/// with an `Err` naming the constraint.
+pub fn check_gemm<V: CheckedGemm>(
     rt: &Runtime,
     inputs: &mut Inputs,
     report: &mut Report,
     shapes: &[(usize, usize, usize)],
-    precision: GemmPrecision,
-    variants: &[(String, Option<usize>)],
-    launch: &Launch<'_, T>,
+    coverage: GemmCoverage,
 ) {
-    let narrow = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(T::from_f32).collect() };
-    let widen = |v: &[T]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
+    let variants = V::variants();
+    let representatives = representatives::<V>();
+    let widen = |v: &[V::Elem]| -> Vec<f64> { v.iter().map(|x| x.widen()).collect() };
+    let widen_out = |v: &[V::Out]| -> Vec<f64> { v.iter().map(|x| x.widen()).collect() };
     for &(m, n, k) in shapes {
-        let a = narrow(inputs.f32s(m * k));
-        let b = narrow(inputs.f32s(n * k));
-        let c_in = narrow(inputs.f32s(m * n));
-        let cases = [(1.5f32, 0.0f32), (0.75, -0.5)];
-        let expected: Vec<GemmReference> = cases
-            .iter()
-            .map(|&(alpha, beta)| {
-                let spec = GemmSpec {
-                    b_layout: MatrixLayout::ColMajor,
-                    alpha: alpha as f64,
-                    beta: beta as f64,
-                    ..GemmSpec::new(m, n, k)
-                };
-                let c = (beta != 0.0).then(|| widen(&c_in));
-                reference::gemm_general(&spec, &widen(&a), &widen(&b), c.as_deref(), None)
-            })
-            .collect();
-        let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b)?)))();
-        let (da, db) = match uploaded {
-            Ok(v) => v,
+        let macs = m * n * k;
+        let batches = if macs <= LARGE_GEMM { 3 } else { 1 };
+        // Batch strides a multiple of every chunk (16 elements), with a gap.
+        let padded = |len: usize| len.next_multiple_of(16) + 16;
+        let strides = (padded(m * k), padded(k * n), padded(m * n));
+        let batch = |count| GemmBatch {
+            count,
+            stride_a: strides.0 as u32,
+            stride_b: strides.1 as u32,
+            stride_c: strides.2 as u32,
+        };
+        // The logical matrices, row-major and back to back, stored in each
+        // layout below; their products serve every case.
+        let a_rows = V::Elem::draw(inputs, batches * m * k);
+        let b_rows = V::Elem::draw(inputs, batches * k * n);
+        let c_in = V::Out::draw(inputs, (batches - 1) * strides.2 + m * n);
+        let bias = V::Out::draw(inputs, n);
+        let products = GemmProducts::new(&widen(&a_rows), &widen(&b_rows), (m, n, k), batches);
+        let uploaded = (|| {
+            let mut a = Vec::new();
+            let mut b = Vec::new();
+            for layout in MatrixLayout::ALL {
+                let a_stored = store(&a_rows, layout, (m, k), strides.0, batches);
+                a.push((layout, rt.upload(&a_stored)?));
+                let b_stored = store(&b_rows, layout, (k, n), strides.1, batches);
+                b.push((layout, rt.upload(&b_stored)?));
+            }
+            Ok::<_, Error>((a, b, rt.upload(&bias)?))
+        })();
+        let (a_buffers, b_buffers, bias_buffer) = match uploaded {
+            Ok(buffers) => buffers,
             Err(e) => {
-                report.error(&format!("{} GEMM {m}x{n}x{k} upload", precision.name()), e);
+                report.error(
+                    &format!("{} GEMM {m}x{n}x{k} upload", V::PRECISION.name()),
+                    e,
+                );
                 continue;
             }
         };
-        for (index, (name, k_multiple)) in variants.iter().enumerate() {
-            for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
-                let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
-                let run = || -> Result<Vec<f64>, Error> {
-                    let mut dc = if beta == 0.0 {
-                        rt.upload(&vec![T::NAN; m * n])?
-                    } else {
-                        rt.upload(&c_in)?
-                    };
-                    launch(
-                        index,
-                        &da,
-                        &db,
-                        &mut dc,
-                        (m as u32, n as u32, k as u32),
-                        alpha,
-                        beta,
-                    )?;
-                    Ok(widen(&rt.download(&dc)?))
-                };
-                judge_gemm_float(report, &what, run(), *k_multiple, expected, precision, k);
-            }
-        }
-    }
-}
-
-/// `gemm_s8` (i8 A row-major, B column-major, i32 C, alpha and beta) over
-/// every variant, which must equal the exact product: the float64 reference
-/// is exact here (|alpha A B + beta C| stays far below 2^53). Variants that
-/// copy 16-byte chunks must refuse a `k` that is not a multiple of 16 with an
-/// `Err` naming the requirement; C is poisoned with `i32::MIN` when beta = 0.
-pub fn check_gemm_s8(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-) {
-    let widen_i8 = |v: &[i8]| -> Vec<f64> { v.iter().map(|&x| x as f64).collect() };
-    let variants = gemm_tc::gemm_s8::variants();
-    for &(m, n, k) in shapes {
-        let a = inputs.i8s(m * k);
-        let b = inputs.i8s(n * k);
-        let c_in: Vec<i32> = inputs
-            .u32s(m * n)
-            .into_iter()
-            .map(|x| (x % 2001) as i32 - 1000)
-            .collect();
-        let cases = [(1i32, 0i32), (2, -3)];
-        let expected: Vec<Vec<f64>> = cases
-            .iter()
-            .map(|&(alpha, beta)| {
-                let spec = GemmSpec {
-                    b_layout: MatrixLayout::ColMajor,
-                    alpha: alpha as f64,
-                    beta: beta as f64,
-                    ..GemmSpec::new(m, n, k)
-                };
-                let c: Option<Vec<f64>> =
-                    (beta != 0).then(|| c_in.iter().map(|&x| x as f64).collect());
-                reference::gemm_general(&spec, &widen_i8(&a), &widen_i8(&b), c.as_deref(), None)
-                    .values
-            })
-            .collect();
-        let uploaded = (|| Ok::<_, Error>((rt.upload(&a)?, rt.upload(&b)?)))();
-        let (da, db) = match uploaded {
-            Ok(v) => v,
-            Err(e) => {
-                report.error(&format!("s8 GEMM {m}x{n}x{k} upload"), e);
-                continue;
-            }
-        };
-        for consts in &variants {
-            let name = gemm_tc::gemm_s8::def().variant_name(&consts.values());
-            for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
-                let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
-                let run = || -> Result<Vec<i32>, Error> {
-                    let mut dc = if beta == 0 {
-                        rt.upload(&vec![i32::MIN; m * n])?
-                    } else {
-                        rt.upload(&c_in)?
-                    };
-                    let dims = (m as u32, n as u32, k as u32);
-                    gemm_tc::gemm_s8_with(rt, *consts, &da, &db, &mut dc, dims, alpha, beta)?;
-                    rt.download(&dc)
-                };
-                match run() {
-                    Err(e) if consts.ALIGNED && k % 16 != 0 => {
-                        let named = e.to_string().contains("k % 16 == 0");
-                        report.check(&what, named, format!("refused as it must be: {e}"));
-                    }
-                    Ok(_) if consts.ALIGNED && k % 16 != 0 => {
-                        report.check(
-                            &what,
-                            false,
-                            "ran with k not a multiple of 16 instead of refusing",
-                        );
-                    }
-                    Ok(out) => {
-                        let wrong = out
-                            .iter()
-                            .zip(expected)
-                            .position(|(&got, &want)| got as f64 != want);
-                        let detail = match wrong {
-                            None => format!("all {} elements exact", out.len()),
-                            Some(i) => format!(
-                                "element {i} (row {}, column {}) is {}, the exact value is {}",
-                                i / n,
-                                i % n,
-                                out[i],
-                                expected[i]
-                            ),
-                        };
-                        report.check(&what, wrong.is_none(), detail);
-                    }
-                    Err(e) => report.error(&what, e),
+        let poison = vec![V::Out::POISON; c_in.len()];
+        for (case_index, case) in GEMM_CASES.iter().enumerate() {
+            let (alpha, beta) = V::Scale::SCALES[usize::from(!case.beta_zero)];
+            let spec = GemmSpec {
+                c_layout: case.c_layout,
+                batch: batch(case.batches),
+                alpha: alpha.widen(),
+                beta: beta.widen(),
+                activation: case.activation,
+                ..GemmSpec::new(m, n, k)
+            };
+            let c_initial = if case.beta_zero { &poison } else { &c_in };
+            let c_initial = &c_initial[..spec.c_len()];
+            let bias_values = case.bias.then(|| widen_out(&bias));
+            let expected =
+                products.reference(&spec, Some(&widen_out(c_initial)), bias_values.as_deref());
+            for (index, variant) in variants.iter().enumerate() {
+                if !case.runs(macs, representatives[index], coverage) {
+                    continue;
                 }
+                let (a_layout, b_layout) =
+                    problem_layouts(variant.takes().layouts, case_index, case);
+                let problem = GemmProblem {
+                    a_layout,
+                    b_layout,
+                    c_layout: case.c_layout,
+                    batch: batch(case.batches),
+                    activation: case.activation,
+                    ..GemmProblem::new((m as u32, n as u32, k as u32), alpha, beta)
+                };
+                let what = format!(
+                    "{} {m}x{n}x{k} A {} B {} C {}, {} batch(es), alpha={} beta={}, bias: {}, {:?}",
+                    variant.name(),
+                    a_layout.name(),
+                    b_layout.name(),
+                    case.c_layout.name(),
+                    case.batches,
+                    alpha.widen(),
+                    beta.widen(),
+                    case.bias,
+                    case.activation,
+                );
+                let run = || -> Result<Vec<f64>, Error> {
+                    let mut dc = rt.upload(c_initial)?;
+                    let bias = case.bias.then_some(&bias_buffer);
+                    let (a, b) = (
+                        in_layout(&a_buffers, a_layout),
+                        in_layout(&b_buffers, b_layout),
+                    );
+                    variant.run(rt, &problem, a, b, &mut dc, bias)?;
+                    Ok(widen_out(&rt.download(&dc)?))
+                };
+                let refusal = expected_refusal(&variant.takes(), &problem);
+                let tolerance = GemmTolerance {
+                    precision: V::PRECISION,
+                    k,
+                    activation: case.activation,
+                };
+                judge_gemm(
+                    report,
+                    &what,
+                    run(),
+                    refusal.as_deref(),
+                    &expected,
+                    &tolerance,
+                );
             }
         }
     }
 }
 
-/// Records one run of a floating-point GEMM variant on an m x n x k problem:
-/// a variant that copies 16-byte chunks (`k_multiple`: the multiple of k it
-/// needs) must refuse any other `k` with an `Err` naming the requirement; any
-/// other run must match the float64 reference element by element within the
-/// bound of [`GemmTolerance`] for `precision`, with a relative L2 error near
-/// the output's rounding.
+/// The A and B layouts a variant gets in case `case_index`: its own (for C
+/// column-major, those of the product it computes, `C^T = B^T A^T`), or,
+/// when it takes any, the `case_index`-th combination (the cases' C layouts
+/// are spread so that every variant meets all eight).
+fn problem_layouts(
+    layouts: VariantLayouts,
+    case_index: usize,
+    case: &GemmCase,
+) -> (MatrixLayout, MatrixLayout) {
+    use MatrixLayout::{ColMajor, RowMajor};
+    let flip = |l| if l == RowMajor { ColMajor } else { RowMajor };
+    match layouts {
+        VariantLayouts::Fixed { a, b, .. } if case.c_layout == ColMajor => (flip(b), flip(a)),
+        VariantLayouts::Fixed { a, b, .. } => (a, b),
+        VariantLayouts::Any => {
+            let combination = case_index % 4;
+            (
+                MatrixLayout::ALL[combination / 2],
+                MatrixLayout::ALL[combination % 2],
+            )
+        }
+    }
+}
+
+/// What the `Err` of a variant that must refuse `problem` names: GELU on an
+/// integer C, or a leading dimension of A or B (k or m for A, n or k for B,
+/// by layout) that is not a multiple of its 16-byte chunks. Batch strides
+/// are multiples of every chunk here.
+fn expected_refusal<S: Copy>(takes: &VariantTakes, problem: &GemmProblem<S>) -> Option<String> {
+    if problem.activation == Activation::GeluTanh && !takes.gelu {
+        return Some("GELU needs a floating-point output".to_string());
+    }
+    let chunk = takes.chunks?.elements;
+    let a_leading = match problem.a_layout {
+        MatrixLayout::RowMajor => problem.k,
+        MatrixLayout::ColMajor => problem.m,
+    };
+    let b_leading = match problem.b_layout {
+        MatrixLayout::RowMajor => problem.n,
+        MatrixLayout::ColMajor => problem.k,
+    };
+    (a_leading % chunk != 0 || b_leading % chunk != 0)
+        .then(|| format!("must be a multiple of {chunk} elements"))
+}
+
+/// The buffer of `buffers` stored in `layout` (every layout is there).
+fn in_layout<T>(buffers: &[(MatrixLayout, T)], layout: MatrixLayout) -> &T {
+    let found = buffers.iter().find(|(stored, _)| *stored == layout);
+    &found.expect("an operand is uploaded in every layout").1
+}
+
+/// `batches` row-major `rows x cols` matrices (back to back in `rows_data`)
+/// stored in `layout` at `stride` elements apart; the gaps hold copies of
+/// the first elements (never read by a correct kernel).
+fn store<T: Copy>(
+    rows_data: &[T],
+    layout: MatrixLayout,
+    (rows, cols): (usize, usize),
+    stride: usize,
+    batches: usize,
+) -> Vec<T> {
+    let mut out: Vec<T> = (0..(batches - 1) * stride + rows * cols)
+        .map(|i| rows_data[i % rows_data.len()])
+        .collect();
+    for batch in 0..batches {
+        for r in 0..rows {
+            for c in 0..cols {
+                let at = batch * stride + layout.index((r, c), (rows, cols));
+                out[at] = rows_data[(batch * rows + r) * cols + c];
+            }
+        }
+    }
+    out
+}
+
+/// Records one run of a GEMM variant: a run that must be refused (`refusal`:
+/// text its `Err` must contain) must return that `Err`; any other run must
+/// match the float64 reference element by element within `tolerance`, with
+/// a relative L2 error near the output's rounding (0 for i8).
+pub fn judge_gemm(
+    report: &mut Report,
+    what: &str,
+    run: Result<Vec<f64>, Error>,
+    refusal: Option<&str>,
+    expected: &GemmReference,
+    tolerance: &GemmTolerance,
+) {
+    // Four times the relative L2 of rounding every output once (for tf32: of
+    // rounding every input, 2^-11 relative, which dominates).
+    let typical_error = match tolerance.precision {
+        GemmPrecision::I8 => 0.0,
+        GemmPrecision::Bf16 => 1e-2,
+        GemmPrecision::Tf32 => 2e-3,
+        GemmPrecision::F16 | GemmPrecision::F32 => 1e-3,
+    };
+    match (run, refusal) {
+        (Err(e), Some(refusal)) => {
+            let named = e.to_string().contains(refusal);
+            report.check(what, named, format!("refused as it must be: {e}"));
+        }
+        (Ok(_), Some(refusal)) => {
+            let why = format!("ran instead of refusing (the refusal names \"{refusal}\")");
+            report.check(what, false, why);
+        }
+        (Ok(out), None) => {
+            // The bound is a worst case (it grows with k); the relative L2 error
+            // must also be near the output's rounding, which a missing or
+            // doubled k-tile is not.
+            let check = compare::check_gemm(&out, expected, tolerance);
+            // Over the elements the GEMM writes: the gaps between batches keep
+            // C's initial values, NaN where C is poisoned.
+            let (narrow, wanted): (Vec<f32>, Vec<f64>) = out
+                .iter()
+                .zip(&expected.values)
+                .filter(|(_, want)| want.is_finite())
+                .map(|(&got, &want)| (got as f32, want))
+                .unzip();
+            let d = deviation(&narrow, &wanted);
+            let ok = check.passes() && d.rel_l2 <= typical_error;
+            report.check(
+                what,
+                ok,
+                format!("{check}; {d} (at most {typical_error:.0e})"),
+            );
+        }
+        (Err(e), None) => report.error(what, e),
+    }
+}
+
+/// [`judge_gemm`] for a floating-point GEMM without activation whose
+/// variants copying 16-byte chunks (`k_multiple`: the multiple of k they
+/// need) refuse any other `k` through the kernel's `requires`.
 pub fn judge_gemm_float(
     report: &mut Report,
     what: &str,
@@ -496,48 +652,15 @@ pub fn judge_gemm_float(
     precision: GemmPrecision,
     k: usize,
 ) {
+    let refusal = k_multiple
+        .filter(|multiple| k % multiple != 0)
+        .map(|multiple| format!("k % {multiple} == 0"));
     let tolerance = GemmTolerance {
         precision,
         k,
         activation: Activation::Identity,
     };
-    // Four times the relative L2 of rounding every output once (for tf32: of
-    // rounding every input, 2^-11 relative, which dominates).
-    let typical_error = match precision {
-        GemmPrecision::Bf16 => 1e-2,
-        GemmPrecision::Tf32 => 2e-3,
-        _ => 1e-3,
-    };
-    let refuses = k_multiple.is_some_and(|multiple| k % multiple != 0);
-    match run {
-        Err(e) if refuses => {
-            let requirement = format!("k % {} == 0", k_multiple.unwrap_or(1));
-            let named = e.to_string().contains(&requirement);
-            report.check(what, named, format!("refused as it must be: {e}"));
-        }
-        Ok(_) if refuses => {
-            report.check(
-                what,
-                false,
-                format!("ran with k not a multiple of {k_multiple:?} instead of refusing"),
-            );
-        }
-        Ok(out) => {
-            // The bound is a worst case (it grows with k); the relative L2 error
-            // must also be near the output's rounding, which a missing or
-            // doubled k-tile is not.
-            let check = compare::check_gemm(&out, expected, &tolerance);
-            let narrow: Vec<f32> = out.iter().map(|&v| v as f32).collect();
-            let d = deviation(&narrow, &expected.values);
-            let ok = check.passes() && d.rel_l2 <= typical_error;
-            report.check(
-                what,
-                ok,
-                format!("{check}; {d} (at most {typical_error:.0e})"),
-            );
-        }
-        Err(e) => report.error(what, e),
-    }
+    judge_gemm(report, what, run, refusal.as_deref(), expected, &tolerance);
 }
 
 /// `stream_scale` (the pipelined `cp_async` stream) over every variant:

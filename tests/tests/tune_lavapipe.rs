@@ -31,24 +31,45 @@ fn lavapipe() -> Runtime {
     rt
 }
 
-/// A naive GEMM with the stock launcher shape, one thread per output of an
-/// 8 x 8 tile: `MODE` 0 is correct, 1 adds 1e-3 to every output, 2 leaves
-/// the last column unwritten. The `MODE = 1` variants require an even k.
+/// A naive GEMM with the stock launcher shape (the dense GEMMs' parameters),
+/// one thread per output of an 8 x 8 tile, for what tuned calls ask: one
+/// batch, row-major A, B and C, no bias or activation. `MODE` 0 is correct,
+/// 1 adds 1e-3 to every output, 2 leaves the last column unwritten. The
+/// `MODE = 1` variants require an even k.
 #[kernel(
     arch(wgsl),
     block(64),
     tune(BM = [8], BN = [8], MODE = [0, 1, 2]),
-    requires(a.len() >= m * k, b.len() >= k * n, c.len() >= m * n, MODE != 1 || k % 2 == 0)
+    requires(
+        a.len() >= m * k,
+        b.len() >= k * n,
+        c.len() >= m * n,
+        batches == 1,
+        bias_mode == 0,
+        activation == 0,
+        !a_col_major,
+        b_row_major,
+        MODE != 1 || k % 2 == 0
+    )
 )]
 pub fn gemm_naive<const BM: u32, const BN: u32, const MODE: u32>(
     a: &[f32],
     b: &[f32],
     c: &mut [f32],
+    bias: &[f32],
     m: u32,
     n: u32,
     k: u32,
+    batches: u32,
+    stride_a: u32,
+    stride_b: u32,
+    stride_c: u32,
     alpha: f32,
     beta: f32,
+    bias_mode: u32,
+    activation: u32,
+    a_col_major: bool,
+    b_row_major: bool,
 ) {
     let t = thread_idx().x;
     let row = block_idx().y * BM + t / BN;

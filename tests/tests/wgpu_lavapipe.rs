@@ -7,15 +7,21 @@
 //! to install.
 //!
 //! Sizes: ragged ones (1, 31, 1000, 4097; GEMM up to 257 x 200 x 33), no
-//! large ones. lavapipe runs shaders on the CPU and compiles each pipeline
-//! with LLVM, so the 24 GEMM variants' compiles dominate; these sizes keep
-//! the whole file near a minute on 2 cores (about 2 minutes is the budget).
+//! large ones; the GEMM's cases sampled (`GemmCoverage::Sampled`: every
+//! variant the plain one, the first variant every layout, epilogue and
+//! batch count), since each launch costs a submission. lavapipe runs shaders
+//! on the CPU and compiles each pipeline with LLVM, so the 24 GEMM variants'
+//! compiles dominate; these sizes keep the whole file near a minute on 2
+//! cores (about 2 minutes is the budget).
 //! The large shapes are the CUDA GPU tier's (`gpu-check`).
 
 use warpforge::{BackendKind, Runtime};
 use warpforge_codegen::Target;
+use warpforge_kernels::gemm::gemm_f32;
 use warpforge_kernels::softmax;
-use warpforge_tests::checks::{check_gemm, check_histogram, check_saxpy, check_softmax, check_sum};
+use warpforge_tests::checks::{
+    check_gemm, check_histogram, check_saxpy, check_softmax, check_sum, GemmCoverage,
+};
 use warpforge_tests::report::Report;
 use warpforge_tests::{run_seed, Inputs};
 
@@ -120,5 +126,7 @@ fn softmax_rows() {
 #[test]
 fn gemm_f32() {
     let shapes = &[(1, 1, 1), (31, 17, 5), (127, 255, 63), (257, 200, 33)];
-    check(|rt, inputs, report| check_gemm(rt, inputs, report, shapes));
+    check(|rt, inputs, report| {
+        check_gemm::<gemm_f32::Consts>(rt, inputs, report, shapes, GemmCoverage::Sampled)
+    });
 }

@@ -6,7 +6,8 @@
 //! rates (`mma.sync` beside both forms of `mma.sp`), the 2:4 sparse f16 GEMM at
 //! 8192^3 beside the best dense f16 variant, the f16, bf16, tf32 and s8 Tensor
 //! Core GEMMs and the sm_70 `wmma` f16 GEMM (register-staged pipelines) at 8192^3
-//! (every 16-byte-copy variant, the best beside cuBLAS, the best per pipeline depth),
+//! (A row-major, B column-major: every 16-byte-copy variant that reads those
+//! layouts, the best beside cuBLAS, the best per pipeline depth),
 //! every variant of the SIMT f32 GEMM at 8192^3 and the fastest against cuBLAS
 //! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
 //! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):
@@ -23,6 +24,7 @@ use std::process::ExitCode;
 use warpforge::{
     bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
 };
+use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
 use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_f16_with};
 use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
@@ -252,11 +254,13 @@ fn bench_gemm_16bit(
     size: usize,
     only: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // One Tensor Core GEMM of `gemm_tc`: its `ALIGNED` variants, launched with
-    // alpha = `$one` and beta = `$zero`.
+    // One Tensor Core GEMM of `gemm_tc`: its `ALIGNED` variants that read A
+    // row-major and B column-major, launched with alpha = `$one` and beta = `$zero`.
     macro_rules! bench_aligned {
         ($kernel:ident, $with:ident, $precision:expr, $one:expr, $zero:expr, $values:expr, $agree:expr) => {{
-            let variants: Vec<_> = gemm_tc::$kernel::variants()
+            // The 16-byte-copy variants that take the TN problem.
+            let problem = GemmProblem::new((size as u32, size as u32, size as u32), $one, $zero);
+            let variants: Vec<_> = gemm_tc::$kernel::Consts::variants_for(&problem)
                 .into_iter()
                 .filter(|c| c.ALIGNED)
                 .collect();
@@ -627,10 +631,11 @@ fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error
             0.0,
         )
     })?;
-    let dense_variants: Vec<_> = gemm_tc::gemm_f16::variants()
-        .into_iter()
-        .filter(|c| c.ALIGNED)
-        .collect();
+    let dense_variants: Vec<_> =
+        gemm_tc::gemm_f16::Consts::variants_for(&GemmProblem::new((s, s, s), 1.0, 0.0))
+            .into_iter()
+            .filter(|c| c.ALIGNED)
+            .collect();
     let dense_names: Vec<String> = dense_variants.iter().map(|c| format!("{c:?}")).collect();
     println!("\ndense f16 GEMM {size}^3 on the decompressed A, every 16-byte-copy variant:");
     let dense_results = sweep(rt, size, &dense_names, |rt, i| {

@@ -3,23 +3,30 @@
 //! poisoned (NaN) before each run so that an unwritten element fails.
 //!
 //! `gpu-check` runs everything through CUDA; `--quick` runs small shapes only
-//! (for compute-sanitizer); `--wgpu` runs the WGSL variants through wgpu
+//! and samples the GEMM cases (for compute-sanitizer, where runs are dear); `--wgpu` runs the WGSL variants through wgpu
 //! instead (Vulkan/Metal/DX12: on a GPU machine, the portable path beside the
-//! PTX one); `--only NAME` runs only the checks of stock kernel NAME (and
-//! for 2:4 sparsity: `mma_sp`, the sparse Tensor Core layout; `sparse`, the
-//! device prune/compress/decompress kernels; `gemm_sparse_f16`,
+//! PTX one); `--only NAME` runs only the checks of stock kernel NAME (the
+//! dense GEMMs `gemm_f32`, `gemm_f16`, `gemm_bf16`, `gemm_tf32`, `gemm_s8`,
+//! `gemm_f16_wmma`: every variant in every layout it takes, with and
+//! without bias, ReLU and GELU, on one batch and three; `ldmatrix_trans`,
+//! the transposed operand loads of the Tensor Core GEMMs; for 2:4
+//! sparsity: `mma_sp`, the sparse Tensor Core layout; `sparse`, the device
+//! prune/compress/decompress kernels; `gemm_sparse_f16`,
 //! `gemm_sparse_bf16`). Without a
 //! GPU it says so, lists the variants it would have
-//! checked, and exits with status 2: not run is never passed.
+//! checked and how many lines each dense GEMM check prints, and exits with
+//! status 2: not run is never passed.
 
 use std::process::ExitCode;
 
 use warpforge::{BackendKind, Runtime};
 use warpforge_kernels::softmax::softmax_rows;
+use warpforge_kernels::{gemm, gemm_tc, gemm_wmma};
 use warpforge_tests::checks::{
-    check_gemm, check_gemm_bf16, check_gemm_f16, check_gemm_f16_wmma, check_gemm_s8,
-    check_gemm_tf32, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
+    check_gemm, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
+    dense_gemm_lines, GemmCoverage,
 };
+use warpforge_tests::ldmatrix::check_ldmatrix_trans;
 use warpforge_tests::report::Report;
 use warpforge_tests::sparse::{
     check_gemm_sparse_bf16, check_gemm_sparse_f16, check_mma_sp, check_sparse_device,
@@ -52,6 +59,7 @@ fn main() -> ExitCode {
         Err(e) => {
             println!("GPU TIER NOT RUN: no usable GPU: {e}");
             list_variants();
+            list_dense_gemm_lines(quick);
             println!("\n0 passed, 0 failed (not run: no GPU)");
             return ExitCode::from(NOT_RUN);
         }
@@ -98,51 +106,58 @@ fn main() -> ExitCode {
             softmax_shapes,
         );
     }
-    let gemm_shapes: &[(usize, usize, usize)] = if quick {
-        &[(1, 1, 1), (31, 17, 5), (127, 255, 63)]
-    } else {
-        &[
-            (1, 1, 1),
-            (31, 17, 5),
-            (127, 255, 63),
-            (257, 1000, 33),
-            (1000, 1000, 1000),
-        ]
-    };
+    let gemm_shapes = gemm_shapes(quick);
+    let coverage = gemm_coverage(quick);
     if wanted("gemm_f32") {
-        check_gemm(&rt, &mut inputs, &mut report, gemm_shapes);
+        check_gemm::<gemm::gemm_f32::Consts>(&rt, &mut inputs, &mut report, &gemm_shapes, coverage);
     }
     // The Tensor Core GEMMs and the cp_async stream are CUDA-only (no WGSL variant).
     if rt.device().backend.kind() == BackendKind::Cuda {
-        let tc_shapes: &[(usize, usize, usize)] = if quick {
-            &[(1, 1, 1), (127, 255, 63), (130, 72, 40)]
-        } else {
-            &[
-                (1, 1, 1),
-                (127, 255, 63),
-                (130, 72, 40),
-                (256, 256, 256),
-                (1000, 1000, 1000),
-                (4096, 4096, 4096),
-            ]
-        };
+        let tc_shapes = tensor_core_shapes(quick);
         if wanted("gemm_f16") {
-            check_gemm_f16(&rt, &mut inputs, &mut report, tc_shapes);
+            check_gemm::<gemm_tc::gemm_f16::Consts>(
+                &rt,
+                &mut inputs,
+                &mut report,
+                &tc_shapes,
+                coverage,
+            );
         }
         if wanted("gemm_bf16") {
-            check_gemm_bf16(&rt, &mut inputs, &mut report, tc_shapes);
+            check_gemm::<gemm_tc::gemm_bf16::Consts>(
+                &rt,
+                &mut inputs,
+                &mut report,
+                &tc_shapes,
+                coverage,
+            );
         }
         if wanted("gemm_tf32") {
-            check_gemm_tf32(&rt, &mut inputs, &mut report, tc_shapes);
+            check_gemm::<gemm_tc::gemm_tf32::Consts>(
+                &rt,
+                &mut inputs,
+                &mut report,
+                &tc_shapes,
+                coverage,
+            );
         }
         if wanted("gemm_s8") {
-            // k = 1000 is not a multiple of 16: add a ragged shape the 16-byte
-            // copy variants take.
-            let s8_shapes = [tc_shapes, &[(1000, 1000, 1008)]].concat();
-            check_gemm_s8(&rt, &mut inputs, &mut report, &s8_shapes);
+            check_gemm::<gemm_tc::gemm_s8::Consts>(
+                &rt,
+                &mut inputs,
+                &mut report,
+                &s8_shapes(quick),
+                coverage,
+            );
         }
         if wanted("gemm_f16_wmma") {
-            check_gemm_f16_wmma(&rt, &mut inputs, &mut report, tc_shapes);
+            check_gemm::<gemm_wmma::gemm_f16_wmma::Consts>(
+                &rt,
+                &mut inputs,
+                &mut report,
+                &tc_shapes,
+                coverage,
+            );
         }
         if wanted("stream_scale") {
             check_stream(&rt, &mut inputs, &mut report, sizes);
@@ -163,15 +178,18 @@ fn main() -> ExitCode {
             check_sparse_device(&rt, &mut inputs, &mut report, shapes);
         }
         if wanted("gemm_sparse_f16") {
-            check_gemm_sparse_f16(&rt, &mut inputs, &mut report, tc_shapes);
+            check_gemm_sparse_f16(&rt, &mut inputs, &mut report, &tc_shapes);
         }
-        // The sparse Tensor Cores (mma.sp) and bf16 exist from sm_80 on.
+        // ldmatrix, the sparse Tensor Cores (mma.sp) and bf16 exist from sm_80 on.
         if rt.device().compute_capability >= (8, 0) {
+            if wanted("ldmatrix_trans") {
+                check_ldmatrix_trans(&rt, &mut inputs, &mut report, if quick { 2 } else { 8 });
+            }
             if wanted("mma_sp") {
                 check_mma_sp(&rt, &mut inputs, &mut report, if quick { 2 } else { 8 });
             }
             if wanted("gemm_sparse_bf16") {
-                check_gemm_sparse_bf16(&rt, &mut inputs, &mut report, tc_shapes);
+                check_gemm_sparse_bf16(&rt, &mut inputs, &mut report, &tc_shapes);
             }
         }
     }
@@ -181,6 +199,109 @@ fn main() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// `--quick` serves compute-sanitizer, whose runs are dear: the GEMMs' cases
+/// sampled there.
+fn gemm_coverage(quick: bool) -> GemmCoverage {
+    if quick {
+        GemmCoverage::Sampled
+    } else {
+        GemmCoverage::Full
+    }
+}
+
+/// The shapes of the SIMT f32 GEMM (CUDA and wgpu).
+fn gemm_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
+    if quick {
+        vec![(1, 1, 1), (31, 17, 5), (127, 255, 63)]
+    } else {
+        vec![
+            (1, 1, 1),
+            (31, 17, 5),
+            (127, 255, 63),
+            (257, 1000, 33),
+            (1000, 1000, 1000),
+            (4096, 4096, 4096),
+        ]
+    }
+}
+
+/// The shapes of the Tensor Core GEMMs: ragged ones (m = 130 is no multiple
+/// of 8, so column-major A with 16-byte copies must be refused), and large.
+fn tensor_core_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
+    if quick {
+        vec![(1, 1, 1), (127, 255, 63), (130, 72, 40)]
+    } else {
+        vec![
+            (1, 1, 1),
+            (127, 255, 63),
+            (130, 72, 40),
+            (256, 256, 256),
+            (1000, 1000, 1000),
+            (4096, 4096, 4096),
+        ]
+    }
+}
+
+/// The Tensor Core shapes and, since k = 1000 is not a multiple of 16, a
+/// shape near it that the s8 16-byte-copy variants take.
+fn s8_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
+    let mut shapes = tensor_core_shapes(quick);
+    if !quick {
+        shapes.push((1000, 1000, 1008));
+    }
+    shapes
+}
+
+/// How many lines each dense GEMM check prints on a GPU (each is one run,
+/// and must pass).
+fn list_dense_gemm_lines(quick: bool) {
+    println!(
+        "
+the dense GEMM checks would print (lines each, `--only NAME`):"
+    );
+    let lines = [
+        (
+            "gemm_f32",
+            dense_gemm_lines::<gemm::gemm_f32::Consts>(&gemm_shapes(quick), gemm_coverage(quick)),
+        ),
+        (
+            "gemm_f16",
+            dense_gemm_lines::<gemm_tc::gemm_f16::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_bf16",
+            dense_gemm_lines::<gemm_tc::gemm_bf16::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_tf32",
+            dense_gemm_lines::<gemm_tc::gemm_tf32::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_s8",
+            dense_gemm_lines::<gemm_tc::gemm_s8::Consts>(&s8_shapes(quick), gemm_coverage(quick)),
+        ),
+        (
+            "gemm_f16_wmma",
+            dense_gemm_lines::<gemm_wmma::gemm_f16_wmma::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+    ];
+    for (name, count) in lines {
+        println!("  {name:<14} {count}");
     }
 }
 
