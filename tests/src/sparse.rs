@@ -401,6 +401,10 @@ pub fn check_sparse_device(
     }
 }
 
+/// What the sparse kernels' 16-byte-copy variants' refusal of a k that is not
+/// a multiple of 8 quotes (their `requires`).
+const KERNEL_K_REFUSAL: &str = "k % 8 == 0";
+
 /// Launches variant `index` of a sparse GEMM: (a, b, c, (m, n, k), alpha, beta).
 type SparseLaunch<'a, T> = dyn Fn(
         usize,
@@ -413,7 +417,8 @@ type SparseLaunch<'a, T> = dyn Fn(
     ) -> Result<(), Error>
     + 'a;
 
-/// A sparse GEMM over `variants` (name, and whether it needs k % 8 == 0):
+/// A sparse GEMM over `variants` (name, and for those that need k % 8 == 0
+/// the text their refusal of another k contains):
 /// A is random, pruned and compressed on the host; every variant must match
 /// the float64 product of the decompressed A within the dense 16-bit GEMMs'
 /// bound ([`judge_gemm_float`]); C is NaN-poisoned when beta = 0.
@@ -424,7 +429,7 @@ fn check_gemm_sparse<T: GemmFloat + DeviceSparse>(
     report: &mut Report,
     shapes: &[(usize, usize, usize)],
     precision: GemmPrecision,
-    variants: &[(String, bool)],
+    variants: &[(String, Option<&str>)],
     launch: &SparseLaunch<'_, T>,
 ) {
     let narrow = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(T::from_f32).collect() };
@@ -470,7 +475,7 @@ fn check_gemm_sparse<T: GemmFloat + DeviceSparse>(
                 continue;
             }
         };
-        for (index, (name, aligned)) in variants.iter().enumerate() {
+        for (index, (name, k_refusal)) in variants.iter().enumerate() {
             for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
                 let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
                 let run = || -> Result<Vec<f64>, Error> {
@@ -487,7 +492,7 @@ fn check_gemm_sparse<T: GemmFloat + DeviceSparse>(
                     report,
                     &what,
                     run(),
-                    aligned.then_some(8),
+                    k_refusal.filter(|_| k % 8 != 0),
                     expected,
                     precision,
                     k,
@@ -512,12 +517,20 @@ pub fn check_gemm_sparse_f16(
     } else {
         Vec::new()
     };
-    let mut names: Vec<(String, bool)> = variants
+    let mut names: Vec<(String, Option<&str>)> = variants
         .iter()
-        .map(|c| (gemm_sparse_f16::def().variant_name(&c.values()), c.ALIGNED))
+        .map(|c| {
+            let name = gemm_sparse_f16::def().variant_name(&c.values());
+            (name, c.ALIGNED.then_some(KERNEL_K_REFUSAL))
+        })
         .collect();
-    names.push(("sparse_gemm_f16 (the runtime's choice)".into(), false));
-    names.push(("decompressed_gemm_f16 (the sm_70 fallback)".into(), true));
+    names.push(("sparse_gemm_f16 (the runtime's choice)".into(), None));
+    // The fallback's wmma GEMM refuses through `GemmVariant::check`.
+    let fallback_refusal = "A's leading dimension must be a multiple of 8 elements";
+    names.push((
+        "decompressed_gemm_f16 (the sm_70 fallback)".into(),
+        Some(fallback_refusal),
+    ));
     let launch = |i: usize,
                   a: &DeviceCompressed<f16>,
                   b: &DeviceBuffer<f16>,
@@ -549,11 +562,14 @@ pub fn check_gemm_sparse_bf16(
     shapes: &[(usize, usize, usize)],
 ) {
     let variants = gemm_sparse_bf16::variants();
-    let mut names: Vec<(String, bool)> = variants
+    let mut names: Vec<(String, Option<&str>)> = variants
         .iter()
-        .map(|c| (gemm_sparse_bf16::def().variant_name(&c.values()), c.ALIGNED))
+        .map(|c| {
+            let name = gemm_sparse_bf16::def().variant_name(&c.values());
+            (name, c.ALIGNED.then_some(KERNEL_K_REFUSAL))
+        })
         .collect();
-    names.push(("sparse_gemm_bf16 (the runtime's choice)".into(), false));
+    names.push(("sparse_gemm_bf16 (the runtime's choice)".into(), None));
     let launch = |i: usize,
                   a: &DeviceCompressed<bf16>,
                   b: &DeviceBuffer<bf16>,
