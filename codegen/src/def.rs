@@ -1,7 +1,10 @@
 //! [`KernelDef`]: everything the macro records about one kernel, and the
 //! variant space it spans.
 
+use std::sync::OnceLock;
+
 use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
 
 use crate::eval;
 use crate::ir::{Arch, Kernel, Literal, Requirement};
@@ -54,6 +57,9 @@ pub struct TuneAxis {
 
 /// One kernel as the macro records it: the IR of the whole family, the targets
 /// it is compiled for, and the values of its const params.
+///
+/// Change a definition's fields before its first launch only: the runtime
+/// identifies a kernel by [`KernelDef::ir_digest`], computed once.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelDef {
     pub ir: Kernel,
@@ -64,9 +70,56 @@ pub struct KernelDef {
     /// `constrain(..)`: conditions over const params that a combination of
     /// tune values must meet to be a variant.
     pub constraints: Vec<Requirement>,
+    #[serde(skip)]
+    ir_digest: IrDigest,
+}
+
+/// The SHA-256 of a kernel's IR in its JSON form.
+pub type Digest = [u8; 32];
+
+/// [`KernelDef::ir_digest`]'s memo. It takes no part in comparisons, and a
+/// clone starts empty (a clone is often changed before use).
+#[derive(Debug, Default)]
+struct IrDigest(OnceLock<Digest>);
+
+impl Clone for IrDigest {
+    fn clone(&self) -> IrDigest {
+        IrDigest::default()
+    }
+}
+
+impl PartialEq for IrDigest {
+    fn eq(&self, _: &IrDigest) -> bool {
+        true
+    }
 }
 
 impl KernelDef {
+    pub fn new(
+        ir: Kernel,
+        targets: Vec<Target>,
+        tune: Vec<TuneAxis>,
+        constraints: Vec<Requirement>,
+    ) -> KernelDef {
+        KernelDef {
+            ir,
+            targets,
+            tune,
+            constraints,
+            ir_digest: IrDigest::default(),
+        }
+    }
+
+    /// The SHA-256 of the IR, computed on the first call: equal for equal
+    /// IRs, and what the runtime's variant caches compare on each launch
+    /// (comparing whole IRs cost tens of microseconds per launch).
+    pub fn ir_digest(&self) -> Digest {
+        *self.ir_digest.0.get_or_init(|| {
+            let json = serde_json::to_vec(&self.ir).expect("the IR always serializes");
+            Sha256::digest(json).into()
+        })
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("the IR always serializes")
     }
@@ -129,5 +182,35 @@ impl KernelDef {
             .map(|(p, v)| format!("{}={}", p.name, v))
             .collect();
         format!("{}[{}]", self.ir.name, parts.join(","))
+    }
+}
+
+#[cfg(all(test, feature = "front"))]
+mod tests {
+    use crate::front::parse_kernel_str;
+
+    fn scale(factor: &str) -> crate::KernelDef {
+        let body = format!(
+            "pub fn scale(x: &mut [f32], n: u32) {{ let i = thread_idx().x; if i < n {{ x[i] *= {factor}; }} }}"
+        );
+        parse_kernel_str("", &body).unwrap()
+    }
+
+    #[test]
+    fn the_ir_digest_tells_kernels_apart_and_is_computed_afresh_for_clones() {
+        let (two, three) = (scale("2.0"), scale("3.0"));
+        assert_eq!(two.ir_digest(), scale("2.0").ir_digest());
+        assert_ne!(two.ir_digest(), three.ir_digest());
+        // A clone's digest is its own IR's, not the memo of the original.
+        let mut changed = two.clone();
+        changed.ir = three.ir.clone();
+        assert_eq!(changed.ir_digest(), three.ir_digest());
+        // The memo takes no part in comparisons.
+        let fresh = scale("2.0");
+        assert_eq!(two, fresh);
+        // NaN literals: equal IRs, equal digests (the IR's own `==` says
+        // otherwise, as NaN != NaN).
+        let nan = scale("f32::NAN");
+        assert_eq!(nan.ir_digest(), scale("f32::NAN").ir_digest());
     }
 }

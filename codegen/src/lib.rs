@@ -16,7 +16,7 @@ pub mod ir;
 pub mod specialize;
 pub mod valid;
 
-pub use def::{KernelDef, Target, TuneAxis};
+pub use def::{Digest, KernelDef, Target, TuneAxis};
 pub use ir::{Arch, Kernel, Scalar};
 
 /// A hash of this code generator's sources (16 hex digits), computed at build

@@ -1,22 +1,22 @@
 //! [`VariantCache`]: the compiled variants of a backend, one per (kernel IR,
-//! const values, backend key), compiled on first launch and kept.
+//! const values, backend key), compiled on first launch and kept. Kernels
+//! are told apart by their IR's digest ([`KernelDef::ir_digest`]).
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use warpforge_codegen::{Kernel, KernelDef};
+use warpforge_codegen::{Digest, KernelDef};
 
 use crate::Error;
 
-/// Variants by kernel name. Names need not be unique across a program, so a
-/// hit also compares the whole IR. `K` is what else picks the code: the
-/// arch for PTX, the block shape for WGSL.
+/// Variants by the digest of their kernel's IR (names need not be unique
+/// across a program). `K` is what else picks the code: the arch for PTX,
+/// the block shape for WGSL.
 pub(crate) struct VariantCache<K, V> {
-    variants: Mutex<BTreeMap<String, Vec<Entry<K, V>>>>,
+    variants: Mutex<BTreeMap<Digest, Vec<Entry<K, V>>>>,
 }
 
 struct Entry<K, V> {
-    ir: Kernel,
     consts: Vec<i64>,
     key: K,
     variant: Arc<V>,
@@ -42,16 +42,12 @@ impl<K: PartialEq, V> VariantCache<K, V> {
     ) -> Result<Arc<V>, Error> {
         // The cache stays consistent if a holder panicked: entries are inserted whole.
         let mut variants = self.variants.lock().unwrap_or_else(PoisonError::into_inner);
-        let list = variants.entry(def.ir.name.clone()).or_default();
-        if let Some(found) = list
-            .iter()
-            .find(|e| e.key == key && e.consts == consts && e.ir == def.ir)
-        {
+        let list = variants.entry(def.ir_digest()).or_default();
+        if let Some(found) = list.iter().find(|e| e.key == key && e.consts == consts) {
             return Ok(found.variant.clone());
         }
         let variant = Arc::new(compile()?);
         list.push(Entry {
-            ir: def.ir.clone(),
             consts: consts.to_vec(),
             key,
             variant: variant.clone(),

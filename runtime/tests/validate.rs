@@ -95,8 +95,8 @@ fn saxpy() -> KernelDef {
         ),
         text: "x.len() >= n".into(),
     };
-    KernelDef {
-        ir: Kernel {
+    KernelDef::new(
+        Kernel {
             name: "saxpy".into(),
             const_params: vec![],
             params: vec![
@@ -122,16 +122,23 @@ fn saxpy() -> KernelDef {
             requires: vec![requirement],
             body: Block::new(),
         },
-        targets: vec![Target::Ptx(Arch::Sm70), Target::Ptx(Arch::Sm80)],
-        tune: vec![],
-        constraints: vec![],
-    }
+        vec![Target::Ptx(Arch::Sm70), Target::Ptx(Arch::Sm80)],
+        vec![],
+        vec![],
+    )
+}
+
+/// [`saxpy`] built for `targets`.
+fn saxpy_for(targets: Vec<Target>) -> KernelDef {
+    let mut def = saxpy();
+    def.targets = targets;
+    def
 }
 
 /// `tile<const BM: u32>(c: &mut [f32])` with `block(BM)`, for sm_80 and sm_90.
 fn tile() -> KernelDef {
-    KernelDef {
-        ir: Kernel {
+    KernelDef::new(
+        Kernel {
             name: "tile".into(),
             const_params: vec![ConstParam {
                 name: "BM".into(),
@@ -153,13 +160,13 @@ fn tile() -> KernelDef {
             requires: vec![],
             body: Block::new(),
         },
-        targets: vec![Target::Ptx(Arch::Sm80), Target::Ptx(Arch::Sm90)],
-        tune: vec![TuneAxis {
+        vec![Target::Ptx(Arch::Sm80), Target::Ptx(Arch::Sm90)],
+        vec![TuneAxis {
             name: "BM".into(),
             values: vec![64, 128],
         }],
-        constraints: vec![],
-    }
+        vec![],
+    )
 }
 
 fn f32_arg(v: f32) -> ArgInfo {
@@ -541,10 +548,7 @@ fn no_block_shape_at_all() {
 
 #[test]
 fn target_selection_takes_the_highest_supported_arch() {
-    let all = KernelDef {
-        targets: Arch::ALL.map(Target::Ptx).to_vec(),
-        ..saxpy()
-    };
+    let all = saxpy_for(Arch::ALL.map(Target::Ptx).to_vec());
     assert_eq!(select_arch(&all, &h200()).unwrap(), Arch::Sm90);
     let ampere = DeviceInfo {
         compute_capability: (8, 6),
@@ -553,10 +557,7 @@ fn target_selection_takes_the_highest_supported_arch() {
     assert_eq!(select_arch(&all, &ampere).unwrap(), Arch::Sm80);
     assert_eq!(select_arch(&all, &v100()).unwrap(), Arch::Sm70);
     // Declaration order does not matter.
-    let reversed = KernelDef {
-        targets: vec![Target::Ptx(Arch::Sm90), Target::Ptx(Arch::Sm70)],
-        ..saxpy()
-    };
+    let reversed = saxpy_for(vec![Target::Ptx(Arch::Sm90), Target::Ptx(Arch::Sm70)]);
     assert_eq!(select_arch(&reversed, &ampere).unwrap(), Arch::Sm70);
 }
 
@@ -660,18 +661,12 @@ fn wgpu_limits_storage_buffers_and_their_sizes() {
 
 #[test]
 fn a_wgsl_only_kernel_has_no_ptx_target() {
-    let wgsl_only = KernelDef {
-        targets: vec![Target::Wgsl],
-        ..saxpy()
-    };
+    let wgsl_only = saxpy_for(vec![Target::Wgsl]);
     let message = match select_arch(&wgsl_only, &h200()) {
         Err(err) => err.to_string(),
         Ok(arch) => panic!("a wgsl-only kernel got {arch:?}"),
     };
     assert!(message.contains("built for wgsl"), "{message}");
-    let mixed = KernelDef {
-        targets: vec![Target::Wgsl, Target::Ptx(Arch::Sm80)],
-        ..saxpy()
-    };
+    let mixed = saxpy_for(vec![Target::Wgsl, Target::Ptx(Arch::Sm80)]);
     assert_eq!(select_arch(&mixed, &h200()).unwrap(), Arch::Sm80);
 }

@@ -469,8 +469,8 @@ $L__BB0_2:
     /// A kernel with an empty body: enough for naming.
     fn kernel_def(name: &str, const_names: &[&str]) -> KernelDef {
         use warpforge_codegen::ir::{ConstParam, Kernel, Scalar};
-        KernelDef {
-            ir: Kernel {
+        KernelDef::new(
+            Kernel {
                 name: name.into(),
                 const_params: const_names
                     .iter()
@@ -485,13 +485,13 @@ $L__BB0_2:
                 requires: Vec::new(),
                 body: Vec::new(),
             },
-            targets: Arch::ALL
+            Arch::ALL
                 .into_iter()
                 .map(warpforge_codegen::Target::Ptx)
                 .collect(),
-            tune: Vec::new(),
-            constraints: Vec::new(),
-        }
+            Vec::new(),
+            Vec::new(),
+        )
     }
 
     fn saxpy_job(arch: Arch, block: u32, fma: &str) -> Job {

@@ -57,12 +57,7 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
     }
     match (lowered, tune) {
         (Ok((ir, constraints, variant_checks)), Ok(tune)) if errors.is_empty() => {
-            let def = KernelDef {
-                ir,
-                targets,
-                tune,
-                constraints,
-            };
+            let def = KernelDef::new(ir, targets, tune, constraints);
             if def.variants().is_empty() {
                 errors.push(
                     &item.sig.ident,

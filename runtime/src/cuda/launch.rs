@@ -155,8 +155,8 @@ mod tests {
     }
 
     fn def(name: &str, params: Vec<(&str, ParamType)>) -> KernelDef {
-        KernelDef {
-            ir: Kernel {
+        KernelDef::new(
+            Kernel {
                 name: name.into(),
                 const_params: vec![],
                 params: params
@@ -171,10 +171,10 @@ mod tests {
                 requires: vec![],
                 body: Block::new(),
             },
-            targets: vec![Target::Ptx(Arch::Sm70)],
-            tune: vec![],
-            constraints: vec![],
-        }
+            vec![Target::Ptx(Arch::Sm70)],
+            vec![],
+            vec![],
+        )
     }
 
     fn ptx(text: &str, entry: &str, shared_bytes: u32, block: Option<[u32; 3]>) -> PtxModule {

@@ -380,8 +380,8 @@ mod wgsl_tests {
     }
 
     fn def(name: &str, params: Vec<(&str, ParamType)>, targets: Vec<Target>) -> KernelDef {
-        KernelDef {
-            ir: Kernel {
+        KernelDef::new(
+            Kernel {
                 name: name.into(),
                 const_params: vec![],
                 params: params
@@ -397,9 +397,9 @@ mod wgsl_tests {
                 body: Block::new(),
             },
             targets,
-            tune: vec![],
-            constraints: vec![],
-        }
+            vec![],
+            vec![],
+        )
     }
 
     fn slice(elem: Scalar, mutable: bool) -> ParamType {
