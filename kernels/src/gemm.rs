@@ -86,27 +86,36 @@ macro_rules! simt_gemm {
             for t in 0..k_tiles + 1 {
                 if t < k_tiles {
                     let k0 = t * BK;
-                    #[unroll]
-                    for l in 0..BK * TM * TN / BN {
-                        let e = tid + l * (BM / TM * (BN / TN));
-                        if a_col_major {
+                    // One branch per operand and k-tile, outside the unrolled loads.
+                    if a_col_major {
+                        #[unroll]
+                        for l in 0..BK * TM * TN / BN {
+                            let e = tid + l * (BM / TM * (BN / TN));
                             let r = row0 + e % BM;
                             let kk = k0 + e / BM;
                             a_staged[l] = if r < m && kk < k { a[a_at + kk * m + r] } else { 0.0 };
-                        } else {
+                        }
+                    } else {
+                        #[unroll]
+                        for l in 0..BK * TM * TN / BN {
+                            let e = tid + l * (BM / TM * (BN / TN));
                             let r = row0 + e / BK;
                             let kk = k0 + e % BK;
                             a_staged[l] = if r < m && kk < k { a[a_at + r * k + kk] } else { 0.0 };
                         }
                     }
-                    #[unroll]
-                    for l in 0..BK * TM * TN / BM {
-                        let e = tid + l * (BM / TM * (BN / TN));
-                        if b_row_major {
+                    if b_row_major {
+                        #[unroll]
+                        for l in 0..BK * TM * TN / BM {
+                            let e = tid + l * (BM / TM * (BN / TN));
                             let kk = k0 + e / BN;
                             let col = col0 + e % BN;
                             b_staged[l] = if kk < k && col < n { b[b_at + kk * n + col] } else { 0.0 };
-                        } else {
+                        }
+                    } else {
+                        #[unroll]
+                        for l in 0..BK * TM * TN / BM {
+                            let e = tid + l * (BM / TM * (BN / TN));
                             let kk = k0 + e % BK;
                             let col = col0 + e / BK;
                             b_staged[l] = if kk < k && col < n { b[b_at + col * k + kk] } else { 0.0 };
@@ -136,21 +145,29 @@ macro_rules! simt_gemm {
                 }
                 if t < k_tiles {
                     let s = t % 2;
-                    #[unroll]
-                    for l in 0..BK * TM * TN / BN {
-                        let e = tid + l * (BM / TM * (BN / TN));
-                        if a_col_major {
+                    if a_col_major {
+                        #[unroll]
+                        for l in 0..BK * TM * TN / BN {
+                            let e = tid + l * (BM / TM * (BN / TN));
                             a_tile[s][e / BM][e % BM] = a_staged[l];
-                        } else {
+                        }
+                    } else {
+                        #[unroll]
+                        for l in 0..BK * TM * TN / BN {
+                            let e = tid + l * (BM / TM * (BN / TN));
                             a_tile[s][e % BK][e / BK] = a_staged[l];
                         }
                     }
-                    #[unroll]
-                    for l in 0..BK * TM * TN / BM {
-                        let e = tid + l * (BM / TM * (BN / TN));
-                        if b_row_major {
+                    if b_row_major {
+                        #[unroll]
+                        for l in 0..BK * TM * TN / BM {
+                            let e = tid + l * (BM / TM * (BN / TN));
                             b_tile[s][e / BN][e % BN] = b_staged[l];
-                        } else {
+                        }
+                    } else {
+                        #[unroll]
+                        for l in 0..BK * TM * TN / BM {
+                            let e = tid + l * (BM / TM * (BN / TN));
                             b_tile[s][e % BK][e / BK] = b_staged[l];
                         }
                     }
