@@ -56,7 +56,7 @@ macro_rules! sparse_gemm {
         /// `sparse::Compressed`: m rows of `vk = (k + 63) / 64 * 32` kept values,
         /// and `vk` `mma.sp` metadata words per 16-row tile), B (k x n)
         /// column-major or, with `B_ROW_MAJOR`, row-major, and C (m x n)
-        /// row-major or, with `c_col_major`, column-major; any m, n and k >= 1.
+        /// row-major or, with `c_col_major` 1, column-major; any m, n and k >= 1.
         /// Batch `z` reads A's values from `z * stride_a` (a multiple of 16 `vk`:
         /// whole 16-row tiles), its metadata from `z * stride_a / 16`, B from `z *
         /// stride_b` and C from `z * stride_c` (see the module docs).
@@ -155,7 +155,7 @@ macro_rules! sparse_gemm {
             a_meta: &[u32],
             b: &[$elem],
             $($params)*
-            c_col_major: bool,
+            c_col_major: u32,
         ) {
             let mut a_tile: [[[$elem; BK / 2]; BM]; STAGES] = shared();
             // B: BN rows of BK, or BK rows of BN when row-major.
@@ -202,9 +202,10 @@ macro_rules! sparse_gemm {
             // B column-major: chunk `b_ch` (k) of n rows `b_row + l * step`. B
             // row-major: chunk `b_ch` (n) of k rows `b_row + l * step`, starting
             // at column `b_gn` of C.
-            let b_chunks = if B_ROW_MAJOR { BN / 8 } else { BK / 8 };
-            let b_ch = tid % b_chunks;
-            let b_row = tid / b_chunks;
+            // (Chunks per tile row, `BN / 8` or `BK / 8`, spelled out where used:
+            // a `let` of consts is a run-time value.)
+            let b_ch = tid % (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32));
+            let b_row = tid / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32));
             let b_col = if B_ROW_MAJOR {
                 (b_ch ^ (b_row % 8)) * 8
             } else {
@@ -219,7 +220,8 @@ macro_rules! sparse_gemm {
             let mut b_row_in = [false; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
             #[unroll]
             for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / b_chunks);
+                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                 if B_ROW_MAJOR {
                     b_row_at[l] = b_at + r * n + b_gn;
                 } else {
@@ -287,7 +289,8 @@ macro_rules! sparse_gemm {
                         let gk = if B_ROW_MAJOR { k0 * n } else { k0 + b_ch * 8 };
                         #[unroll]
                         for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / b_chunks);
+                            let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                             cp_async(&mut b_tile[ws][r][b_col], &b[b_row_at[l] + gk], 16, 16);
                         }
                     } else {
@@ -316,7 +319,8 @@ macro_rules! sparse_gemm {
                             // n is a multiple of 8: a chunk is wholly in or out.
                             #[unroll]
                             for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / b_chunks);
+                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                                 let inside = b_gn < n && k0 + r < k;
                                 let at = if inside { b_row_at[l] + k0 * n } else { 0 };
                                 let bytes = if inside { 16u32 } else { 0 };
@@ -328,7 +332,8 @@ macro_rules! sparse_gemm {
                             let k_at = if gk < k { gk } else { 0 };
                             #[unroll]
                             for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / b_chunks);
+                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                                 let bytes = if b_row_in[l] { k_bytes } else { 0 };
                                 cp_async(
                                     &mut b_tile[ws][r][b_col],
@@ -340,7 +345,8 @@ macro_rules! sparse_gemm {
                         } else {
                             #[unroll]
                             for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / b_chunks);
+                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                                 #[unroll]
                                 for q in 0..8u32 {
                                     let inside = if B_ROW_MAJOR {
@@ -437,7 +443,10 @@ macro_rules! sparse_gemm {
             // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
             // of the 16 x 8 tile (ptx-notes.md §3, the same for mma.sp). C is
             // stored in either layout: a column-major C cannot be computed as
-            // C^T = B^T A^T (as the dense family does) when A is the sparse operand.
+            // C^T = B^T A^T (as the dense family does) when A is the sparse
+            // operand. (`c_col_major` is a u32, 1 for column-major: a bool
+            // parameter becomes a predicate at the kernel's entry, which ptxas
+            // keeps live through the main loop.)
             let g = lane / 4;
             let t4 = lane % 4;
             // The batch read again rather than kept from the start, so that
@@ -454,7 +463,7 @@ macro_rules! sparse_gemm {
                         for q in 0..2u32 {
                             let col = col0 + wn0 + j * 8 + t4 * 2 + q;
                             if r < m && col < n && block_idx().z < batches {
-                                let idx = if c_col_major {
+                                let idx = if c_col_major == 1 {
                                     c_at + col * m + r
                                 } else {
                                     c_at + r * n + col
@@ -545,7 +554,7 @@ macro_rules! sparse_variant {
                     KernelArg::buffer(bias),
                 ];
                 args.extend(kernel.scalar_args(bias_mode));
-                args.push(KernelArg::scalar(c_layout == MatrixLayout::ColMajor));
+                args.push(KernelArg::scalar(u32::from(c_layout == MatrixLayout::ColMajor)));
                 rt.launch(
                     $kernel::def(),
                     &self.values(),
