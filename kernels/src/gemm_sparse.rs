@@ -121,10 +121,12 @@ macro_rules! sparse_gemm {
                 ALIGNED || STAGES == 2 && BK == 64,
                 BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
                 STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024,
-                // Row-major B in a few tiles (the fastest TN one and the
-                // element-wise fallbacks), so that the build stays bounded.
+                // Row-major B in a few tiles (the fastest TN one, a small one
+                // and the element-wise fallbacks), so that the build stays
+                // bounded.
                 !B_ROW_MAJOR
                     || ALIGNED && STAGES == 3 && BM * BN * BK == 128 * 128 * 64 && WARP == 64
+                    || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 64 && WARP == 32
                     || !ALIGNED && BM == BN,
                 // A row-major B tile's copies cover k rows in steps of a multiple
                 // of 8, so each thread's swizzle is one for all its rows.
@@ -554,7 +556,9 @@ macro_rules! sparse_variant {
                     KernelArg::buffer(bias),
                 ];
                 args.extend(kernel.scalar_args(bias_mode));
-                args.push(KernelArg::scalar(u32::from(c_layout == MatrixLayout::ColMajor)));
+                args.push(KernelArg::scalar(u32::from(
+                    c_layout == MatrixLayout::ColMajor,
+                )));
                 rt.launch(
                     $kernel::def(),
                     &self.values(),

@@ -175,8 +175,9 @@ fn check_softmax_shapes(
 /// The cases each dense GEMM variant runs on each shape: every epilogue
 /// (none, bias, bias + ReLU, bias + GELU) on one batch and on three strided
 /// ones, both C layouts, beta 0 (C poisoned: it must be neither read nor
-/// left unwritten) and beta != 0 (C random).
-const GEMM_CASES: [GemmCase; 9] = {
+/// left unwritten) and beta != 0 (C random). The sparse GEMMs run them too
+/// (`sparse::check_gemm_sparse`).
+pub const GEMM_CASES: [GemmCase; 9] = {
     use Activation::{GeluTanh, Identity, Relu};
     use MatrixLayout::{ColMajor, RowMajor};
     [
@@ -196,7 +197,7 @@ const GEMM_CASES: [GemmCase; 9] = {
 /// variant and the other one-batch cases on the first variant of each
 /// layout: the float64 reference and the comparisons grow with the shape,
 /// the kernels' epilogue, layout and batch handling do not.
-const LARGE_GEMM: usize = 1 << 28;
+pub const LARGE_GEMM: usize = 1 << 28;
 
 /// Which variants run which of [`GEMM_CASES`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,14 +210,15 @@ pub enum GemmCoverage {
     Sampled,
 }
 
-/// One run of a dense GEMM variant: see [`GEMM_CASES`].
+/// One run of a GEMM variant: see [`GEMM_CASES`].
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct GemmCase {
-    beta_zero: bool,
-    bias: bool,
-    activation: Activation,
-    batches: u32,
-    c_layout: MatrixLayout,
+pub struct GemmCase {
+    /// Beta 0 (the scales' first pair, C poisoned), or not (the second, C random).
+    pub beta_zero: bool,
+    pub bias: bool,
+    pub activation: Activation,
+    pub batches: u32,
+    pub c_layout: MatrixLayout,
 }
 
 impl GemmCase {
@@ -238,7 +240,7 @@ impl GemmCase {
 
     /// Whether this case runs on a shape of `macs` multiply-adds for a
     /// variant that is (or is not) the first of its layouts.
-    fn runs(&self, macs: usize, representative: bool, coverage: GemmCoverage) -> bool {
+    pub fn runs(&self, macs: usize, representative: bool, coverage: GemmCoverage) -> bool {
         let plain = self == &GEMM_CASES[0];
         let every_variant = plain || coverage == GemmCoverage::Full && macs <= LARGE_GEMM;
         let affordable = macs <= LARGE_GEMM || self.batches == 1;
@@ -492,7 +494,7 @@ pub fn check_gemm<V: CheckedGemm>(
                     variant.run(rt, &problem, a, b, &mut dc, bias)?;
                     Ok(widen_out(&rt.download(&dc)?))
                 };
-                let refusal = expected_refusal(&variant.takes(), &problem);
+                let refusal = expected_refusal(&variant.takes(), &problem, true);
                 let tolerance = GemmTolerance {
                     precision: V::PRECISION,
                     k,
@@ -536,10 +538,15 @@ fn problem_layouts(
 }
 
 /// What the `Err` of a variant that must refuse `problem` names: GELU on an
-/// integer C, or a leading dimension of A or B (k or m for A, n or k for B,
-/// by layout) that is not a multiple of its 16-byte chunks. Batch strides
-/// are multiples of every chunk here.
-fn expected_refusal<S: Copy>(takes: &VariantTakes, problem: &GemmProblem<S>) -> Option<String> {
+/// integer C, or a leading dimension of A (where `a_in_chunks`: not a
+/// compressed sparse A) or B (k or m for A, n or k for B, by layout) that is
+/// not a multiple of its 16-byte chunks. Batch strides are multiples of
+/// every chunk here.
+pub fn expected_refusal<S: Copy>(
+    takes: &VariantTakes,
+    problem: &GemmProblem<S>,
+    a_in_chunks: bool,
+) -> Option<String> {
     if problem.activation == Activation::GeluTanh && !takes.gelu {
         return Some("GELU needs a floating-point output".to_string());
     }
@@ -552,12 +559,12 @@ fn expected_refusal<S: Copy>(takes: &VariantTakes, problem: &GemmProblem<S>) -> 
         MatrixLayout::RowMajor => problem.n,
         MatrixLayout::ColMajor => problem.k,
     };
-    (a_leading % chunk != 0 || b_leading % chunk != 0)
+    (a_in_chunks && a_leading % chunk != 0 || b_leading % chunk != 0)
         .then(|| format!("must be a multiple of {chunk} elements"))
 }
 
 /// The buffer of `buffers` stored in `layout` (every layout is there).
-fn in_layout<T>(buffers: &[(MatrixLayout, T)], layout: MatrixLayout) -> &T {
+pub fn in_layout<T>(buffers: &[(MatrixLayout, T)], layout: MatrixLayout) -> &T {
     let found = buffers.iter().find(|(stored, _)| *stored == layout);
     &found.expect("an operand is uploaded in every layout").1
 }
@@ -565,7 +572,7 @@ fn in_layout<T>(buffers: &[(MatrixLayout, T)], layout: MatrixLayout) -> &T {
 /// `batches` row-major `rows x cols` matrices (back to back in `rows_data`)
 /// stored in `layout` at `stride` elements apart; the gaps hold copies of
 /// the first elements (never read by a correct kernel).
-fn store<T: Copy>(
+pub fn store<T: Copy>(
     rows_data: &[T],
     layout: MatrixLayout,
     (rows, cols): (usize, usize),
@@ -638,29 +645,6 @@ pub fn judge_gemm(
         }
         (Err(e), None) => report.error(what, e),
     }
-}
-
-/// [`judge_gemm`] for a floating-point GEMM without activation whose
-/// variants copying 16-byte chunks (`k_multiple`: the multiple of k they
-/// need) refuse any other `k` through the kernel's `requires`.
-pub fn judge_gemm_float(
-    report: &mut Report,
-    what: &str,
-    run: Result<Vec<f64>, Error>,
-    k_multiple: Option<usize>,
-    expected: &GemmReference,
-    precision: GemmPrecision,
-    k: usize,
-) {
-    let refusal = k_multiple
-        .filter(|multiple| k % multiple != 0)
-        .map(|multiple| format!("k % {multiple} == 0"));
-    let tolerance = GemmTolerance {
-        precision,
-        k,
-        activation: Activation::Identity,
-    };
-    judge_gemm(report, what, run, refusal.as_deref(), expected, &tolerance);
 }
 
 /// `stream_scale` (the pipelined `cp_async` stream) over every variant:

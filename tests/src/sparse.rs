@@ -13,15 +13,20 @@
 
 use warpforge::prelude::*;
 use warpforge::{DeviceScalar, GemmPrecision, MatrixLayout};
+use warpforge_kernels::gemm_problem::{Chunks, GemmProblem, VariantLayouts, VariantTakes};
 use warpforge_kernels::gemm_sparse::{
-    decompressed_gemm_f16, gemm_sparse_bf16, gemm_sparse_bf16_with, gemm_sparse_f16,
-    gemm_sparse_f16_with, has_sparse_tensor_cores, sparse_gemm_bf16, sparse_gemm_f16,
+    decompressed_gemm_f16, gemm_sparse_bf16, gemm_sparse_f16, has_sparse_tensor_cores,
+    sparse_gemm_bf16, sparse_gemm_f16, SparseGemmVariant,
 };
 use warpforge_kernels::sparse::device::{self, DeviceCompressed, DeviceSparse};
 use warpforge_kernels::sparse::{self, Compressed, SparseElement};
 
-use crate::checks::judge_gemm_float;
-use crate::reference::{self, GemmReference, GemmSpec};
+use crate::checks::{
+    expected_refusal, in_layout, judge_gemm, store, GemmCase, GemmCoverage, GemmData, GemmScale,
+    GEMM_CASES, LARGE_GEMM,
+};
+use crate::compare::GemmTolerance;
+use crate::reference::{GemmBatch, GemmProducts, GemmSpec};
 use crate::report::Report;
 use crate::{GemmFloat, Inputs};
 
@@ -401,176 +406,286 @@ pub fn check_sparse_device(
     }
 }
 
-/// Launches variant `index` of a sparse GEMM: (a, b, c, (m, n, k), alpha, beta).
-type SparseLaunch<'a, T> = dyn Fn(
-        usize,
-        &DeviceCompressed<T>,
-        &DeviceBuffer<T>,
-        &mut DeviceBuffer<T>,
-        (u32, u32, u32),
-        f32,
-        f32,
-    ) -> Result<(), Error>
-    + 'a;
+/// A shorthand sparse GEMM entry point: `(rt, problem, a, b, c, bias)`.
+pub type SparseLaunch<T> = fn(
+    &Runtime,
+    &GemmProblem<f32>,
+    &DeviceCompressed<T>,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    Option<&DeviceBuffer<T>>,
+) -> Result<(), Error>;
 
-/// A sparse GEMM over `variants` (name, and whether it needs k % 8 == 0):
-/// A is random, pruned and compressed on the host; every variant must match
-/// the float64 product of the decompressed A within the dense 16-bit GEMMs'
-/// bound ([`judge_gemm_float`]); C is NaN-poisoned when beta = 0.
-#[allow(clippy::too_many_arguments)]
-fn check_gemm_sparse<T: GemmFloat + DeviceSparse>(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-    precision: GemmPrecision,
-    variants: &[(String, bool)],
-    launch: &SparseLaunch<'_, T>,
-) {
-    let narrow = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(T::from_f32).collect() };
-    let widen = |v: &[T]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
-    for &(m, n, k) in shapes {
-        let dense = narrow(inputs.f32s(m * k));
-        let b = narrow(inputs.f32s(n * k));
-        let c_in = narrow(inputs.f32s(m * n));
-        let compressed = match Compressed::prune(&dense, m, k) {
-            Ok(c) => c,
-            Err(e) => {
-                report.error(
-                    &format!("sparse {} GEMM {m}x{n}x{k}: host", precision.name()),
-                    e,
-                );
-                continue;
-            }
-        };
-        let a = widen(&compressed.decompress());
-        let cases = [(1.5f32, 0.0f32), (0.75, -0.5)];
-        let expected: Vec<GemmReference> = cases
-            .iter()
-            .map(|&(alpha, beta)| {
-                let spec = GemmSpec {
-                    b_layout: MatrixLayout::ColMajor,
-                    alpha: alpha as f64,
-                    beta: beta as f64,
-                    ..GemmSpec::new(m, n, k)
-                };
-                let c = (beta != 0.0).then(|| widen(&c_in));
-                reference::gemm_general(&spec, &a, &widen(&b), c.as_deref(), None)
+/// A sparse GEMM family the GPU tier checks: its precision, and its
+/// shorthand entry points besides the variants.
+pub trait CheckedSparseGemm: SparseGemmVariant<Elem: GemmFloat + DeviceSparse> {
+    const PRECISION: GemmPrecision;
+    /// The entry point that picks the variant (the runtime's choice).
+    const PICKED: (&'static str, SparseLaunch<Self::Elem>);
+    /// The fallback without sparse Tensor Cores (a decompressed A through a
+    /// dense GEMM that copies 16-byte chunks of A and B), where there is one.
+    const FALLBACK: Option<(&'static str, SparseLaunch<Self::Elem>)>;
+}
+
+impl CheckedSparseGemm for gemm_sparse_f16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::F16;
+    const PICKED: (&'static str, SparseLaunch<f16>) = ("sparse_gemm_f16", sparse_gemm_f16);
+    const FALLBACK: Option<(&'static str, SparseLaunch<f16>)> =
+        Some(("decompressed_gemm_f16", decompressed_gemm_f16));
+}
+
+impl CheckedSparseGemm for gemm_sparse_bf16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::Bf16;
+    const PICKED: (&'static str, SparseLaunch<bf16>) = ("sparse_gemm_bf16", sparse_gemm_bf16);
+    const FALLBACK: Option<(&'static str, SparseLaunch<bf16>)> = None;
+}
+
+/// One way the check runs a sparse GEMM.
+enum SparseRun<V: CheckedSparseGemm> {
+    /// A variant (on GPUs with sparse Tensor Cores), and whether it is the
+    /// first of its B layout (which runs every case where coverage is sampled).
+    Variant(V, bool),
+    /// An entry point that takes either B layout and runs every case; `dense`
+    /// for the fallback, which copies 16-byte chunks of A and B.
+    Path(&'static str, SparseLaunch<V::Elem>, bool),
+}
+
+impl<V: CheckedSparseGemm> SparseRun<V> {
+    /// The variants (with sparse Tensor Cores), then the entry points.
+    fn all(sparse_tensor_cores: bool) -> Vec<SparseRun<V>> {
+        let mut seen = Vec::new();
+        let variants = V::variants().into_iter().filter(|_| sparse_tensor_cores);
+        let mut runs: Vec<SparseRun<V>> = variants
+            .map(|v| {
+                let first = !seen.contains(&v.b_layout());
+                seen.push(v.b_layout());
+                SparseRun::Variant(v, first)
             })
             .collect();
-        let uploaded =
-            (|| Ok::<_, Error>((DeviceCompressed::upload(rt, &compressed)?, rt.upload(&b)?)))();
-        let (da, db) = match uploaded {
-            Ok(v) => v,
-            Err(e) => {
-                report.error(
-                    &format!("sparse {} GEMM {m}x{n}x{k} upload", precision.name()),
-                    e,
-                );
-                continue;
-            }
+        runs.push(SparseRun::Path(V::PICKED.0, V::PICKED.1, false));
+        if let Some((name, launch)) = V::FALLBACK {
+            runs.push(SparseRun::Path(name, launch, true));
+        }
+        runs
+    }
+
+    fn name(&self) -> String {
+        match self {
+            SparseRun::Variant(v, _) => v.name(),
+            SparseRun::Path(name, _, _) => format!("{name} (picks its variant)"),
+        }
+    }
+
+    fn reads(&self, b_layout: MatrixLayout) -> bool {
+        match self {
+            SparseRun::Variant(v, _) => v.b_layout() == b_layout,
+            SparseRun::Path(..) => true,
+        }
+    }
+
+    fn representative(&self) -> bool {
+        match self {
+            SparseRun::Variant(_, first) => *first,
+            SparseRun::Path(..) => true,
+        }
+    }
+
+    /// What its refusal of `problem` names, if it must refuse it.
+    fn refusal(&self, problem: &GemmProblem<f32>) -> Option<String> {
+        let takes = |chunks| VariantTakes {
+            layouts: VariantLayouts::Any,
+            chunks,
+            gelu: true,
         };
-        for (index, (name, aligned)) in variants.iter().enumerate() {
-            for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
-                let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
-                let run = || -> Result<Vec<f64>, Error> {
-                    let mut dc = if beta == 0.0 {
-                        rt.upload(&vec![T::NAN; m * n])?
-                    } else {
-                        rt.upload(&c_in)?
-                    };
-                    let dims = (m as u32, n as u32, k as u32);
-                    launch(index, &da, &db, &mut dc, dims, alpha, beta)?;
-                    Ok(widen(&rt.download(&dc)?))
+        match self {
+            SparseRun::Variant(v, _) => expected_refusal(&takes(v.chunks()), problem, false),
+            SparseRun::Path(_, _, false) => None,
+            SparseRun::Path(_, _, true) => {
+                let chunks = Chunks {
+                    elements: 8,
+                    otherwise: "",
                 };
-                judge_gemm_float(
-                    report,
-                    &what,
-                    run(),
-                    aligned.then_some(8),
-                    expected,
-                    precision,
-                    k,
-                );
+                expected_refusal(&takes(Some(chunks)), problem, true)
             }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        rt: &Runtime,
+        problem: &GemmProblem<f32>,
+        a: &DeviceCompressed<V::Elem>,
+        b: &DeviceBuffer<V::Elem>,
+        c: &mut DeviceBuffer<V::Elem>,
+        bias: Option<&DeviceBuffer<V::Elem>>,
+    ) -> Result<(), Error> {
+        match self {
+            SparseRun::Variant(v, _) => v.run(rt, problem, a, b, c, bias),
+            SparseRun::Path(_, launch, _) => launch(rt, problem, a, b, c, bias),
         }
     }
 }
 
-/// `gemm_sparse_f16` over every variant (on GPUs with sparse Tensor Cores),
-/// then `sparse_gemm_f16` (the runtime's choice) and `decompressed_gemm_f16`
-/// (the sm_70 fallback, which every GPU runs); see [`check_gemm_sparse`].
-pub fn check_gemm_sparse_f16(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
+/// The lines [`check_gemm_sparse`] reports for family `V` on `shapes` (on a
+/// GPU with sparse Tensor Cores) when nothing fails to upload: one per run.
+pub fn sparse_gemm_lines<V: CheckedSparseGemm>(
     shapes: &[(usize, usize, usize)],
-) {
-    // Without sparse Tensor Cores only the two paths that run there.
-    let variants = if has_sparse_tensor_cores(rt) {
-        gemm_sparse_f16::variants()
-    } else {
-        Vec::new()
+    coverage: GemmCoverage,
+) -> usize {
+    let runs = SparseRun::<V>::all(true);
+    let count = |&(m, n, k): &(usize, usize, usize)| {
+        let runs_of = |case: &GemmCase| {
+            let per_layout = |b| {
+                let reading = runs.iter().filter(|run| run.reads(b));
+                let running =
+                    reading.filter(|run| case.runs(m * n * k, run.representative(), coverage));
+                running.count()
+            };
+            MatrixLayout::ALL.into_iter().map(per_layout).sum::<usize>()
+        };
+        GEMM_CASES.iter().map(runs_of).sum::<usize>()
     };
-    let mut names: Vec<(String, bool)> = variants
-        .iter()
-        .map(|c| (gemm_sparse_f16::def().variant_name(&c.values()), c.ALIGNED))
-        .collect();
-    names.push(("sparse_gemm_f16 (the runtime's choice)".into(), false));
-    names.push(("decompressed_gemm_f16 (the sm_70 fallback)".into(), true));
-    let launch = |i: usize,
-                  a: &DeviceCompressed<f16>,
-                  b: &DeviceBuffer<f16>,
-                  c: &mut DeviceBuffer<f16>,
-                  dims,
-                  alpha,
-                  beta| match i.checked_sub(variants.len()) {
-        None => gemm_sparse_f16_with(rt, variants[i], a, b, c, dims, alpha, beta),
-        Some(0) => sparse_gemm_f16(rt, a, b, c, dims, alpha, beta),
-        Some(_) => decompressed_gemm_f16(rt, a, b, c, dims, alpha, beta),
-    };
-    check_gemm_sparse(
-        rt,
-        inputs,
-        report,
-        shapes,
-        GemmPrecision::F16,
-        &names,
-        &launch,
-    );
+    shapes.iter().map(count).sum()
 }
 
-/// `gemm_sparse_bf16` over every variant, then `sparse_gemm_bf16`; see
-/// [`check_gemm_sparse`].
-pub fn check_gemm_sparse_bf16(
+/// A sparse GEMM family `V` over every variant (where the GPU has sparse
+/// Tensor Cores) and its entry points ([`CheckedSparseGemm`]), every shape,
+/// both B layouts and every [`GEMM_CASES`] case (C layout, bias, ReLU, GELU,
+/// beta, strided batches; as `coverage` and [`LARGE_GEMM`] allow): A is
+/// random, each batch padded to a multiple of 16 rows, the stack pruned and
+/// compressed on the host (`stride_a` = 16-row-aligned batches, as the
+/// sparse GEMMs take them); every run must match the float64 reference of
+/// the decompressed A within [`GemmTolerance`], or refuse (16-byte copies of
+/// a B whose leading dimension is not a multiple of 8) with an `Err` naming
+/// the constraint.
+pub fn check_gemm_sparse<V: CheckedSparseGemm>(
     rt: &Runtime,
     inputs: &mut Inputs,
     report: &mut Report,
     shapes: &[(usize, usize, usize)],
+    coverage: GemmCoverage,
 ) {
-    let variants = gemm_sparse_bf16::variants();
-    let mut names: Vec<(String, bool)> = variants
-        .iter()
-        .map(|c| (gemm_sparse_bf16::def().variant_name(&c.values()), c.ALIGNED))
-        .collect();
-    names.push(("sparse_gemm_bf16 (the runtime's choice)".into(), false));
-    let launch = |i: usize,
-                  a: &DeviceCompressed<bf16>,
-                  b: &DeviceBuffer<bf16>,
-                  c: &mut DeviceBuffer<bf16>,
-                  dims,
-                  alpha,
-                  beta| match variants.get(i) {
-        Some(&consts) => gemm_sparse_bf16_with(rt, consts, a, b, c, dims, alpha, beta),
-        None => sparse_gemm_bf16(rt, a, b, c, dims, alpha, beta),
-    };
-    check_gemm_sparse(
-        rt,
-        inputs,
-        report,
-        shapes,
-        GemmPrecision::Bf16,
-        &names,
-        &launch,
-    );
+    let runs = SparseRun::<V>::all(has_sparse_tensor_cores(rt));
+    let precision = V::PRECISION;
+    let widen = |v: &[V::Elem]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
+    for &(m, n, k) in shapes {
+        let macs = m * n * k;
+        let batches = if macs <= LARGE_GEMM { 3 } else { 1 };
+        // A's batches 16-row aligned; B's and C's a multiple of every chunk apart, with a gap.
+        let a_rows_apart = m.next_multiple_of(16);
+        let padded = |len: usize| len.next_multiple_of(16) + 16;
+        let (stride_b, stride_c) = (padded(k * n), padded(m * n));
+        let batch = |count| GemmBatch {
+            count,
+            stride_a: (a_rows_apart * k) as u32,
+            stride_b: stride_b as u32,
+            stride_c: stride_c as u32,
+        };
+        let stack_rows = (batches - 1) * a_rows_apart + m;
+        let mut stack = V::Elem::draw(inputs, stack_rows * k);
+        for (r, row) in stack.chunks_mut(k.max(1)).enumerate() {
+            if r % a_rows_apart >= m {
+                row.fill(V::Elem::ZERO);
+            }
+        }
+        let compressed = match Compressed::prune(&stack, stack_rows, k) {
+            Ok(c) => c,
+            Err(e) => {
+                report.error(&format!("sparse {precision} GEMM {m}x{n}x{k}: host"), e);
+                continue;
+            }
+        };
+        // Each batch's pruned A, back to back, for the products.
+        let pruned = compressed.decompress();
+        let a_rows: Vec<V::Elem> = (0..batches)
+            .flat_map(|i| &pruned[i * a_rows_apart * k..(i * a_rows_apart + m) * k])
+            .copied()
+            .collect();
+        let b_rows = V::Elem::draw(inputs, batches * k * n);
+        let c_in = V::Elem::draw(inputs, (batches - 1) * stride_c + m * n);
+        let bias = V::Elem::draw(inputs, n);
+        let products = GemmProducts::new(&widen(&a_rows), &widen(&b_rows), (m, n, k), batches);
+        let uploaded = (|| {
+            let mut b = Vec::new();
+            for layout in MatrixLayout::ALL {
+                let stored = store(&b_rows, layout, (k, n), stride_b, batches);
+                b.push((layout, rt.upload(&stored)?));
+            }
+            Ok::<_, Error>((
+                DeviceCompressed::upload(rt, &compressed)?,
+                b,
+                rt.upload(&bias)?,
+            ))
+        })();
+        let (a, b_buffers, bias_buffer) = match uploaded {
+            Ok(buffers) => buffers,
+            Err(e) => {
+                report.error(&format!("sparse {precision} GEMM {m}x{n}x{k} upload"), e);
+                continue;
+            }
+        };
+        let poison = vec![V::Elem::NAN; c_in.len()];
+        for case in &GEMM_CASES {
+            let (alpha, beta) = f32::SCALES[usize::from(!case.beta_zero)];
+            let spec = GemmSpec {
+                c_layout: case.c_layout,
+                batch: batch(case.batches),
+                alpha: alpha.into(),
+                beta: beta.into(),
+                activation: case.activation,
+                ..GemmSpec::new(m, n, k)
+            };
+            let c_initial = if case.beta_zero { &poison } else { &c_in };
+            let c_initial = &c_initial[..spec.c_len()];
+            let bias_values = case.bias.then(|| widen(&bias));
+            let expected =
+                products.reference(&spec, Some(&widen(c_initial)), bias_values.as_deref());
+            for b_layout in MatrixLayout::ALL {
+                for run in runs.iter().filter(|run| run.reads(b_layout)) {
+                    if !case.runs(macs, run.representative(), coverage) {
+                        continue;
+                    }
+                    let problem = GemmProblem {
+                        b_layout,
+                        c_layout: case.c_layout,
+                        batch: batch(case.batches),
+                        activation: case.activation,
+                        ..GemmProblem::new((m as u32, n as u32, k as u32), alpha, beta)
+                    };
+                    let what = format!(
+                        "{} {m}x{n}x{k} B {} C {}, {} batch(es), alpha={alpha} beta={beta}, \
+                         bias: {}, {:?}",
+                        run.name(),
+                        b_layout.name(),
+                        case.c_layout.name(),
+                        case.batches,
+                        case.bias,
+                        case.activation,
+                    );
+                    let result = || -> Result<Vec<f64>, Error> {
+                        let mut dc = rt.upload(c_initial)?;
+                        let bias = case.bias.then_some(&bias_buffer);
+                        let b = in_layout(&b_buffers, b_layout);
+                        run.run(rt, &problem, &a, b, &mut dc, bias)?;
+                        Ok(widen(&rt.download(&dc)?))
+                    };
+                    let tolerance = GemmTolerance {
+                        precision,
+                        k,
+                        activation: case.activation,
+                    };
+                    let refusal = run.refusal(&problem);
+                    judge_gemm(
+                        report,
+                        &what,
+                        result(),
+                        refusal.as_deref(),
+                        &expected,
+                        &tolerance,
+                    );
+                }
+            }
+        }
+    }
 }
