@@ -238,6 +238,79 @@ impl GemmCase {
         }
     }
 
+    /// What this case starts from and must end with, on the shape and first
+    /// batches of `products` (`batch`: this case's batches): its (alpha,
+    /// beta), C's initial buffer (from `(c_in, poison, bias)`: the random C,
+    /// or the poisoned one where beta is 0) and the float64 reference.
+    pub fn expected<'c, S: GemmScale, O: GemmOutput>(
+        &self,
+        products: &GemmProducts,
+        batch: GemmBatch,
+        (c_in, poison, bias): (&'c [O], &'c [O], &[O]),
+    ) -> ((S, S), &'c [O], GemmReference) {
+        let widen = |v: &[O]| -> Vec<f64> { v.iter().map(|x| x.widen()).collect() };
+        let (alpha, beta) = S::SCALES[usize::from(!self.beta_zero)];
+        let (m, n, k) = products.dims();
+        let spec = GemmSpec {
+            c_layout: self.c_layout,
+            batch,
+            alpha: alpha.widen(),
+            beta: beta.widen(),
+            activation: self.activation,
+            ..GemmSpec::new(m, n, k)
+        };
+        let c_initial = if self.beta_zero { poison } else { c_in };
+        let c_initial = &c_initial[..spec.c_len()];
+        let bias_values = self.bias.then(|| widen(bias));
+        let expected = products.reference(&spec, Some(&widen(c_initial)), bias_values.as_deref());
+        ((alpha, beta), c_initial, expected)
+    }
+
+    /// This case's problem on `(m, n, k)`, A and B in `layouts`.
+    pub fn problem<S: Copy>(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        (a_layout, b_layout): (MatrixLayout, MatrixLayout),
+        batch: GemmBatch,
+        (alpha, beta): (S, S),
+    ) -> GemmProblem<S> {
+        GemmProblem {
+            a_layout,
+            b_layout,
+            c_layout: self.c_layout,
+            batch,
+            activation: self.activation,
+            ..GemmProblem::new((m as u32, n as u32, k as u32), alpha, beta)
+        }
+    }
+
+    /// The report line's name of a run of `variant` on this case's `problem`.
+    pub fn describe<S: GemmScale>(&self, variant: &str, problem: &GemmProblem<S>) -> String {
+        format!(
+            "{variant} {}x{}x{} A {} B {} C {}, {} batch(es), alpha={} beta={}, bias: {}, {:?}",
+            problem.m,
+            problem.n,
+            problem.k,
+            problem.a_layout.name(),
+            problem.b_layout.name(),
+            problem.c_layout.name(),
+            self.batches,
+            problem.alpha.widen(),
+            problem.beta.widen(),
+            self.bias,
+            self.activation,
+        )
+    }
+
+    /// The error bound of this case's outputs for a GEMM of `precision`.
+    pub fn tolerance(&self, precision: GemmPrecision, k: usize) -> GemmTolerance {
+        GemmTolerance {
+            precision,
+            k,
+            activation: self.activation,
+        }
+    }
+
     /// Whether this case runs on a shape of `macs` multiply-adds for a
     /// variant that is (or is not) the first of its layouts.
     pub fn runs(&self, macs: usize, representative: bool, coverage: GemmCoverage) -> bool {
@@ -444,46 +517,22 @@ pub fn check_gemm<V: CheckedGemm>(
         };
         let poison = vec![V::Out::POISON; c_in.len()];
         for (case_index, case) in GEMM_CASES.iter().enumerate() {
-            let (alpha, beta) = V::Scale::SCALES[usize::from(!case.beta_zero)];
-            let spec = GemmSpec {
-                c_layout: case.c_layout,
-                batch: batch(case.batches),
-                alpha: alpha.widen(),
-                beta: beta.widen(),
-                activation: case.activation,
-                ..GemmSpec::new(m, n, k)
-            };
-            let c_initial = if case.beta_zero { &poison } else { &c_in };
-            let c_initial = &c_initial[..spec.c_len()];
-            let bias_values = case.bias.then(|| widen_out(&bias));
-            let expected =
-                products.reference(&spec, Some(&widen_out(c_initial)), bias_values.as_deref());
+            let c_buffers = (&c_in[..], &poison[..], &bias[..]);
+            let ((alpha, beta), c_initial, expected) =
+                case.expected::<V::Scale, V::Out>(&products, batch(case.batches), c_buffers);
             for (index, variant) in variants.iter().enumerate() {
                 if !case.runs(macs, representatives[index], coverage) {
                     continue;
                 }
                 let (a_layout, b_layout) =
                     problem_layouts(variant.takes().layouts, case_index, case);
-                let problem = GemmProblem {
-                    a_layout,
-                    b_layout,
-                    c_layout: case.c_layout,
-                    batch: batch(case.batches),
-                    activation: case.activation,
-                    ..GemmProblem::new((m as u32, n as u32, k as u32), alpha, beta)
-                };
-                let what = format!(
-                    "{} {m}x{n}x{k} A {} B {} C {}, {} batch(es), alpha={} beta={}, bias: {}, {:?}",
-                    variant.name(),
-                    a_layout.name(),
-                    b_layout.name(),
-                    case.c_layout.name(),
-                    case.batches,
-                    alpha.widen(),
-                    beta.widen(),
-                    case.bias,
-                    case.activation,
+                let problem = case.problem(
+                    (m, n, k),
+                    (a_layout, b_layout),
+                    batch(case.batches),
+                    (alpha, beta),
                 );
+                let what = case.describe(&variant.name(), &problem);
                 let run = || -> Result<Vec<f64>, Error> {
                     let mut dc = rt.upload(c_initial)?;
                     let bias = case.bias.then_some(&bias_buffer);
@@ -495,11 +544,7 @@ pub fn check_gemm<V: CheckedGemm>(
                     Ok(widen_out(&rt.download(&dc)?))
                 };
                 let refusal = expected_refusal(&variant.takes(), &problem, true);
-                let tolerance = GemmTolerance {
-                    precision: V::PRECISION,
-                    k,
-                    activation: case.activation,
-                };
+                let tolerance = case.tolerance(V::PRECISION, k);
                 judge_gemm(
                     report,
                     &what,

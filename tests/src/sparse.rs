@@ -22,11 +22,10 @@ use warpforge_kernels::sparse::device::{self, DeviceCompressed, DeviceSparse};
 use warpforge_kernels::sparse::{self, Compressed, SparseElement};
 
 use crate::checks::{
-    expected_refusal, in_layout, judge_gemm, store, GemmCase, GemmCoverage, GemmData, GemmScale,
-    GEMM_CASES, LARGE_GEMM,
+    expected_refusal, in_layout, judge_gemm, store, GemmCase, GemmCoverage, GemmData, GEMM_CASES,
+    LARGE_GEMM,
 };
-use crate::compare::GemmTolerance;
-use crate::reference::{GemmBatch, GemmProducts, GemmSpec};
+use crate::reference::{GemmBatch, GemmProducts};
 use crate::report::Report;
 use crate::{GemmFloat, Inputs};
 
@@ -627,42 +626,18 @@ pub fn check_gemm_sparse<V: CheckedSparseGemm>(
         };
         let poison = vec![V::Elem::NAN; c_in.len()];
         for case in &GEMM_CASES {
-            let (alpha, beta) = f32::SCALES[usize::from(!case.beta_zero)];
-            let spec = GemmSpec {
-                c_layout: case.c_layout,
-                batch: batch(case.batches),
-                alpha: alpha.into(),
-                beta: beta.into(),
-                activation: case.activation,
-                ..GemmSpec::new(m, n, k)
-            };
-            let c_initial = if case.beta_zero { &poison } else { &c_in };
-            let c_initial = &c_initial[..spec.c_len()];
-            let bias_values = case.bias.then(|| widen(&bias));
-            let expected =
-                products.reference(&spec, Some(&widen(c_initial)), bias_values.as_deref());
+            let c_buffers = (&c_in[..], &poison[..], &bias[..]);
+            let ((alpha, beta), c_initial, expected) =
+                case.expected::<f32, V::Elem>(&products, batch(case.batches), c_buffers);
             for b_layout in MatrixLayout::ALL {
                 for run in runs.iter().filter(|run| run.reads(b_layout)) {
                     if !case.runs(macs, run.representative(), coverage) {
                         continue;
                     }
-                    let problem = GemmProblem {
-                        b_layout,
-                        c_layout: case.c_layout,
-                        batch: batch(case.batches),
-                        activation: case.activation,
-                        ..GemmProblem::new((m as u32, n as u32, k as u32), alpha, beta)
-                    };
-                    let what = format!(
-                        "{} {m}x{n}x{k} B {} C {}, {} batch(es), alpha={alpha} beta={beta}, \
-                         bias: {}, {:?}",
-                        run.name(),
-                        b_layout.name(),
-                        case.c_layout.name(),
-                        case.batches,
-                        case.bias,
-                        case.activation,
-                    );
+                    let layouts = (MatrixLayout::RowMajor, b_layout);
+                    let scales = (alpha, beta);
+                    let problem = case.problem((m, n, k), layouts, batch(case.batches), scales);
+                    let what = case.describe(&run.name(), &problem);
                     let result = || -> Result<Vec<f64>, Error> {
                         let mut dc = rt.upload(c_initial)?;
                         let bias = case.bias.then_some(&bias_buffer);
@@ -670,11 +645,7 @@ pub fn check_gemm_sparse<V: CheckedSparseGemm>(
                         run.run(rt, &problem, &a, b, &mut dc, bias)?;
                         Ok(widen(&rt.download(&dc)?))
                     };
-                    let tolerance = GemmTolerance {
-                        precision,
-                        k,
-                        activation: case.activation,
-                    };
+                    let tolerance = case.tolerance(precision, k);
                     let refusal = run.refusal(&problem);
                     judge_gemm(
                         report,
