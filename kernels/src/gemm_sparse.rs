@@ -351,17 +351,20 @@ macro_rules! sparse_gemm {
                     / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                                 #[unroll]
                                 for q in 0..8u32 {
-                                    let inside = if B_ROW_MAJOR {
-                                        b_gn + q < n && k0 + r < k
+                                    if B_ROW_MAJOR {
+                                        b_tile[ws][r][b_col + q] = if b_gn + q < n && k0 + r < k {
+                                            b[b_row_at[l] + k0 * n + q]
+                                        } else {
+                                            0.0
+                                        };
                                     } else {
-                                        b_row_in[l] && k0 + b_ch * 8 + q < k
-                                    };
-                                    let at = if B_ROW_MAJOR {
-                                        b_row_at[l] + k0 * n + q
-                                    } else {
-                                        b_row_at[l] + k0 + b_ch * 8 + q
-                                    };
-                                    b_tile[ws][r][b_col + q] = if inside { b[at] } else { 0.0 };
+                                        let gk = k0 + b_ch * 8 + q;
+                                        b_tile[ws][r][b_col + q] = if b_row_in[l] && gk < k {
+                                            b[b_row_at[l] + gk]
+                                        } else {
+                                            0.0
+                                        };
+                                    }
                                 }
                             }
                         }

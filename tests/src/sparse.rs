@@ -660,3 +660,66 @@ pub fn check_gemm_sparse<V: CheckedSparseGemm>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variant runs in its B layout, the entry points in both; where
+    /// coverage is sampled, the first variant of each B layout and the entry
+    /// points run every case, the rest the first.
+    #[test]
+    fn the_sparse_check_runs_every_variant_in_its_b_layout() {
+        let variants = gemm_sparse_f16::variants().len();
+        let runs = SparseRun::<gemm_sparse_f16::Consts>::all(true);
+        assert_eq!(runs.len(), variants + 2);
+        let first_of_layout = runs
+            .iter()
+            .filter(|run| matches!(run, SparseRun::Variant(_, true)));
+        assert_eq!(first_of_layout.count(), 2);
+        let small = [(8, 8, 8)];
+        let cases = GEMM_CASES.len();
+        // Both entry points run in each B layout.
+        let per_case = variants + 2 * 2;
+        assert_eq!(
+            sparse_gemm_lines::<gemm_sparse_f16::Consts>(&small, GemmCoverage::Full),
+            cases * per_case
+        );
+        assert_eq!(
+            sparse_gemm_lines::<gemm_sparse_f16::Consts>(&small, GemmCoverage::Sampled),
+            per_case + (cases - 1) * 2 * (1 + 2)
+        );
+        // bf16 has no fallback; without sparse Tensor Cores only the entry points run.
+        let bf16 = SparseRun::<gemm_sparse_bf16::Consts>::all(false);
+        assert_eq!(bf16.len(), 1);
+        assert!(bf16[0].reads(MatrixLayout::RowMajor) && bf16[0].reads(MatrixLayout::ColMajor));
+    }
+
+    #[test]
+    fn only_copies_of_a_misaligned_b_are_refused() {
+        let tn = GemmProblem::new((64, 64, 63), 1.0f32, 0.0);
+        let runs = SparseRun::<gemm_sparse_f16::Consts>::all(true);
+        for run in &runs {
+            let refusal = run.refusal(&tn);
+            let copies_b = match run {
+                SparseRun::Variant(v, _) => v.chunks().is_some(),
+                // The fallback copies 16-byte chunks of its dense A (k = 63) too.
+                SparseRun::Path(_, _, dense) => *dense,
+            };
+            assert_eq!(refusal.is_some(), copies_b, "{}", run.name());
+        }
+        // A compressed A is never refused for its k; a row-major B's n counts.
+        let nn = GemmProblem {
+            b_layout: MatrixLayout::RowMajor,
+            ..GemmProblem::new((64, 60, 63), 1.0f32, 0.0)
+        };
+        let aligned = runs.iter().find(|run| match run {
+            SparseRun::Variant(v, _) => v.chunks().is_some(),
+            SparseRun::Path(..) => false,
+        });
+        let refusal = aligned.unwrap().refusal(&nn).unwrap();
+        assert!(refusal.contains("multiple of 8 elements"), "{refusal}");
+        let fine = GemmProblem { n: 64, ..nn };
+        assert!(aligned.unwrap().refusal(&fine).is_none());
+    }
+}
