@@ -196,6 +196,26 @@ impl<S: Copy> GemmProblem<S> {
     }
 }
 
+impl<S: Copy> GemmProblem<S> {
+    /// The problem as a kernel that stores C in either layout takes it (the
+    /// sparse GEMM, whose A cannot trade places with B): operands and layouts
+    /// as given.
+    pub(crate) fn as_given(&self) -> KernelProblem<S> {
+        KernelProblem {
+            m: self.m,
+            n: self.n,
+            k: self.k,
+            a_layout: self.a_layout,
+            b_layout: self.b_layout,
+            swapped: false,
+            batch: self.batch,
+            alpha: self.alpha,
+            beta: self.beta,
+            activation: self.activation,
+        }
+    }
+}
+
 /// A problem as a kernel takes it (row-major C), after every check of
 /// [`GemmVariant::check`]: the kernels' scalar parameters. Made only by the
 /// checks.
@@ -414,44 +434,9 @@ pub trait GemmVariant: Copy + Debug + Sized {
                     .to_string(),
             );
         }
-        if let Some(Chunks {
-            elements,
-            otherwise,
-        }) = takes.chunks
-        {
-            // A is m x k: its rows hold k elements, its columns m; B is k x n.
-            // C column-major swaps the operands but leaves each one's leading
-            // dimension and stride as they are.
-            let a_leading = match problem.a_layout {
-                MatrixLayout::RowMajor => ("k", problem.k),
-                MatrixLayout::ColMajor => ("m", problem.m),
-            };
-            let b_leading = match problem.b_layout {
-                MatrixLayout::RowMajor => ("n", problem.n),
-                MatrixLayout::ColMajor => ("k", problem.k),
-            };
-            let batched = problem.batch.count > 1;
-            let requirements = [
-                ("A's leading dimension", a_leading, true),
-                ("B's leading dimension", b_leading, true),
-                (
-                    "A's batch stride",
-                    ("stride_a", problem.batch.stride_a),
-                    batched,
-                ),
-                (
-                    "B's batch stride",
-                    ("stride_b", problem.batch.stride_b),
-                    batched,
-                ),
-            ];
-            for (what, (name, value), applies) in requirements {
-                if applies && value % elements != 0 {
-                    return refuse(format!(
-                        "it copies A and B in 16-byte chunks, so {what} must be a multiple of \
-                         {elements} elements, and it is {name} = {value}: {otherwise}"
-                    ));
-                }
+        if let Some(chunks) = takes.chunks {
+            if let Err(message) = check_chunks(problem, chunks, Operands::AAndB) {
+                return refuse(message);
             }
         }
         Ok(kernel)
@@ -472,7 +457,7 @@ pub trait GemmVariant: Copy + Debug + Sized {
         bias: Option<&DeviceBuffer<Self::Out>>,
     ) -> Result<(), Error> {
         let kernel = self.check(problem)?;
-        let lengths = (a.len(), b.len(), c.len(), bias.map(DeviceBuffer::len));
+        let lengths = (Some(a.len()), b.len(), c.len(), bias.map(DeviceBuffer::len));
         check_lengths(&self.name(), problem, lengths)?;
         if problem.m == 0 || problem.n == 0 || problem.batch.count == 0 {
             return Ok(());
@@ -490,17 +475,78 @@ pub trait GemmVariant: Copy + Debug + Sized {
     }
 }
 
+/// The operands a variant copies in 16-byte chunks from the caller's
+/// matrices.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operands {
+    AAndB,
+    /// B only: the sparse GEMM's A is compressed into rows of whole chunks.
+    B,
+}
+
+/// That the leading dimensions and (with several batches) batch strides of
+/// the `operands` copied in 16-byte chunks are multiples of a chunk; the
+/// `Err` says which is not and what to do (`chunks.otherwise`).
+pub(crate) fn check_chunks<S: Copy>(
+    problem: &GemmProblem<S>,
+    Chunks {
+        elements,
+        otherwise,
+    }: Chunks,
+    operands: Operands,
+) -> Result<(), String> {
+    // A is m x k: its rows hold k elements, its columns m; B is k x n. C
+    // column-major swaps the operands but leaves each one's leading dimension
+    // and stride as they are.
+    let a_leading = match problem.a_layout {
+        MatrixLayout::RowMajor => ("k", problem.k),
+        MatrixLayout::ColMajor => ("m", problem.m),
+    };
+    let b_leading = match problem.b_layout {
+        MatrixLayout::RowMajor => ("n", problem.n),
+        MatrixLayout::ColMajor => ("k", problem.k),
+    };
+    let batched = problem.batch.count > 1;
+    let with_a = operands == Operands::AAndB;
+    let requirements = [
+        ("A's leading dimension", a_leading, with_a),
+        ("B's leading dimension", b_leading, true),
+        (
+            "A's batch stride",
+            ("stride_a", problem.batch.stride_a),
+            with_a && batched,
+        ),
+        (
+            "B's batch stride",
+            ("stride_b", problem.batch.stride_b),
+            batched,
+        ),
+    ];
+    let copied = if with_a { "A and B" } else { "B" };
+    for (what, (name, value), applies) in requirements {
+        if applies && value % elements != 0 {
+            return Err(format!(
+                "it copies {copied} in 16-byte chunks, so {what} must be a multiple of \
+                 {elements} elements, and it is {name} = {value}: {otherwise}"
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The most batches one launch takes: the grid's z extent (CUDA and WebGPU
 /// both allow 65535 blocks there).
 pub const MAX_BATCHES: u32 = 65535;
 
 /// The buffers against the problem: each holds its batches, the bias one
 /// value per column of C, the batches fit one launch and C's do not overlap.
-/// `variant` names the launch in the `Err`.
-fn check_lengths<S: Copy>(
+/// `variant` names the launch in the `Err`. A's length is `None` where the
+/// caller checks A itself (a compressed sparse A, whose buffers are not
+/// `m x k` matrices).
+pub(crate) fn check_lengths<S: Copy>(
     variant: &str,
     problem: &GemmProblem<S>,
-    (a, b, c, bias): (usize, usize, usize, Option<usize>),
+    (a, b, c, bias): (Option<usize>, usize, usize, Option<usize>),
 ) -> Result<(), Error> {
     let refuse = |message: String| {
         Err(Error::InvalidLaunch {
@@ -533,18 +579,19 @@ fn check_lengths<S: Copy>(
         ),
         (
             "B",
-            b,
+            Some(b),
             problem.b_len(),
             "(batch.count - 1) * stride_b + k * n",
         ),
         (
             "C",
-            c,
+            Some(c),
             problem.c_len(),
             "(batch.count - 1) * stride_c + m * n",
         ),
     ];
     for (name, len, needed, formula) in buffers {
+        let Some(len) = len else { continue };
         if (len as u64) < needed {
             return refuse(format!(
                 "{name} holds {len} elements and the problem ({m} x {n} x {k}, {} batches) needs \
@@ -586,10 +633,17 @@ fn check_lengths<S: Copy>(
 ///   uniform, so their branches are too.
 ///
 /// `float` kernels have all three activations (`gelu: true`); `integer` ones
-/// (s8: i32 C) have no GELU.
+/// (s8: i32 C) have no GELU. A batch of `a` holds `m * k` elements, unless
+/// `a_len: (expr)` after the types says otherwise (the sparse GEMM's `a` is
+/// A's compressed values).
 macro_rules! gemm_kernel_parts {
     (float $scale:ident => $out:ident, $kernel:ident! { $($args:tt)* }) => {
-        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0.0, $out, true, [
+        $crate::gemm_problem::gemm_kernel_parts!(
+            float $scale => $out, a_len: (m * k), $kernel! { $($args)* }
+        );
+    };
+    (float $scale:ident => $out:ident, a_len: $a_len:tt, $kernel:ident! { $($args:tt)* }) => {
+        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0.0, $out, true, $a_len, [
             else if activation == 2 {
                 // GELU, tanh form (`Activation::GeluTanh`): sqrt(2 / pi) = 0.7978846.
                 let inner = 0.797_884_6 * (v + 0.044_715 * v * v * v);
@@ -598,9 +652,12 @@ macro_rules! gemm_kernel_parts {
         ], $kernel! { $($args)* });
     };
     (integer $scale:ident => $out:ident, $kernel:ident! { $($args:tt)* }) => {
-        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0, $out, false, [], $kernel! { $($args)* });
+        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0, $out, false, (m * k), [], $kernel! { $($args)* });
     };
-    (@parts $scale:ident = $zero:tt, $out:ident, $gelu:tt, [$($gelu_block:tt)*], $kernel:ident! { $($args:tt)* }) => {
+    (
+        @parts $scale:ident = $zero:tt, $out:ident, $gelu:tt, ($($a_len:tt)*), [$($gelu_block:tt)*],
+        $kernel:ident! { $($args:tt)* }
+    ) => {
         $kernel! {
             $($args)*
             gelu: $gelu,
@@ -623,7 +680,7 @@ macro_rules! gemm_kernel_parts {
             ),
             requires: (
                 batches >= 1,
-                a.len() >= (batches - 1) * stride_a + m * k,
+                a.len() >= (batches - 1) * stride_a + $($a_len)*,
                 b.len() >= (batches - 1) * stride_b + k * n,
                 c.len() >= (batches - 1) * stride_c + m * n,
                 bias_mode == 0 || bias_mode == 1 && bias.len() >= n || bias_mode == 2 && bias.len() >= m,
@@ -712,7 +769,36 @@ macro_rules! gemm_variant {
     };
 }
 
-pub(crate) use {gemm_kernel_parts, gemm_variant};
+/// The order in which the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`) walk
+/// their tiles of C, as DSL statements that define `row0` and `col0` (the
+/// block's first row and column of C) from `BM` and `BN`; a callback like
+/// `gemm_kernel_parts!`'s, which it may follow:
+/// `gemm_kernel_parts!(.., grouped_tile_order! { kernel_macro! { args } })`
+/// expands `kernel_macro! { args <the parts> tile_order: [..], }`.
+///
+/// Blocks start in launch order (x fastest). Renumbered so that consecutive
+/// blocks walk a group of 8 tile rows column by column, the blocks in flight
+/// share a few panels of A and of B in L2 instead of every panel of B (the
+/// grid is the plain (n tiles, m tiles) one).
+macro_rules! grouped_tile_order {
+    ($kernel:ident! { $($args:tt)* } $($parts:tt)*) => {
+        $kernel! {
+            $($args)*
+            $($parts)*
+            tile_order: [
+                let tiles_n = grid_dim().x;
+                let id = block_idx().y * tiles_n + block_idx().x;
+                let group_first = id / (8 * tiles_n) * 8;
+                let group_rows = (grid_dim().y - group_first).min(8);
+                let in_group = id % (8 * tiles_n);
+                let row0 = (group_first + in_group % group_rows) * BM;
+                let col0 = in_group / group_rows * BN;
+            ],
+        }
+    };
+}
+
+pub(crate) use {gemm_kernel_parts, gemm_variant, grouped_tile_order};
 
 #[cfg(test)]
 mod tests {
@@ -926,8 +1012,8 @@ mod tests {
             stride_c: 12,
         };
         assert_eq!((p.a_len(), p.b_len(), p.c_len()), (28, 6, 36));
-        assert!(check_lengths("g", &p, (28, 6, 36, Some(3))).is_ok());
-        let message = check_lengths("g", &p, (27, 6, 36, None))
+        assert!(check_lengths("g", &p, (Some(28), 6, 36, Some(3))).is_ok());
+        let message = check_lengths("g", &p, (Some(27), 6, 36, None))
             .unwrap_err()
             .to_string();
         assert!(
@@ -935,17 +1021,17 @@ mod tests {
                 && message.contains("(batch.count - 1) * stride_a + m * k = 28"),
             "{message}"
         );
-        let message = check_lengths("g", &p, (28, 6, 36, Some(2)))
+        let message = check_lengths("g", &p, (Some(28), 6, 36, Some(2)))
             .unwrap_err()
             .to_string();
         assert!(message.contains("the bias holds 2 values and C has 3 columns"));
         p.batch.stride_c = 11;
-        let message = check_lengths("g", &p, (28, 6, 36, None))
+        let message = check_lengths("g", &p, (Some(28), 6, 36, None))
             .unwrap_err()
             .to_string();
         assert!(message.contains("C's batches overlap"), "{message}");
         p.batch.count = MAX_BATCHES + 1;
-        let message = check_lengths("g", &p, (1 << 30, 6, 1 << 30, None))
+        let message = check_lengths("g", &p, (Some(1 << 30), 6, 1 << 30, None))
             .unwrap_err()
             .to_string();
         assert!(message.contains("split the batch"), "{message}");

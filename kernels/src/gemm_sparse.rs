@@ -1,31 +1,74 @@
 //! 2:4 sparse Tensor Core GEMMs: A sparse (compressed by [`crate::sparse`]),
 //! B dense, through sm_80 `mma.sp` m16n8k32, written in the DSL with the
 //! structure of the dense family (`gemm_tc`): multistage `cp.async`
-//! pipelines, XOR-swizzled shared tiles, `ldmatrix`, the same layouts and
-//! epilogue. On GPUs without sparse Tensor Cores [`gemm_sparse_f16`]
-//! decompresses A and runs a dense GEMM instead.
+//! pipelines, XOR-swizzled shared tiles, `ldmatrix`, and the dense family's
+//! problem ([`GemmProblem`]: B and C in either layout, strided batches, bias,
+//! ReLU and GELU epilogues). [`SparseGemmVariant::run`] launches one variant;
+//! [`sparse_gemm_f16`] and [`sparse_gemm_bf16`] pick one, and on GPUs without
+//! sparse Tensor Cores [`sparse_gemm_f16`] decompresses A and runs a dense
+//! GEMM instead.
+//!
+//! # A sparse A in a [`GemmProblem`]
+//! A is `m x k`, row-major (its 2:4 groups run along k), and given as a
+//! [`DeviceCompressed`] of `cols == k`. Batch strides count elements of the
+//! dense row-major A it stands for, as for a dense A: batch `i` is rows
+//! `i * stride_a / k ..` of the compressed matrix. `stride_a` is a multiple
+//! of `16 k`, so that every batch starts at a whole 16-row metadata tile;
+//! then batch `i`'s compressed values start at `i * stride_a / k * vk` and
+//! its metadata words at `i * stride_a / k / 16 * vk`, for `vk =
+//! sparse::value_cols(k)` kept values per row (metadata words per 16-row
+//! tile). So `count` batches of `m` rows, `m` a multiple of 16, are the
+//! compression of the `count * m x k` stack
+//! ([`crate::gemm_problem::GemmBatch::packed`]); other
+//! `m` stack each batch padded with zero rows to a multiple of 16, and
+//! `stride_a = m.next_multiple_of(16) * k`; 0 shares one A.
+
+use std::fmt::Debug;
 
 use warpforge::prelude::*;
+use warpforge::{KernelArg, MatrixLayout};
 
-use crate::gemm::tile_grid;
-use crate::gemm_wmma::{gemm_f16_wmma, gemm_f16_wmma_with};
-use crate::sparse::device::{decompress, DeviceCompressed};
+use crate::gemm_problem::{
+    check_chunks, check_lengths, gemm_kernel_parts, grouped_tile_order, Chunks, GemmProblem,
+    GemmVariant, KernelProblem, Operands,
+};
+use crate::gemm_wmma::gemm_f16_wmma;
+use crate::sparse::device::{decompress, DeviceCompressed, DeviceSparse};
+use crate::sparse::value_cols;
 
-/// One kernel source for both 16-bit element types: `$elem`, its packing
-/// and its sparse MMA are the only differences.
+/// One kernel source for both 16-bit element types: `$elem` and its sparse
+/// MMA are the only differences; `gemm_kernel_parts!` gives the parameters,
+/// requirements and epilogue the dense family shares, `grouped_tile_order!`
+/// the block's tile.
 macro_rules! sparse_gemm {
-    ($name:ident, $with:ident, $elem:ident, $mma:ident) => {
-        /// A 2:4 sparse GEMM with f32 accumulation: `C = alpha * A B + beta * C`
-        /// for `A` (m x k) 2:4 sparse, given compressed as `a_values` and
-        /// `a_meta` (the layout of `sparse::Compressed`: m rows of
-        /// `(k + 63) / 64 * 32` kept values, and the `mma.sp` metadata words),
-        /// column-major `B` (stored as n rows of k, the "TN" form) and
-        /// row-major `C` (m x n); any m, n and k >= 1.
+    (
+        $name:ident, $with:ident, $mma:ident, elem: $elem:ident,
+        gelu: true,
+        params: ($($params:tt)*),
+        requires: ($($requires:tt)*),
+        epilogue: $epilogue:tt,
+        tile_order: [$($tile_order:tt)*],
+    ) => {
+        /// A 2:4 sparse GEMM with f32 accumulation and the dense family's
+        /// epilogue, for each of `batches` strided batches (the grid's z):
+        /// `C = act(alpha * A B + beta * C + bias)` for `A` (m x k) 2:4 sparse,
+        /// given compressed as `a` (its kept values) and `a_meta` (the layout of
+        /// `sparse::Compressed`: m rows of `vk = (k + 63) / 64 * 32` kept values,
+        /// and `vk` `mma.sp` metadata words per 16-row tile), B (k x n)
+        /// column-major or, with `B_ROW_MAJOR`, row-major, and C (m x n)
+        /// row-major or, with `c_col_major` 1, column-major; any m, n and k >= 1.
+        /// Batch `z` reads A's values from `z * stride_a` (a multiple of 16 `vk`:
+        /// whole 16-row tiles), its metadata from `z * stride_a / 16`, B from `z *
+        /// stride_b` and C from `z * stride_c` (see the module docs).
+        /// `bias_mode` and `activation` select the epilogue (`gemm_kernel_parts!`).
+        /// Launch it through `SparseGemmVariant::run`, which checks a
+        /// `GemmProblem` against the variant.
         ///
-        /// `ALIGNED` variants copy B with 16-byte `cp.async` and take k a
-        /// multiple of 8; the others load B element by element (2 stages)
-        /// and take any k. A's compressed rows are padded to whole 64-column
-        /// blocks, so A and its metadata always travel in 16-byte copies.
+        /// `ALIGNED` variants copy B with 16-byte `cp.async` and take B's leading
+        /// dimension (k column-major, n row-major) and batch stride multiples of
+        /// 8; the others load B element by element (2 stages) and take any shape.
+        /// A's compressed rows are padded to whole 64-column blocks, so A and its
+        /// metadata always travel in 16-byte copies.
         ///
         /// The block computes a `BM x BN` tile of C with `(BM / WARP) * (BN / WARP)`
         /// warps, each a `WARP x WARP` warp tile. Per 32-wide k step a warp loads
@@ -37,53 +80,70 @@ macro_rules! sparse_gemm {
         /// per 16-row tile and 64 k, conflict-free (a warp reads 32 consecutive
         /// words).
         ///
-        /// Shared tiles per stage: A `BM x BK / 2` kept values, B `BN x BK`,
-        /// the metadata `BM / 16 x BK / 2` words. Rows of `W` elements are
-        /// XOR-swizzled in 16-byte chunks (ptx-notes.md §7): chunk `ch` of row
-        /// `r` is stored at `ch ^ (r / L % (8 / L))`, `L = (W + 63) / W` rows
-        /// per 128 bytes, so the 8 rows an `ldmatrix` matrix reads and the
-        /// copies of 8 consecutive threads fall in 8 distinct 16-byte bank
-        /// groups.
+        /// Shared tiles per stage: A `BM x BK / 2` kept values, B `BN x BK`
+        /// (`BK x BN` row-major), the metadata `BM / 16 x BK / 2` words. Rows of
+        /// `W` k values are XOR-swizzled in 16-byte chunks (ptx-notes.md §7):
+        /// chunk `ch` of row `r` is stored at `ch ^ (r / L % (8 / L))`, `L = (W +
+        /// 63) / W` rows per 128 bytes, so the 8 rows an `ldmatrix` matrix reads
+        /// and the copies of 8 consecutive threads fall in 8 distinct 16-byte
+        /// bank groups. A row-major B's k rows of `BN` values store chunk `ch` of
+        /// row `r` at `ch ^ (r % 8)`, as `gemm_tc` does, and `ldmatrix.x4.trans`
+        /// loads its fragments: lane `l` points at k row `l` of the 32-row step,
+        /// the warp tile's n chunk (matrix `i` of the x4 is k rows `8 i ..`, the
+        /// fragment's register `b_i`).
         ///
-        /// The pipeline and the block order are the dense family's
-        /// (`gemm_tc`, CUTLASS's multistage order): each k step's fragments
-        /// (A, B and the metadata words) are loaded one step before its MMAs,
-        /// and the wait and barrier that land the next k-tile come before the
-        /// tile's last k step, whose MMAs then cover the next tile's first
-        /// loads. In bounds (the common case,
-        /// uniform over a block) every copy is a plain 16-byte `cp.async`; at
-        /// the edges, copies past the matrix zero-fill A and B (metadata copies
-        /// past it read the first block instead, so every word a `mma.sp` sees
-        /// is legal; the zero A values make its product zero).
+        /// The pipeline is the dense family's (`gemm_tc`, CUTLASS's multistage
+        /// order): each k step's fragments (A, B and the metadata words) are
+        /// loaded one step before its MMAs, and the wait and barrier that land
+        /// the next k-tile come before the tile's last k step, whose MMAs then
+        /// cover the next tile's first loads. In bounds (the common case,
+        /// uniform over a block) every copy is a plain 16-byte `cp.async`; at the
+        /// edges, copies past the matrix zero-fill A and B (metadata copies past
+        /// it read the first block instead, so every word a `mma.sp` sees is
+        /// legal; the zero A values make its product zero).
         #[kernel(
-                            arch(sm_80, sm_90),
-                            block(BM / WARP * (BN / WARP) * 32),
-                            tune(
-                                BM = [64, 128, 256],
-                                BN = [64, 128, 256],
-                                BK = [64, 128],
-                                WARP = [32, 64],
-                                STAGES = [2, 3, 4],
-                                ALIGNED = [true, false]
-                            ),
-                            constrain(
-                                BM / WARP * (BN / WARP) >= 4,
-                                BM / WARP * (BN / WARP) <= 8,
-                                BM <= 2 * BN,
-                                BN <= 2 * BM,
-                                ALIGNED || STAGES == 2 && BK == 64,
-                                BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
-                                STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024
-                            ),
-                            requires(
-                                k >= 1,
-                                a_values.len() >= m * ((k + 63) / 64 * 32),
-                                a_meta.len() >= (m + 15) / 16 * ((k + 63) / 64) * 32,
-                                b.len() >= n * k,
-                                c.len() >= m * n,
-                                !ALIGNED || k % 8 == 0
-                            )
-                        )]
+            arch(sm_80, sm_90),
+            block(BM / WARP * (BN / WARP) * 32),
+            tune(
+                BM = [64, 128, 256],
+                BN = [64, 128, 256],
+                BK = [64, 128],
+                WARP = [32, 64],
+                STAGES = [2, 3, 4],
+                ALIGNED = [true, false],
+                B_ROW_MAJOR = [false, true]
+            ),
+            constrain(
+                BM / WARP * (BN / WARP) >= 4,
+                BM / WARP * (BN / WARP) <= 8,
+                BM <= 2 * BN,
+                BN <= 2 * BM,
+                ALIGNED || STAGES == 2 && BK == 64,
+                BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
+                STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024,
+                // Row-major B in a few tiles (the fastest TN one, a small one
+                // and the element-wise fallbacks), so that the build stays
+                // bounded.
+                !B_ROW_MAJOR
+                    || ALIGNED && STAGES == 3 && BM * BN * BK == 128 * 128 * 64 && WARP == 64
+                    || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 64 && WARP == 32
+                    || !ALIGNED && BM == BN,
+                // A row-major B tile's copies cover k rows in steps of a multiple
+                // of 8, so each thread's swizzle is one for all its rows.
+                !B_ROW_MAJOR || BM / WARP * (BN / WARP) * 32 / (BN / 8) % 8 == 0
+            ),
+            requires(
+                $($requires)*
+                k >= 1,
+                !a_col_major,
+                b_row_major == B_ROW_MAJOR,
+                batches == 1 || k == 0 || stride_a % (16 * ((k + 63) / 64 * 32)) == 0,
+                a_meta.len() >= (batches - 1) * (stride_a / 16) + (m + 15) / 16 * ((k + 63) / 64) * 32,
+                !ALIGNED || B_ROW_MAJOR || k % 8 == 0,
+                !ALIGNED || !B_ROW_MAJOR || n % 8 == 0,
+                !ALIGNED || batches == 1 || stride_b % 8 == 0
+            )
+        )]
         pub fn $name<
             const BM: u32,
             const BN: u32,
@@ -91,37 +151,33 @@ macro_rules! sparse_gemm {
             const WARP: u32,
             const STAGES: u32,
             const ALIGNED: bool,
+            const B_ROW_MAJOR: bool,
         >(
-            a_values: &[$elem],
+            a: &[$elem],
             a_meta: &[u32],
             b: &[$elem],
-            c: &mut [$elem],
-            m: u32,
-            n: u32,
-            k: u32,
-            alpha: f32,
-            beta: f32,
+            $($params)*
+            c_col_major: u32,
         ) {
             let mut a_tile: [[[$elem; BK / 2]; BM]; STAGES] = shared();
-            let mut b_tile: [[[$elem; BK]; BN]; STAGES] = shared();
+            // B: BN rows of BK, or BK rows of BN when row-major.
+            let mut b_tile: [[[$elem; BK * (1 - B_ROW_MAJOR as u32) + BN * B_ROW_MAJOR as u32];
+                BN * (1 - B_ROW_MAJOR as u32) + BK * B_ROW_MAJOR as u32]; STAGES] = shared();
             let mut m_tile: [[[u32; BK / 2]; BM / 16]; STAGES] = shared();
             let tid = thread_idx().x;
             let lane = lane_id();
             let warp = tid / 32;
             let wm0 = warp / (BN / WARP) * WARP;
             let wn0 = warp % (BN / WARP) * WARP;
-            // Blocks renumbered as in `gemm_tc`: consecutive blocks walk a group
-            // of 8 tile rows column by column, so the blocks in flight share a
-            // few panels of A and of B in L2.
-            let tiles_n = grid_dim().x;
-            let id = block_idx().y * tiles_n + block_idx().x;
-            let group_first = id / (8 * tiles_n) * 8;
-            let group_rows = (grid_dim().y - group_first).min(8);
-            let in_group = id % (8 * tiles_n);
-            let row0 = (group_first + in_group % group_rows) * BM;
-            let col0 = in_group / group_rows * BN;
+            // The block's tile: `row0`, `col0` (`grouped_tile_order!`).
+            $($tile_order)*
             // Kept values per row of A (and metadata words per 16-row tile).
             let kv = (k + 63) / 64 * 32;
+            // A block past the last batch (a grid deeper than `batches`) reads the
+            // last batch and writes nothing, as in `gemm_tc`.
+            let batch = block_idx().z.min(batches - 1);
+            let a_at = batch * stride_a;
+            let b_at = batch * stride_b;
 
             let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
             let mut a_frag = [[0u32; 4]; WARP / 16];
@@ -143,18 +199,38 @@ macro_rules! sparse_gemm {
             for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
                 let gr = row0 + a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
                 a_row_in[l] = gr < m;
-                a_row_at[l] = if gr < m { gr * kv } else { 0 };
+                a_row_at[l] = if gr < m { a_at + gr * kv } else { 0 };
             }
-            let b_ch = tid % (BK / 8);
-            let b_row = tid / (BK / 8);
-            let b_col = (b_ch ^ (b_row / ((BK + 63) / BK) % (8 / ((BK + 63) / BK)))) * 8;
+            // B column-major: chunk `b_ch` (k) of n rows `b_row + l * step`. B
+            // row-major: chunk `b_ch` (n) of k rows `b_row + l * step`, starting
+            // at column `b_gn` of C.
+            // (Chunks per tile row, `BN / 8` or `BK / 8`, spelled out where used:
+            // a `let` of consts is a run-time value.)
+            let b_ch = tid % (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32));
+            let b_row = tid / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32));
+            let b_col = if B_ROW_MAJOR {
+                (b_ch ^ (b_row % 8)) * 8
+            } else {
+                (b_ch ^ (b_row / ((BK + 63) / BK) % (8 / ((BK + 63) / BK)))) * 8
+            };
+            let b_gn = col0 + b_ch * 8;
+            // Where each copied row starts in global memory (column-major: n row
+            // `b_row + l * step` of the block's, k added per tile; row-major: k row
+            // `b_row + l * step` of the first tile at the thread's chunk, k times
+            // n added per tile).
             let mut b_row_at = [0u32; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
             let mut b_row_in = [false; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
             #[unroll]
             for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                let gr = col0 + b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
-                b_row_in[l] = gr < n;
-                b_row_at[l] = if gr < n { gr * k } else { 0 };
+                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
+                if B_ROW_MAJOR {
+                    b_row_at[l] = b_at + r * n + b_gn;
+                } else {
+                    let gr = col0 + r;
+                    b_row_in[l] = gr < n;
+                    b_row_at[l] = if gr < n { b_at + gr * k } else { 0 };
+                }
             }
             // Metadata: thread `tid < BM / 16 * (BK / 8)` copies chunk `m_ch` (4
             // words) of 16-row tile `m_tile_row`; a tile's words of one k-tile are
@@ -164,13 +240,15 @@ macro_rules! sparse_gemm {
             let m_tile_row = tid / (BK / 8);
             let m_global_tile = row0 / 16 + m_tile_row;
             let m_row_in = m_global_tile < (m + 15) / 16;
-            let m_row_at = m_global_tile * kv;
+            let m_row_at = batch * (stride_a / 16) + m_global_tile * kv;
 
             // ldmatrix rows (as in the dense family): A lane reads row `lane % 16`
-            // of a 16-row block, chunk `2 kk + lane / 16`; B lane reads row
-            // `lane % 8` of an 8-row block, chunk `4 kk + lane / 8`. Block starts
-            // are multiples of the swizzle period, so the phase depends on the
-            // lane only, and `chunk ^ phase = step ^ (lane part ^ phase)`.
+            // of a 16-row block, chunk `2 kk + lane / 16`; a column-major B lane
+            // reads n row `lane % 8` of an 8-row block, chunk `4 kk + lane / 8`.
+            // Block starts are multiples of the swizzle period, so the phase
+            // depends on the lane only, and `chunk ^ phase = step ^ (lane part ^
+            // phase)`. A row-major B lane reads k row `lane` of the step, whose
+            // swizzle is `lane % 8`.
             let a_ld_row = wm0 + lane % 16;
             let a_ld_x = lane / 16
                 ^ (a_ld_row / ((BK / 2 + 63) / (BK / 2)) % (8 / ((BK / 2 + 63) / (BK / 2))));
@@ -200,12 +278,7 @@ macro_rules! sparse_gemm {
                         #[unroll]
                         for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
                             let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
-                            cp_async(
-                                &mut a_tile[ws][r][a_col],
-                                &a_values[a_row_at[l] + ga],
-                                16,
-                                16,
-                            );
+                            cp_async(&mut a_tile[ws][r][a_col], &a[a_row_at[l] + ga], 16, 16);
                         }
                         if m_copies {
                             cp_async(
@@ -215,22 +288,23 @@ macro_rules! sparse_gemm {
                                 16,
                             );
                         }
-                        let gk = k0 + b_ch * 8;
+                        let gk = if B_ROW_MAJOR { k0 * n } else { k0 + b_ch * 8 };
                         #[unroll]
                         for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                            let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                             cp_async(&mut b_tile[ws][r][b_col], &b[b_row_at[l] + gk], 16, 16);
                         }
                     } else {
                         let a_in = ga < kv;
-                        let a_at = if a_in { ga } else { 0 };
+                        let a_k = if a_in { ga } else { 0 };
                         #[unroll]
                         for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
                             let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
                             let bytes = if a_row_in[l] && a_in { 16u32 } else { 0 };
                             cp_async(
                                 &mut a_tile[ws][r][a_col],
-                                &a_values[a_row_at[l] + a_at],
+                                &a[a_row_at[l] + a_k],
                                 16,
                                 bytes,
                             );
@@ -243,13 +317,25 @@ macro_rules! sparse_gemm {
                             };
                             cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
                         }
-                        if ALIGNED {
+                        if ALIGNED && B_ROW_MAJOR {
+                            // n is a multiple of 8: a chunk is wholly in or out.
+                            #[unroll]
+                            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
+                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
+                                let inside = b_gn < n && k0 + r < k;
+                                let at = if inside { b_row_at[l] + k0 * n } else { 0 };
+                                let bytes = if inside { 16u32 } else { 0 };
+                                cp_async(&mut b_tile[ws][r][b_col], &b[at], 16, bytes);
+                            }
+                        } else if ALIGNED {
                             let gk = k0 + b_ch * 8;
                             let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
                             let k_at = if gk < k { gk } else { 0 };
                             #[unroll]
                             for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                                 let bytes = if b_row_in[l] { k_bytes } else { 0 };
                                 cp_async(
                                     &mut b_tile[ws][r][b_col],
@@ -261,15 +347,24 @@ macro_rules! sparse_gemm {
                         } else {
                             #[unroll]
                             for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 8));
+                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
+                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
                                 #[unroll]
                                 for q in 0..8u32 {
-                                    let gk = k0 + b_ch * 8 + q;
-                                    b_tile[ws][r][b_col + q] = if b_row_in[l] && gk < k {
-                                        b[b_row_at[l] + gk]
+                                    if B_ROW_MAJOR {
+                                        b_tile[ws][r][b_col + q] = if b_gn + q < n && k0 + r < k {
+                                            b[b_row_at[l] + k0 * n + q]
+                                        } else {
+                                            0.0
+                                        };
                                     } else {
-                                        0.0
-                                    };
+                                        let gk = k0 + b_ch * 8 + q;
+                                        b_tile[ws][r][b_col + q] = if b_row_in[l] && gk < k {
+                                            b[b_row_at[l] + gk]
+                                        } else {
+                                            0.0
+                                        };
+                                    }
                                 }
                             }
                         }
@@ -322,8 +417,13 @@ macro_rules! sparse_gemm {
                             }
                             #[unroll]
                             for j in 0..WARP / 8 {
-                                let col = (kc * 4 ^ b_ld_x) * 8;
-                                ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
+                                if B_ROW_MAJOR {
+                                    let col = ((wn0 / 8 + j) ^ (lane % 8)) * 8;
+                                    ldmatrix_x4_trans(&mut b_frag[j], &b_tile[ls][kc * 32 + lane][col]);
+                                } else {
+                                    let col = (kc * 4 ^ b_ld_x) * 8;
+                                    ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
+                                }
                             }
                             if kc % 2 == 0 {
                                 #[unroll]
@@ -346,9 +446,17 @@ macro_rules! sparse_gemm {
             }
 
             // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
-            // of the 16 x 8 tile (ptx-notes.md §3, the same for mma.sp).
+            // of the 16 x 8 tile (ptx-notes.md §3, the same for mma.sp). C is
+            // stored in either layout: a column-major C cannot be computed as
+            // C^T = B^T A^T (as the dense family does) when A is the sparse
+            // operand. (`c_col_major` is a u32, 1 for column-major: a bool
+            // parameter becomes a predicate at the kernel's entry, which ptxas
+            // keeps live through the main loop.)
             let g = lane / 4;
             let t4 = lane % 4;
+            // The batch read again rather than kept from the start, so that
+            // nothing the epilogue alone needs is live through the main loop.
+            let c_at = block_idx().z * stride_c;
             #[unroll]
             for i in 0..WARP / 16 {
                 #[unroll]
@@ -359,15 +467,14 @@ macro_rules! sparse_gemm {
                         #[unroll]
                         for q in 0..2u32 {
                             let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                            if r < m && col < n {
-                                let idx = r * n + col;
-                                let v = alpha * acc[i][j][h * 2 + q];
-                                // beta == 0 must not read C: it may hold anything, NaN included.
-                                if beta == 0.0 {
-                                    c[idx] = v as $elem;
+                            if r < m && col < n && block_idx().z < batches {
+                                let idx = if c_col_major == 1 {
+                                    c_at + col * m + r
                                 } else {
-                                    c[idx] = (v + beta * c[idx] as f32) as $elem;
-                                }
+                                    c_at + r * n + col
+                                };
+                                let value = acc[i][j][h * 2 + q];
+                                $epilogue
                             }
                         }
                     }
@@ -375,8 +482,12 @@ macro_rules! sparse_gemm {
             }
         }
 
+        sparse_variant!($name: $elem);
+
         /// `C = alpha * A B + beta * C` (A 2:4 sparse, compressed; B column-major;
-        /// C row-major; f32 accumulation) with the given variant.
+        /// C row-major; one batch, no bias or activation; f32 accumulation) with
+        /// the given variant: shorthand for [`SparseGemmVariant::run`] on
+        /// `GemmProblem::new((m, n, k), alpha, beta)`.
         #[allow(clippy::too_many_arguments)]
         pub fn $with(
             rt: &Runtime,
@@ -384,72 +495,296 @@ macro_rules! sparse_gemm {
             a: &DeviceCompressed<$elem>,
             b: &DeviceBuffer<$elem>,
             c: &mut DeviceBuffer<$elem>,
-            (m, n, k): (u32, u32, u32),
+            dims: (u32, u32, u32),
             alpha: f32,
             beta: f32,
         ) -> Result<(), Error> {
-            check_shape(a, m, k)?;
-            $name::launch(
-                rt,
-                consts,
-                tile_grid((consts.BM, consts.BN), m, n),
-                a.values(),
-                a.metadata(),
-                b,
-                c,
-                m,
-                n,
-                k,
-                alpha,
-                beta,
-            )
+            consts.run(rt, &GemmProblem::new(dims, alpha, beta), a, b, c, None)
         }
     };
 }
 
-sparse_gemm!(
-    gemm_sparse_f16,
-    gemm_sparse_f16_with,
-    f16,
-    mma_sp_ordered_m16n8k32_f16
-);
-sparse_gemm!(
-    gemm_sparse_bf16,
-    gemm_sparse_bf16_with,
-    bf16,
-    mma_sp_ordered_m16n8k32_bf16
-);
+/// Implements [`SparseGemmVariant`] for the `Consts` of a sparse GEMM kernel.
+macro_rules! sparse_variant {
+    ($kernel:ident: $elem:ident) => {
+        impl SparseGemmVariant for $kernel::Consts {
+            type Elem = $elem;
 
-/// That `a` is the compressed form of an `m x k` matrix.
-fn check_shape<T: warpforge::DeviceScalar>(
-    a: &DeviceCompressed<T>,
-    m: u32,
-    k: u32,
-) -> Result<(), Error> {
-    if (a.rows(), a.cols()) == (m as usize, k as usize) {
-        Ok(())
-    } else {
-        Err(Error::Buffer(format!(
-            "the sparse A is {} x {}, but the GEMM was asked for an m x k = {m} x {k} A: \
-             compress the A of this product, or pass its m and k",
-            a.rows(),
-            a.cols()
-        )))
+            fn variants() -> Vec<Self> {
+                $kernel::variants()
+            }
+
+            fn name(&self) -> String {
+                $kernel::def().variant_name(&self.values())
+            }
+
+            fn values(&self) -> Vec<i64> {
+                $kernel::Consts::values(self)
+            }
+
+            fn b_layout(&self) -> MatrixLayout {
+                if self.B_ROW_MAJOR {
+                    MatrixLayout::RowMajor
+                } else {
+                    MatrixLayout::ColMajor
+                }
+            }
+
+            fn chunks(&self) -> Option<Chunks> {
+                self.ALIGNED.then_some(Chunks {
+                    elements: 8,
+                    otherwise: "take a variant with ALIGNED = false, which loads B element by \
+                                element",
+                })
+            }
+
+            fn launch(
+                &self,
+                rt: &Runtime,
+                kernel: &KernelProblem<f32>,
+                c_layout: MatrixLayout,
+                a: &DeviceCompressed<$elem>,
+                b: &DeviceBuffer<$elem>,
+                c: &mut DeviceBuffer<$elem>,
+                bias: Option<&DeviceBuffer<$elem>>,
+            ) -> Result<(), Error> {
+                let bias_mode = kernel.bias_mode(bias.is_some());
+                // Without a bias (`bias_mode` 0) the kernel never reads it.
+                let bias = bias.unwrap_or(b);
+                let mut args = vec![
+                    KernelArg::buffer(a.values()),
+                    KernelArg::buffer(a.metadata()),
+                    KernelArg::buffer(b),
+                    KernelArg::buffer_mut(c),
+                    KernelArg::buffer(bias),
+                ];
+                args.extend(kernel.scalar_args(bias_mode));
+                args.push(KernelArg::scalar(u32::from(
+                    c_layout == MatrixLayout::ColMajor,
+                )));
+                rt.launch(
+                    $kernel::def(),
+                    &self.values(),
+                    kernel.grid((self.BM, self.BN)),
+                    &mut args,
+                )
+            }
+        }
+    };
+}
+
+gemm_kernel_parts!(float f32 => f16, a_len: (m * ((k + 63) / 64 * 32)), grouped_tile_order! {
+    sparse_gemm! { gemm_sparse_f16, gemm_sparse_f16_with, mma_sp_ordered_m16n8k32_f16, elem: f16, }
+});
+gemm_kernel_parts!(float f32 => bf16, a_len: (m * ((k + 63) / 64 * 32)), grouped_tile_order! {
+    sparse_gemm! { gemm_sparse_bf16, gemm_sparse_bf16_with, mma_sp_ordered_m16n8k32_bf16, elem: bf16, }
+});
+
+/// One variant of a sparse GEMM (`gemm_sparse_f16`, `gemm_sparse_bf16`),
+/// implemented by each kernel's `Consts`: the sparse counterpart of
+/// [`GemmVariant`], whose A is a compressed 2:4 matrix (module docs). A tuner
+/// picks one for a problem with [`SparseGemmVariant::variants_for`] and
+/// launches it with [`SparseGemmVariant::run`].
+pub trait SparseGemmVariant: Copy + Debug + Sized {
+    /// The element type of A, B, C and the bias.
+    type Elem: DeviceSparse;
+
+    /// Every variant of the family.
+    fn variants() -> Vec<Self>;
+
+    /// `kernel[CONST=value,..]`.
+    fn name(&self) -> String;
+
+    /// The values of its const parameters, in declaration order.
+    fn values(&self) -> Vec<i64>;
+
+    /// The layout of B it reads (`B_ROW_MAJOR`).
+    fn b_layout(&self) -> MatrixLayout;
+
+    /// Whether it copies B in 16-byte chunks (`ALIGNED`).
+    fn chunks(&self) -> Option<Chunks>;
+
+    /// Launches this variant on a checked problem ([`SparseGemmVariant::check`]),
+    /// C stored in `c_layout`.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &self,
+        rt: &Runtime,
+        kernel: &KernelProblem<f32>,
+        c_layout: MatrixLayout,
+        a: &DeviceCompressed<Self::Elem>,
+        b: &DeviceBuffer<Self::Elem>,
+        c: &mut DeviceBuffer<Self::Elem>,
+        bias: Option<&DeviceBuffer<Self::Elem>>,
+    ) -> Result<(), Error>;
+
+    /// Whether this variant computes `problem`: A row-major (module docs),
+    /// k >= 1, A's batch stride, B's layout, the alignment of B's 16-byte
+    /// copies. The `Err` names the constraint and what to do. C may be in
+    /// either layout: the kernel stores both.
+    fn check(&self, problem: &GemmProblem<f32>) -> Result<KernelProblem<f32>, Error> {
+        let refuse = |message: String| Error::InvalidLaunch {
+            kernel: self.name(),
+            message,
+        };
+        let stride_a = compressed_stride(problem).map_err(refuse)?;
+        let b = self.b_layout();
+        if problem.b_layout != b {
+            return Err(refuse(format!(
+                "it reads B {b}, and this problem gives B {}: the variants with the other value \
+                 of B_ROW_MAJOR read the other layout (SparseGemmVariant::variants_for lists \
+                 those that take a problem)",
+                problem.b_layout
+            )));
+        }
+        if let Some(chunks) = self.chunks() {
+            check_chunks(problem, chunks, Operands::B).map_err(refuse)?;
+        }
+        let mut kernel = problem.as_given();
+        kernel.batch.stride_a = stride_a;
+        Ok(kernel)
+    }
+
+    /// Checks `problem` against this variant and the buffers, then launches
+    /// it: for each batch, `C = activation(alpha * A B + beta * C + bias)`
+    /// (see [`GemmProblem`]) with A 2:4 sparse, compressed (module docs).
+    /// Every input the variant cannot take is an `Err` naming the
+    /// constraint, before anything runs; a problem with no output element
+    /// does nothing.
+    fn run(
+        &self,
+        rt: &Runtime,
+        problem: &GemmProblem<f32>,
+        a: &DeviceCompressed<Self::Elem>,
+        b: &DeviceBuffer<Self::Elem>,
+        c: &mut DeviceBuffer<Self::Elem>,
+        bias: Option<&DeviceBuffer<Self::Elem>>,
+    ) -> Result<(), Error> {
+        let kernel = self.check(problem)?;
+        let lengths = (None, b.len(), c.len(), bias.map(DeviceBuffer::len));
+        check_lengths(&self.name(), problem, lengths)?;
+        check_compressed(&self.name(), problem, (a.rows(), a.cols()))?;
+        if problem.m == 0 || problem.n == 0 || problem.batch.count == 0 {
+            return Ok(());
+        }
+        self.launch(rt, &kernel, problem.c_layout, a, b, c, bias)
+    }
+
+    /// The variants that compute `problem`: the search space of a tuner.
+    fn variants_for(problem: &GemmProblem<f32>) -> Vec<Self> {
+        Self::variants()
+            .into_iter()
+            .filter(|variant| variant.check(problem).is_ok())
+            .collect()
     }
 }
 
-/// The variant [`sparse_gemm_f16`] and [`sparse_gemm_bf16`] take (16-byte
-/// copies when k % 8 == 0).
-pub fn default_variant(k: u32) -> gemm_sparse_f16::Consts {
-    let aligned = k.is_multiple_of(8);
-    gemm_sparse_f16::Consts {
-        BM: 128,
-        BN: 128,
-        BK: 64,
-        WARP: 64,
-        STAGES: if aligned { 3 } else { 2 },
-        ALIGNED: aligned,
+/// A sparse A's batch stride in compressed values (the kernels'
+/// `stride_a`), after the checks every sparse path makes of A in `problem`:
+/// row-major, k >= 1, batches at whole 16-row tiles (module docs).
+fn compressed_stride(problem: &GemmProblem<f32>) -> Result<u32, String> {
+    let (k, stride_a) = (problem.k, problem.batch.stride_a);
+    if problem.a_layout != MatrixLayout::RowMajor {
+        return Err(
+            "a 2:4 sparse A is compressed row by row (its groups of 4 run along k), so the \
+             problem's A must be row-major: compress A as an m x k row-major matrix"
+                .to_string(),
+        );
     }
+    if k == 0 {
+        return Err(
+            "k = 0: the sparse GEMMs need k >= 1 (with k = 0, A B is zero: scale C instead)"
+                .to_string(),
+        );
+    }
+    if problem.batch.count <= 1 {
+        return Ok(0);
+    }
+    let tile = 16 * u64::from(k);
+    if u64::from(stride_a) % tile != 0 {
+        return Err(format!(
+            "a sparse A's batches start at whole 16-row metadata tiles, so stride_a (in elements \
+             of the dense row-major A) must be a multiple of 16 * k = {tile}, and it is \
+             stride_a = {stride_a}: stack the batches 16-row aligned (pad each with zero rows to \
+             a multiple of 16, stride_a = m.next_multiple_of(16) * k) and compress the stack"
+        ));
+    }
+    let values = u64::from(stride_a) / u64::from(k) * value_cols(k as usize) as u64;
+    u32::try_from(values).map_err(|_| {
+        format!(
+            "stride_a = {stride_a} is {values} compressed values, past the kernels' u32 \
+             indices: split the batch into launches of fewer batches"
+        )
+    })
+}
+
+/// That a compressed A of `(rows, cols)` is the A of `problem`: `k`
+/// columns, and rows for every batch (`(batch.count - 1) * stride_a / k +
+/// m`). `variant` names the launch in the `Err`.
+fn check_compressed(
+    variant: &str,
+    problem: &GemmProblem<f32>,
+    (rows, cols): (usize, usize),
+) -> Result<(), Error> {
+    let refuse = |message: String| {
+        Err(Error::InvalidLaunch {
+            kernel: variant.to_string(),
+            message,
+        })
+    };
+    let GemmProblem { m, k, batch, .. } = *problem;
+    if cols != k as usize {
+        return refuse(format!(
+            "the sparse A has {cols} columns, and the problem's k is {k}: compress the A of \
+             this product, or pass its k"
+        ));
+    }
+    let needed = match batch.count {
+        0 => 0,
+        count => {
+            u64::from(count - 1) * u64::from(batch.stride_a) / u64::from(k.max(1)) + u64::from(m)
+        }
+    };
+    if (rows as u64) < needed {
+        return refuse(format!(
+            "the sparse A has {rows} rows, and the problem ({m} x {} x {k}, {} batches) needs \
+             (batch.count - 1) * stride_a / k + m = {needed}: compress every batch's A, stacked \
+             stride_a / k rows apart (module docs of gemm_sparse)",
+            problem.n, batch.count
+        ));
+    }
+    Ok(())
+}
+
+/// The variant [`sparse_gemm`] runs `problem` with: 128 x 128 tiles, 64-wide
+/// k-tiles, 64 x 64 warp tiles, in B's layout; three stages of 16-byte copies
+/// where B allows them, else two of element-wise loads. The `Err` is the
+/// refusal of the 16-byte one when neither takes `problem`.
+pub fn default_variant<V: SparseGemmVariant>(problem: &GemmProblem<f32>) -> Result<V, Error> {
+    let b_row = i64::from(problem.b_layout == MatrixLayout::RowMajor);
+    let preferred = [
+        [128, 128, 64, 64, 3, 1, b_row],
+        [128, 128, 64, 64, 2, 0, b_row],
+    ];
+    let variants = V::variants();
+    let mut refusal = None;
+    for values in preferred {
+        let Some(&variant) = variants.iter().find(|v| v.values() == values) else {
+            continue;
+        };
+        match variant.check(problem) {
+            Ok(_) => return Ok(variant),
+            Err(e) => {
+                refusal.get_or_insert(e);
+            }
+        }
+    }
+    Err(refusal.unwrap_or_else(|| Error::InvalidLaunch {
+        kernel: "sparse_gemm".into(),
+        message: "the sparse GEMM lost its default variants (128 x 128 x 64 tiles, WARP = 64): \
+                  pick one with SparseGemmVariant::variants_for and run it"
+            .into(),
+    }))
 }
 
 /// Whether the device has sparse Tensor Cores (`mma.sp`, sm_80 and newer).
@@ -457,24 +792,34 @@ pub fn has_sparse_tensor_cores(rt: &Runtime) -> bool {
     rt.device().compute_capability >= (8, 0)
 }
 
-/// `C = alpha * A B + beta * C` for a 2:4 sparse f16 A (compressed), B
-/// column-major and C row-major, on any CUDA GPU: with [`gemm_sparse_f16`]
-/// ([`default_variant`]) where the GPU has sparse Tensor Cores, else (sm_70)
-/// with [`decompressed_gemm_f16`], which takes k a multiple of 8 only.
-#[allow(clippy::too_many_arguments)]
+/// `problem` ([`GemmProblem`], A 2:4 sparse and compressed: module docs) with
+/// the [`default_variant`] of the sparse GEMM `V` (sm_80 and newer).
+pub fn sparse_gemm<V: SparseGemmVariant>(
+    rt: &Runtime,
+    problem: &GemmProblem<f32>,
+    a: &DeviceCompressed<V::Elem>,
+    b: &DeviceBuffer<V::Elem>,
+    c: &mut DeviceBuffer<V::Elem>,
+    bias: Option<&DeviceBuffer<V::Elem>>,
+) -> Result<(), Error> {
+    default_variant::<V>(problem)?.run(rt, problem, a, b, c, bias)
+}
+
+/// `problem` with a 2:4 sparse f16 A (compressed: module docs) on any CUDA
+/// GPU: with [`gemm_sparse_f16`] ([`default_variant`]) where the GPU has
+/// sparse Tensor Cores, else (sm_70) with [`decompressed_gemm_f16`].
 pub fn sparse_gemm_f16(
     rt: &Runtime,
+    problem: &GemmProblem<f32>,
     a: &DeviceCompressed<f16>,
     b: &DeviceBuffer<f16>,
     c: &mut DeviceBuffer<f16>,
-    (m, n, k): (u32, u32, u32),
-    alpha: f32,
-    beta: f32,
+    bias: Option<&DeviceBuffer<f16>>,
 ) -> Result<(), Error> {
     if has_sparse_tensor_cores(rt) {
-        gemm_sparse_f16_with(rt, default_variant(k), a, b, c, (m, n, k), alpha, beta)
+        sparse_gemm::<gemm_sparse_f16::Consts>(rt, problem, a, b, c, bias)
     } else {
-        decompressed_gemm_f16(rt, a, b, c, (m, n, k), alpha, beta)
+        decompressed_gemm_f16(rt, problem, a, b, c, bias)
     }
 }
 
@@ -488,34 +833,41 @@ const FALLBACK: gemm_f16_wmma::Consts = gemm_f16_wmma::Consts {
 };
 
 /// The fallback of [`sparse_gemm_f16`], which any CUDA GPU runs: A
-/// decompressed into a temporary dense matrix on the GPU, then the Volta
-/// GEMM [`gemm_f16_wmma`] (k a multiple of 8).
-#[allow(clippy::too_many_arguments)]
+/// decompressed into a temporary dense matrix on the GPU (the row-major
+/// stack of its batches, `stride_a` apart), then the Volta GEMM
+/// [`gemm_f16_wmma`] on the same problem, whose 16-byte copies need k, a
+/// row-major B's n and the batch strides to be multiples of 8.
 pub fn decompressed_gemm_f16(
     rt: &Runtime,
+    problem: &GemmProblem<f32>,
     a: &DeviceCompressed<f16>,
     b: &DeviceBuffer<f16>,
     c: &mut DeviceBuffer<f16>,
-    (m, n, k): (u32, u32, u32),
-    alpha: f32,
-    beta: f32,
+    bias: Option<&DeviceBuffer<f16>>,
 ) -> Result<(), Error> {
-    check_shape(a, m, k)?;
+    let name = "decompressed_gemm_f16";
+    compressed_stride(problem).map_err(|message| Error::InvalidLaunch {
+        kernel: name.into(),
+        message,
+    })?;
+    check_compressed(name, problem, (a.rows(), a.cols()))?;
+    if problem.m == 0 || problem.n == 0 || problem.batch.count == 0 {
+        return Ok(());
+    }
     let dense = decompress(rt, a)?;
-    gemm_f16_wmma_with(rt, FALLBACK, &dense, b, c, (m, n, k), alpha, beta)
+    FALLBACK.run(rt, problem, &dense, b, c, bias)
 }
 
-/// The bf16 form of [`sparse_gemm_f16`]. bf16 Tensor Cores (dense or sparse)
-/// start at sm_80, so on older GPUs this is an error, as for dense bf16.
-#[allow(clippy::too_many_arguments)]
+/// [`sparse_gemm`] with a 2:4 sparse bf16 A. bf16 Tensor Cores (dense or
+/// sparse) start at sm_80, so on older GPUs this is an error, as for dense
+/// bf16.
 pub fn sparse_gemm_bf16(
     rt: &Runtime,
+    problem: &GemmProblem<f32>,
     a: &DeviceCompressed<bf16>,
     b: &DeviceBuffer<bf16>,
     c: &mut DeviceBuffer<bf16>,
-    (m, n, k): (u32, u32, u32),
-    alpha: f32,
-    beta: f32,
+    bias: Option<&DeviceBuffer<bf16>>,
 ) -> Result<(), Error> {
     if !has_sparse_tensor_cores(rt) {
         let (major, minor) = rt.device().compute_capability;
@@ -527,21 +879,14 @@ pub fn sparse_gemm_bf16(
             ),
         });
     }
-    let d = default_variant(k);
-    let consts = gemm_sparse_bf16::Consts {
-        BM: d.BM,
-        BN: d.BN,
-        BK: d.BK,
-        WARP: d.WARP,
-        STAGES: d.STAGES,
-        ALIGNED: d.ALIGNED,
-    };
-    gemm_sparse_bf16_with(rt, consts, a, b, c, (m, n, k), alpha, beta)
+    sparse_gemm::<gemm_sparse_bf16::Consts>(rt, problem, a, b, c, bias)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gemm_problem::{Activation, GemmBatch};
+    use MatrixLayout::{ColMajor, RowMajor};
 
     #[test]
     fn the_fallback_is_a_wmma_variant() {
@@ -551,16 +896,160 @@ mod tests {
         );
     }
 
-    #[test]
-    fn the_default_variant_is_a_variant_for_every_k() {
-        for k in [1, 63, 64, 4095, 8192] {
-            let d = default_variant(k);
-            assert!(gemm_sparse_f16::variants().contains(&d), "k = {k}: {d:?}");
-            assert_eq!(d.ALIGNED, k % 8 == 0);
-            let values = d.values();
-            assert!(gemm_sparse_bf16::variants()
-                .iter()
-                .any(|c| c.values() == values));
+    fn problem(dims: (u32, u32, u32), b: MatrixLayout, c: MatrixLayout) -> GemmProblem<f32> {
+        GemmProblem {
+            b_layout: b,
+            c_layout: c,
+            ..GemmProblem::new(dims, 1.0, 0.0)
         }
+    }
+
+    fn refusal(result: Result<KernelProblem<f32>, Error>) -> String {
+        match result {
+            Ok(_) => panic!("the variant took a problem it must refuse"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    fn default_f16(p: &GemmProblem<f32>) -> gemm_sparse_f16::Consts {
+        default_variant(p).expect("a default variant takes the problem")
+    }
+
+    #[test]
+    fn the_default_variant_takes_every_b_and_c_layout_and_any_shape() {
+        for b in MatrixLayout::ALL {
+            for c in MatrixLayout::ALL {
+                for (dims, aligned) in [((64, 64, 64), true), ((3, 5, 63), false)] {
+                    let p = problem(dims, b, c);
+                    let d = default_f16(&p);
+                    assert_eq!((d.BM, d.BN, d.BK, d.WARP), (128, 128, 64, 64));
+                    assert_eq!((d.ALIGNED, d.B_ROW_MAJOR), (aligned, b == RowMajor));
+                    assert!(d.check(&p).is_ok());
+                    let bf16: gemm_sparse_bf16::Consts = default_variant(&p).unwrap();
+                    assert_eq!(bf16.values(), d.values());
+                }
+            }
+        }
+        // A row-major B's leading dimension is n: k = 63 keeps the 16-byte copies.
+        let d = default_f16(&problem((64, 64, 63), RowMajor, RowMajor));
+        assert!(d.ALIGNED);
+        let d = default_f16(&problem((64, 60, 64), RowMajor, RowMajor));
+        assert!(!d.ALIGNED);
+    }
+
+    #[test]
+    fn the_launcher_refuses_what_the_kernels_cannot_compute() {
+        let tn = default_f16(&problem((64, 64, 64), ColMajor, RowMajor));
+        let col_a = GemmProblem {
+            a_layout: ColMajor,
+            ..problem((64, 64, 64), ColMajor, RowMajor)
+        };
+        let message = refusal(tn.check(&col_a));
+        assert!(
+            message.contains("the problem's A must be row-major"),
+            "{message}"
+        );
+        assert!(gemm_sparse_f16::Consts::variants_for(&col_a).is_empty());
+        let default = default_variant::<gemm_sparse_f16::Consts>(&col_a);
+        let message = default.unwrap_err().to_string();
+        assert!(message.contains("row by row"), "{message}");
+        let message = refusal(tn.check(&problem((64, 64, 0), ColMajor, RowMajor)));
+        assert!(message.contains("k = 0"), "{message}");
+        // B's layout is the variant's.
+        let message = refusal(tn.check(&problem((64, 64, 64), RowMajor, RowMajor)));
+        assert!(
+            message.contains("it reads B column-major, and this problem gives B row-major")
+                && message.contains("B_ROW_MAJOR"),
+            "{message}"
+        );
+        // 16-byte copies of B: k for column-major B, n for row-major B, stride_b.
+        let message = refusal(tn.check(&problem((64, 64, 63), ColMajor, RowMajor)));
+        assert!(
+            message.contains("it copies B in 16-byte chunks")
+                && message.contains("B's leading dimension must be a multiple of 8 elements")
+                && message.contains("k = 63")
+                && message.contains("ALIGNED = false"),
+            "{message}"
+        );
+        let nn = default_f16(&problem((64, 64, 64), RowMajor, RowMajor));
+        let message = refusal(nn.check(&problem((64, 36, 64), RowMajor, RowMajor)));
+        assert!(message.contains("n = 36"), "{message}");
+        let mut batched = problem((64, 64, 64), ColMajor, ColMajor);
+        batched.batch = GemmBatch {
+            stride_b: 64 * 64 + 4,
+            ..GemmBatch::packed(2, (64, 64, 64))
+        };
+        let message = refusal(tn.check(&batched));
+        assert!(message.contains("stride_b = 4100"), "{message}");
+        // A's batches start at whole 16-row tiles.
+        batched.batch = GemmBatch::packed(2, (40, 64, 64));
+        let message = refusal(tn.check(&batched));
+        assert!(
+            message.contains("multiple of 16 * k = 1024")
+                && message.contains("stride_a = 2560")
+                && message.contains("m.next_multiple_of(16) * k"),
+            "{message}"
+        );
+        batched.batch.count = 1;
+        assert!(tn.check(&batched).is_ok());
+    }
+
+    #[test]
+    fn a_batched_sparse_a_is_strided_in_compressed_values_and_metadata() {
+        let dims = (40, 24, 100);
+        let p = GemmProblem {
+            batch: GemmBatch {
+                count: 3,
+                stride_a: 48 * 100,
+                stride_b: 0,
+                stride_c: 40 * 24,
+            },
+            c_layout: ColMajor,
+            activation: Activation::GeluTanh,
+            ..GemmProblem::new(dims, 1.0, 0.5)
+        };
+        let kernel = default_f16(&p).check(&p).unwrap();
+        // 48 rows of value_cols(100) = 64 kept values; the kernels take the
+        // metadata's stride as a sixteenth of it (64 words per 16-row tile).
+        assert_eq!(kernel.batch.stride_a, 48 * 64);
+        assert_eq!((kernel.batch.stride_b, kernel.batch.stride_c), (0, 960));
+        // A column-major C is stored by the kernel: nothing trades places.
+        assert_eq!((kernel.m, kernel.n, kernel.k), dims);
+        assert_eq!(kernel.bias_mode(true), 1);
+        // The compressed A holds every batch's rows: 2 * 48 + 40.
+        assert!(check_compressed("g", &p, (136, 100)).is_ok());
+        let message = check_compressed("g", &p, (135, 100))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            message.contains("has 135 rows")
+                && message.contains("(batch.count - 1) * stride_a / k + m = 136"),
+            "{message}"
+        );
+        let message = check_compressed("g", &p, (136, 96))
+            .unwrap_err()
+            .to_string();
+        assert!(message.contains("96 columns") && message.contains("k is 100"));
+        // A stride past the kernels' u32 indices is refused, not wrapped.
+        let huge = GemmProblem {
+            batch: GemmBatch {
+                stride_a: 16 * 200_000_000,
+                ..p.batch
+            },
+            ..GemmProblem::new((16, 8, 1), 1.0, 0.0)
+        };
+        let message = refusal(default_f16(&problem((16, 8, 8), ColMajor, RowMajor)).check(&huge));
+        assert!(
+            message.contains("past the kernels' u32 indices"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn row_major_b_stays_in_a_few_tiles() {
+        let all = gemm_sparse_f16::variants();
+        let row_major = all.iter().filter(|v| v.B_ROW_MAJOR).count();
+        assert!((1..=4).contains(&row_major), "{row_major} of {}", all.len());
+        assert_eq!(gemm_sparse_bf16::variants().len(), all.len());
     }
 }

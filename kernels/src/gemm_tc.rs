@@ -5,7 +5,8 @@ use warpforge::prelude::*;
 use warpforge::MatrixLayout;
 
 use crate::gemm_problem::{
-    gemm_kernel_parts, gemm_variant, Chunks, GemmProblem, GemmVariant, VariantLayouts, VariantTakes,
+    gemm_kernel_parts, gemm_variant, grouped_tile_order, Chunks, GemmProblem, GemmVariant,
+    VariantLayouts, VariantTakes,
 };
 
 /// One kernel source for every Tensor Core GEMM whose operands `ldmatrix` can
@@ -21,7 +22,7 @@ use crate::gemm_problem::{
 /// elements), what to say of the layouts a kernel lacks, the bias stand-in
 /// (see `gemm_variant!`), and, from `gemm_kernel_parts!`, whether the output
 /// takes GELU, the parameters after A and B, their requirements and the
-/// epilogue block.
+/// epilogue block, and from `grouped_tile_order!` the block's tile.
 macro_rules! tensor_core_gemm {
     (@layouts $other:literal, $consts:ident) => {
         VariantLayouts::Fixed {
@@ -55,6 +56,7 @@ macro_rules! tensor_core_gemm {
         params: ($($params:tt)*),
         requires: ($($requires:tt)*),
         epilogue: $epilogue:tt,
+        tile_order: [$($tile_order:tt)*],
     ) => {
         /// A Tensor Core GEMM with an epilogue, for each of `batches` strided
         /// batches (the grid's z): `C = act(alpha * A B + beta * C + bias)`, A
@@ -183,17 +185,8 @@ macro_rules! tensor_core_gemm {
             let warp = tid / 32;
             let wm0 = warp / (BN / WARP) * WARP;
             let wn0 = warp % (BN / WARP) * WARP;
-            // Blocks start in launch order (x fastest). Renumbered so that
-            // consecutive blocks walk a group of 8 tile rows column by column, the
-            // blocks in flight share a few panels of A and of B in L2 instead of
-            // every panel of B (the grid is the plain (n tiles, m tiles) one).
-            let tiles_n = grid_dim().x;
-            let id = block_idx().y * tiles_n + block_idx().x;
-            let group_first = id / (8 * tiles_n) * 8;
-            let group_rows = (grid_dim().y - group_first).min(8);
-            let in_group = id % (8 * tiles_n);
-            let row0 = (group_first + in_group % group_rows) * BM;
-            let col0 = in_group / group_rows * BN;
+            // The block's tile: `row0`, `col0` (`grouped_tile_order!`).
+            $($tile_order)*
             // A block past the last batch (a grid deeper than `batches`) reads the
             // last batch and writes nothing: a branch to the end instead makes
             // ptxas spill in the 255-register variants.
@@ -599,7 +592,7 @@ macro_rules! tensor_core_gemm {
 }
 
 // f16 in and out, f32 accumulation and scale.
-gemm_kernel_parts!(float f32 => f16, tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => f16, grouped_tile_order! { tensor_core_gemm! {
     gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
     elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
@@ -608,9 +601,9 @@ gemm_kernel_parts!(float f32 => f16, tensor_core_gemm! {
                     other layouts (GemmVariant::variants_for lists those that take a problem)",
     layout_requires: (a_col_major == A_COL_MAJOR, b_row_major == B_ROW_MAJOR,),
     bias_stand_in: a,
-});
+} });
 // bf16 in and out, f32 accumulation and scale.
-gemm_kernel_parts!(float f32 => bf16, tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => bf16, grouped_tile_order! { tensor_core_gemm! {
     gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
     elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
@@ -619,10 +612,10 @@ gemm_kernel_parts!(float f32 => bf16, tensor_core_gemm! {
                     other layouts (GemmVariant::variants_for lists those that take a problem)",
     layout_requires: (a_col_major == A_COL_MAJOR, b_row_major == B_ROW_MAJOR,),
     bias_stand_in: a,
-});
+} });
 // i8 in, i32 accumulation, output and scale: exact integer arithmetic
 // (wrapping past i32, as cuBLAS's `CUBLAS_COMPUTE_32I`).
-gemm_kernel_parts!(integer i32 => i32, tensor_core_gemm! {
+gemm_kernel_parts!(integer i32 => i32, grouped_tile_order! { tensor_core_gemm! {
     gemm_s8, gemm_s8_with, mma_m16n8k32_s8,
     elem: i8 = 0, acc: 0i32, out: i32, scale: i32, chunk: 16, bk: [64, 128], round_tf32: false,
     fits: (true),
@@ -632,11 +625,11 @@ gemm_kernel_parts!(integer i32 => i32, tensor_core_gemm! {
                     B column-major",
     layout_requires: (!a_col_major, !b_row_major,),
     bias_stand_in: fresh,
-});
+} });
 // f32 in and out, f32 accumulation and scale, on the tf32 Tensor Cores
 // (m16n8k8): each operand word `ldmatrix` loads is rounded to tf32 (to nearest,
 // ties away from zero, as cuBLAS rounds) before its MMA.
-gemm_kernel_parts!(float f32 => f32, tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => f32, grouped_tile_order! { tensor_core_gemm! {
     gemm_tf32, gemm_tf32_with, mma_m16n8k8_tf32,
     elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32, chunk: 4, bk: [16, 32], round_tf32: true,
     // At BK = 32 the rounding's temporaries make ptxas 12.9 spill every other
@@ -648,4 +641,4 @@ gemm_kernel_parts!(float f32 => f32, tensor_core_gemm! {
                     B column-major",
     layout_requires: (!a_col_major, !b_row_major,),
     bias_stand_in: a,
-});
+} });

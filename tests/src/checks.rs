@@ -175,8 +175,9 @@ fn check_softmax_shapes(
 /// The cases each dense GEMM variant runs on each shape: every epilogue
 /// (none, bias, bias + ReLU, bias + GELU) on one batch and on three strided
 /// ones, both C layouts, beta 0 (C poisoned: it must be neither read nor
-/// left unwritten) and beta != 0 (C random).
-const GEMM_CASES: [GemmCase; 9] = {
+/// left unwritten) and beta != 0 (C random). The sparse GEMMs run them too
+/// (`sparse::check_gemm_sparse`).
+pub const GEMM_CASES: [GemmCase; 9] = {
     use Activation::{GeluTanh, Identity, Relu};
     use MatrixLayout::{ColMajor, RowMajor};
     [
@@ -196,7 +197,7 @@ const GEMM_CASES: [GemmCase; 9] = {
 /// variant and the other one-batch cases on the first variant of each
 /// layout: the float64 reference and the comparisons grow with the shape,
 /// the kernels' epilogue, layout and batch handling do not.
-const LARGE_GEMM: usize = 1 << 28;
+pub const LARGE_GEMM: usize = 1 << 28;
 
 /// Which variants run which of [`GEMM_CASES`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,14 +210,15 @@ pub enum GemmCoverage {
     Sampled,
 }
 
-/// One run of a dense GEMM variant: see [`GEMM_CASES`].
+/// One run of a GEMM variant: see [`GEMM_CASES`].
 #[derive(Clone, Copy, Debug, PartialEq)]
-struct GemmCase {
-    beta_zero: bool,
-    bias: bool,
-    activation: Activation,
-    batches: u32,
-    c_layout: MatrixLayout,
+pub struct GemmCase {
+    /// Beta 0 (the scales' first pair, C poisoned), or not (the second, C random).
+    pub beta_zero: bool,
+    pub bias: bool,
+    pub activation: Activation,
+    pub batches: u32,
+    pub c_layout: MatrixLayout,
 }
 
 impl GemmCase {
@@ -236,9 +238,82 @@ impl GemmCase {
         }
     }
 
+    /// What this case starts from and must end with, on the shape and first
+    /// batches of `products` (`batch`: this case's batches): its (alpha,
+    /// beta), C's initial buffer (from `(c_in, poison, bias)`: the random C,
+    /// or the poisoned one where beta is 0) and the float64 reference.
+    pub fn expected<'c, S: GemmScale, O: GemmOutput>(
+        &self,
+        products: &GemmProducts,
+        batch: GemmBatch,
+        (c_in, poison, bias): (&'c [O], &'c [O], &[O]),
+    ) -> ((S, S), &'c [O], GemmReference) {
+        let widen = |v: &[O]| -> Vec<f64> { v.iter().map(|x| x.widen()).collect() };
+        let (alpha, beta) = S::SCALES[usize::from(!self.beta_zero)];
+        let (m, n, k) = products.dims();
+        let spec = GemmSpec {
+            c_layout: self.c_layout,
+            batch,
+            alpha: alpha.widen(),
+            beta: beta.widen(),
+            activation: self.activation,
+            ..GemmSpec::new(m, n, k)
+        };
+        let c_initial = if self.beta_zero { poison } else { c_in };
+        let c_initial = &c_initial[..spec.c_len()];
+        let bias_values = self.bias.then(|| widen(bias));
+        let expected = products.reference(&spec, Some(&widen(c_initial)), bias_values.as_deref());
+        ((alpha, beta), c_initial, expected)
+    }
+
+    /// This case's problem on `(m, n, k)`, A and B in `layouts`.
+    pub fn problem<S: Copy>(
+        &self,
+        (m, n, k): (usize, usize, usize),
+        (a_layout, b_layout): (MatrixLayout, MatrixLayout),
+        batch: GemmBatch,
+        (alpha, beta): (S, S),
+    ) -> GemmProblem<S> {
+        GemmProblem {
+            a_layout,
+            b_layout,
+            c_layout: self.c_layout,
+            batch,
+            activation: self.activation,
+            ..GemmProblem::new((m as u32, n as u32, k as u32), alpha, beta)
+        }
+    }
+
+    /// The report line's name of a run of `variant` on this case's `problem`.
+    pub fn describe<S: GemmScale>(&self, variant: &str, problem: &GemmProblem<S>) -> String {
+        format!(
+            "{variant} {}x{}x{} A {} B {} C {}, {} batch(es), alpha={} beta={}, bias: {}, {:?}",
+            problem.m,
+            problem.n,
+            problem.k,
+            problem.a_layout.name(),
+            problem.b_layout.name(),
+            problem.c_layout.name(),
+            self.batches,
+            problem.alpha.widen(),
+            problem.beta.widen(),
+            self.bias,
+            self.activation,
+        )
+    }
+
+    /// The error bound of this case's outputs for a GEMM of `precision`.
+    pub fn tolerance(&self, precision: GemmPrecision, k: usize) -> GemmTolerance {
+        GemmTolerance {
+            precision,
+            k,
+            activation: self.activation,
+        }
+    }
+
     /// Whether this case runs on a shape of `macs` multiply-adds for a
     /// variant that is (or is not) the first of its layouts.
-    fn runs(&self, macs: usize, representative: bool, coverage: GemmCoverage) -> bool {
+    pub fn runs(&self, macs: usize, representative: bool, coverage: GemmCoverage) -> bool {
         let plain = self == &GEMM_CASES[0];
         let every_variant = plain || coverage == GemmCoverage::Full && macs <= LARGE_GEMM;
         let affordable = macs <= LARGE_GEMM || self.batches == 1;
@@ -449,46 +524,22 @@ pub fn check_gemm<V: CheckedGemm>(
             {
                 continue;
             }
-            let (alpha, beta) = V::Scale::SCALES[usize::from(!case.beta_zero)];
-            let spec = GemmSpec {
-                c_layout: case.c_layout,
-                batch: batch(case.batches),
-                alpha: alpha.widen(),
-                beta: beta.widen(),
-                activation: case.activation,
-                ..GemmSpec::new(m, n, k)
-            };
-            let c_initial = if case.beta_zero { &poison } else { &c_in };
-            let c_initial = &c_initial[..spec.c_len()];
-            let bias_values = case.bias.then(|| widen_out(&bias));
-            let expected =
-                products.reference(&spec, Some(&widen_out(c_initial)), bias_values.as_deref());
+            let c_buffers = (&c_in[..], &poison[..], &bias[..]);
+            let ((alpha, beta), c_initial, expected) =
+                case.expected::<V::Scale, V::Out>(&products, batch(case.batches), c_buffers);
             for (index, variant) in variants.iter().enumerate() {
                 if !case.runs(macs, representatives[index], coverage) {
                     continue;
                 }
                 let (a_layout, b_layout) =
                     problem_layouts(variant.takes().layouts, case_index, case);
-                let problem = GemmProblem {
-                    a_layout,
-                    b_layout,
-                    c_layout: case.c_layout,
-                    batch: batch(case.batches),
-                    activation: case.activation,
-                    ..GemmProblem::new((m as u32, n as u32, k as u32), alpha, beta)
-                };
-                let what = format!(
-                    "{} {m}x{n}x{k} A {} B {} C {}, {} batch(es), alpha={} beta={}, bias: {}, {:?}",
-                    variant.name(),
-                    a_layout.name(),
-                    b_layout.name(),
-                    case.c_layout.name(),
-                    case.batches,
-                    alpha.widen(),
-                    beta.widen(),
-                    case.bias,
-                    case.activation,
+                let problem = case.problem(
+                    (m, n, k),
+                    (a_layout, b_layout),
+                    batch(case.batches),
+                    (alpha, beta),
                 );
+                let what = case.describe(&variant.name(), &problem);
                 let run = || -> Result<Vec<f64>, Error> {
                     let mut dc = rt.upload(c_initial)?;
                     let bias = case.bias.then_some(&bias_buffer);
@@ -499,12 +550,8 @@ pub fn check_gemm<V: CheckedGemm>(
                     variant.run(rt, &problem, a, b, &mut dc, bias)?;
                     Ok(widen_out(&rt.download(&dc)?))
                 };
-                let refusal = expected_refusal(&variant.takes(), &problem);
-                let tolerance = GemmTolerance {
-                    precision: V::PRECISION,
-                    k,
-                    activation: case.activation,
-                };
+                let refusal = expected_refusal(&variant.takes(), &problem, true);
+                let tolerance = case.tolerance(V::PRECISION, k);
                 judge_gemm(
                     report,
                     &what,
@@ -543,10 +590,15 @@ fn problem_layouts(
 }
 
 /// What the `Err` of a variant that must refuse `problem` names: GELU on an
-/// integer C, or a leading dimension of A or B (k or m for A, n or k for B,
-/// by layout) that is not a multiple of its 16-byte chunks. Batch strides
-/// are multiples of every chunk here.
-fn expected_refusal<S: Copy>(takes: &VariantTakes, problem: &GemmProblem<S>) -> Option<String> {
+/// integer C, or a leading dimension of A (where `a_in_chunks`: not a
+/// compressed sparse A) or B (k or m for A, n or k for B, by layout) that is
+/// not a multiple of its 16-byte chunks. Batch strides are multiples of
+/// every chunk here.
+pub fn expected_refusal<S: Copy>(
+    takes: &VariantTakes,
+    problem: &GemmProblem<S>,
+    a_in_chunks: bool,
+) -> Option<String> {
     if problem.activation == Activation::GeluTanh && !takes.gelu {
         return Some("GELU needs a floating-point output".to_string());
     }
@@ -559,12 +611,12 @@ fn expected_refusal<S: Copy>(takes: &VariantTakes, problem: &GemmProblem<S>) -> 
         MatrixLayout::RowMajor => problem.n,
         MatrixLayout::ColMajor => problem.k,
     };
-    (a_leading % chunk != 0 || b_leading % chunk != 0)
+    (a_in_chunks && a_leading % chunk != 0 || b_leading % chunk != 0)
         .then(|| format!("must be a multiple of {chunk} elements"))
 }
 
 /// The buffer of `buffers` stored in `layout` (every layout is there).
-fn in_layout<T>(buffers: &[(MatrixLayout, T)], layout: MatrixLayout) -> &T {
+pub fn in_layout<T>(buffers: &[(MatrixLayout, T)], layout: MatrixLayout) -> &T {
     let found = buffers.iter().find(|(stored, _)| *stored == layout);
     &found.expect("an operand is uploaded in every layout").1
 }
@@ -572,7 +624,7 @@ fn in_layout<T>(buffers: &[(MatrixLayout, T)], layout: MatrixLayout) -> &T {
 /// `batches` row-major `rows x cols` matrices (back to back in `rows_data`)
 /// stored in `layout` at `stride` elements apart; the gaps hold copies of
 /// the first elements (never read by a correct kernel).
-fn store<T: Copy>(
+pub fn store<T: Copy>(
     rows_data: &[T],
     layout: MatrixLayout,
     (rows, cols): (usize, usize),
@@ -645,25 +697,6 @@ pub fn judge_gemm(
         }
         (Err(e), None) => report.error(what, e),
     }
-}
-
-/// [`judge_gemm`] for a floating-point GEMM without activation, which must
-/// refuse with an `Err` containing `refusal` where that is given.
-pub fn judge_gemm_float(
-    report: &mut Report,
-    what: &str,
-    run: Result<Vec<f64>, Error>,
-    refusal: Option<&str>,
-    expected: &GemmReference,
-    precision: GemmPrecision,
-    k: usize,
-) {
-    let tolerance = GemmTolerance {
-        precision,
-        k,
-        activation: Activation::Identity,
-    };
-    judge_gemm(report, what, run, refusal, expected, &tolerance);
 }
 
 /// `stream_scale` (the pipelined `cp_async` stream) over every variant:

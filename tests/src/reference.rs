@@ -206,6 +206,11 @@ impl GemmProducts {
         }
     }
 
+    /// `(m, n, k)`.
+    pub fn dims(&self) -> (usize, usize, usize) {
+        self.dims
+    }
+
     /// The reference of `spec`, whose shape must be these products' and whose
     /// batches (`spec.batch.count` of them) these products' first ones; `c`
     /// and `bias` as [`gemm_general`] takes them.

@@ -13,15 +13,19 @@
 
 use warpforge::prelude::*;
 use warpforge::{DeviceScalar, GemmPrecision, MatrixLayout};
+use warpforge_kernels::gemm_problem::{Chunks, GemmProblem, VariantLayouts, VariantTakes};
 use warpforge_kernels::gemm_sparse::{
-    decompressed_gemm_f16, gemm_sparse_bf16, gemm_sparse_bf16_with, gemm_sparse_f16,
-    gemm_sparse_f16_with, has_sparse_tensor_cores, sparse_gemm_bf16, sparse_gemm_f16,
+    decompressed_gemm_f16, gemm_sparse_bf16, gemm_sparse_f16, has_sparse_tensor_cores,
+    sparse_gemm_bf16, sparse_gemm_f16, SparseGemmVariant,
 };
 use warpforge_kernels::sparse::device::{self, DeviceCompressed, DeviceSparse};
 use warpforge_kernels::sparse::{self, Compressed, SparseElement};
 
-use crate::checks::judge_gemm_float;
-use crate::reference::{self, GemmReference, GemmSpec};
+use crate::checks::{
+    expected_refusal, in_layout, judge_gemm, store, GemmCase, GemmCoverage, GemmData, GEMM_CASES,
+    LARGE_GEMM,
+};
+use crate::reference::{GemmBatch, GemmProducts};
 use crate::report::Report;
 use crate::{GemmFloat, Inputs};
 
@@ -401,192 +405,321 @@ pub fn check_sparse_device(
     }
 }
 
-/// What the sparse kernels' 16-byte-copy variants' refusal of a k that is not
-/// a multiple of 8 quotes (their `requires`).
-const KERNEL_K_REFUSAL: &str = "k % 8 == 0";
+/// A shorthand sparse GEMM entry point: `(rt, problem, a, b, c, bias)`.
+pub type SparseLaunch<T> = fn(
+    &Runtime,
+    &GemmProblem<f32>,
+    &DeviceCompressed<T>,
+    &DeviceBuffer<T>,
+    &mut DeviceBuffer<T>,
+    Option<&DeviceBuffer<T>>,
+) -> Result<(), Error>;
 
-/// Launches variant `index` of a sparse GEMM: (a, b, c, (m, n, k), alpha, beta).
-type SparseLaunch<'a, T> = dyn Fn(
-        usize,
-        &DeviceCompressed<T>,
-        &DeviceBuffer<T>,
-        &mut DeviceBuffer<T>,
-        (u32, u32, u32),
-        f32,
-        f32,
-    ) -> Result<(), Error>
-    + 'a;
+/// A sparse GEMM family the GPU tier checks: its precision, and its
+/// shorthand entry points besides the variants.
+pub trait CheckedSparseGemm: SparseGemmVariant<Elem: GemmFloat + DeviceSparse> {
+    const PRECISION: GemmPrecision;
+    /// The entry point that picks the variant (the runtime's choice).
+    const PICKED: (&'static str, SparseLaunch<Self::Elem>);
+    /// The fallback without sparse Tensor Cores (a decompressed A through a
+    /// dense GEMM that copies 16-byte chunks of A and B), where there is one.
+    const FALLBACK: Option<(&'static str, SparseLaunch<Self::Elem>)>;
+}
 
-/// A sparse GEMM over `variants` (name, and for those that need k % 8 == 0
-/// the text their refusal of another k contains):
-/// A is random, pruned and compressed on the host; every variant must match
-/// the float64 product of the decompressed A within the dense 16-bit GEMMs'
-/// bound ([`judge_gemm_float`]); C is NaN-poisoned when beta = 0.
-#[allow(clippy::too_many_arguments)]
-fn check_gemm_sparse<T: GemmFloat + DeviceSparse>(
+impl CheckedSparseGemm for gemm_sparse_f16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::F16;
+    const PICKED: (&'static str, SparseLaunch<f16>) = ("sparse_gemm_f16", sparse_gemm_f16);
+    const FALLBACK: Option<(&'static str, SparseLaunch<f16>)> =
+        Some(("decompressed_gemm_f16", decompressed_gemm_f16));
+}
+
+impl CheckedSparseGemm for gemm_sparse_bf16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::Bf16;
+    const PICKED: (&'static str, SparseLaunch<bf16>) = ("sparse_gemm_bf16", sparse_gemm_bf16);
+    const FALLBACK: Option<(&'static str, SparseLaunch<bf16>)> = None;
+}
+
+/// One way the check runs a sparse GEMM.
+enum SparseRun<V: CheckedSparseGemm> {
+    /// A variant (on GPUs with sparse Tensor Cores), and whether it is the
+    /// first of its B layout (which runs every case where coverage is sampled).
+    Variant(V, bool),
+    /// An entry point that takes either B layout and runs every case; `dense`
+    /// for the fallback, which copies 16-byte chunks of A and B.
+    Path(&'static str, SparseLaunch<V::Elem>, bool),
+}
+
+impl<V: CheckedSparseGemm> SparseRun<V> {
+    /// The variants (with sparse Tensor Cores), then the entry points.
+    fn all(sparse_tensor_cores: bool) -> Vec<SparseRun<V>> {
+        let mut seen = Vec::new();
+        let variants = V::variants().into_iter().filter(|_| sparse_tensor_cores);
+        let mut runs: Vec<SparseRun<V>> = variants
+            .map(|v| {
+                let first = !seen.contains(&v.b_layout());
+                seen.push(v.b_layout());
+                SparseRun::Variant(v, first)
+            })
+            .collect();
+        runs.push(SparseRun::Path(V::PICKED.0, V::PICKED.1, false));
+        if let Some((name, launch)) = V::FALLBACK {
+            runs.push(SparseRun::Path(name, launch, true));
+        }
+        runs
+    }
+
+    fn name(&self) -> String {
+        match self {
+            SparseRun::Variant(v, _) => v.name(),
+            SparseRun::Path(name, _, _) => format!("{name} (picks its variant)"),
+        }
+    }
+
+    fn reads(&self, b_layout: MatrixLayout) -> bool {
+        match self {
+            SparseRun::Variant(v, _) => v.b_layout() == b_layout,
+            SparseRun::Path(..) => true,
+        }
+    }
+
+    fn representative(&self) -> bool {
+        match self {
+            SparseRun::Variant(_, first) => *first,
+            SparseRun::Path(..) => true,
+        }
+    }
+
+    /// What its refusal of `problem` names, if it must refuse it.
+    fn refusal(&self, problem: &GemmProblem<f32>) -> Option<String> {
+        let takes = |chunks| VariantTakes {
+            layouts: VariantLayouts::Any,
+            chunks,
+            gelu: true,
+        };
+        match self {
+            SparseRun::Variant(v, _) => expected_refusal(&takes(v.chunks()), problem, false),
+            SparseRun::Path(_, _, false) => None,
+            SparseRun::Path(_, _, true) => {
+                let chunks = Chunks {
+                    elements: 8,
+                    otherwise: "",
+                };
+                expected_refusal(&takes(Some(chunks)), problem, true)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn run(
+        &self,
+        rt: &Runtime,
+        problem: &GemmProblem<f32>,
+        a: &DeviceCompressed<V::Elem>,
+        b: &DeviceBuffer<V::Elem>,
+        c: &mut DeviceBuffer<V::Elem>,
+        bias: Option<&DeviceBuffer<V::Elem>>,
+    ) -> Result<(), Error> {
+        match self {
+            SparseRun::Variant(v, _) => v.run(rt, problem, a, b, c, bias),
+            SparseRun::Path(_, launch, _) => launch(rt, problem, a, b, c, bias),
+        }
+    }
+}
+
+/// The lines [`check_gemm_sparse`] reports for family `V` on `shapes` (on a
+/// GPU with sparse Tensor Cores) when nothing fails to upload: one per run.
+pub fn sparse_gemm_lines<V: CheckedSparseGemm>(
+    shapes: &[(usize, usize, usize)],
+    coverage: GemmCoverage,
+) -> usize {
+    let runs = SparseRun::<V>::all(true);
+    let count = |&(m, n, k): &(usize, usize, usize)| {
+        let runs_of = |case: &GemmCase| {
+            let per_layout = |b| {
+                let reading = runs.iter().filter(|run| run.reads(b));
+                let running =
+                    reading.filter(|run| case.runs(m * n * k, run.representative(), coverage));
+                running.count()
+            };
+            MatrixLayout::ALL.into_iter().map(per_layout).sum::<usize>()
+        };
+        GEMM_CASES.iter().map(runs_of).sum::<usize>()
+    };
+    shapes.iter().map(count).sum()
+}
+
+/// A sparse GEMM family `V` over every variant (where the GPU has sparse
+/// Tensor Cores) and its entry points ([`CheckedSparseGemm`]), every shape,
+/// both B layouts and every [`GEMM_CASES`] case (C layout, bias, ReLU, GELU,
+/// beta, strided batches; as `coverage` and [`LARGE_GEMM`] allow): A is
+/// random, each batch padded to a multiple of 16 rows, the stack pruned and
+/// compressed on the host (`stride_a` = 16-row-aligned batches, as the
+/// sparse GEMMs take them); every run must match the float64 reference of
+/// the decompressed A within [`GemmTolerance`], or refuse (16-byte copies of
+/// a B whose leading dimension is not a multiple of 8) with an `Err` naming
+/// the constraint.
+pub fn check_gemm_sparse<V: CheckedSparseGemm>(
     rt: &Runtime,
     inputs: &mut Inputs,
     report: &mut Report,
     shapes: &[(usize, usize, usize)],
-    precision: GemmPrecision,
-    variants: &[(String, Option<&str>)],
-    launch: &SparseLaunch<'_, T>,
+    coverage: GemmCoverage,
 ) {
-    let narrow = |v: Vec<f32>| -> Vec<T> { v.into_iter().map(T::from_f32).collect() };
-    let widen = |v: &[T]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
+    let runs = SparseRun::<V>::all(has_sparse_tensor_cores(rt));
+    let precision = V::PRECISION;
+    let widen = |v: &[V::Elem]| -> Vec<f64> { v.iter().map(|x| x.to_f64()).collect() };
     for &(m, n, k) in shapes {
-        let dense = narrow(inputs.f32s(m * k));
-        let b = narrow(inputs.f32s(n * k));
-        let c_in = narrow(inputs.f32s(m * n));
-        let compressed = match Compressed::prune(&dense, m, k) {
+        let macs = m * n * k;
+        let batches = if macs <= LARGE_GEMM { 3 } else { 1 };
+        // A's batches 16-row aligned; B's and C's a multiple of every chunk apart, with a gap.
+        let a_rows_apart = m.next_multiple_of(16);
+        let padded = |len: usize| len.next_multiple_of(16) + 16;
+        let (stride_b, stride_c) = (padded(k * n), padded(m * n));
+        let batch = |count| GemmBatch {
+            count,
+            stride_a: (a_rows_apart * k) as u32,
+            stride_b: stride_b as u32,
+            stride_c: stride_c as u32,
+        };
+        let stack_rows = (batches - 1) * a_rows_apart + m;
+        let mut stack = V::Elem::draw(inputs, stack_rows * k);
+        for (r, row) in stack.chunks_mut(k.max(1)).enumerate() {
+            if r % a_rows_apart >= m {
+                row.fill(V::Elem::ZERO);
+            }
+        }
+        let compressed = match Compressed::prune(&stack, stack_rows, k) {
             Ok(c) => c,
             Err(e) => {
-                report.error(
-                    &format!("sparse {} GEMM {m}x{n}x{k}: host", precision.name()),
-                    e,
-                );
+                report.error(&format!("sparse {precision} GEMM {m}x{n}x{k}: host"), e);
                 continue;
             }
         };
-        let a = widen(&compressed.decompress());
-        let cases = [(1.5f32, 0.0f32), (0.75, -0.5)];
-        let expected: Vec<GemmReference> = cases
-            .iter()
-            .map(|&(alpha, beta)| {
-                let spec = GemmSpec {
-                    b_layout: MatrixLayout::ColMajor,
-                    alpha: alpha as f64,
-                    beta: beta as f64,
-                    ..GemmSpec::new(m, n, k)
-                };
-                let c = (beta != 0.0).then(|| widen(&c_in));
-                reference::gemm_general(&spec, &a, &widen(&b), c.as_deref(), None)
-            })
+        // Each batch's pruned A, back to back, for the products.
+        let pruned = compressed.decompress();
+        let a_rows: Vec<V::Elem> = (0..batches)
+            .flat_map(|i| &pruned[i * a_rows_apart * k..(i * a_rows_apart + m) * k])
+            .copied()
             .collect();
-        let uploaded =
-            (|| Ok::<_, Error>((DeviceCompressed::upload(rt, &compressed)?, rt.upload(&b)?)))();
-        let (da, db) = match uploaded {
-            Ok(v) => v,
+        let b_rows = V::Elem::draw(inputs, batches * k * n);
+        let c_in = V::Elem::draw(inputs, (batches - 1) * stride_c + m * n);
+        let bias = V::Elem::draw(inputs, n);
+        let products = GemmProducts::new(&widen(&a_rows), &widen(&b_rows), (m, n, k), batches);
+        let uploaded = (|| {
+            let mut b = Vec::new();
+            for layout in MatrixLayout::ALL {
+                let stored = store(&b_rows, layout, (k, n), stride_b, batches);
+                b.push((layout, rt.upload(&stored)?));
+            }
+            Ok::<_, Error>((
+                DeviceCompressed::upload(rt, &compressed)?,
+                b,
+                rt.upload(&bias)?,
+            ))
+        })();
+        let (a, b_buffers, bias_buffer) = match uploaded {
+            Ok(buffers) => buffers,
             Err(e) => {
-                report.error(
-                    &format!("sparse {} GEMM {m}x{n}x{k} upload", precision.name()),
-                    e,
-                );
+                report.error(&format!("sparse {precision} GEMM {m}x{n}x{k} upload"), e);
                 continue;
             }
         };
-        for (index, (name, k_refusal)) in variants.iter().enumerate() {
-            for (&(alpha, beta), expected) in cases.iter().zip(&expected) {
-                let what = format!("{name} {m}x{n}x{k} alpha={alpha} beta={beta}");
-                let run = || -> Result<Vec<f64>, Error> {
-                    let mut dc = if beta == 0.0 {
-                        rt.upload(&vec![T::NAN; m * n])?
-                    } else {
-                        rt.upload(&c_in)?
+        let poison = vec![V::Elem::NAN; c_in.len()];
+        for case in &GEMM_CASES {
+            let c_buffers = (&c_in[..], &poison[..], &bias[..]);
+            let ((alpha, beta), c_initial, expected) =
+                case.expected::<f32, V::Elem>(&products, batch(case.batches), c_buffers);
+            for b_layout in MatrixLayout::ALL {
+                for run in runs.iter().filter(|run| run.reads(b_layout)) {
+                    if !case.runs(macs, run.representative(), coverage) {
+                        continue;
+                    }
+                    let layouts = (MatrixLayout::RowMajor, b_layout);
+                    let scales = (alpha, beta);
+                    let problem = case.problem((m, n, k), layouts, batch(case.batches), scales);
+                    let what = case.describe(&run.name(), &problem);
+                    let result = || -> Result<Vec<f64>, Error> {
+                        let mut dc = rt.upload(c_initial)?;
+                        let bias = case.bias.then_some(&bias_buffer);
+                        let b = in_layout(&b_buffers, b_layout);
+                        run.run(rt, &problem, &a, b, &mut dc, bias)?;
+                        Ok(widen(&rt.download(&dc)?))
                     };
-                    let dims = (m as u32, n as u32, k as u32);
-                    launch(index, &da, &db, &mut dc, dims, alpha, beta)?;
-                    Ok(widen(&rt.download(&dc)?))
-                };
-                judge_gemm_float(
-                    report,
-                    &what,
-                    run(),
-                    k_refusal.filter(|_| k % 8 != 0),
-                    expected,
-                    precision,
-                    k,
-                );
+                    let tolerance = case.tolerance(precision, k);
+                    let refusal = run.refusal(&problem);
+                    judge_gemm(
+                        report,
+                        &what,
+                        result(),
+                        refusal.as_deref(),
+                        &expected,
+                        &tolerance,
+                    );
+                }
             }
         }
     }
 }
 
-/// `gemm_sparse_f16` over every variant (on GPUs with sparse Tensor Cores),
-/// then `sparse_gemm_f16` (the runtime's choice) and `decompressed_gemm_f16`
-/// (the sm_70 fallback, which every GPU runs); see [`check_gemm_sparse`].
-pub fn check_gemm_sparse_f16(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-) {
-    // Without sparse Tensor Cores only the two paths that run there.
-    let variants = if has_sparse_tensor_cores(rt) {
-        gemm_sparse_f16::variants()
-    } else {
-        Vec::new()
-    };
-    let mut names: Vec<(String, Option<&str>)> = variants
-        .iter()
-        .map(|c| {
-            let name = gemm_sparse_f16::def().variant_name(&c.values());
-            (name, c.ALIGNED.then_some(KERNEL_K_REFUSAL))
-        })
-        .collect();
-    names.push(("sparse_gemm_f16 (the runtime's choice)".into(), None));
-    // The fallback's wmma GEMM refuses through `GemmVariant::check`.
-    let fallback_refusal = "A's leading dimension must be a multiple of 8 elements";
-    names.push((
-        "decompressed_gemm_f16 (the sm_70 fallback)".into(),
-        Some(fallback_refusal),
-    ));
-    let launch = |i: usize,
-                  a: &DeviceCompressed<f16>,
-                  b: &DeviceBuffer<f16>,
-                  c: &mut DeviceBuffer<f16>,
-                  dims,
-                  alpha,
-                  beta| match i.checked_sub(variants.len()) {
-        None => gemm_sparse_f16_with(rt, variants[i], a, b, c, dims, alpha, beta),
-        Some(0) => sparse_gemm_f16(rt, a, b, c, dims, alpha, beta),
-        Some(_) => decompressed_gemm_f16(rt, a, b, c, dims, alpha, beta),
-    };
-    check_gemm_sparse(
-        rt,
-        inputs,
-        report,
-        shapes,
-        GemmPrecision::F16,
-        &names,
-        &launch,
-    );
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// `gemm_sparse_bf16` over every variant, then `sparse_gemm_bf16`; see
-/// [`check_gemm_sparse`].
-pub fn check_gemm_sparse_bf16(
-    rt: &Runtime,
-    inputs: &mut Inputs,
-    report: &mut Report,
-    shapes: &[(usize, usize, usize)],
-) {
-    let variants = gemm_sparse_bf16::variants();
-    let mut names: Vec<(String, Option<&str>)> = variants
-        .iter()
-        .map(|c| {
-            let name = gemm_sparse_bf16::def().variant_name(&c.values());
-            (name, c.ALIGNED.then_some(KERNEL_K_REFUSAL))
-        })
-        .collect();
-    names.push(("sparse_gemm_bf16 (the runtime's choice)".into(), None));
-    let launch = |i: usize,
-                  a: &DeviceCompressed<bf16>,
-                  b: &DeviceBuffer<bf16>,
-                  c: &mut DeviceBuffer<bf16>,
-                  dims,
-                  alpha,
-                  beta| match variants.get(i) {
-        Some(&consts) => gemm_sparse_bf16_with(rt, consts, a, b, c, dims, alpha, beta),
-        None => sparse_gemm_bf16(rt, a, b, c, dims, alpha, beta),
-    };
-    check_gemm_sparse(
-        rt,
-        inputs,
-        report,
-        shapes,
-        GemmPrecision::Bf16,
-        &names,
-        &launch,
-    );
+    /// Every variant runs in its B layout, the entry points in both; where
+    /// coverage is sampled, the first variant of each B layout and the entry
+    /// points run every case, the rest the first.
+    #[test]
+    fn the_sparse_check_runs_every_variant_in_its_b_layout() {
+        let variants = gemm_sparse_f16::variants().len();
+        let runs = SparseRun::<gemm_sparse_f16::Consts>::all(true);
+        assert_eq!(runs.len(), variants + 2);
+        let first_of_layout = runs
+            .iter()
+            .filter(|run| matches!(run, SparseRun::Variant(_, true)));
+        assert_eq!(first_of_layout.count(), 2);
+        let small = [(8, 8, 8)];
+        let cases = GEMM_CASES.len();
+        // Both entry points run in each B layout.
+        let per_case = variants + 2 * 2;
+        assert_eq!(
+            sparse_gemm_lines::<gemm_sparse_f16::Consts>(&small, GemmCoverage::Full),
+            cases * per_case
+        );
+        assert_eq!(
+            sparse_gemm_lines::<gemm_sparse_f16::Consts>(&small, GemmCoverage::Sampled),
+            per_case + (cases - 1) * 2 * (1 + 2)
+        );
+        // bf16 has no fallback; without sparse Tensor Cores only the entry points run.
+        let bf16 = SparseRun::<gemm_sparse_bf16::Consts>::all(false);
+        assert_eq!(bf16.len(), 1);
+        assert!(bf16[0].reads(MatrixLayout::RowMajor) && bf16[0].reads(MatrixLayout::ColMajor));
+    }
+
+    #[test]
+    fn only_copies_of_a_misaligned_b_are_refused() {
+        let tn = GemmProblem::new((64, 64, 63), 1.0f32, 0.0);
+        let runs = SparseRun::<gemm_sparse_f16::Consts>::all(true);
+        for run in &runs {
+            let refusal = run.refusal(&tn);
+            let copies_b = match run {
+                SparseRun::Variant(v, _) => v.chunks().is_some(),
+                // The fallback copies 16-byte chunks of its dense A (k = 63) too.
+                SparseRun::Path(_, _, dense) => *dense,
+            };
+            assert_eq!(refusal.is_some(), copies_b, "{}", run.name());
+        }
+        // A compressed A is never refused for its k; a row-major B's n counts.
+        let nn = GemmProblem {
+            b_layout: MatrixLayout::RowMajor,
+            ..GemmProblem::new((64, 60, 63), 1.0f32, 0.0)
+        };
+        let aligned = runs.iter().find(|run| match run {
+            SparseRun::Variant(v, _) => v.chunks().is_some(),
+            SparseRun::Path(..) => false,
+        });
+        let refusal = aligned.unwrap().refusal(&nn).unwrap();
+        assert!(refusal.contains("multiple of 8 elements"), "{refusal}");
+        let fine = GemmProblem { n: 64, ..nn };
+        assert!(aligned.unwrap().refusal(&fine).is_none());
+    }
 }

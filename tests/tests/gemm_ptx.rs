@@ -1,13 +1,16 @@
-//! PTX snapshots of representative dense GEMM variants: a Tensor Core GEMM
+//! PTX snapshots of representative GEMM variants: a Tensor Core GEMM
 //! reading column-major A and row-major B (`ldmatrix.trans` on swizzled
 //! m- and n-contiguous tiles) with the float epilogue (beta, bias, ReLU,
 //! GELU) and strided batches; the s8 GEMM's integer epilogue (no GELU); the
 //! sm_70 `wmma` GEMM, whose layouts are run-time branches between the
-//! `row` and `col` forms. `cargo xtask build-ptx` assembles every variant;
+//! `row` and `col` forms; the 2:4 sparse GEMM reading row-major B
+//! (`ldmatrix.x4.trans` fragments for `mma.sp`) with the epilogue, strided
+//! batches of the compressed A and C in either layout. `cargo xtask build-ptx` assembles every variant;
 //! these show what a change does to the text. Review with
 //! `cargo insta review`.
 
 use warpforge_codegen::{compile_ptx, Arch, KernelDef};
+use warpforge_kernels::gemm_sparse::gemm_sparse_f16;
 use warpforge_kernels::gemm_tc::{gemm_f16, gemm_s8};
 use warpforge_kernels::gemm_wmma::gemm_f16_wmma;
 
@@ -59,4 +62,19 @@ fn wmma_run_time_layouts_and_epilogue() {
     };
     let def = gemm_f16_wmma::def();
     snapshot("gemm_f16_wmma_sm70", def, &consts.values(), Arch::Sm70);
+}
+
+#[test]
+fn sparse_f16_row_major_b_with_the_epilogue() {
+    let consts = gemm_sparse_f16::Consts {
+        BM: 64,
+        BN: 64,
+        BK: 64,
+        WARP: 32,
+        STAGES: 3,
+        ALIGNED: true,
+        B_ROW_MAJOR: true,
+    };
+    let def = gemm_sparse_f16::def();
+    snapshot("gemm_sparse_f16_nn_sm80", def, &consts.values(), Arch::Sm80);
 }

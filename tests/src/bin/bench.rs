@@ -25,7 +25,7 @@ use warpforge::{
     bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
 };
 use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
-use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_f16_with};
+use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_f16_with, SparseGemmVariant};
 use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
 use warpforge_tests::compare::deviation;
@@ -613,7 +613,8 @@ fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error
     let mut c_dense: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
     let s = size as u32;
 
-    let sparse_variants: Vec<_> = gemm_sparse_f16::variants()
+    let tn = GemmProblem::new((s, s, s), 1.0, 0.0);
+    let sparse_variants: Vec<_> = gemm_sparse_f16::Consts::variants_for(&tn)
         .into_iter()
         .filter(|c| c.ALIGNED)
         .collect();
@@ -631,11 +632,10 @@ fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error
             0.0,
         )
     })?;
-    let dense_variants: Vec<_> =
-        gemm_tc::gemm_f16::Consts::variants_for(&GemmProblem::new((s, s, s), 1.0, 0.0))
-            .into_iter()
-            .filter(|c| c.ALIGNED)
-            .collect();
+    let dense_variants: Vec<_> = gemm_tc::gemm_f16::Consts::variants_for(&tn)
+        .into_iter()
+        .filter(|c| c.ALIGNED)
+        .collect();
     let dense_names: Vec<String> = dense_variants.iter().map(|c| format!("{c:?}")).collect();
     println!("\ndense f16 GEMM {size}^3 on the decompressed A, every 16-byte-copy variant:");
     let dense_results = sweep(rt, size, &dense_names, |rt, i| {

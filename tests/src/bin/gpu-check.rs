@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use warpforge::{BackendKind, Runtime};
 use warpforge_kernels::softmax::softmax_rows;
-use warpforge_kernels::{gemm, gemm_tc, gemm_wmma};
+use warpforge_kernels::{gemm, gemm_sparse, gemm_tc, gemm_wmma};
 use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
     dense_gemm_lines, GemmCoverage,
@@ -29,7 +29,7 @@ use warpforge_tests::checks::{
 use warpforge_tests::ldmatrix::check_ldmatrix_trans;
 use warpforge_tests::report::Report;
 use warpforge_tests::sparse::{
-    check_gemm_sparse_bf16, check_gemm_sparse_f16, check_mma_sp, check_sparse_device,
+    check_gemm_sparse, check_mma_sp, check_sparse_device, sparse_gemm_lines,
 };
 use warpforge_tests::{run_seed, Inputs};
 
@@ -178,7 +178,13 @@ fn main() -> ExitCode {
             check_sparse_device(&rt, &mut inputs, &mut report, shapes);
         }
         if wanted("gemm_sparse_f16") {
-            check_gemm_sparse_f16(&rt, &mut inputs, &mut report, &tc_shapes);
+            check_gemm_sparse::<gemm_sparse::gemm_sparse_f16::Consts>(
+                &rt,
+                &mut inputs,
+                &mut report,
+                &tc_shapes,
+                coverage,
+            );
         }
         // ldmatrix, the sparse Tensor Cores (mma.sp) and bf16 exist from sm_80 on.
         if rt.device().compute_capability >= (8, 0) {
@@ -189,7 +195,13 @@ fn main() -> ExitCode {
                 check_mma_sp(&rt, &mut inputs, &mut report, if quick { 2 } else { 8 });
             }
             if wanted("gemm_sparse_bf16") {
-                check_gemm_sparse_bf16(&rt, &mut inputs, &mut report, &tc_shapes);
+                check_gemm_sparse::<gemm_sparse::gemm_sparse_bf16::Consts>(
+                    &rt,
+                    &mut inputs,
+                    &mut report,
+                    &tc_shapes,
+                    coverage,
+                );
             }
         }
     }
@@ -256,7 +268,7 @@ fn s8_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
 }
 
 /// How many lines each dense GEMM check prints on a GPU (each is one run,
-/// and must pass).
+/// and must pass), and each sparse one on a GPU with sparse Tensor Cores.
 fn list_dense_gemm_lines(quick: bool) {
     println!(
         "
@@ -295,6 +307,20 @@ the dense GEMM checks would print (lines each, `--only NAME`):"
         (
             "gemm_f16_wmma",
             dense_gemm_lines::<gemm_wmma::gemm_f16_wmma::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_sparse_f16",
+            sparse_gemm_lines::<gemm_sparse::gemm_sparse_f16::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_sparse_bf16",
+            sparse_gemm_lines::<gemm_sparse::gemm_sparse_bf16::Consts>(
                 &tensor_core_shapes(quick),
                 gemm_coverage(quick),
             ),
