@@ -311,6 +311,20 @@ impl GemmCase {
         }
     }
 
+    /// Whether this case runs for any of the variants `representatives`
+    /// describes (see [`GemmCase::runs`]): large shapes hold one batch, so
+    /// their batched cases run nowhere, and need no reference.
+    pub fn runs_on_any(
+        &self,
+        macs: usize,
+        representatives: impl IntoIterator<Item = bool>,
+        coverage: GemmCoverage,
+    ) -> bool {
+        representatives
+            .into_iter()
+            .any(|representative| self.runs(macs, representative, coverage))
+    }
+
     /// Whether this case runs on a shape of `macs` multiply-adds for a
     /// variant that is (or is not) the first of its layouts.
     pub fn runs(&self, macs: usize, representative: bool, coverage: GemmCoverage) -> bool {
@@ -517,11 +531,7 @@ pub fn check_gemm<V: CheckedGemm>(
         };
         let poison = vec![V::Out::POISON; c_in.len()];
         for (case_index, case) in GEMM_CASES.iter().enumerate() {
-            // Large shapes hold one batch: their batched cases run nowhere.
-            if !representatives
-                .iter()
-                .any(|&representative| case.runs(macs, representative, coverage))
-            {
+            if !case.runs_on_any(macs, representatives.iter().copied(), coverage) {
                 continue;
             }
             let c_buffers = (&c_in[..], &poison[..], &bias[..]);

@@ -651,15 +651,15 @@ fn stock_gemm_heuristic_defaults() {
     let cases = [
         (
             heuristic_for(&GEMM_F16, square, &h200()),
-            Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1]"),
+            Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200()),
-            Some("gemm_f16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0]"),
+            Some("gemm_f16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         (
             heuristic_for(&GEMM_BF16, ragged_k, &a100()),
-            Some("gemm_bf16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0]"),
+            Some("gemm_bf16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // A V100 runs only the wmma kernel, which needs k % 8 == 0.
         (
