@@ -264,31 +264,18 @@ impl<S: Copy> KernelProblem<S> {
         c: &'a mut DeviceBuffer<O>,
         bias: &'a DeviceBuffer<O>,
         bias_mode: u32,
-    ) -> [KernelArg<'a>; 17]
+    ) -> Vec<KernelArg<'a>>
     where
         S: DeviceScalar,
     {
-        let [m, n, k, batches, stride_a, stride_b, stride_c, alpha, beta, bias_mode, activation, a_col_major, b_row_major] =
-            self.scalar_args(bias_mode);
-        [
+        let mut args = vec![
             KernelArg::buffer(a),
             KernelArg::buffer(b),
             KernelArg::buffer_mut(c),
             KernelArg::buffer(bias),
-            m,
-            n,
-            k,
-            batches,
-            stride_a,
-            stride_b,
-            stride_c,
-            alpha,
-            beta,
-            bias_mode,
-            activation,
-            a_col_major,
-            b_row_major,
-        ]
+        ];
+        args.extend(self.scalar_args(bias_mode));
+        args
     }
 
     /// The scalar arguments of every dense GEMM kernel, after the buffers:
@@ -458,7 +445,10 @@ pub trait GemmVariant: Copy + Debug + Sized {
     ) -> Result<(), Error> {
         let kernel = self.check(problem)?;
         let lengths = (Some(a.len()), b.len(), c.len(), bias.map(DeviceBuffer::len));
-        check_lengths(&self.name(), problem, lengths)?;
+        check_lengths(problem, lengths).map_err(|message| Error::InvalidLaunch {
+            kernel: self.name(),
+            message,
+        })?;
         if problem.m == 0 || problem.n == 0 || problem.batch.count == 0 {
             return Ok(());
         }
@@ -540,30 +530,23 @@ pub const MAX_BATCHES: u32 = 65535;
 
 /// The buffers against the problem: each holds its batches, the bias one
 /// value per column of C, the batches fit one launch and C's do not overlap.
-/// `variant` names the launch in the `Err`. A's length is `None` where the
-/// caller checks A itself (a compressed sparse A, whose buffers are not
-/// `m x k` matrices).
+/// The `Err` is the message; the caller names the launch (only then, off the
+/// path of launches that pass). A's length is `None` where the caller checks
+/// A itself (a compressed sparse A, whose buffers are not `m x k` matrices).
 pub(crate) fn check_lengths<S: Copy>(
-    variant: &str,
     problem: &GemmProblem<S>,
     (a, b, c, bias): (Option<usize>, usize, usize, Option<usize>),
-) -> Result<(), Error> {
-    let refuse = |message: String| {
-        Err(Error::InvalidLaunch {
-            kernel: variant.to_string(),
-            message,
-        })
-    };
+) -> Result<(), String> {
     let GemmProblem { m, n, k, batch, .. } = *problem;
     if batch.count > MAX_BATCHES {
-        return refuse(format!(
+        return Err(format!(
             "{} batches are more than one launch takes ({MAX_BATCHES}, the grid's z extent): \
              split the batch into launches of at most {MAX_BATCHES}",
             batch.count
         ));
     }
     if batch.count > 1 && u64::from(batch.stride_c) < u64::from(m) * u64::from(n) {
-        return refuse(format!(
+        return Err(format!(
             "C's batches overlap: stride_c = {} is less than the {m} x {n} = {} elements of each C: \
              give C a stride of at least m * n",
             batch.stride_c,
@@ -593,7 +576,7 @@ pub(crate) fn check_lengths<S: Copy>(
     for (name, len, needed, formula) in buffers {
         let Some(len) = len else { continue };
         if (len as u64) < needed {
-            return refuse(format!(
+            return Err(format!(
                 "{name} holds {len} elements and the problem ({m} x {n} x {k}, {} batches) needs \
                  {formula} = {needed}: pass a larger buffer or a smaller problem",
                 batch.count
@@ -601,7 +584,7 @@ pub(crate) fn check_lengths<S: Copy>(
         }
     }
     match bias {
-        Some(len) if len < n as usize => refuse(format!(
+        Some(len) if len < n as usize => Err(format!(
             "the bias holds {len} values and C has {n} columns: pass one value per column of C \
              (it is added to every row)"
         )),
@@ -1012,8 +995,8 @@ mod tests {
             stride_c: 12,
         };
         assert_eq!((p.a_len(), p.b_len(), p.c_len()), (28, 6, 36));
-        assert!(check_lengths("g", &p, (Some(28), 6, 36, Some(3))).is_ok());
-        let message = check_lengths("g", &p, (Some(27), 6, 36, None))
+        assert!(check_lengths(&p, (Some(28), 6, 36, Some(3))).is_ok());
+        let message = check_lengths(&p, (Some(27), 6, 36, None))
             .unwrap_err()
             .to_string();
         assert!(
@@ -1021,17 +1004,17 @@ mod tests {
                 && message.contains("(batch.count - 1) * stride_a + m * k = 28"),
             "{message}"
         );
-        let message = check_lengths("g", &p, (Some(28), 6, 36, Some(2)))
+        let message = check_lengths(&p, (Some(28), 6, 36, Some(2)))
             .unwrap_err()
             .to_string();
         assert!(message.contains("the bias holds 2 values and C has 3 columns"));
         p.batch.stride_c = 11;
-        let message = check_lengths("g", &p, (Some(28), 6, 36, None))
+        let message = check_lengths(&p, (Some(28), 6, 36, None))
             .unwrap_err()
             .to_string();
         assert!(message.contains("C's batches overlap"), "{message}");
         p.batch.count = MAX_BATCHES + 1;
-        let message = check_lengths("g", &p, (Some(1 << 30), 6, 1 << 30, None))
+        let message = check_lengths(&p, (Some(1 << 30), 6, 1 << 30, None))
             .unwrap_err()
             .to_string();
         assert!(message.contains("split the batch"), "{message}");

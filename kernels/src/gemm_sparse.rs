@@ -662,8 +662,12 @@ pub trait SparseGemmVariant: Copy + Debug + Sized {
     ) -> Result<(), Error> {
         let kernel = self.check(problem)?;
         let lengths = (None, b.len(), c.len(), bias.map(DeviceBuffer::len));
-        check_lengths(&self.name(), problem, lengths)?;
-        check_compressed(&self.name(), problem, (a.rows(), a.cols()))?;
+        check_lengths(problem, lengths)
+            .and_then(|()| check_compressed(problem, (a.rows(), a.cols())))
+            .map_err(|message| Error::InvalidLaunch {
+                kernel: self.name(),
+                message,
+            })?;
         if problem.m == 0 || problem.n == 0 || problem.batch.count == 0 {
             return Ok(());
         }
@@ -720,21 +724,14 @@ fn compressed_stride(problem: &GemmProblem<f32>) -> Result<u32, String> {
 
 /// That a compressed A of `(rows, cols)` is the A of `problem`: `k`
 /// columns, and rows for every batch (`(batch.count - 1) * stride_a / k +
-/// m`). `variant` names the launch in the `Err`.
+/// m`). The `Err` is the message; the caller names the launch.
 fn check_compressed(
-    variant: &str,
     problem: &GemmProblem<f32>,
     (rows, cols): (usize, usize),
-) -> Result<(), Error> {
-    let refuse = |message: String| {
-        Err(Error::InvalidLaunch {
-            kernel: variant.to_string(),
-            message,
-        })
-    };
+) -> Result<(), String> {
     let GemmProblem { m, k, batch, .. } = *problem;
     if cols != k as usize {
-        return refuse(format!(
+        return Err(format!(
             "the sparse A has {cols} columns, and the problem's k is {k}: compress the A of \
              this product, or pass its k"
         ));
@@ -746,7 +743,7 @@ fn check_compressed(
         }
     };
     if (rows as u64) < needed {
-        return refuse(format!(
+        return Err(format!(
             "the sparse A has {rows} rows, and the problem ({m} x {} x {k}, {} batches) needs \
              (batch.count - 1) * stride_a / k + m = {needed}: compress every batch's A, stacked \
              stride_a / k rows apart (module docs of gemm_sparse)",
@@ -845,12 +842,12 @@ pub fn decompressed_gemm_f16(
     c: &mut DeviceBuffer<f16>,
     bias: Option<&DeviceBuffer<f16>>,
 ) -> Result<(), Error> {
-    let name = "decompressed_gemm_f16";
-    compressed_stride(problem).map_err(|message| Error::InvalidLaunch {
-        kernel: name.into(),
-        message,
-    })?;
-    check_compressed(name, problem, (a.rows(), a.cols()))?;
+    compressed_stride(problem)
+        .and_then(|_| check_compressed(problem, (a.rows(), a.cols())))
+        .map_err(|message| Error::InvalidLaunch {
+            kernel: "decompressed_gemm_f16".into(),
+            message,
+        })?;
     if problem.m == 0 || problem.n == 0 || problem.batch.count == 0 {
         return Ok(());
     }
@@ -1017,18 +1014,14 @@ mod tests {
         assert_eq!((kernel.m, kernel.n, kernel.k), dims);
         assert_eq!(kernel.bias_mode(true), 1);
         // The compressed A holds every batch's rows: 2 * 48 + 40.
-        assert!(check_compressed("g", &p, (136, 100)).is_ok());
-        let message = check_compressed("g", &p, (135, 100))
-            .unwrap_err()
-            .to_string();
+        assert!(check_compressed(&p, (136, 100)).is_ok());
+        let message = check_compressed(&p, (135, 100)).unwrap_err().to_string();
         assert!(
             message.contains("has 135 rows")
                 && message.contains("(batch.count - 1) * stride_a / k + m = 136"),
             "{message}"
         );
-        let message = check_compressed("g", &p, (136, 96))
-            .unwrap_err()
-            .to_string();
+        let message = check_compressed(&p, (136, 96)).unwrap_err().to_string();
         assert!(message.contains("96 columns") && message.contains("k is 100"));
         // A stride past the kernels' u32 indices is refused, not wrapped.
         let huge = GemmProblem {
