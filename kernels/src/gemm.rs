@@ -11,7 +11,8 @@ use crate::gemm_problem::{
 /// hand it the parameters, requirements and epilogue it shares with the
 /// other dense GEMMs (one instantiation, below).
 macro_rules! simt_gemm {
-    (gelu: true, params: ($($params:tt)*), requires: ($($requires:tt)*), epilogue: $epilogue:tt,) => {
+    (gelu: true, params: ($($params:tt)*), requires: ($($requires:tt)*),
+     epilogue: [$([($($when:tt)*) $guarded:tt { $($phase:tt)* }])*],) => {
         /// SIMT f32 GEMM with the dense family's epilogue and strided batches
         /// (see `gemm_tc`): for each of `batches` batches (the grid's z), `C =
         /// act(alpha * A B + beta * C + bias)` for `A` (m x k) row-major or
@@ -177,19 +178,24 @@ macro_rules! simt_gemm {
 
             // The batch read again, so that it is not live through the main loop.
             let c_at = block_idx().z * stride_c;
-            #[unroll]
-            for i in 0..TM {
-                let r = row0 + (i / 4) * (BM * 4 / TM) + ty * 4 + i % 4;
+            $(
+            if $($when)* {
                 #[unroll]
-                for j in 0..TN {
-                    let col = col0 + (j / 4) * (BN * 4 / TN) + tx * 4 + j % 4;
-                    if r < m && col < n && block_idx().z < batches {
-                        let idx = c_at + r * n + col;
-                        let value = acc[i][j];
-                        $epilogue
+                for i in 0..TM {
+                    let r = row0 + (i / 4) * (BM * 4 / TM) + ty * 4 + i % 4;
+                    #[unroll]
+                    for j in 0..TN {
+                        let col = col0 + (j / 4) * (BN * 4 / TN) + tx * 4 + j % 4;
+                        if !$guarded || r < m && col < n && block_idx().z < batches {
+                            let idx = c_at + r * n + col;
+                            let mut v = acc[i][j];
+                            $($phase)*
+                            acc[i][j] = v;
+                        }
                     }
                 }
             }
+            )*
         }
     };
 }

@@ -596,7 +596,7 @@ pub(crate) fn check_lengths<S: Copy>(
 /// after A and B, its `requires(..)` on them, and its epilogue. The kernel
 /// language has no functions, so they reach a kernel through a callback:
 /// `gemm_kernel_parts!(float f32 => f16, kernel_macro! { args })` expands
-/// `kernel_macro! { args gelu: true, params: (..), requires: (..), epilogue: { .. } }`
+/// `kernel_macro! { args gelu: true, params: (..), requires: (..), epilogue: [..], }`
 /// and `kernel_macro` writes the `#[kernel]` item with them.
 ///
 /// - `params`: `c: &mut [$out]` (C, row-major), `bias: &[$out]`, `m`, `n`,
@@ -607,13 +607,21 @@ pub(crate) fn check_lengths<S: Copy>(
 ///   followed by a comma;
 /// - `requires`: `batches >= 1`, the buffer lengths of every batch, the
 ///   bias's, each followed by a comma;
-/// - `epilogue`: one block for one output element, `c[idx] = activation(alpha
-///   * value + beta * c[idx] + bias)` rounded to the output type once (C is
-///   not read where beta is 0: it may hold anything, NaN included). It reads
-///   `value` (the accumulated `A B` element, of the scale type), `r` and
-///   `col` (its row and column, in bounds) and `idx` (its index in `c`),
-///   which the kernel defines before it. `bias_mode` and `activation` are
-///   uniform, so their branches are too.
+/// - `epilogue`: the output's arithmetic as phases, `[(when) guarded { .. }]`
+///   each, that together give `c[idx] = activation(alpha * value + beta *
+///   c[idx] + bias)` rounded to the output type once (C is not read where beta
+///   is 0: it may hold anything, NaN included). The kernel applies them in
+///   order, each to all of its outputs: where `when` (uniform over the block)
+///   holds, for every output it binds `v` (mutable, the scale type: the
+///   accumulated `A B` element, then what the earlier phases made of it), `r`
+///   and `col` (its row and column) and `idx` (its index in `c`), runs the
+///   block and keeps `v`. A `guarded` phase (`true`: it reads or writes memory)
+///   runs only for outputs in bounds; the others run for every output, out of
+///   bounds ones included (their `v` is never stored). The last phase stores.
+///   One uniform branch per phase and block, not one per mode per output: the
+///   outputs of a thread are unrolled code, and tests of `beta`, `bias_mode`
+///   and `activation` per output cost the 16-bit GEMMs 13% of their time
+///   (perf/LOG.md, session 6).
 ///
 /// `float` kernels have all three activations (`gelu: true`); `integer` ones
 /// (s8: i32 C) have no GELU. A batch of `a` holds `m * k` elements, unless
@@ -627,18 +635,18 @@ macro_rules! gemm_kernel_parts {
     };
     (float $scale:ident => $out:ident, a_len: $a_len:tt, $kernel:ident! { $($args:tt)* }) => {
         $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0.0, $out, true, $a_len, [
-            else if activation == 2 {
-                // GELU, tanh form (`Activation::GeluTanh`): sqrt(2 / pi) = 0.7978846.
+            // GELU, tanh form (`Activation::GeluTanh`): sqrt(2 / pi) = 0.7978846.
+            [(activation == 2) false {
                 let inner = 0.797_884_6 * (v + 0.044_715 * v * v * v);
                 v = 0.5 * v * (1.0 + inner.tanh());
-            }
+            }]
         ], $kernel! { $($args)* });
     };
     (integer $scale:ident => $out:ident, $kernel:ident! { $($args:tt)* }) => {
         $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0, $out, false, (m * k), [], $kernel! { $($args)* });
     };
     (
-        @parts $scale:ident = $zero:tt, $out:ident, $gelu:tt, ($($a_len:tt)*), [$($gelu_block:tt)*],
+        @parts $scale:ident = $zero:tt, $out:ident, $gelu:tt, ($($a_len:tt)*), [$($gelu_phase:tt)*],
         $kernel:ident! { $($args:tt)* }
     ) => {
         $kernel! {
@@ -668,21 +676,15 @@ macro_rules! gemm_kernel_parts {
                 c.len() >= (batches - 1) * stride_c + m * n,
                 bias_mode == 0 || bias_mode == 1 && bias.len() >= n || bias_mode == 2 && bias.len() >= m,
             ),
-            epilogue: {
-                let mut v = alpha * value;
-                if beta != $zero {
-                    v += beta * c[idx] as $scale;
-                }
-                if bias_mode == 1 {
-                    v += bias[col] as $scale;
-                } else if bias_mode == 2 {
-                    v += bias[r] as $scale;
-                }
-                if activation == 1 {
-                    v = v.max($zero);
-                } $($gelu_block)*
-                c[idx] = v as $out;
-            },
+            epilogue: [
+                [(true) false { v = alpha * v; }]
+                [(beta != $zero) true { v += beta * c[idx] as $scale; }]
+                [(bias_mode == 1) true { v += bias[col] as $scale; }]
+                [(bias_mode == 2) true { v += bias[r] as $scale; }]
+                [(activation == 1) false { v = v.max($zero); }]
+                $($gelu_phase)*
+                [(true) true { c[idx] = v as $out; }]
+            ],
         }
     };
 }

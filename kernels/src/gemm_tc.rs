@@ -55,7 +55,7 @@ macro_rules! tensor_core_gemm {
         gelu: $gelu:tt,
         params: ($($params:tt)*),
         requires: ($($requires:tt)*),
-        epilogue: $epilogue:tt,
+        epilogue: [$([($($when:tt)*) $guarded:tt { $($phase:tt)* }])*],
         tile_order: [$($tile_order:tt)*],
     ) => {
         /// A Tensor Core GEMM with an epilogue, for each of `batches` strided
@@ -538,25 +538,30 @@ macro_rules! tensor_core_gemm {
             // The batch read again rather than kept from the start, so that
             // nothing the epilogue alone needs is live through the main loop.
             let c_at = block_idx().z * stride_c;
-            #[unroll]
-            for i in 0..WARP / 16 {
+            $(
+            if $($when)* {
                 #[unroll]
-                for j in 0..WARP / 8 {
+                for i in 0..WARP / 16 {
                     #[unroll]
-                    for h in 0..2u32 {
-                        let r = row0 + wm0 + i * 16 + h * 8 + g;
+                    for j in 0..WARP / 8 {
                         #[unroll]
-                        for q in 0..2u32 {
-                            let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                            if r < m && col < n && block_idx().z < batches {
-                                let idx = c_at + r * n + col;
-                                let value = acc[i][j][h * 2 + q];
-                                $epilogue
+                        for h in 0..2u32 {
+                            let r = row0 + wm0 + i * 16 + h * 8 + g;
+                            #[unroll]
+                            for q in 0..2u32 {
+                                let col = col0 + wn0 + j * 8 + t4 * 2 + q;
+                                if !$guarded || r < m && col < n && block_idx().z < batches {
+                                    let idx = c_at + r * n + col;
+                                    let mut v = acc[i][j][h * 2 + q];
+                                    $($phase)*
+                                    acc[i][j][h * 2 + q] = v;
+                                }
                             }
                         }
                     }
                 }
             }
+            )*
         }
 
         gemm_variant!(

@@ -11,7 +11,8 @@ use crate::gemm_problem::{
 /// it the parameters, requirements and epilogue it shares with the other
 /// dense GEMMs (one instantiation, below).
 macro_rules! wmma_gemm {
-    (gelu: true, params: ($($params:tt)*), requires: ($($requires:tt)*), epilogue: $epilogue:tt,) => {
+    (gelu: true, params: ($($params:tt)*), requires: ($($requires:tt)*),
+     epilogue: [$([($($when:tt)*) $guarded:tt { $($phase:tt)* }])*],) => {
         /// The Volta form of the f16 GEMM (f16 out, f32 accumulation) with the
         /// dense family's epilogue and strided batches (see `gemm_tc`): for each
         /// of `batches` batches (the grid's z), `C = act(alpha * A B + beta * C +
@@ -215,17 +216,28 @@ macro_rules! wmma_gemm {
                 for j in 0..2u32 {
                     wmma_store_row(&mut scratch[warp][0][0], &acc[i * 2 + j], 16);
                     sync_threads();
+                    let mut values = [0.0f32; 8];
                     #[unroll]
                     for e in 0..8u32 {
                         let at = lane * 8 + e;
-                        let r = row0 + wm0 + i * 16 + at / 16;
-                        let col = col0 + wn0 + j * 16 + at % 16;
-                        if r < m && col < n && block_idx().z < batches {
-                            let idx = c_at + r * n + col;
-                            let value = scratch[warp][at / 16][at % 16];
-                            $epilogue
+                        values[e] = scratch[warp][at / 16][at % 16];
+                    }
+                    $(
+                    if $($when)* {
+                        #[unroll]
+                        for e in 0..8u32 {
+                            let at = lane * 8 + e;
+                            let r = row0 + wm0 + i * 16 + at / 16;
+                            let col = col0 + wn0 + j * 16 + at % 16;
+                            if !$guarded || r < m && col < n && block_idx().z < batches {
+                                let idx = c_at + r * n + col;
+                                let mut v = values[e];
+                                $($phase)*
+                                values[e] = v;
+                            }
                         }
                     }
+                    )*
                     sync_threads();
                 }
             }
