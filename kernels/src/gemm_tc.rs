@@ -106,16 +106,19 @@ macro_rules! tensor_core_gemm {
         ///
         /// Pipeline (ptx-notes.md §5): step `t` issues the copies of k-tile `t` into
         /// stage `t % STAGES` and commits them as one group; from step `STAGES - 1` on
-        /// it also computes k-tile `t - (STAGES - 1)`. Fragments are double-buffered in
-        /// registers: each 16-wide k step's `ldmatrix` loads come one step before its
-        /// MMAs. Before the tile's last k step, the block waits until at most
-        /// `STAGES - 2` groups are in flight and meets at a barrier; that lands the next
-        /// tile, whose first fragments then load under the last step's MMAs, and frees
-        /// this tile's stage for the next step's copies (CUTLASS's multistage order).
-        /// In bounds (the common case, uniform over a block) a copy is a plain 16-byte
-        /// `cp.async`; at the edges, copies past `m`, `n` or `k` read nothing and
-        /// zero-fill, so ragged tiles need no branches around the math. `STAGES = 1`
-        /// waits for its own copies before the math and puts a second barrier after it.
+        /// it also computes k-tile `t - (STAGES - 1)`, and issues its copies among
+        /// those MMAs, a slice per 32-byte k step (all at the first step with two
+        /// stages). Fragments are double-buffered in registers: each k step's
+        /// `ldmatrix` loads come one step before its MMAs. Before the tile's last k
+        /// step, the block waits until at most `STAGES - 2` groups are in flight and
+        /// meets at a barrier; that lands the next tile, whose first fragments then
+        /// load under the last step's MMAs, and frees this tile's stage for the next
+        /// step's copies (CUTLASS's multistage order). A step inside the matrix (the
+        /// common case, uniform over a block) copies with plain 16-byte `cp.async`;
+        /// at the edges, copies past `m`, `n` or `k` read nothing and zero-fill, so
+        /// ragged tiles need no branches around the math. One stage (copy, wait,
+        /// compute) is not in the tune space: it was the slowest depth for every
+        /// type (perf/LOG.md).
         #[kernel(
             arch(sm_80, sm_90),
             block(BM / WARP * (BN / WARP) * 32),
@@ -124,7 +127,7 @@ macro_rules! tensor_core_gemm {
                 BN = [64, 128, 256],
                 BK = [$bk0, $bk1],
                 WARP = [32, 64],
-                STAGES = [1, 2, 3, 4, 5],
+                STAGES = [2, 3, 4, 5],
                 ALIGNED = [true, false]
                 $(, $a_col = [false, true], $b_row = [false, true])?
             ),
@@ -174,6 +177,20 @@ macro_rules! tensor_core_gemm {
             b: &[$elem],
             $($params)*
         ) {
+            // The block's threads; each thread's 16-byte copies per k-tile, of A,
+            // of B and in all; the rows of a k-contiguous tile that one pass of
+            // the threads copies, and the k rows of an m- or n-contiguous one; the
+            // MMA k steps (32 bytes of k) per k-tile; and the slices a tile's
+            // copies are issued in (see the main loop).
+            const THREADS: u32 = BM / WARP * (BN / WARP) * 32;
+            const A_COPIES: u32 = BM * (BK / $ch) / THREADS;
+            const B_COPIES: u32 = BN * (BK / $ch) / THREADS;
+            const COPIES: u32 = A_COPIES + B_COPIES;
+            const ROWS: u32 = THREADS / (BK / $ch);
+            const A_K_ROWS: u32 = THREADS / (BM / $ch);
+            const B_K_ROWS: u32 = THREADS / (BN / $ch);
+            const STEPS: u32 = BK / (2 * $ch);
+            const COPY_SLICES: u32 = STEPS - 1 - (STEPS - 2) * (STAGES == 2) as u32;
             // A: BM rows of BK, or BK rows of BM when column-major; B: BN rows of
             // BK, or BK rows of BN when row-major.
             let mut a_tile: [[[$elem; BK $(* (1 - $a_col as u32) + BM * $a_col as u32)?];
@@ -200,7 +217,7 @@ macro_rules! tensor_core_gemm {
             let mut b_frag = [[[0u32; 2]; WARP / 8]; 2];
 
             // Copy slots of k-contiguous tiles: thread `tid` copies chunk `cp_ch` of
-            // rows `cp_row + l * ROWS` (ROWS = threads / (BK / $ch)) of each tile.
+            // rows `cp_row + l * ROWS` of each tile.
             // ROWS is a multiple of the swizzle period, so the swizzled chunk is the
             // same for all of them, and only the k offset changes from tile to tile:
             // everything else is computed once, here.
@@ -209,7 +226,7 @@ macro_rules! tensor_core_gemm {
             let cp_col = (cp_ch ^ (cp_row / (8 * $ch / BK) % (BK / $ch))) * $ch;
             $(
             // Copy slots of m- or n-contiguous tiles: chunk `a_cp_ch` (m) of k rows
-            // `a_cp_row + l * threads / (BM / $ch)`; the constraints make that step a
+            // `a_cp_row + l * A_K_ROWS`; the constraints make that step a
             // multiple of 8, so the swizzle `a_cp_row % 8` holds for every row.
             let a_cp_ch = if $a_col { tid % (BM / $ch) } else { 0 };
             let a_cp_row = if $a_col { tid / (BM / $ch) } else { 0 };
@@ -220,42 +237,27 @@ macro_rules! tensor_core_gemm {
             let b_cp_col = if $b_row { (b_cp_ch ^ (b_cp_row % 8)) * $ch } else { 0 };
             let b_gn = if $b_row { col0 + b_cp_ch * $ch } else { 0 };
             )?
-            // Where each copied row starts in global memory (k-contiguous: row
-            // `cp_row + l * ROWS` of the block's rows, k added per tile; m- or
-            // n-contiguous: k row `l` of the first tile at the thread's chunk, k
-            // times the leading dimension added per tile).
-            let mut a_row_at = [0u32; BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
-            let mut a_row_in = [false; BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
-            $(if $a_col {
-                #[unroll]
-                for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                    let r = a_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BM / $ch));
-                    a_row_at[l] = a_at + r * m + a_gm;
-                }
-            } else)? {
-                #[unroll]
-                for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                    let gr = row0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                    a_row_in[l] = gr < m;
-                    a_row_at[l] = if gr < m { a_at + gr * k } else { 0 };
-                }
+            // Where the thread's copied rows start in global memory: its row `l`
+            // of a tile at `a_first + l * a_step` (k-contiguous: row `cp_row + l *
+            // ROWS` of the block's rows, k added per tile; m- or n-contiguous: k
+            // row `a_cp_row + l * A_K_ROWS` at the thread's chunk, k times the leading
+            // dimension added per tile). Two registers per operand, not one per
+            // row: the copies are issued among the MMAs, whose fragments and
+            // accumulators hold nearly all of the registers.
+            let mut a_first = a_at + (row0 + cp_row) * k;
+            let mut a_step = ROWS * k;
+            let mut b_first = b_at + (col0 + cp_row) * k;
+            let mut b_step = ROWS * k;
+            $(
+            if $a_col {
+                a_first = a_at + a_cp_row * m + a_gm;
+                a_step = A_K_ROWS * m;
             }
-            let mut b_row_at = [0u32; BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
-            let mut b_row_in = [false; BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32)];
-            $(if $b_row {
-                #[unroll]
-                for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                    let r = b_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BN / $ch));
-                    b_row_at[l] = b_at + r * n + b_gn;
-                }
-            } else)? {
-                #[unroll]
-                for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                    let gr = col0 + cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                    b_row_in[l] = gr < n;
-                    b_row_at[l] = if gr < n { b_at + gr * k } else { 0 };
-                }
+            if $b_row {
+                b_first = b_at + b_cp_row * n + b_gn;
+                b_step = B_K_ROWS * n;
             }
+            )?
 
             // ldmatrix rows: A lane `lane` reads row `lane % 16` of a 16-row block,
             // chunk `2 kk + lane / 16`; B lane reads row `lane % 8 + 8 (lane / 16)`,
@@ -278,257 +280,290 @@ macro_rules! tensor_core_gemm {
 
             let interior = row0 + BM <= m && col0 + BN <= n;
             let k_tiles = (k + BK - 1) / BK;
+            // Shared stages: step `t` copies k-tile `t` into stage `ws` (`t % STAGES`)
+            // and, from step `STAGES - 1` on, computes k-tile `t - (STAGES - 1)` from
+            // stage `rs`; `ns` is the stage after `rs`. Counters, not `t % STAGES`:
+            // no division per step.
+            let mut ws = 0u32;
+            let mut rs = 1 % STAGES;
+            let mut ns = 2 % STAGES;
             for t in 0..k_tiles + STAGES - 1 {
-                if t < k_tiles {
-                    let st = t % STAGES;
-                    let k0 = t * BK;
-                    if ALIGNED && interior && k0 + BK <= k {
-                        // The common case, uniform over the block: every row and every
-                        // chunk of this tile is in bounds, so the copies need no
-                        // src-size (a plain 16-byte `cp.async`: one instruction
-                        // besides the address, where the zero-filling form costs
-                        // six).
-                        let gk = k0 + cp_ch * $ch;
-                        $(if $a_col {
-                            let step = k0 * m;
-                            #[unroll]
-                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = a_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BM / $ch));
-                                cp_async(&mut a_tile[st][r][a_cp_col], &a[a_row_at[l] + step], 16, 16);
-                            }
-                        } else)? {
-                            #[unroll]
-                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                                cp_async(&mut a_tile[st][r][cp_col], &a[a_row_at[l] + gk], 16, 16);
-                            }
-                        }
-                        $(if $b_row {
-                            let step = k0 * n;
-                            #[unroll]
-                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BN / $ch));
-                                cp_async(&mut b_tile[st][r][b_cp_col], &b[b_row_at[l] + step], 16, 16);
-                            }
-                        } else)? {
-                            #[unroll]
-                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                                cp_async(&mut b_tile[st][r][cp_col], &b[b_row_at[l] + gk], 16, 16);
-                            }
-                        }
-                    } else if ALIGNED {
-                        // At an edge: a chunk past the matrix reads nothing (and names
-                        // element 0) and zero-fills. The leading dimensions are
-                        // multiples of the chunk, so a chunk is wholly in or out.
-                        let gk = k0 + cp_ch * $ch;
-                        let k_bytes = if gk < k { (k - gk).min($ch) * (16 / $ch) } else { 0 };
-                        let k_at = if gk < k { gk } else { 0 };
-                        $(if $a_col {
-                            #[unroll]
-                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = a_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BM / $ch));
-                                let inside = a_gm < m && k0 + r < k;
-                                let at = if inside { a_row_at[l] + k0 * m } else { 0 };
-                                let bytes = if inside { 16u32 } else { 0 };
-                                cp_async(&mut a_tile[st][r][a_cp_col], &a[at], 16, bytes);
-                            }
-                        } else)? {
-                            #[unroll]
-                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                                let bytes = if a_row_in[l] { k_bytes } else { 0 };
-                                cp_async(
-                                    &mut a_tile[st][r][cp_col],
-                                    &a[a_row_at[l] + k_at],
-                                    16,
-                                    bytes,
-                                );
-                            }
-                        }
-                        $(if $b_row {
-                            #[unroll]
-                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BN / $ch));
-                                let inside = b_gn < n && k0 + r < k;
-                                let at = if inside { b_row_at[l] + k0 * n } else { 0 };
-                                let bytes = if inside { 16u32 } else { 0 };
-                                cp_async(&mut b_tile[st][r][b_cp_col], &b[at], 16, bytes);
-                            }
-                        } else)? {
-                            #[unroll]
-                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                                let bytes = if b_row_in[l] { k_bytes } else { 0 };
-                                cp_async(
-                                    &mut b_tile[st][r][cp_col],
-                                    &b[b_row_at[l] + k_at],
-                                    16,
-                                    bytes,
-                                );
-                            }
-                        }
-                    } else {
-                        $(if $a_col {
-                            #[unroll]
-                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = a_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BM / $ch));
+                let k0 = t * BK;
+                // Three forms of a step, uniform over the block, each one block of
+                // straight-line code for ptxas to schedule: `path` 0 computes and
+                // copies a tile wholly in bounds with plain 16-byte `cp.async` (one
+                // instruction besides its address, where the zero-filling form costs
+                // six); 1 computes and copies at an edge (and past the last tile,
+                // whose copies zero-fill a stage that is never read); 2, the first
+                // `STAGES - 1` steps, only copies.
+                let full = ALIGNED && interior && k0 + BK <= k;
+                let computing = t >= STAGES - 1;
+                #[unroll]
+                for path in 0..3u32 {
+                    if ALIGNED && path == 0 && computing && full
+                        || path == 1 && computing && !full
+                        || path == 2 && !computing
+                    {
+                        // Iteration `kk` loads the fragments of k-step `kk` (for `kk ==
+                        // STEPS`: step 0 of the next tile, from stage `ns`; the
+                        // last copying step loads the first computed tile's) and
+                        // multiplies those of step `kk - 1`, so each MMA's operands
+                        // were loaded one step earlier. Among the MMAs, the copies of
+                        // this step's tile, in `COPY_SLICES` slices: copy `e` of a
+                        // thread's `COPIES` in slice `e * COPY_SLICES / COPIES`. Their
+                        // address arithmetic then takes issue slots the MMAs leave idle;
+                        // issued together at the top of the step, they held the
+                        // block's warps off the Tensor Cores all at once (perf/LOG.md,
+                        // session 6). With two stages they all go first, to land under
+                        // the whole tile's MMAs. The barrier that lands the next tile
+                        // (and frees this tile's stage for the next step's copies: its
+                        // fragments are all loaded by then) comes before the last
+                        // step's MMAs, which then cover the first loads from the next
+                        // stage.
+                        #[unroll]
+                        for kk in 0..STEPS + 1 {
+                            if path < 2 && kk > 0 || kk == STEPS && t == STAGES - 2 {
+                                let ls = if kk < STEPS { rs } else { ns };
+                                let kc = kk % STEPS;
                                 #[unroll]
-                                for q in 0..$ch {
-                                    a_tile[st][r][a_cp_col + q] = if a_gm + q < m && k0 + r < k {
-                                        a[a_row_at[l] + k0 * m + q]
-                                    } else {
-                                        $ezero
-                                    };
+                                for i in 0..WARP / 16 {
+                                    $(if $a_col {
+                                        let col = ((a_ld_chunk + 2 * i) ^ (lane % 8)) * $ch;
+                                        ldmatrix_x4_trans(
+                                            &mut a_frag[kk % 2][i],
+                                            &a_tile[ls][kc * 2 * $ch + a_ld_k][col],
+                                        );
+                                    } else)? {
+                                        let col = (kc * 2 ^ a_ld_x) * $ch;
+                                        ldmatrix_x4(
+                                            &mut a_frag[kk % 2][i],
+                                            &a_tile[ls][a_ld_row + i * 16][col],
+                                        );
+                                    }
+                                    if $round {
+                                        #[unroll]
+                                        for w in 0..4u32 {
+                                            let x = f32::from_bits(a_frag[kk % 2][i][w]);
+                                            a_frag[kk % 2][i][w] = to_tf32(x);
+                                        }
+                                    }
                                 }
-                            }
-                        } else)? {
-                            #[unroll]
-                            for l in 0..BM * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
+                                // One x4 load gives the two k halves of two 8-column n tiles.
                                 #[unroll]
-                                for q in 0..$ch {
-                                    let gk = k0 + cp_ch * $ch + q;
-                                    a_tile[st][r][cp_col + q] = if a_row_in[l] && gk < k {
-                                        a[a_row_at[l] + gk]
-                                    } else {
-                                        $ezero
-                                    };
-                                }
-                            }
-                        }
-                        $(if $b_row {
-                            #[unroll]
-                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BN / $ch));
-                                #[unroll]
-                                for q in 0..$ch {
-                                    b_tile[st][r][b_cp_col + q] = if b_gn + q < n && k0 + r < k {
-                                        b[b_row_at[l] + k0 * n + q]
-                                    } else {
-                                        $ezero
-                                    };
-                                }
-                            }
-                        } else)? {
-                            #[unroll]
-                            for l in 0..BN * (BK / $ch) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = cp_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / $ch));
-                                #[unroll]
-                                for q in 0..$ch {
-                                    let gk = k0 + cp_ch * $ch + q;
-                                    b_tile[st][r][cp_col + q] = if b_row_in[l] && gk < k {
-                                        b[b_row_at[l] + gk]
-                                    } else {
-                                        $ezero
-                                    };
-                                }
-                            }
-                        }
-                    }
-                }
-                cp_async_commit();
-                if t >= STAGES - 1 {
-                    // Computing k-tile `t - (STAGES - 1)` from stage `rs`. Its first
-                    // fragments were loaded by the previous step, under that step's
-                    // last MMAs, except for the first computed tile and when one stage
-                    // leaves nothing to prefetch from.
-                    let rs = (t + 1) % STAGES;
-                    let fresh = STAGES == 1 || t == STAGES - 1;
-                    if fresh {
-                        if STAGES == 1 {
-                            cp_async_wait(0);
-                        } else {
-                            cp_async_wait(STAGES - 2);
-                        }
-                        sync_threads();
-                    }
-                    // Iteration `kk` loads the fragments of k-step `kk` (for `kk == BK / (2 * $ch)`:
-                    // step 0 of the next tile, from the next stage) into buffer `kk % 2`
-                    // and multiplies those of step `kk - 1`, so each MMA's operands were
-                    // loaded one step earlier. The barrier that lands the next tile (and
-                    // frees this step's stage for the copies of the next step: all of its
-                    // fragments are loaded by then) comes before the last step's MMAs,
-                    // which then cover the first loads from the next stage.
-                    #[unroll]
-                    for kk in 0..BK / (2 * $ch) + 1 {
-                        if kk < BK / (2 * $ch) && (kk > 0 || fresh) || kk == BK / (2 * $ch) && STAGES > 1 {
-                            let ls = if kk < BK / (2 * $ch) { rs } else { (t + 2) % STAGES };
-                            let kc = kk % (BK / (2 * $ch));
-                            #[unroll]
-                            for i in 0..WARP / 16 {
-                                $(if $a_col {
-                                    let col = ((a_ld_chunk + 2 * i) ^ (lane % 8)) * $ch;
-                                    ldmatrix_x4_trans(
-                                        &mut a_frag[kk % 2][i],
-                                        &a_tile[ls][kc * 2 * $ch + a_ld_k][col],
-                                    );
-                                } else)? {
-                                    let col = (kc * 2 ^ a_ld_x) * $ch;
-                                    ldmatrix_x4(
-                                        &mut a_frag[kk % 2][i],
-                                        &a_tile[ls][a_ld_row + i * 16][col],
-                                    );
+                                for j in 0..WARP / 16 {
+                                    $(if $b_row {
+                                        let col = ((b_ld_chunk + 2 * j) ^ (lane % 8)) * $ch;
+                                        ldmatrix_x4_trans(
+                                            &mut b_pair[j],
+                                            &b_tile[ls][kc * 2 * $ch + b_ld_k][col],
+                                        );
+                                    } else)? {
+                                        let col = (kc * 2 ^ b_ld_x) * $ch;
+                                        ldmatrix_x4(&mut b_pair[j], &b_tile[ls][b_ld_row + j * 16][col]);
+                                    }
+                                    b_frag[kk % 2][2 * j][0] = b_pair[j][0];
+                                    b_frag[kk % 2][2 * j][1] = b_pair[j][1];
+                                    b_frag[kk % 2][2 * j + 1][0] = b_pair[j][2];
+                                    b_frag[kk % 2][2 * j + 1][1] = b_pair[j][3];
                                 }
                                 if $round {
                                     #[unroll]
-                                    for w in 0..4u32 {
-                                        let x = f32::from_bits(a_frag[kk % 2][i][w]);
-                                        a_frag[kk % 2][i][w] = to_tf32(x);
+                                    for j in 0..WARP / 8 {
+                                        #[unroll]
+                                        for w in 0..2u32 {
+                                            let x = f32::from_bits(b_frag[kk % 2][j][w]);
+                                            b_frag[kk % 2][j][w] = to_tf32(x);
+                                        }
                                     }
                                 }
                             }
-                            // One x4 load gives the two k halves of two 8-column n tiles.
-                            #[unroll]
-                            for j in 0..WARP / 16 {
-                                $(if $b_row {
-                                    let col = ((b_ld_chunk + 2 * j) ^ (lane % 8)) * $ch;
-                                    ldmatrix_x4_trans(
-                                        &mut b_pair[j],
-                                        &b_tile[ls][kc * 2 * $ch + b_ld_k][col],
-                                    );
-                                } else)? {
-                                    let col = (kc * 2 ^ b_ld_x) * $ch;
-                                    ldmatrix_x4(&mut b_pair[j], &b_tile[ls][b_ld_row + j * 16][col]);
-                                }
-                                b_frag[kk % 2][2 * j][0] = b_pair[j][0];
-                                b_frag[kk % 2][2 * j][1] = b_pair[j][1];
-                                b_frag[kk % 2][2 * j + 1][0] = b_pair[j][2];
-                                b_frag[kk % 2][2 * j + 1][1] = b_pair[j][3];
-                            }
-                            if $round {
+                            if path < 2 && kk > 0 {
                                 #[unroll]
-                                for j in 0..WARP / 8 {
+                                for i in 0..WARP / 16 {
                                     #[unroll]
-                                    for w in 0..2u32 {
-                                        let x = f32::from_bits(b_frag[kk % 2][j][w]);
-                                        b_frag[kk % 2][j][w] = to_tf32(x);
+                                    for j in 0..WARP / 8 {
+                                        $mma(
+                                            &mut acc[i][j],
+                                            &a_frag[(kk - 1) % 2][i],
+                                            &b_frag[(kk - 1) % 2][j],
+                                        );
                                     }
                                 }
                             }
-                        }
-                        if kk > 0 {
-                            #[unroll]
-                            for i in 0..WARP / 16 {
-                                #[unroll]
-                                for j in 0..WARP / 8 {
-                                    $mma(
-                                        &mut acc[i][j],
-                                        &a_frag[(kk - 1) % 2][i],
-                                        &b_frag[(kk - 1) % 2][j],
-                                    );
+                            if kk < COPY_SLICES {
+                                if path == 0 {
+                                    let gk = k0 + cp_ch * $ch;
+                                    $(if $a_col {
+                                        let step = k0 * m;
+                                        #[unroll]
+                                        for l in 0..A_COPIES {
+                                            if l * COPY_SLICES / COPIES == kk {
+                                                let r = a_cp_row + l * A_K_ROWS;
+                                                cp_async(&mut a_tile[ws][r][a_cp_col], &a[a_first + l * a_step + step], 16, 16);
+                                            }
+                                        }
+                                    } else)? {
+                                        #[unroll]
+                                        for l in 0..A_COPIES {
+                                            if l * COPY_SLICES / COPIES == kk {
+                                                let r = cp_row + l * ROWS;
+                                                cp_async(&mut a_tile[ws][r][cp_col], &a[a_first + l * a_step + gk], 16, 16);
+                                            }
+                                        }
+                                    }
+                                    $(if $b_row {
+                                        let step = k0 * n;
+                                        #[unroll]
+                                        for l in 0..B_COPIES {
+                                            if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
+                                                let r = b_cp_row + l * B_K_ROWS;
+                                                cp_async(&mut b_tile[ws][r][b_cp_col], &b[b_first + l * b_step + step], 16, 16);
+                                            }
+                                        }
+                                    } else)? {
+                                        #[unroll]
+                                        for l in 0..B_COPIES {
+                                            if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
+                                                let r = cp_row + l * ROWS;
+                                                cp_async(&mut b_tile[ws][r][cp_col], &b[b_first + l * b_step + gk], 16, 16);
+                                            }
+                                        }
+                                    }
+                                } else if ALIGNED {
+                                    // At an edge: a chunk past the matrix reads nothing (and names
+                                    // element 0) and zero-fills. The leading dimensions are
+                                    // multiples of the chunk, so a chunk is wholly in or out.
+                                    let gk = k0 + cp_ch * $ch;
+                                    let k_bytes = if gk < k { (k - gk).min($ch) * (16 / $ch) } else { 0 };
+                                    let k_at = if gk < k { gk } else { 0 };
+                                    $(if $a_col {
+                                        #[unroll]
+                                        for l in 0..A_COPIES {
+                                            if l * COPY_SLICES / COPIES == kk {
+                                                let r = a_cp_row + l * A_K_ROWS;
+                                                let inside = a_gm < m && k0 + r < k;
+                                                let at = if inside { a_first + l * a_step + k0 * m } else { 0 };
+                                                let bytes = if inside { 16u32 } else { 0 };
+                                                cp_async(&mut a_tile[ws][r][a_cp_col], &a[at], 16, bytes);
+                                            }
+                                        }
+                                    } else)? {
+                                        #[unroll]
+                                        for l in 0..A_COPIES {
+                                            if l * COPY_SLICES / COPIES == kk {
+                                                let r = cp_row + l * ROWS;
+                                                let inside = row0 + r < m;
+                                                let at = if inside { a_first + l * a_step + k_at } else { 0 };
+                                                let bytes = if inside { k_bytes } else { 0 };
+                                                cp_async(&mut a_tile[ws][r][cp_col], &a[at], 16, bytes);
+                                            }
+                                        }
+                                    }
+                                    $(if $b_row {
+                                        #[unroll]
+                                        for l in 0..B_COPIES {
+                                            if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
+                                                let r = b_cp_row + l * B_K_ROWS;
+                                                let inside = b_gn < n && k0 + r < k;
+                                                let at = if inside { b_first + l * b_step + k0 * n } else { 0 };
+                                                let bytes = if inside { 16u32 } else { 0 };
+                                                cp_async(&mut b_tile[ws][r][b_cp_col], &b[at], 16, bytes);
+                                            }
+                                        }
+                                    } else)? {
+                                        #[unroll]
+                                        for l in 0..B_COPIES {
+                                            if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
+                                                let r = cp_row + l * ROWS;
+                                                let inside = col0 + r < n;
+                                                let at = if inside { b_first + l * b_step + k_at } else { 0 };
+                                                let bytes = if inside { k_bytes } else { 0 };
+                                                cp_async(&mut b_tile[ws][r][cp_col], &b[at], 16, bytes);
+                                            }
+                                        }
+                                    }
+                                } else {
+                                    $(if $a_col {
+                                        #[unroll]
+                                        for l in 0..A_COPIES {
+                                            if l * COPY_SLICES / COPIES == kk {
+                                                let r = a_cp_row + l * A_K_ROWS;
+                                                #[unroll]
+                                                for q in 0..$ch {
+                                                    a_tile[ws][r][a_cp_col + q] = if a_gm + q < m && k0 + r < k {
+                                                        a[a_first + l * a_step + k0 * m + q]
+                                                    } else {
+                                                        $ezero
+                                                    };
+                                                }
+                                            }
+                                        }
+                                    } else)? {
+                                        #[unroll]
+                                        for l in 0..A_COPIES {
+                                            if l * COPY_SLICES / COPIES == kk {
+                                                let r = cp_row + l * ROWS;
+                                                #[unroll]
+                                                for q in 0..$ch {
+                                                    let gk = k0 + cp_ch * $ch + q;
+                                                    a_tile[ws][r][cp_col + q] = if row0 + cp_row + l * ROWS < m && gk < k {
+                                                        a[a_first + l * a_step + gk]
+                                                    } else {
+                                                        $ezero
+                                                    };
+                                                }
+                                            }
+                                        }
+                                    }
+                                    $(if $b_row {
+                                        #[unroll]
+                                        for l in 0..B_COPIES {
+                                            if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
+                                                let r = b_cp_row + l * B_K_ROWS;
+                                                #[unroll]
+                                                for q in 0..$ch {
+                                                    b_tile[ws][r][b_cp_col + q] = if b_gn + q < n && k0 + r < k {
+                                                        b[b_first + l * b_step + k0 * n + q]
+                                                    } else {
+                                                        $ezero
+                                                    };
+                                                }
+                                            }
+                                        }
+                                    } else)? {
+                                        #[unroll]
+                                        for l in 0..B_COPIES {
+                                            if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
+                                                let r = cp_row + l * ROWS;
+                                                #[unroll]
+                                                for q in 0..$ch {
+                                                    let gk = k0 + cp_ch * $ch + q;
+                                                    b_tile[ws][r][cp_col + q] = if col0 + cp_row + l * ROWS < n && gk < k {
+                                                        b[b_first + l * b_step + gk]
+                                                    } else {
+                                                        $ezero
+                                                    };
+                                                }
+                                            }
+                                        }
+                                    }
                                 }
                             }
-                        }
-                        if kk + 1 == BK / (2 * $ch) && STAGES > 1 {
-                            cp_async_wait(STAGES - 2);
-                            sync_threads();
+                            if kk + 1 == COPY_SLICES {
+                                cp_async_commit();
+                            }
+                            if kk + 1 == STEPS && (path < 2 || t == STAGES - 2) {
+                                cp_async_wait(STAGES - 2);
+                                sync_threads();
+                            }
                         }
                     }
                 }
-                if STAGES == 1 {
-                    sync_threads();
-                }
+                // The stages rotate: this step's read stage is the next step's
+                // write stage.
+                ws = rs;
+                rs = ns;
+                ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
             }
 
             // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]

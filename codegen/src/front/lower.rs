@@ -61,6 +61,7 @@ pub fn lower_kernel(
         unroll_vars: Vec::new(),
         loop_depth: 0,
         pipelines: Vec::new(),
+        named: Vec::new(),
         guards: Vec::new(),
         variant_checks: Vec::new(),
     };
@@ -119,6 +120,9 @@ enum Binding {
     Local(LocalId),
     /// A pipeline (`let pipe = pipeline(STAGES);`): an index into `Lowerer::pipelines`.
     Pipeline(usize),
+    /// A `const` of the body (`const ROWS: u32 = BM / 8;`): an index into
+    /// `Lowerer::named`, whose expression each use reads in its place.
+    Named(usize),
     /// A declaration that failed; uses are not reported again.
     Broken,
 }
@@ -158,6 +162,8 @@ struct Lowerer<'e> {
     unroll_vars: Vec<LocalId>,
     loop_depth: u32,
     pipelines: Vec<warp::Pipeline>,
+    /// The values of the body's `const` items, constant expressions.
+    named: Vec<Expr>,
     /// Compile-time constant conditions that hold at the statement being
     /// lowered: the constant conjuncts of enclosing `if` conditions (their
     /// negation in an `else`) and `start < end` of enclosing loops with
@@ -385,9 +391,10 @@ impl Lowerer<'_> {
     fn stmt(&mut self, stmt: &syn::Stmt, rest: &[syn::Stmt], out: &mut Block) -> Lowered<()> {
         match stmt {
             syn::Stmt::Local(local) => self.let_stmt(local, rest, out),
+            syn::Stmt::Item(syn::Item::Const(c)) => self.const_item(c),
             syn::Stmt::Item(item) => self.err(
                 item,
-                "items (`fn`, `struct`, `use`, `const`, ..) cannot be declared inside a kernel: use `let` for values and const parameters for constants",
+                "items (`fn`, `struct`, `use`, ..) cannot be declared inside a kernel: use `let` for values, `const` for compile-time constants",
             ),
             syn::Stmt::Macro(m) => self.err(m, macro_message()),
             syn::Stmt::Expr(e, _) => self.expr_stmt(e, out),
@@ -755,6 +762,56 @@ impl Lowerer<'_> {
         Ok(cond)
     }
 
+    /// `const NAME: TYPE = VALUE;`: a name for a compile-time constant
+    /// expression (over literals, const parameters, other such names and
+    /// `#[unroll]` loop variables), in scope until the end of its block. It
+    /// emits nothing: each use reads the expression in its place, so a name
+    /// serves wherever its expression would (array sizes, loop bounds,
+    /// register indices).
+    fn const_item(&mut self, c: &syn::ItemConst) -> Lowered<()> {
+        let result = self.const_value(c);
+        let binding = match result {
+            Ok(value) => {
+                self.named.push(value);
+                Binding::Named(self.named.len() - 1)
+            }
+            Err(Reported) => Binding::Broken,
+        };
+        self.bind(&c.ident, binding);
+        match binding {
+            Binding::Broken => Err(Reported),
+            _ => Ok(()),
+        }
+    }
+
+    fn const_value(&mut self, c: &syn::ItemConst) -> Lowered<Expr> {
+        if let Some(a) = c.attrs.first() {
+            return self.err(a, "attributes on a kernel's `const` are not supported");
+        }
+        if !matches!(c.vis, syn::Visibility::Inherited) {
+            return self.err(&c.vis, "a kernel's `const` is local to the kernel: remove the visibility");
+        }
+        if !c.generics.params.is_empty() {
+            return self.err(&c.generics, "a kernel's `const` takes no generic parameters");
+        }
+        let ty = match types::scalar(&c.ty) {
+            Ok(ty) => ty,
+            Err(msg) => return self.err(&c.ty, msg),
+        };
+        let value = self.expr(&c.expr, Some(ty))?;
+        self.check_type(&c.expr, value.ty, ty, "the value of the `const`")?;
+        if let Some(part) = constness::non_constant_part(&value, &self.names(), &self.unroll_vars) {
+            return self.err(
+                &c.expr,
+                format!(
+                    "the value of `const {}` must be a compile-time constant (literals, const parameters, other `const`s and variables of `#[unroll]` loops), but this uses {part}: use `let` for a run-time value",
+                    c.ident
+                ),
+            );
+        }
+        Ok(value)
+    }
+
     fn let_stmt(&mut self, local: &syn::Local, rest: &[syn::Stmt], out: &mut Block) -> Lowered<()> {
         let (pat, annotation) = match &local.pat {
             syn::Pat::Type(t) => (&*t.pat, Some(&*t.ty)),
@@ -965,6 +1022,7 @@ impl Lowerer<'_> {
                         ParamType::Scalar(s) | ParamType::Slice { elem: s, .. } => Some(s),
                     },
                     Binding::Const(id) => Some(self.const_params[id as usize].ty),
+                    Binding::Named(id) => Some(self.named[id].ty),
                     Binding::Local(id) => Some(self.locals[id as usize].ty),
                     Binding::Pipeline(_) | Binding::Broken => None,
                 }
@@ -1265,6 +1323,7 @@ impl Lowerer<'_> {
                         kind: ExprKind::Const(id),
                     });
                 }
+                Binding::Named(id) => return Ok(self.named[id].clone()),
                 Binding::Local(_) | Binding::Pipeline(_) | Binding::Broken => {}
             }
         }
@@ -1339,6 +1398,17 @@ impl Lowerer<'_> {
                 e,
                 format!(
                     "`{ident}` is a const parameter: it can be read but not {}",
+                    if indices.is_empty() {
+                        "assigned"
+                    } else {
+                        "indexed"
+                    }
+                ),
+            ),
+            Binding::Named(_) => self.err(
+                e,
+                format!(
+                    "`{ident}` is a `const`: it can be read but not {}",
                     if indices.is_empty() {
                         "assigned"
                     } else {

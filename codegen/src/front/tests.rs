@@ -592,6 +592,79 @@ fn name_errors() {
     assert_eq!(e.lines().count(), 1, "{e}");
 }
 
+#[test]
+fn body_consts_read_their_expression_in_place() {
+    let def = parse(
+        "tune(TM = [2])",
+        "fn k<const TM: u32>(y: &mut [f32]) {
+            const ROWS: u32 = TM * 2;
+            let mut acc = [0.0f32; ROWS];
+            #[unroll]
+            for i in 0..ROWS {
+                const NEXT: u32 = i + 1;
+                acc[i] = y[NEXT] + y[ROWS];
+            }
+        }",
+    );
+    let rows = bin(
+        BinaryOp::Mul,
+        Scalar::U32,
+        Expr {
+            ty: Scalar::U32,
+            kind: ExprKind::Const(0),
+        },
+        lit(Scalar::U32, 2),
+    );
+    // The name emits nothing: the array's size is the expression itself.
+    assert_eq!(def.ir.locals[0].dims, vec![rows.clone()]);
+    assert!(matches!(def.ir.body[0], Stmt::Let { local: 0, .. }));
+    let Stmt::For { end, body, .. } = &def.ir.body[1] else {
+        panic!("expected the loop: {:?}", def.ir.body[1]);
+    };
+    assert_eq!(*end, rows);
+    let Stmt::Assign { value, .. } = &body[0] else {
+        panic!("expected the assignment: {:?}", body[0]);
+    };
+    let ExprKind::Binary(BinaryOp::Add, next, last) = &value.kind else {
+        panic!("expected a sum: {value:?}");
+    };
+    assert_eq!(
+        **next,
+        global(0, Scalar::F32, bin(BinaryOp::Add, Scalar::U32, load(1, Scalar::U32), lit(Scalar::U32, 1)))
+    );
+    assert_eq!(**last, global(0, Scalar::F32, rows));
+}
+
+#[test]
+fn body_const_errors() {
+    assert_error(
+        "",
+        "fn k(n: u32, y: &mut [u32]) { const N: u32 = n + 1; y[0] = N; }",
+        &["the value of `const N` must be a compile-time constant", "`n`", "use `let` for a run-time value"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { const N: u32 = 4; N = 5; y[0] = N; }",
+        &["`N` is a `const`: it can be read but not assigned"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { const N: f32 = 4u32; y[0] = 1; }",
+        &["the value of the `const`"],
+    );
+    assert_error(
+        "",
+        "fn k(y: &mut [u32]) { pub const N: u32 = 4; y[0] = N; }",
+        &["remove the visibility"],
+    );
+    // A failed `const` is reported once, not again at each use.
+    let e = error(
+        "",
+        "fn k(n: u32, y: &mut [u32]) { const N: u32 = n; y[0] = N; y[1] = N; }",
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+}
+
 // ---- places and mutability -----------------------------------------------------
 
 #[test]
@@ -1467,7 +1540,7 @@ fn unsupported_constructs() {
     assert_error(
         "",
         "fn k(y: &mut [u32]) { fn helper() {} }",
-        &["items (`fn`, `struct`, `use`, `const`, ..) cannot be declared inside a kernel"],
+        &["items (`fn`, `struct`, `use`, ..) cannot be declared inside a kernel", "`const` for compile-time constants"],
     );
     assert_error(
         "",
