@@ -93,10 +93,11 @@ macro_rules! sparse_gemm {
         /// fragment's register `b_i`).
         ///
         /// The pipeline is the dense family's (`gemm_tc`, CUTLASS's multistage
-        /// order): each k step's fragments (A, B and the metadata words) are
-        /// loaded one step before its MMAs, and the wait and barrier that land
-        /// the next k-tile come before the tile's last k step, whose MMAs then
-        /// cover the next tile's first loads. In bounds (the common case,
+        /// order): a tile's copies are issued among the MMAs of an earlier one,
+        /// each k step's fragments (A, B and the metadata words) are loaded one
+        /// step before its MMAs, and the wait and barrier that land the next
+        /// k-tile come before the tile's last k step, whose MMAs then cover the
+        /// next tile's first loads. In bounds (the common case,
         /// uniform over a block) every copy is a plain 16-byte `cp.async`; at the
         /// edges, copies past the matrix zero-fill A and B (metadata copies past
         /// it read the first block instead, so every word a `mma.sp` sees is
@@ -159,6 +160,21 @@ macro_rules! sparse_gemm {
             $($params)*
             c_col_major: u32,
         ) {
+            // The block's threads; 16-byte chunks per row of a B tile; each
+            // thread's 16-byte copies per k-tile, of A's kept values, of B and
+            // in all (with at most one of metadata); the rows one pass of the
+            // threads copies, of A and of B; the `mma.sp` k steps (32 of k) per
+            // k-tile; and the slices a tile's copies are issued in (as in
+            // `gemm_tc`, see the main loop).
+            const THREADS: u32 = BM / WARP * (BN / WARP) * 32;
+            const B_CHUNKS: u32 = BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32);
+            const A_COPIES: u32 = BM * (BK / 16) / THREADS;
+            const B_COPIES: u32 = BN * (BK / 8) / THREADS;
+            const COPIES: u32 = A_COPIES + 1 + B_COPIES;
+            const A_ROWS: u32 = THREADS / (BK / 16);
+            const B_ROWS: u32 = THREADS / B_CHUNKS;
+            const STEPS: u32 = BK / 32;
+            const COPY_SLICES: u32 = STEPS - 1 - (STEPS - 2) * (STAGES == 2) as u32;
             let mut a_tile: [[[$elem; BK / 2]; BM]; STAGES] = shared();
             // B: BN rows of BK, or BK rows of BN when row-major.
             let mut b_tile: [[[$elem; BK * (1 - B_ROW_MAJOR as u32) + BN * B_ROW_MAJOR as u32];
@@ -185,53 +201,33 @@ macro_rules! sparse_gemm {
             let mut e = [0u32; WARP / 16];
 
             // Copy slots, computed once (the dense family's scheme): thread `tid`
-            // copies chunk `tid % CHUNKS` of rows `tid / CHUNKS + l * (threads /
-            // CHUNKS)`; that row step is a multiple of the swizzle period, so the
-            // swizzled chunk is the same for every row a thread copies.
+            // copies chunk `tid % CHUNKS` of rows `tid / CHUNKS + l * ROWS`; that
+            // row step is a multiple of the swizzle period, so the swizzled chunk
+            // is the same for every row a thread copies. Its row `l` of A starts
+            // at `a_first + l * a_step` in global memory (kept values `t * BK / 2
+            // ..` added per tile): a base and a stride, not a register per row,
+            // as in `gemm_tc`.
             let a_ch = tid % (BK / 16);
             let a_row = tid / (BK / 16);
             let a_col = (a_ch
                 ^ (a_row / ((BK / 2 + 63) / (BK / 2)) % (8 / ((BK / 2 + 63) / (BK / 2)))))
                 * 8;
-            let mut a_row_at = [0u32; BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32)];
-            let mut a_row_in = [false; BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32)];
-            #[unroll]
-            for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
-                let gr = row0 + a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
-                a_row_in[l] = gr < m;
-                a_row_at[l] = if gr < m { a_at + gr * kv } else { 0 };
-            }
-            // B column-major: chunk `b_ch` (k) of n rows `b_row + l * step`. B
-            // row-major: chunk `b_ch` (n) of k rows `b_row + l * step`, starting
-            // at column `b_gn` of C.
-            // (Chunks per tile row, `BN / 8` or `BK / 8`, spelled out where used:
-            // a `let` of consts is a run-time value.)
-            let b_ch = tid % (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32));
-            let b_row = tid / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32));
+            let a_first = a_at + (row0 + a_row) * kv;
+            let a_step = A_ROWS * kv;
+            // B column-major: chunk `b_ch` (k) of n rows `b_row + l * B_ROWS`,
+            // from `b_first + l * b_step`, k added per tile. B row-major: chunk
+            // `b_ch` (n) of k rows `b_row + l * B_ROWS` of the first tile, at
+            // column `b_gn` of C, k times n added per tile.
+            let b_ch = tid % B_CHUNKS;
+            let b_row = tid / B_CHUNKS;
             let b_col = if B_ROW_MAJOR {
                 (b_ch ^ (b_row % 8)) * 8
             } else {
                 (b_ch ^ (b_row / ((BK + 63) / BK) % (8 / ((BK + 63) / BK)))) * 8
             };
             let b_gn = col0 + b_ch * 8;
-            // Where each copied row starts in global memory (column-major: n row
-            // `b_row + l * step` of the block's, k added per tile; row-major: k row
-            // `b_row + l * step` of the first tile at the thread's chunk, k times
-            // n added per tile).
-            let mut b_row_at = [0u32; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
-            let mut b_row_in = [false; BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32)];
-            #[unroll]
-            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
-                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
-                if B_ROW_MAJOR {
-                    b_row_at[l] = b_at + r * n + b_gn;
-                } else {
-                    let gr = col0 + r;
-                    b_row_in[l] = gr < n;
-                    b_row_at[l] = if gr < n { b_at + gr * k } else { 0 };
-                }
-            }
+            let b_first = if B_ROW_MAJOR { b_at + b_row * n + b_gn } else { b_at + (col0 + b_row) * k };
+            let b_step = if B_ROW_MAJOR { B_ROWS * n } else { B_ROWS * k };
             // Metadata: thread `tid < BM / 16 * (BK / 8)` copies chunk `m_ch` (4
             // words) of 16-row tile `m_tile_row`; a tile's words of one k-tile are
             // contiguous in memory.
@@ -257,189 +253,190 @@ macro_rules! sparse_gemm {
 
             let interior = row0 + BM <= m && col0 + BN <= n;
             let k_tiles = (k + BK - 1) / BK;
-            // Shared stages: step `t` copies k-tile `t` into stage `ws = t % STAGES`
-            // and computes k-tile `t - (STAGES - 1)` from stage `rs = (t + 1) %
-            // STAGES`; `ns` is the stage after `rs`.
+            // Shared stages: step `t` copies k-tile `t` into stage `ws` (`t % STAGES`)
+            // and, from step `STAGES - 1` on, computes k-tile `t - (STAGES - 1)` from
+            // stage `rs`; `ns` is the stage after `rs`. Counters, not `t % STAGES`:
+            // no division per step.
             let mut ws = 0u32;
             let mut rs = 1 % STAGES;
             let mut ns = 2 % STAGES;
             for t in 0..k_tiles + STAGES - 1 {
-                if t < k_tiles {
-                    let k0 = t * BK;
-                    // A: kept values `t * BK / 2 ..`; metadata: words `t * BK / 2 ..`
-                    // of each 16-row tile (both in whole 16-byte chunks: rows are
-                    // padded to 64-column blocks).
-                    let ga = t * (BK / 2) + a_ch * 8;
-                    let gm = t * (BK / 2) + m_ch * 4;
-                    if ALIGNED && interior && k0 + BK <= k {
-                        // The common case, uniform over the block: every row and
-                        // chunk of this tile is in bounds, so each copy is a plain
-                        // 16-byte `cp.async` (no src-size).
+                let k0 = t * BK;
+                // A: kept values `t * BK / 2 ..`; metadata: words `t * BK / 2 ..` of
+                // each 16-row tile (both in whole 16-byte chunks: rows are padded to
+                // 64-column blocks).
+                let ga = t * (BK / 2) + a_ch * 8;
+                let gm = t * (BK / 2) + m_ch * 4;
+                // The three forms of a step of `gemm_tc`, each straight-line code:
+                // `path` 0 computes and copies a tile wholly in bounds with plain
+                // 16-byte `cp.async`; 1 computes and copies at an edge (and past the
+                // last tile, whose copies zero-fill a stage that is never read); 2,
+                // the first `STAGES - 1` steps, only copies.
+                let full = ALIGNED && interior && k0 + BK <= k;
+                let computing = t >= STAGES - 1;
+                #[unroll]
+                for path in 0..3u32 {
+                    if ALIGNED && path == 0 && computing && full
+                        || path == 1 && computing && !full
+                        || path == 2 && !computing
+                    {
+                        // Iteration `kk` multiplies the fragments of k-step `kk - 1`,
+                        // then loads those of k-step `kk` (for `kk == STEPS`: step 0
+                        // of the next tile, from stage `ns`; the last copying step
+                        // loads the first computed tile's), so each step's operands
+                        // are loaded one step before its MMAs (ptxas gives the loads
+                        // their own registers: a double buffer). Then a slice of this
+                        // step's copies: copy `e` of a thread's `COPIES` (A's values,
+                        // the metadata chunk, B's) in slice `e * COPY_SLICES /
+                        // COPIES`, among the MMAs (`gemm_tc` says why). The barrier
+                        // that lands the next tile (and frees this tile's stage for
+                        // the next copies: its fragments are all loaded by then)
+                        // comes before the last step's MMAs, which then cover the
+                        // first loads from the next stage. A metadata word serves
+                        // steps `2 q` and `2 q + 1` (selectors 0 and 1).
                         #[unroll]
-                        for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
-                            cp_async(&mut a_tile[ws][r][a_col], &a[a_row_at[l] + ga], 16, 16);
-                        }
-                        if m_copies {
-                            cp_async(
-                                &mut m_tile[ws][m_tile_row][m_ch * 4],
-                                &a_meta[m_row_at + gm],
-                                16,
-                                16,
-                            );
-                        }
-                        let gk = if B_ROW_MAJOR { k0 * n } else { k0 + b_ch * 8 };
-                        #[unroll]
-                        for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = b_row + l * (BM / WARP * (BN / WARP) * 32
-                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
-                            cp_async(&mut b_tile[ws][r][b_col], &b[b_row_at[l] + gk], 16, 16);
-                        }
-                    } else {
-                        let a_in = ga < kv;
-                        let a_k = if a_in { ga } else { 0 };
-                        #[unroll]
-                        for l in 0..BM * (BK / 16) / (BM / WARP * (BN / WARP) * 32) {
-                            let r = a_row + l * (BM / WARP * (BN / WARP) * 32 / (BK / 16));
-                            let bytes = if a_row_in[l] && a_in { 16u32 } else { 0 };
-                            cp_async(
-                                &mut a_tile[ws][r][a_col],
-                                &a[a_row_at[l] + a_k],
-                                16,
-                                bytes,
-                            );
-                        }
-                        if m_copies {
-                            let at = if m_row_in && gm < kv {
-                                m_row_at + gm
-                            } else {
-                                0
-                            };
-                            cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
-                        }
-                        if ALIGNED && B_ROW_MAJOR {
-                            // n is a multiple of 8: a chunk is wholly in or out.
-                            #[unroll]
-                            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
-                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
-                                let inside = b_gn < n && k0 + r < k;
-                                let at = if inside { b_row_at[l] + k0 * n } else { 0 };
-                                let bytes = if inside { 16u32 } else { 0 };
-                                cp_async(&mut b_tile[ws][r][b_col], &b[at], 16, bytes);
-                            }
-                        } else if ALIGNED {
-                            let gk = k0 + b_ch * 8;
-                            let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
-                            let k_at = if gk < k { gk } else { 0 };
-                            #[unroll]
-                            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
-                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
-                                let bytes = if b_row_in[l] { k_bytes } else { 0 };
-                                cp_async(
-                                    &mut b_tile[ws][r][b_col],
-                                    &b[b_row_at[l] + k_at],
-                                    16,
-                                    bytes,
-                                );
-                            }
-                        } else {
-                            #[unroll]
-                            for l in 0..BN * (BK / 8) / (BM / WARP * (BN / WARP) * 32) {
-                                let r = b_row + l * (BM / WARP * (BN / WARP) * 32
-                    / (BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32)));
+                        for kk in 0..STEPS + 1 {
+                            if path < 2 && kk > 0 {
                                 #[unroll]
-                                for q in 0..8u32 {
-                                    if B_ROW_MAJOR {
-                                        b_tile[ws][r][b_col + q] = if b_gn + q < n && k0 + r < k {
-                                            b[b_row_at[l] + k0 * n + q]
-                                        } else {
-                                            0.0
-                                        };
-                                    } else {
-                                        let gk = k0 + b_ch * 8 + q;
-                                        b_tile[ws][r][b_col + q] = if b_row_in[l] && gk < k {
-                                            b[b_row_at[l] + gk]
-                                        } else {
-                                            0.0
-                                        };
+                                for i in 0..WARP / 16 {
+                                    #[unroll]
+                                    for j in 0..WARP / 8 {
+                                        $mma(
+                                            &mut acc[i][j],
+                                            &a_frag[i],
+                                            &b_frag[j],
+                                            e[i],
+                                            (kk - 1) % 2,
+                                        );
                                     }
                                 }
                             }
-                        }
-                    }
-                }
-                cp_async_commit();
-                if t >= STAGES - 1 {
-                    // Computing k-tile `t - (STAGES - 1)` from stage `rs`. Iteration
-                    // `kk` multiplies the fragments of k-step `kk - 1`, then loads
-                    // those of k-step `kk` (for `kk == BK / 32`: step 0 of the next
-                    // tile, from stage `ns`), so each step's operands are loaded one
-                    // step before its MMAs (ptxas gives the loads their own
-                    // registers and issues them under the MMAs: a double buffer).
-                    // The first computed tile loads its step 0 itself; every other
-                    // tile's was loaded under the previous tile's last MMAs. The
-                    // barrier that lands the next tile (and frees this tile's stage
-                    // for the next copies: its fragments are all loaded by then)
-                    // comes before the last step's MMAs, which then cover the first
-                    // loads from the next stage. A metadata word serves steps `2 q`
-                    // and `2 q + 1` (selectors 0 and 1).
-                    let fresh = t == STAGES - 1;
-                    #[unroll]
-                    for kk in 0..BK / 32 + 1 {
-                        if kk > 0 {
-                            #[unroll]
-                            for i in 0..WARP / 16 {
+                            if path < 2 && kk > 0 || kk == STEPS && t == STAGES - 2 {
+                                let ls = if kk < STEPS { rs } else { ns };
+                                let kc = kk % STEPS;
+                                #[unroll]
+                                for i in 0..WARP / 16 {
+                                    let col = (kc * 2 ^ a_ld_x) * 8;
+                                    ldmatrix_x4(&mut a_frag[i], &a_tile[ls][a_ld_row + i * 16][col]);
+                                }
                                 #[unroll]
                                 for j in 0..WARP / 8 {
-                                    $mma(
-                                        &mut acc[i][j],
-                                        &a_frag[i],
-                                        &b_frag[j],
-                                        e[i],
-                                        (kk - 1) % 2,
-                                    );
+                                    if B_ROW_MAJOR {
+                                        let col = ((wn0 / 8 + j) ^ (lane % 8)) * 8;
+                                        ldmatrix_x4_trans(&mut b_frag[j], &b_tile[ls][kc * 32 + lane][col]);
+                                    } else {
+                                        let col = (kc * 4 ^ b_ld_x) * 8;
+                                        ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
+                                    }
+                                }
+                                if kc % 2 == 0 {
+                                    #[unroll]
+                                    for i in 0..WARP / 16 {
+                                        e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
+                                    }
                                 }
                             }
-                        }
-                        if kk > 0 || fresh {
-                            if kk == 0 {
+                            if kk < COPY_SLICES {
+                                if path == 0 {
+                                    #[unroll]
+                                    for l in 0..A_COPIES {
+                                        if l * COPY_SLICES / COPIES == kk {
+                                            let r = a_row + l * A_ROWS;
+                                            cp_async(&mut a_tile[ws][r][a_col], &a[a_first + l * a_step + ga], 16, 16);
+                                        }
+                                    }
+                                    if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
+                                        cp_async(
+                                            &mut m_tile[ws][m_tile_row][m_ch * 4],
+                                            &a_meta[m_row_at + gm],
+                                            16,
+                                            16,
+                                        );
+                                    }
+                                    let gk = if B_ROW_MAJOR { k0 * n } else { k0 + b_ch * 8 };
+                                    #[unroll]
+                                    for l in 0..B_COPIES {
+                                        if (A_COPIES + 1 + l) * COPY_SLICES / COPIES == kk {
+                                            let r = b_row + l * B_ROWS;
+                                            cp_async(&mut b_tile[ws][r][b_col], &b[b_first + l * b_step + gk], 16, 16);
+                                        }
+                                    }
+                                } else {
+                                    // At an edge: A rows past `m` and values past the
+                                    // row read nothing and zero-fill; metadata past the
+                                    // matrix reads the first block instead (any word
+                                    // is legal; the zero values make its product zero).
+                                    let a_in = ga < kv;
+                                    #[unroll]
+                                    for l in 0..A_COPIES {
+                                        if l * COPY_SLICES / COPIES == kk {
+                                            let r = a_row + l * A_ROWS;
+                                            let inside = row0 + r < m && a_in;
+                                            let at = if inside { a_first + l * a_step + ga } else { 0 };
+                                            let bytes = if inside { 16u32 } else { 0 };
+                                            cp_async(&mut a_tile[ws][r][a_col], &a[at], 16, bytes);
+                                        }
+                                    }
+                                    if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
+                                        let at = if m_row_in && gm < kv {
+                                            m_row_at + gm
+                                        } else {
+                                            0
+                                        };
+                                        cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
+                                    }
+                                    let gk = k0 + b_ch * 8;
+                                    let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
+                                    let k_at = if gk < k { gk } else { 0 };
+                                    #[unroll]
+                                    for l in 0..B_COPIES {
+                                        if (A_COPIES + 1 + l) * COPY_SLICES / COPIES == kk {
+                                            let r = b_row + l * B_ROWS;
+                                            if ALIGNED && B_ROW_MAJOR {
+                                                // n is a multiple of 8: a chunk is wholly in or out.
+                                                let inside = b_gn < n && k0 + r < k;
+                                                let at = if inside { b_first + l * b_step + k0 * n } else { 0 };
+                                                let bytes = if inside { 16u32 } else { 0 };
+                                                cp_async(&mut b_tile[ws][r][b_col], &b[at], 16, bytes);
+                                            } else if ALIGNED {
+                                                let inside = col0 + r < n;
+                                                let at = if inside { b_first + l * b_step + k_at } else { 0 };
+                                                let bytes = if inside { k_bytes } else { 0 };
+                                                cp_async(&mut b_tile[ws][r][b_col], &b[at], 16, bytes);
+                                            } else {
+                                                #[unroll]
+                                                for q in 0..8u32 {
+                                                    if B_ROW_MAJOR {
+                                                        b_tile[ws][r][b_col + q] = if b_gn + q < n && k0 + r < k {
+                                                            b[b_first + l * b_step + k0 * n + q]
+                                                        } else {
+                                                            0.0
+                                                        };
+                                                    } else {
+                                                        b_tile[ws][r][b_col + q] = if col0 + r < n && gk + q < k {
+                                                            b[b_first + l * b_step + gk + q]
+                                                        } else {
+                                                            0.0
+                                                        };
+                                                    }
+                                                }
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                            if kk + 1 == COPY_SLICES {
+                                cp_async_commit();
+                            }
+                            if kk + 1 == STEPS && (path < 2 || t == STAGES - 2) {
                                 cp_async_wait(STAGES - 2);
                                 sync_threads();
                             }
-                            let ls = if kk < BK / 32 { rs } else { ns };
-                            let kc = kk % (BK / 32);
-                            #[unroll]
-                            for i in 0..WARP / 16 {
-                                let col = (kc * 2 ^ a_ld_x) * 8;
-                                ldmatrix_x4(&mut a_frag[i], &a_tile[ls][a_ld_row + i * 16][col]);
-                            }
-                            #[unroll]
-                            for j in 0..WARP / 8 {
-                                if B_ROW_MAJOR {
-                                    let col = ((wn0 / 8 + j) ^ (lane % 8)) * 8;
-                                    ldmatrix_x4_trans(&mut b_frag[j], &b_tile[ls][kc * 32 + lane][col]);
-                                } else {
-                                    let col = (kc * 4 ^ b_ld_x) * 8;
-                                    ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
-                                }
-                            }
-                            if kc % 2 == 0 {
-                                #[unroll]
-                                for i in 0..WARP / 16 {
-                                    e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
-                                }
-                            }
-                        }
-                        if kk + 1 == BK / 32 {
-                            cp_async_wait(STAGES - 2);
-                            sync_threads();
                         }
                     }
                 }
                 // The stages rotate: this step's read stage is the next step's
-                // write stage (counters, not `t % STAGES`: no division per step).
+                // write stage.
                 ws = rs;
                 rs = ns;
                 ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
