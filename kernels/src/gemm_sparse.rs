@@ -454,27 +454,36 @@ macro_rules! sparse_gemm {
             // The batch read again rather than kept from the start, so that
             // nothing the epilogue alone needs is live through the main loop.
             let c_at = block_idx().z * stride_c;
+            // Every output of the block is inside C (uniform over the block).
+            let whole = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches;
             $(
             if $($when)* {
+                // Bounds tests only where the block's tile is not wholly
+                // inside C, and only for phases that touch memory.
                 #[unroll]
-                for i in 0..WARP / 16 {
-                    #[unroll]
-                    for j in 0..WARP / 8 {
+                for bounded in 0..2u32 {
+                    if bounded == 0 && (!$guarded || whole) || bounded == 1 && $guarded && !whole {
                         #[unroll]
-                        for h in 0..2u32 {
-                            let r = row0 + wm0 + i * 16 + h * 8 + g;
+                        for i in 0..WARP / 16 {
                             #[unroll]
-                            for q in 0..2u32 {
-                                let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                                if !$guarded || r < m && col < n && block_idx().z < batches {
-                                    let idx = if c_col_major == 1 {
-                                        c_at + col * m + r
-                                    } else {
-                                        c_at + r * n + col
-                                    };
-                                    let mut v = acc[i][j][h * 2 + q];
-                                    $($phase)*
-                                    acc[i][j][h * 2 + q] = v;
+                            for j in 0..WARP / 8 {
+                                #[unroll]
+                                for h in 0..2u32 {
+                                    let r = row0 + wm0 + i * 16 + h * 8 + g;
+                                    #[unroll]
+                                    for q in 0..2u32 {
+                                        let col = col0 + wn0 + j * 8 + t4 * 2 + q;
+                                        if bounded == 0 || r < m && col < n && block_idx().z < batches {
+                                            let idx = if c_col_major == 1 {
+                                                c_at + col * m + r
+                                            } else {
+                                                c_at + r * n + col
+                                            };
+                                            let mut v = acc[i][j][h * 2 + q];
+                                            $($phase)*
+                                            acc[i][j][h * 2 + q] = v;
+                                        }
+                                    }
                                 }
                             }
                         }
