@@ -12,7 +12,7 @@ use crate::gemm_problem::{
 /// other dense GEMMs (one instantiation, below).
 macro_rules! simt_gemm {
     (gelu: true, params: ($($params:tt)*), requires: ($($requires:tt)*),
-     epilogue: [$([($($when:tt)*) $guarded:tt { $($phase:tt)* }])*],) => {
+     epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],) => {
         /// SIMT f32 GEMM with the dense family's epilogue and strided batches
         /// (see `gemm_tc`): for each of `batches` batches (the grid's z), `C =
         /// act(alpha * A B + beta * C + bias)` for `A` (m x k) row-major or
@@ -186,7 +186,7 @@ macro_rules! simt_gemm {
                     #[unroll]
                     for j in 0..TN {
                         let col = col0 + (j / 4) * (BN * 4 / TN) + tx * 4 + j % 4;
-                        if !$guarded || r < m && col < n && block_idx().z < batches {
+                        if !$reads && !$writes || r < m && col < n && block_idx().z < batches {
                             let idx = c_at + r * n + col;
                             let mut v = acc[i][j];
                             $($phase)*

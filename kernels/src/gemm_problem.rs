@@ -607,20 +607,23 @@ pub(crate) fn check_lengths<S: Copy>(
 ///   followed by a comma;
 /// - `requires`: `batches >= 1`, the buffer lengths of every batch, the
 ///   bias's, each followed by a comma;
-/// - `epilogue`: the output's arithmetic as phases, `[(when) guarded { .. }]`
-///   each, that together give `c[idx] = activation(alpha * value + beta *
-///   c[idx] + bias)` rounded to the output type once (C is not read where beta
-///   is 0: it may hold anything, NaN included). The kernel applies them in
-///   order, each to all of its outputs: where `when` (uniform over the block)
-///   holds, for every output it binds `v` (mutable, the scale type: the
-///   accumulated `A B` element, then what the earlier phases made of it), `r`
-///   and `col` (its row and column) and `idx` (its index in `c`), runs the
-///   block and keeps `v`. A `guarded` phase (`true`: it reads or writes memory)
-///   runs only for outputs in bounds; the others run for every output, out of
-///   bounds ones included (their `v` is never stored). The last phase stores.
-///   One uniform branch per phase and block, not one per mode per output: the
-///   outputs of a thread are unrolled code, and tests of `beta`, `bias_mode`
-///   and `activation` per output cost the 16-bit GEMMs 13% of their time
+/// - `epilogue`: the output's arithmetic as phases, `[(when) reads: R,
+///   writes: W { .. }]` each, that together give `c[idx] = activation(alpha
+///   * value + beta * c[idx] + bias)` rounded to the output type once (C is
+///   not read where beta is 0: it may hold anything, NaN included). The kernel
+///   applies them in order, each to all of its outputs: where `when` (uniform
+///   over the block) holds, for every output it binds `v` (mutable, the scale
+///   type: the accumulated `A B` element, then what the earlier phases made of
+///   it), `r` and `col` (its row and column) and `idx` (its index in `c`), runs
+///   the block and keeps `v`. A phase that reads memory (`R`) runs only for
+///   outputs in bounds; one that writes (`W`, the last: the store) too, but a
+///   kernel may drop the test where its whole tile is inside C; the others run
+///   for every output, out-of-bounds ones included (their `v` is never
+///   stored). (Reads stay predicated: without the test ptxas hoists every
+///   load of a phase, and the 255-register variants spill.) One uniform
+///   branch per phase and block, not one per mode per output: the outputs of
+///   a thread are unrolled code, and tests of `beta`, `bias_mode` and
+///   `activation` per output cost the 16-bit GEMMs 13% of their time
 ///   (perf/LOG.md, session 6).
 ///
 /// `float` kernels have all three activations (`gelu: true`); `integer` ones
@@ -636,7 +639,7 @@ macro_rules! gemm_kernel_parts {
     (float $scale:ident => $out:ident, a_len: $a_len:tt, $kernel:ident! { $($args:tt)* }) => {
         $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0.0, $out, true, $a_len, [
             // GELU, tanh form (`Activation::GeluTanh`): sqrt(2 / pi) = 0.7978846.
-            [(activation == 2) false {
+            [(activation == 2) reads: false, writes: false {
                 let inner = 0.797_884_6 * (v + 0.044_715 * v * v * v);
                 v = 0.5 * v * (1.0 + inner.tanh());
             }]
@@ -677,13 +680,13 @@ macro_rules! gemm_kernel_parts {
                 bias_mode == 0 || bias_mode == 1 && bias.len() >= n || bias_mode == 2 && bias.len() >= m,
             ),
             epilogue: [
-                [(true) false { v = alpha * v; }]
-                [(beta != $zero) true { v += beta * c[idx] as $scale; }]
-                [(bias_mode == 1) true { v += bias[col] as $scale; }]
-                [(bias_mode == 2) true { v += bias[r] as $scale; }]
-                [(activation == 1) false { v = v.max($zero); }]
+                [(true) reads: false, writes: false { v = alpha * v; }]
+                [(beta != $zero) reads: true, writes: false { v += beta * c[idx] as $scale; }]
+                [(bias_mode == 1) reads: true, writes: false { v += bias[col] as $scale; }]
+                [(bias_mode == 2) reads: true, writes: false { v += bias[r] as $scale; }]
+                [(activation == 1) reads: false, writes: false { v = v.max($zero); }]
                 $($gelu_phase)*
-                [(true) true { c[idx] = v as $out; }]
+                [(true) reads: false, writes: true { c[idx] = v as $out; }]
             ],
         }
     };

@@ -46,7 +46,7 @@ macro_rules! sparse_gemm {
         gelu: true,
         params: ($($params:tt)*),
         requires: ($($requires:tt)*),
-        epilogue: [$([($($when:tt)*) $guarded:tt { $($phase:tt)* }])*],
+        epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],
         tile_order: [$($tile_order:tt)*],
     ) => {
         /// A 2:4 sparse GEMM with f32 accumulation and the dense family's
@@ -120,6 +120,9 @@ macro_rules! sparse_gemm {
                 BM <= 2 * BN,
                 BN <= 2 * BM,
                 ALIGNED || STAGES == 2 && BK == 64,
+                // Element-wise B copies beside 64 x 64 warp tiles spill (ptxas
+                // 12.9).
+                ALIGNED || WARP == 32,
                 BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
                 STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024,
                 // Row-major B in a few tiles (the fastest TN one, a small one
@@ -228,6 +231,11 @@ macro_rules! sparse_gemm {
             let b_gn = col0 + b_ch * 8;
             let b_first = if B_ROW_MAJOR { b_at + b_row * n + b_gn } else { b_at + (col0 + b_row) * k };
             let b_step = if B_ROW_MAJOR { B_ROWS * n } else { B_ROWS * k };
+            // How many of the block's rows, from the thread's first copied one,
+            // are inside the matrix (A: of m; column-major B: of n), as in
+            // `gemm_tc`.
+            let a_room = if row0 + a_row < m { m - row0 - a_row } else { 0 };
+            let b_room = if col0 + b_row < n { n - col0 - b_row } else { 0 };
             // Metadata: thread `tid < BM / 16 * (BK / 8)` copies chunk `m_ch` (4
             // words) of 16-row tile `m_tile_row`; a tile's words of one k-tile are
             // contiguous in memory.
@@ -272,6 +280,33 @@ macro_rules! sparse_gemm {
                 // 16-byte `cp.async`; 1 computes and copies at an edge (and past the
                 // last tile, whose copies zero-fill a stage that is never read); 2,
                 // the first `STAGES - 1` steps, only copies.
+                if !ALIGNED && t < k_tiles {
+                    // B element by element, through registers, all at the top of
+                    // the step (as in `gemm_tc`: among the MMAs, the loaded values
+                    // would stay live beside the fragments and spill). Tiles past
+                    // the last are not copied (their stage is never read).
+                    let gk = k0 + b_ch * 8;
+                    #[unroll]
+                    for l in 0..B_COPIES {
+                        let r = b_row + l * B_ROWS;
+                        #[unroll]
+                        for q in 0..8u32 {
+                            if B_ROW_MAJOR {
+                                b_tile[ws][r][b_col + q] = if b_gn + q < n && k0 + r < k {
+                                    b[b_first + l * b_step + k0 * n + q]
+                                } else {
+                                    0.0
+                                };
+                            } else {
+                                b_tile[ws][r][b_col + q] = if l * B_ROWS < b_room && gk + q < k {
+                                    b[b_first + l * b_step + gk + q]
+                                } else {
+                                    0.0
+                                };
+                            }
+                        }
+                    }
+                }
                 let full = ALIGNED && interior && k0 + BK <= k;
                 let computing = t >= STAGES - 1;
                 #[unroll]
@@ -371,7 +406,7 @@ macro_rules! sparse_gemm {
                                     for l in 0..A_COPIES {
                                         if l * COPY_SLICES / COPIES == kk {
                                             let r = a_row + l * A_ROWS;
-                                            let inside = row0 + r < m && a_in;
+                                            let inside = l * A_ROWS < a_room && a_in;
                                             let at = if inside { a_first + l * a_step + ga } else { 0 };
                                             let bytes = if inside { 16u32 } else { 0 };
                                             cp_async(&mut a_tile[ws][r][a_col], &a[at], 16, bytes);
@@ -399,27 +434,10 @@ macro_rules! sparse_gemm {
                                                 let bytes = if inside { 16u32 } else { 0 };
                                                 cp_async(&mut b_tile[ws][r][b_col], &b[at], 16, bytes);
                                             } else if ALIGNED {
-                                                let inside = col0 + r < n;
+                                                let inside = l * B_ROWS < b_room;
                                                 let at = if inside { b_first + l * b_step + k_at } else { 0 };
                                                 let bytes = if inside { k_bytes } else { 0 };
                                                 cp_async(&mut b_tile[ws][r][b_col], &b[at], 16, bytes);
-                                            } else {
-                                                #[unroll]
-                                                for q in 0..8u32 {
-                                                    if B_ROW_MAJOR {
-                                                        b_tile[ws][r][b_col + q] = if b_gn + q < n && k0 + r < k {
-                                                            b[b_first + l * b_step + k0 * n + q]
-                                                        } else {
-                                                            0.0
-                                                        };
-                                                    } else {
-                                                        b_tile[ws][r][b_col + q] = if col0 + r < n && gk + q < k {
-                                                            b[b_first + l * b_step + gk + q]
-                                                        } else {
-                                                            0.0
-                                                        };
-                                                    }
-                                                }
                                             }
                                         }
                                     }
@@ -442,6 +460,8 @@ macro_rules! sparse_gemm {
                 ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
             }
 
+            // The block's tile again, so that it is not live through the main loop.
+            $($tile_order)*
             // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
             // of the 16 x 8 tile (ptx-notes.md §3, the same for mma.sp). C is
             // stored in either layout: a column-major C cannot be computed as
@@ -458,11 +478,13 @@ macro_rules! sparse_gemm {
             let whole = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches;
             $(
             if $($when)* {
-                // Bounds tests only where the block's tile is not wholly
-                // inside C, and only for phases that touch memory.
+                // Per-output bounds tests for reads, and for the store where
+                // the block's tile is not wholly inside C (`gemm_kernel_parts!`).
                 #[unroll]
                 for bounded in 0..2u32 {
-                    if bounded == 0 && (!$guarded || whole) || bounded == 1 && $guarded && !whole {
+                    if bounded == 0 && !$reads && (!$writes || whole)
+                        || bounded == 1 && ($reads || $writes && !whole)
+                    {
                         #[unroll]
                         for i in 0..WARP / 16 {
                             #[unroll]
@@ -764,15 +786,17 @@ fn check_compressed(
     Ok(())
 }
 
-/// The variant [`sparse_gemm`] runs `problem` with: 128 x 128 tiles, 64-wide
-/// k-tiles, 64 x 64 warp tiles, in B's layout; three stages of 16-byte copies
-/// where B allows them, else two of element-wise loads. The `Err` is the
-/// refusal of the 16-byte one when neither takes `problem`.
+/// The variant [`sparse_gemm`] runs `problem` with, in B's layout: 128 x 128
+/// tiles of 64 x 64 warp tiles, 64-wide k-tiles, three stages of 16-byte
+/// copies where B allows them; else 64 x 64 tiles of 32 x 32 warp tiles, two
+/// stages of element-wise loads (the largest element-wise tile in both B
+/// layouts that does not spill). The `Err` is the refusal of the 16-byte one
+/// when neither takes `problem`.
 pub fn default_variant<V: SparseGemmVariant>(problem: &GemmProblem<f32>) -> Result<V, Error> {
     let b_row = i64::from(problem.b_layout == MatrixLayout::RowMajor);
     let preferred = [
         [128, 128, 64, 64, 3, 1, b_row],
-        [128, 128, 64, 64, 2, 0, b_row],
+        [64, 64, 64, 32, 2, 0, b_row],
     ];
     let variants = V::variants();
     let mut refusal = None;
@@ -789,8 +813,8 @@ pub fn default_variant<V: SparseGemmVariant>(problem: &GemmProblem<f32>) -> Resu
     }
     Err(refusal.unwrap_or_else(|| Error::InvalidLaunch {
         kernel: "sparse_gemm".into(),
-        message: "the sparse GEMM lost its default variants (128 x 128 x 64 tiles, WARP = 64): \
-                  pick one with SparseGemmVariant::variants_for and run it"
+        message: "the sparse GEMM lost its default variants (128 x 128 x 64 and 64 x 64 x 64 \
+                  tiles): pick one with SparseGemmVariant::variants_for and run it"
             .into(),
     }))
 }
@@ -930,7 +954,8 @@ mod tests {
                 for (dims, aligned) in [((64, 64, 64), true), ((3, 5, 63), false)] {
                     let p = problem(dims, b, c);
                     let d = default_f16(&p);
-                    assert_eq!((d.BM, d.BN, d.BK, d.WARP), (128, 128, 64, 64));
+                    let tile = if aligned { (128, 128, 64, 64) } else { (64, 64, 64, 32) };
+                    assert_eq!((d.BM, d.BN, d.BK, d.WARP), tile);
                     assert_eq!((d.ALIGNED, d.B_ROW_MAJOR), (aligned, b == RowMajor));
                     assert!(d.check(&p).is_ok());
                     let bf16: gemm_sparse_bf16::Consts = default_variant(&p).unwrap();

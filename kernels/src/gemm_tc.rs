@@ -55,7 +55,7 @@ macro_rules! tensor_core_gemm {
         gelu: $gelu:tt,
         params: ($($params:tt)*),
         requires: ($($requires:tt)*),
-        epilogue: [$([($($when:tt)*) $guarded:tt { $($phase:tt)* }])*],
+        epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],
         tile_order: [$($tile_order:tt)*],
     ) => {
         /// A Tensor Core GEMM with an epilogue, for each of `batches` strided
@@ -144,12 +144,14 @@ macro_rules! tensor_core_gemm {
                 $fits
                 $(,
                 // The other layouts in a few tiles (the fastest TN ones and the
-                // element-wise fallbacks), so that the build stays bounded.
+                // element-wise fallbacks), so that the build stays bounded. (Their
+                // element-wise copies beside 64 x 64 warp tiles spill with
+                // ptxas 12.9.)
                 !$a_col && !$b_row
                     || ALIGNED && STAGES == 3 && BK == 32 && WARP == 64
                     || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 32
                     || ALIGNED && STAGES == 3 && BM * BN * BK == 128 * 128 * 64
-                    || !ALIGNED && BM == BN,
+                    || !ALIGNED && BM == BN && WARP == 32,
                 // An m- or n-contiguous tile's copies cover rows in steps of a
                 // multiple of 8, so each thread's swizzle is one for all its rows.
                 !$a_col || BM / WARP * (BN / WARP) * 32 / (BM / $ch) % 8 == 0,
@@ -248,6 +250,12 @@ macro_rules! tensor_core_gemm {
             let mut a_step = ROWS * k;
             let mut b_first = b_at + (col0 + cp_row) * k;
             let mut b_step = ROWS * k;
+            // How many of the block's rows, from the thread's first copied one,
+            // are inside the matrix (k-contiguous A: of m; B: of n): the edge
+            // copies test `l * ROWS < room` rather than keep the tile's origin
+            // live through the main loop.
+            let a_room = if row0 + cp_row < m { m - row0 - cp_row } else { 0 };
+            let b_room = if col0 + cp_row < n { n - col0 - cp_row } else { 0 };
             $(
             if $a_col {
                 a_first = a_at + a_cp_row * m + a_gm;
@@ -296,6 +304,69 @@ macro_rules! tensor_core_gemm {
                 // six); 1 computes and copies at an edge (and past the last tile,
                 // whose copies zero-fill a stage that is never read); 2, the first
                 // `STAGES - 1` steps, only copies.
+                if !ALIGNED && t < k_tiles {
+                    // Element by element, through registers, all at the top of
+                    // the step: among the MMAs, the loaded values would stay live
+                    // beside the fragments, and the 64 x 64 warp tiles spill.
+                    // Tiles past the last are not copied (their stage is never
+                    // read).
+                    $(if $a_col {
+                        #[unroll]
+                        for l in 0..A_COPIES {
+                            let r = a_cp_row + l * A_K_ROWS;
+                            #[unroll]
+                            for q in 0..$ch {
+                                a_tile[ws][r][a_cp_col + q] = if a_gm + q < m && k0 + r < k {
+                                    a[a_first + l * a_step + k0 * m + q]
+                                } else {
+                                    $ezero
+                                };
+                            }
+                        }
+                    } else)? {
+                        #[unroll]
+                        for l in 0..A_COPIES {
+                            let r = cp_row + l * ROWS;
+                            #[unroll]
+                            for q in 0..$ch {
+                                let gk = k0 + cp_ch * $ch + q;
+                                a_tile[ws][r][cp_col + q] = if l * ROWS < a_room && gk < k {
+                                    a[a_first + l * a_step + gk]
+                                } else {
+                                    $ezero
+                                };
+                            }
+                        }
+                    }
+                    $(if $b_row {
+                        #[unroll]
+                        for l in 0..B_COPIES {
+                            let r = b_cp_row + l * B_K_ROWS;
+                            #[unroll]
+                            for q in 0..$ch {
+                                b_tile[ws][r][b_cp_col + q] = if b_gn + q < n && k0 + r < k {
+                                    b[b_first + l * b_step + k0 * n + q]
+                                } else {
+                                    $ezero
+                                };
+                            }
+                        }
+                    } else)? {
+                        #[unroll]
+                        for l in 0..B_COPIES {
+                            let r = cp_row + l * ROWS;
+                            #[unroll]
+                            for q in 0..$ch {
+                                let gk = k0 + cp_ch * $ch + q;
+                                b_tile[ws][r][cp_col + q] = if l * ROWS < b_room && gk < k {
+                                    b[b_first + l * b_step + gk]
+                                } else {
+                                    $ezero
+                                };
+                            }
+                        }
+                    }
+                }
                 let full = ALIGNED && interior && k0 + BK <= k;
                 let computing = t >= STAGES - 1;
                 #[unroll]
@@ -452,7 +523,7 @@ macro_rules! tensor_core_gemm {
                                         for l in 0..A_COPIES {
                                             if l * COPY_SLICES / COPIES == kk {
                                                 let r = cp_row + l * ROWS;
-                                                let inside = row0 + r < m;
+                                                let inside = l * ROWS < a_room;
                                                 let at = if inside { a_first + l * a_step + k_at } else { 0 };
                                                 let bytes = if inside { k_bytes } else { 0 };
                                                 cp_async(&mut a_tile[ws][r][cp_col], &a[at], 16, bytes);
@@ -475,75 +546,10 @@ macro_rules! tensor_core_gemm {
                                         for l in 0..B_COPIES {
                                             if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
                                                 let r = cp_row + l * ROWS;
-                                                let inside = col0 + r < n;
+                                                let inside = l * ROWS < b_room;
                                                 let at = if inside { b_first + l * b_step + k_at } else { 0 };
                                                 let bytes = if inside { k_bytes } else { 0 };
                                                 cp_async(&mut b_tile[ws][r][cp_col], &b[at], 16, bytes);
-                                            }
-                                        }
-                                    }
-                                } else {
-                                    $(if $a_col {
-                                        #[unroll]
-                                        for l in 0..A_COPIES {
-                                            if l * COPY_SLICES / COPIES == kk {
-                                                let r = a_cp_row + l * A_K_ROWS;
-                                                #[unroll]
-                                                for q in 0..$ch {
-                                                    a_tile[ws][r][a_cp_col + q] = if a_gm + q < m && k0 + r < k {
-                                                        a[a_first + l * a_step + k0 * m + q]
-                                                    } else {
-                                                        $ezero
-                                                    };
-                                                }
-                                            }
-                                        }
-                                    } else)? {
-                                        #[unroll]
-                                        for l in 0..A_COPIES {
-                                            if l * COPY_SLICES / COPIES == kk {
-                                                let r = cp_row + l * ROWS;
-                                                #[unroll]
-                                                for q in 0..$ch {
-                                                    let gk = k0 + cp_ch * $ch + q;
-                                                    a_tile[ws][r][cp_col + q] = if row0 + cp_row + l * ROWS < m && gk < k {
-                                                        a[a_first + l * a_step + gk]
-                                                    } else {
-                                                        $ezero
-                                                    };
-                                                }
-                                            }
-                                        }
-                                    }
-                                    $(if $b_row {
-                                        #[unroll]
-                                        for l in 0..B_COPIES {
-                                            if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
-                                                let r = b_cp_row + l * B_K_ROWS;
-                                                #[unroll]
-                                                for q in 0..$ch {
-                                                    b_tile[ws][r][b_cp_col + q] = if b_gn + q < n && k0 + r < k {
-                                                        b[b_first + l * b_step + k0 * n + q]
-                                                    } else {
-                                                        $ezero
-                                                    };
-                                                }
-                                            }
-                                        }
-                                    } else)? {
-                                        #[unroll]
-                                        for l in 0..B_COPIES {
-                                            if (A_COPIES + l) * COPY_SLICES / COPIES == kk {
-                                                let r = cp_row + l * ROWS;
-                                                #[unroll]
-                                                for q in 0..$ch {
-                                                    let gk = k0 + cp_ch * $ch + q;
-                                                    b_tile[ws][r][cp_col + q] = if col0 + cp_row + l * ROWS < n && gk < k {
-                                                        b[b_first + l * b_step + gk]
-                                                    } else {
-                                                        $ezero
-                                                    };
-                                                }
                                             }
                                         }
                                     }
@@ -566,6 +572,8 @@ macro_rules! tensor_core_gemm {
                 ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
             }
 
+            // The block's tile again, so that it is not live through the main loop.
+            $($tile_order)*
             // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
             // of the 16 x 8 tile (ptx-notes.md §3).
             let g = lane / 4;
@@ -577,11 +585,13 @@ macro_rules! tensor_core_gemm {
             let whole = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches;
             $(
             if $($when)* {
-                // Bounds tests only where the block's tile is not wholly
-                // inside C, and only for phases that touch memory.
+                // Per-output bounds tests for reads, and for the store where
+                // the block's tile is not wholly inside C (`gemm_kernel_parts!`).
                 #[unroll]
                 for bounded in 0..2u32 {
-                    if bounded == 0 && (!$guarded || whole) || bounded == 1 && $guarded && !whole {
+                    if bounded == 0 && !$reads && (!$writes || whole)
+                        || bounded == 1 && ($reads || $writes && !whole)
+                    {
                         #[unroll]
                         for i in 0..WARP / 16 {
                             #[unroll]

@@ -12,7 +12,7 @@ use crate::gemm_problem::{
 /// dense GEMMs (one instantiation, below).
 macro_rules! wmma_gemm {
     (gelu: true, params: ($($params:tt)*), requires: ($($requires:tt)*),
-     epilogue: [$([($($when:tt)*) $guarded:tt { $($phase:tt)* }])*],) => {
+     epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],) => {
         /// The Volta form of the f16 GEMM (f16 out, f32 accumulation) with the
         /// dense family's epilogue and strided batches (see `gemm_tc`): for each
         /// of `batches` batches (the grid's z), `C = act(alpha * A B + beta * C +
@@ -229,7 +229,7 @@ macro_rules! wmma_gemm {
                             let at = lane * 8 + e;
                             let r = row0 + wm0 + i * 16 + at / 16;
                             let col = col0 + wn0 + j * 16 + at % 16;
-                            if !$guarded || r < m && col < n && block_idx().z < batches {
+                            if !$reads && !$writes || r < m && col < n && block_idx().z < batches {
                                 let idx = c_at + r * n + col;
                                 let mut v = values[e];
                                 $($phase)*
