@@ -121,15 +121,17 @@ macro_rules! sparse_gemm {
                 BN <= 2 * BM,
                 ALIGNED || STAGES == 2 && BK == 64,
                 // Element-wise B copies beside 64 x 64 warp tiles spill (ptxas
-                // 12.9).
+                // 12.9), as do three stages of 128-wide k-tiles on sm_80.
                 ALIGNED || WARP == 32,
+                BK == 64 || STAGES == 2 || WARP == 32,
                 BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
                 STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024,
-                // Row-major B in a few tiles (the fastest TN one, a small one
+                // Row-major B in a few tiles (128 x 64 and 64 x 128, a small one
                 // and the element-wise fallbacks), so that the build stays
-                // bounded.
+                // bounded. (With 64 x 64 warp tiles its transposed loads spill on
+                // sm_80 with ptxas 12.9.)
                 !B_ROW_MAJOR
-                    || ALIGNED && STAGES == 3 && BM * BN * BK == 128 * 128 * 64 && WARP == 64
+                    || ALIGNED && STAGES == 3 && BM * BN == 128 * 64 && BK == 64 && WARP == 32
                     || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 64 && WARP == 32
                     || !ALIGNED && BM == BN,
                 // A row-major B tile's copies cover k rows in steps of a multiple
@@ -786,16 +788,21 @@ fn check_compressed(
     Ok(())
 }
 
-/// The variant [`sparse_gemm`] runs `problem` with, in B's layout: 128 x 128
-/// tiles of 64 x 64 warp tiles, 64-wide k-tiles, three stages of 16-byte
-/// copies where B allows them; else 64 x 64 tiles of 32 x 32 warp tiles, two
-/// stages of element-wise loads (the largest element-wise tile in both B
-/// layouts that does not spill). The `Err` is the refusal of the 16-byte one
-/// when neither takes `problem`.
+/// The variant [`sparse_gemm`] runs `problem` with, in B's layout: 64-wide
+/// k-tiles, three stages of 16-byte copies where B allows them, in 128 x 128
+/// tiles of 64 x 64 warp tiles (column-major B) or 128 x 64 tiles of 32 x 32
+/// warp tiles (row-major B: the largest without spills); else 64 x 64 tiles of
+/// 32 x 32 warp tiles, two stages of element-wise loads (the largest
+/// element-wise tile in both B layouts that does not spill). The `Err` is the
+/// refusal of the 16-byte one when neither takes `problem`.
 pub fn default_variant<V: SparseGemmVariant>(problem: &GemmProblem<f32>) -> Result<V, Error> {
     let b_row = i64::from(problem.b_layout == MatrixLayout::RowMajor);
     let preferred = [
-        [128, 128, 64, 64, 3, 1, b_row],
+        if b_row == 1 {
+            [128, 64, 64, 32, 3, 1, 1]
+        } else {
+            [128, 128, 64, 64, 3, 1, 0]
+        },
         [64, 64, 64, 32, 2, 0, b_row],
     ];
     let variants = V::variants();
@@ -954,7 +961,11 @@ mod tests {
                 for (dims, aligned) in [((64, 64, 64), true), ((3, 5, 63), false)] {
                     let p = problem(dims, b, c);
                     let d = default_f16(&p);
-                    let tile = if aligned { (128, 128, 64, 64) } else { (64, 64, 64, 32) };
+                    let tile = match (aligned, b) {
+                        (true, ColMajor) => (128, 128, 64, 64),
+                        (true, RowMajor) => (128, 64, 64, 32),
+                        (false, _) => (64, 64, 64, 32),
+                    };
                     assert_eq!((d.BM, d.BN, d.BK, d.WARP), tile);
                     assert_eq!((d.ALIGNED, d.B_ROW_MAJOR), (aligned, b == RowMajor));
                     assert!(d.check(&p).is_ok());

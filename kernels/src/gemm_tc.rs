@@ -144,12 +144,12 @@ macro_rules! tensor_core_gemm {
                 $fits
                 $(,
                 // The other layouts in a few tiles (the fastest TN ones and the
-                // element-wise fallbacks), so that the build stays bounded. (Their
-                // element-wise copies beside 64 x 64 warp tiles spill with
-                // ptxas 12.9.)
+                // element-wise fallbacks), so that the build stays bounded. (With
+                // ptxas 12.9, their element-wise copies beside 64 x 64 warp tiles
+                // spill, and so does 64 x 64 x 32 with row-major A and B on sm_90.)
                 !$a_col && !$b_row
                     || ALIGNED && STAGES == 3 && BK == 32 && WARP == 64
-                    || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 32
+                    || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 32 && ($a_col || !$b_row)
                     || ALIGNED && STAGES == 3 && BM * BN * BK == 128 * 128 * 64
                     || !ALIGNED && BM == BN && WARP == 32,
                 // An m- or n-contiguous tile's copies cover rows in steps of a
@@ -692,8 +692,9 @@ gemm_kernel_parts!(float f32 => f32, grouped_tile_order! { tensor_core_gemm! {
     gemm_tf32, gemm_tf32_with, mma_m16n8k8_tf32,
     elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32, chunk: 4, bk: [16, 32], round_tf32: true,
     // At BK = 32 the rounding's temporaries make ptxas 12.9 spill every other
-    // tile (generated/manifest.json).
-    fits: (BK == 16 || BM * BN == 64 * 64 || BM * BN == 128 * 256 && STAGES > 1),
+    // tile, and 64 x 64 with more than two stages on sm_90
+    // (generated/manifest.json).
+    fits: (BK == 16 || BM * BN == 64 * 64 && STAGES == 2 || BM * BN == 128 * 256 && STAGES > 1),
     layouts: [],
     other_layouts: "gemm_tf32 reads row-major A and column-major B only (ldmatrix.trans, which \
                     would load the other layouts, moves 16-bit elements): store A row-major and \
