@@ -789,10 +789,16 @@ impl Lowerer<'_> {
             return self.err(a, "attributes on a kernel's `const` are not supported");
         }
         if !matches!(c.vis, syn::Visibility::Inherited) {
-            return self.err(&c.vis, "a kernel's `const` is local to the kernel: remove the visibility");
+            return self.err(
+                &c.vis,
+                "a kernel's `const` is local to the kernel: remove the visibility",
+            );
         }
         if !c.generics.params.is_empty() {
-            return self.err(&c.generics, "a kernel's `const` takes no generic parameters");
+            return self.err(
+                &c.generics,
+                "a kernel's `const` takes no generic parameters",
+            );
         }
         let ty = match types::scalar(&c.ty) {
             Ok(ty) => ty,

@@ -630,7 +630,16 @@ fn body_consts_read_their_expression_in_place() {
     };
     assert_eq!(
         **next,
-        global(0, Scalar::F32, bin(BinaryOp::Add, Scalar::U32, load(1, Scalar::U32), lit(Scalar::U32, 1)))
+        global(
+            0,
+            Scalar::F32,
+            bin(
+                BinaryOp::Add,
+                Scalar::U32,
+                load(1, Scalar::U32),
+                lit(Scalar::U32, 1)
+            )
+        )
     );
     assert_eq!(**last, global(0, Scalar::F32, rows));
 }
@@ -640,7 +649,11 @@ fn body_const_errors() {
     assert_error(
         "",
         "fn k(n: u32, y: &mut [u32]) { const N: u32 = n + 1; y[0] = N; }",
-        &["the value of `const N` must be a compile-time constant", "`n`", "use `let` for a run-time value"],
+        &[
+            "the value of `const N` must be a compile-time constant",
+            "`n`",
+            "use `let` for a run-time value",
+        ],
     );
     assert_error(
         "",
@@ -1540,7 +1553,10 @@ fn unsupported_constructs() {
     assert_error(
         "",
         "fn k(y: &mut [u32]) { fn helper() {} }",
-        &["items (`fn`, `struct`, `use`, ..) cannot be declared inside a kernel", "`const` for compile-time constants"],
+        &[
+            "items (`fn`, `struct`, `use`, ..) cannot be declared inside a kernel",
+            "`const` for compile-time constants",
+        ],
     );
     assert_error(
         "",
