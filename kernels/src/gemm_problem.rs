@@ -786,7 +786,81 @@ macro_rules! grouped_tile_order {
     };
 }
 
-pub(crate) use {gemm_kernel_parts, gemm_variant, grouped_tile_order};
+/// The epilogue of the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`), whose
+/// warps hold `WARP x WARP` tiles of `m16n8` accumulator fragments: the phases
+/// of `gemm_kernel_parts!` over them, as DSL statements. A callback like
+/// `grouped_tile_order!`, between `gemm_kernel_parts!` and the kernel:
+/// `gemm_kernel_parts!(.., mma_epilogue! { c_index: (..), inner! { .. } })`
+/// passes the parts on with `epilogue: { statements }` in place of the
+/// phases. `c_index` is C's index of the output at row `r` and column `col`.
+/// The statements read `acc[i][j][..]`, `lane`, `wm0`, `wn0`, `row0`,
+/// `col0`, `m`, `n`, `batches` and `stride_c`, which the kernel defines
+/// before them.
+///
+/// Each phase runs over a thread's outputs, one uniform branch per phase:
+/// accumulator element `h * 2 + q` of fragment `(i, j)` is `C[g + 8 h][2 t4 +
+/// q]` of the 16 x 8 tile (ptx-notes.md §3; the same for `mma.sp`). Reads test
+/// each output's bounds; the store tests them only where the block's tile is
+/// not wholly inside C.
+macro_rules! mma_epilogue {
+    (
+        c_index: $index:tt,
+        $kernel:ident! { $($args:tt)* }
+        gelu: $gelu:tt,
+        params: $params:tt,
+        requires: $requires:tt,
+        epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],
+    ) => {
+        $kernel! {
+            $($args)*
+            gelu: $gelu,
+            params: $params,
+            requires: $requires,
+            epilogue: {
+                let g = lane / 4;
+                let t4 = lane % 4;
+                // The batch read here rather than kept from the start, so that
+                // nothing the epilogue alone needs is live through the main loop.
+                let c_at = block_idx().z * stride_c;
+                // Every output of the block is inside C (uniform over the block).
+                let whole = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches;
+                $(
+                if $($when)* {
+                    #[unroll]
+                    for bounded in 0..2u32 {
+                        if bounded == 0 && !$reads && (!$writes || whole)
+                            || bounded == 1 && ($reads || $writes && !whole)
+                        {
+                            #[unroll]
+                            for i in 0..WARP / 16 {
+                                #[unroll]
+                                for j in 0..WARP / 8 {
+                                    #[unroll]
+                                    for h in 0..2u32 {
+                                        let r = row0 + wm0 + i * 16 + h * 8 + g;
+                                        #[unroll]
+                                        for q in 0..2u32 {
+                                            let col = col0 + wn0 + j * 8 + t4 * 2 + q;
+                                            if bounded == 0 || r < m && col < n && block_idx().z < batches {
+                                                let idx = $index;
+                                                let mut v = acc[i][j][h * 2 + q];
+                                                $($phase)*
+                                                acc[i][j][h * 2 + q] = v;
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+                )*
+            },
+        }
+    };
+}
+
+pub(crate) use {gemm_kernel_parts, gemm_variant, grouped_tile_order, mma_epilogue};
 
 #[cfg(test)]
 mod tests {

@@ -29,24 +29,25 @@ use warpforge::prelude::*;
 use warpforge::{KernelArg, MatrixLayout};
 
 use crate::gemm_problem::{
-    check_chunks, check_lengths, gemm_kernel_parts, grouped_tile_order, Chunks, GemmProblem,
-    GemmVariant, KernelProblem, Operands,
+    check_chunks, check_lengths, gemm_kernel_parts, grouped_tile_order, mma_epilogue, Chunks,
+    GemmProblem, GemmVariant, KernelProblem, Operands,
 };
 use crate::gemm_wmma::gemm_f16_wmma;
 use crate::sparse::device::{decompress, DeviceCompressed, DeviceSparse};
 use crate::sparse::value_cols;
 
 /// One kernel source for both 16-bit element types: `$elem` and its sparse
-/// MMA are the only differences; `gemm_kernel_parts!` gives the parameters,
-/// requirements and epilogue the dense family shares, `grouped_tile_order!`
-/// the block's tile.
+/// MMA are the only differences; `gemm_kernel_parts!` gives the parameters
+/// and requirements the dense family shares, `mma_epilogue!` the epilogue
+/// (the dense Tensor Core GEMMs' too, storing C in either layout) and
+/// `grouped_tile_order!` the block's tile.
 macro_rules! sparse_gemm {
     (
         $name:ident, $with:ident, $mma:ident, elem: $elem:ident,
         gelu: true,
         params: ($($params:tt)*),
         requires: ($($requires:tt)*),
-        epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],
+        epilogue: { $($epilogue:tt)* },
         tile_order: [$($tile_order:tt)*],
     ) => {
         /// A 2:4 sparse GEMM with f32 accumulation and the dense family's
@@ -464,57 +465,12 @@ macro_rules! sparse_gemm {
 
             // The block's tile again, so that it is not live through the main loop.
             $($tile_order)*
-            // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
-            // of the 16 x 8 tile (ptx-notes.md §3, the same for mma.sp). C is
-            // stored in either layout: a column-major C cannot be computed as
-            // C^T = B^T A^T (as the dense family does) when A is the sparse
+            // C is stored in either layout: a column-major C cannot be computed
+            // as C^T = B^T A^T (as the dense family does) when A is the sparse
             // operand. (`c_col_major` is a u32, 1 for column-major: a bool
             // parameter becomes a predicate at the kernel's entry, which ptxas
             // keeps live through the main loop.)
-            let g = lane / 4;
-            let t4 = lane % 4;
-            // The batch read again rather than kept from the start, so that
-            // nothing the epilogue alone needs is live through the main loop.
-            let c_at = block_idx().z * stride_c;
-            // Every output of the block is inside C (uniform over the block).
-            let whole = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches;
-            $(
-            if $($when)* {
-                // Per-output bounds tests for reads, and for the store where
-                // the block's tile is not wholly inside C (`gemm_kernel_parts!`).
-                #[unroll]
-                for bounded in 0..2u32 {
-                    if bounded == 0 && !$reads && (!$writes || whole)
-                        || bounded == 1 && ($reads || $writes && !whole)
-                    {
-                        #[unroll]
-                        for i in 0..WARP / 16 {
-                            #[unroll]
-                            for j in 0..WARP / 8 {
-                                #[unroll]
-                                for h in 0..2u32 {
-                                    let r = row0 + wm0 + i * 16 + h * 8 + g;
-                                    #[unroll]
-                                    for q in 0..2u32 {
-                                        let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                                        if bounded == 0 || r < m && col < n && block_idx().z < batches {
-                                            let idx = if c_col_major == 1 {
-                                                c_at + col * m + r
-                                            } else {
-                                                c_at + r * n + col
-                                            };
-                                            let mut v = acc[i][j][h * 2 + q];
-                                            $($phase)*
-                                            acc[i][j][h * 2 + q] = v;
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            )*
+            $($epilogue)*
         }
 
         sparse_variant!($name: $elem);
@@ -608,11 +564,17 @@ macro_rules! sparse_variant {
     };
 }
 
-gemm_kernel_parts!(float f32 => f16, a_len: (m * ((k + 63) / 64 * 32)), grouped_tile_order! {
-    sparse_gemm! { gemm_sparse_f16, gemm_sparse_f16_with, mma_sp_ordered_m16n8k32_f16, elem: f16, }
+gemm_kernel_parts!(float f32 => f16, a_len: (m * ((k + 63) / 64 * 32)), mma_epilogue! {
+    c_index: (if c_col_major == 1 { c_at + col * m + r } else { c_at + r * n + col }),
+    grouped_tile_order! {
+        sparse_gemm! { gemm_sparse_f16, gemm_sparse_f16_with, mma_sp_ordered_m16n8k32_f16, elem: f16, }
+    }
 });
-gemm_kernel_parts!(float f32 => bf16, a_len: (m * ((k + 63) / 64 * 32)), grouped_tile_order! {
-    sparse_gemm! { gemm_sparse_bf16, gemm_sparse_bf16_with, mma_sp_ordered_m16n8k32_bf16, elem: bf16, }
+gemm_kernel_parts!(float f32 => bf16, a_len: (m * ((k + 63) / 64 * 32)), mma_epilogue! {
+    c_index: (if c_col_major == 1 { c_at + col * m + r } else { c_at + r * n + col }),
+    grouped_tile_order! {
+        sparse_gemm! { gemm_sparse_bf16, gemm_sparse_bf16_with, mma_sp_ordered_m16n8k32_bf16, elem: bf16, }
+    }
 });
 
 /// One variant of a sparse GEMM (`gemm_sparse_f16`, `gemm_sparse_bf16`),

@@ -5,8 +5,8 @@ use warpforge::prelude::*;
 use warpforge::MatrixLayout;
 
 use crate::gemm_problem::{
-    gemm_kernel_parts, gemm_variant, grouped_tile_order, Chunks, GemmProblem, GemmVariant,
-    VariantLayouts, VariantTakes,
+    gemm_kernel_parts, gemm_variant, grouped_tile_order, mma_epilogue, Chunks, GemmProblem,
+    GemmVariant, VariantLayouts, VariantTakes,
 };
 
 /// One kernel source for every Tensor Core GEMM whose operands `ldmatrix` can
@@ -21,8 +21,9 @@ use crate::gemm_problem::{
 /// layout const parameters (16-bit types only: `ldmatrix.trans` moves 16-bit
 /// elements), what to say of the layouts a kernel lacks, the bias stand-in
 /// (see `gemm_variant!`), and, from `gemm_kernel_parts!`, whether the output
-/// takes GELU, the parameters after A and B, their requirements and the
-/// epilogue block, and from `grouped_tile_order!` the block's tile.
+/// takes GELU, the parameters after A and B and their requirements, from
+/// `mma_epilogue!` the epilogue's statements over the accumulator fragments,
+/// and from `grouped_tile_order!` the block's tile.
 macro_rules! tensor_core_gemm {
     (@layouts $other:literal, $consts:ident) => {
         VariantLayouts::Fixed {
@@ -55,7 +56,7 @@ macro_rules! tensor_core_gemm {
         gelu: $gelu:tt,
         params: ($($params:tt)*),
         requires: ($($requires:tt)*),
-        epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],
+        epilogue: { $($epilogue:tt)* },
         tile_order: [$($tile_order:tt)*],
     ) => {
         /// A Tensor Core GEMM with an epilogue, for each of `batches` strided
@@ -574,48 +575,7 @@ macro_rules! tensor_core_gemm {
 
             // The block's tile again, so that it is not live through the main loop.
             $($tile_order)*
-            // Accumulator element h * 2 + q of fragment (i, j) is C[g + 8 h][2 t4 + q]
-            // of the 16 x 8 tile (ptx-notes.md §3).
-            let g = lane / 4;
-            let t4 = lane % 4;
-            // The batch read again rather than kept from the start, so that
-            // nothing the epilogue alone needs is live through the main loop.
-            let c_at = block_idx().z * stride_c;
-            // Every output of the block is inside C (uniform over the block).
-            let whole = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches;
-            $(
-            if $($when)* {
-                // Per-output bounds tests for reads, and for the store where
-                // the block's tile is not wholly inside C (`gemm_kernel_parts!`).
-                #[unroll]
-                for bounded in 0..2u32 {
-                    if bounded == 0 && !$reads && (!$writes || whole)
-                        || bounded == 1 && ($reads || $writes && !whole)
-                    {
-                        #[unroll]
-                        for i in 0..WARP / 16 {
-                            #[unroll]
-                            for j in 0..WARP / 8 {
-                                #[unroll]
-                                for h in 0..2u32 {
-                                    let r = row0 + wm0 + i * 16 + h * 8 + g;
-                                    #[unroll]
-                                    for q in 0..2u32 {
-                                        let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                                        if bounded == 0 || r < m && col < n && block_idx().z < batches {
-                                            let idx = c_at + r * n + col;
-                                            let mut v = acc[i][j][h * 2 + q];
-                                            $($phase)*
-                                            acc[i][j][h * 2 + q] = v;
-                                        }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            )*
+            $($epilogue)*
         }
 
         gemm_variant!(
@@ -651,7 +611,7 @@ macro_rules! tensor_core_gemm {
 }
 
 // f16 in and out, f32 accumulation and scale.
-gemm_kernel_parts!(float f32 => f16, grouped_tile_order! { tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => f16, mma_epilogue! { c_index: (c_at + r * n + col), grouped_tile_order! { tensor_core_gemm! {
     gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
     elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
@@ -660,9 +620,9 @@ gemm_kernel_parts!(float f32 => f16, grouped_tile_order! { tensor_core_gemm! {
                     other layouts (GemmVariant::variants_for lists those that take a problem)",
     layout_requires: (a_col_major == A_COL_MAJOR, b_row_major == B_ROW_MAJOR,),
     bias_stand_in: a,
-} });
+} } });
 // bf16 in and out, f32 accumulation and scale.
-gemm_kernel_parts!(float f32 => bf16, grouped_tile_order! { tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => bf16, mma_epilogue! { c_index: (c_at + r * n + col), grouped_tile_order! { tensor_core_gemm! {
     gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
     elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
@@ -671,10 +631,10 @@ gemm_kernel_parts!(float f32 => bf16, grouped_tile_order! { tensor_core_gemm! {
                     other layouts (GemmVariant::variants_for lists those that take a problem)",
     layout_requires: (a_col_major == A_COL_MAJOR, b_row_major == B_ROW_MAJOR,),
     bias_stand_in: a,
-} });
+} } });
 // i8 in, i32 accumulation, output and scale: exact integer arithmetic
 // (wrapping past i32, as cuBLAS's `CUBLAS_COMPUTE_32I`).
-gemm_kernel_parts!(integer i32 => i32, grouped_tile_order! { tensor_core_gemm! {
+gemm_kernel_parts!(integer i32 => i32, mma_epilogue! { c_index: (c_at + r * n + col), grouped_tile_order! { tensor_core_gemm! {
     gemm_s8, gemm_s8_with, mma_m16n8k32_s8,
     elem: i8 = 0, acc: 0i32, out: i32, scale: i32, chunk: 16, bk: [64, 128], round_tf32: false,
     fits: (true),
@@ -684,11 +644,11 @@ gemm_kernel_parts!(integer i32 => i32, grouped_tile_order! { tensor_core_gemm! {
                     B column-major",
     layout_requires: (!a_col_major, !b_row_major,),
     bias_stand_in: fresh,
-} });
+} } });
 // f32 in and out, f32 accumulation and scale, on the tf32 Tensor Cores
 // (m16n8k8): each operand word `ldmatrix` loads is rounded to tf32 (to nearest,
 // ties away from zero, as cuBLAS rounds) before its MMA.
-gemm_kernel_parts!(float f32 => f32, grouped_tile_order! { tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => f32, mma_epilogue! { c_index: (c_at + r * n + col), grouped_tile_order! { tensor_core_gemm! {
     gemm_tf32, gemm_tf32_with, mma_m16n8k8_tf32,
     elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32, chunk: 4, bk: [16, 32], round_tf32: true,
     // At BK = 32 the rounding's temporaries make ptxas 12.9 spill every other
@@ -701,4 +661,4 @@ gemm_kernel_parts!(float f32 => f32, grouped_tile_order! { tensor_core_gemm! {
                     B column-major",
     layout_requires: (!a_col_major, !b_row_major,),
     bias_stand_in: a,
-} });
+} } });
