@@ -1400,21 +1400,15 @@ impl Lowerer<'_> {
                 e,
                 format!("`{ident}` is a pipeline, not a value: use its statements `{ident}.copy(..)`, `{ident}.commit()` and `{ident}.wait(N)`"),
             ),
-            Binding::Const(_) => self.err(
+            Binding::Const(_) | Binding::Named(_) => self.err(
                 e,
                 format!(
-                    "`{ident}` is a const parameter: it can be read but not {}",
-                    if indices.is_empty() {
-                        "assigned"
+                    "`{ident}` is {}: it can be read but not {}",
+                    if matches!(binding, Binding::Const(_)) {
+                        "a const parameter"
                     } else {
-                        "indexed"
-                    }
-                ),
-            ),
-            Binding::Named(_) => self.err(
-                e,
-                format!(
-                    "`{ident}` is a `const`: it can be read but not {}",
+                        "a `const`"
+                    },
                     if indices.is_empty() {
                         "assigned"
                     } else {
