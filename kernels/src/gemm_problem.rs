@@ -608,16 +608,17 @@ pub(crate) fn check_lengths<S: Copy>(
 /// - `requires`: `batches >= 1`, the buffer lengths of every batch, the
 ///   bias's, each followed by a comma;
 /// - `epilogue`: the output's arithmetic as phases, `[(when) reads: R,
-///   writes: W { .. }]` each, that together give `c[idx] = activation(alpha
-///   * value + beta * c[idx] + bias)` rounded to the output type once (C is
+///   writes: W { .. }]` each, that together give `c[idx] = activation(alpha *
+///   value + beta * c[idx] + bias)` rounded to the output type once (C is
 ///   not read where beta is 0: it may hold anything, NaN included). The kernel
 ///   applies them in order, each to all of its outputs: where `when` (uniform
 ///   over the block) holds, for every output it binds `v` (mutable, the scale
 ///   type: the accumulated `A B` element, then what the earlier phases made of
 ///   it), `r` and `col` (its row and column) and `idx` (its index in `c`), runs
 ///   the block and keeps `v`. A phase that reads memory (`R`) runs only for
-///   outputs in bounds; one that writes (`W`, the last: the store) too, but a
-///   kernel may drop the test where its whole tile is inside C; the others run
+///   outputs in bounds; one that writes (`W`, the last: the store) too, or
+///   else a kernel stores whole tiles its own way, with the same meaning
+///   (`mma_epilogue!`: four outputs per store); the others run
 ///   for every output, out-of-bounds ones included (their `v` is never
 ///   stored). (Reads stay predicated: without the test ptxas hoists every
 ///   load of a phase, and the 255-register variants spill.) One uniform
@@ -790,31 +791,42 @@ macro_rules! grouped_tile_order {
 /// warps hold `WARP x WARP` tiles of `m16n8` accumulator fragments: the phases
 /// of `gemm_kernel_parts!` over them, as DSL statements. A callback like
 /// `grouped_tile_order!`, between `gemm_kernel_parts!` and the kernel:
-/// `gemm_kernel_parts!(.., mma_epilogue! { c_index: (..), inner! { .. } })`
+/// `gemm_kernel_parts!(.., mma_epilogue! { c_index: (..), c_rows: (..), inner! { .. } })`
 /// passes the parts on with `epilogue: { statements }` in place of the
-/// phases. `c_index` is C's index of the output at row `r` and column `col`.
-/// The statements read `acc[i][j][..]`, `lane`, `wm0`, `wn0`, `row0`,
-/// `col0`, `m`, `n`, `batches` and `stride_c`, which the kernel defines
-/// before them.
+/// phases. `c_index` is C's index of the output at row `r` and column `col`;
+/// `c_rows` says (at run time) that this index is `c_at + r * n + col`, C
+/// row-major. The statements read `acc[i][j][..]`, `lane`, `wm0`, `wn0`,
+/// `row0`, `col0`, `m`, `n`, `batches` and `stride_c`, which the kernel
+/// defines before them.
 ///
 /// Each phase runs over a thread's outputs, one uniform branch per phase:
 /// accumulator element `h * 2 + q` of fragment `(i, j)` is `C[g + 8 h][2 t4 +
-/// q]` of the 16 x 8 tile (ptx-notes.md §3; the same for `mma.sp`). Reads test
-/// each output's bounds; the store tests them only where the block's tile is
-/// not wholly inside C.
+/// q]` of the 16 x 8 tile (ptx-notes.md §3; the same for `mma.sp`). Reads and
+/// the element-wise store test each output's bounds.
+///
+/// The store of a whole tile of a row-major C whose rows and batches start at
+/// multiples of 4 elements (`n` and `stride_c` multiples of 4) goes four
+/// outputs at a time: the two lanes of a pair (`t4` and `t4 ^ 1`) swap halves
+/// of their fragments `2 jp` and `2 jp + 1`, so that the even lane holds 4
+/// consecutive outputs of fragment `2 jp` and the odd one 4 of `2 jp + 1`,
+/// which the backend writes with one 8-byte (16-bit C) or 16-byte (32-bit C)
+/// store (`vectorize`: the index is a multiple of 4 by construction). A
+/// quad's stores then cover 32 (or 64) consecutive bytes of a row, whole
+/// sectors, where the element-wise store wrote 2 or 4 bytes per instruction.
 macro_rules! mma_epilogue {
     (
         c_index: $index:tt,
+        c_rows: ($($c_rows:tt)*),
         $kernel:ident! { $($args:tt)* }
         gelu: $gelu:tt,
-        params: $params:tt,
+        params: (c: &mut [$out:ident], $($params:tt)*),
         requires: $requires:tt,
         epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],
     ) => {
         $kernel! {
             $($args)*
             gelu: $gelu,
-            params: $params,
+            params: (c: &mut [$out], $($params)*),
             requires: $requires,
             epilogue: {
                 let g = lane / 4;
@@ -824,30 +836,25 @@ macro_rules! mma_epilogue {
                 let c_at = block_idx().z * stride_c;
                 // Every output of the block is inside C (uniform over the block).
                 let whole = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches;
+                // The store goes four outputs at a time (uniform over the block).
+                let in_fours = whole && $($c_rows)* && n % 4 == 0 && (batches == 1 || stride_c % 4 == 0);
                 $(
-                if $($when)* {
+                if $($when)* && !($writes && in_fours) {
                     #[unroll]
-                    for bounded in 0..2u32 {
-                        if bounded == 0 && !$reads && (!$writes || whole)
-                            || bounded == 1 && ($reads || $writes && !whole)
-                        {
+                    for i in 0..WARP / 16 {
+                        #[unroll]
+                        for j in 0..WARP / 8 {
                             #[unroll]
-                            for i in 0..WARP / 16 {
+                            for h in 0..2u32 {
+                                let r = row0 + wm0 + i * 16 + h * 8 + g;
                                 #[unroll]
-                                for j in 0..WARP / 8 {
-                                    #[unroll]
-                                    for h in 0..2u32 {
-                                        let r = row0 + wm0 + i * 16 + h * 8 + g;
-                                        #[unroll]
-                                        for q in 0..2u32 {
-                                            let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                                            if bounded == 0 || r < m && col < n && block_idx().z < batches {
-                                                let idx = $index;
-                                                let mut v = acc[i][j][h * 2 + q];
-                                                $($phase)*
-                                                acc[i][j][h * 2 + q] = v;
-                                            }
-                                        }
+                                for q in 0..2u32 {
+                                    let col = col0 + wn0 + j * 8 + t4 * 2 + q;
+                                    if !($reads || $writes) || r < m && col < n && block_idx().z < batches {
+                                        let idx = $index;
+                                        let mut v = acc[i][j][h * 2 + q];
+                                        $($phase)*
+                                        acc[i][j][h * 2 + q] = v;
                                     }
                                 }
                             }
@@ -855,6 +862,38 @@ macro_rules! mma_epilogue {
                     }
                 }
                 )*
+                if in_fours {
+                    let odd = t4 % 2 == 1;
+                    // The index in fours of the lane's first store: columns `4 (t4 / 2)`
+                    // (even lanes) and `8 + 4 (t4 / 2)` (odd) of the warp tile's first
+                    // pair of fragments, at its row `g`.
+                    let n_fours = n / 4;
+                    let first_fours = block_idx().z * (stride_c / 4) + (row0 + wm0 + g) * n_fours
+                        + (col0 + wn0) / 4 + t4 % 2 * 2 + t4 / 2;
+                    #[unroll]
+                    for i in 0..WARP / 16 {
+                        #[unroll]
+                        for jp in 0..WARP / 16 {
+                            #[unroll]
+                            for h in 0..2u32 {
+                                // Each lane sends the pair its partner keeps.
+                                let sent0 = if odd { acc[i][2 * jp][h * 2] } else { acc[i][2 * jp + 1][h * 2] };
+                                let sent1 = if odd { acc[i][2 * jp][h * 2 + 1] } else { acc[i][2 * jp + 1][h * 2 + 1] };
+                                let got0 = shfl_xor(sent0, 1);
+                                let got1 = shfl_xor(sent1, 1);
+                                let x0 = if odd { got0 } else { acc[i][2 * jp][h * 2] };
+                                let x1 = if odd { got1 } else { acc[i][2 * jp][h * 2 + 1] };
+                                let x2 = if odd { acc[i][2 * jp + 1][h * 2] } else { got0 };
+                                let x3 = if odd { acc[i][2 * jp + 1][h * 2 + 1] } else { got1 };
+                                let fours = first_fours + (i * 16 + h * 8) * n_fours + jp * 4;
+                                c[fours * 4] = x0 as $out;
+                                c[fours * 4 + 1] = x1 as $out;
+                                c[fours * 4 + 2] = x2 as $out;
+                                c[fours * 4 + 3] = x3 as $out;
+                            }
+                        }
+                    }
+                }
             },
         }
     };

@@ -166,12 +166,7 @@ impl Emitter<'_> {
         }
         let ty = self.place_type(place);
         let addr = self.address(place)?;
-        // Slices the kernel never writes go through the read-only cache.
-        let nc = match place {
-            Place::Global { param, .. } if !self.usage.written[*param as usize] => ".nc",
-            _ => "",
-        };
-        let space = addr.space;
+        let (space, nc) = (addr.space, self.read_only_cache(place));
         if ty == Scalar::Bool {
             let byte = self.fresh(Scalar::U32);
             self.ins(format!("ld.{space}{nc}.u8 {byte}, {addr}"));
@@ -182,6 +177,15 @@ impl Emitter<'_> {
         let r = self.fresh(ty);
         self.ins(format!("ld.{space}{nc}.{} {r}, {addr}", mem_type(ty)));
         Ok(Operand::Reg(r))
+    }
+
+    /// `.nc` for an element of a slice the kernel never writes (it goes
+    /// through the read-only cache), else nothing.
+    pub fn read_only_cache(&self, place: &Place) -> &'static str {
+        match place {
+            Place::Global { param, .. } if !self.usage.written[*param as usize] => ".nc",
+            _ => "",
+        }
     }
 
     pub fn store_memory(&mut self, place: &Place, value: Operand) -> Result<(), Error> {

@@ -272,11 +272,7 @@ impl Emitter<'_> {
         else {
             return Err(self.error("a copy to stage is missing from the staging plan"));
         };
-        // Slices the kernel never writes go through the read-only cache.
-        let nc = match src {
-            Place::Global { param, .. } if !self.usage.written[*param as usize] => ".nc",
-            _ => "",
-        };
+        let nc = self.read_only_cache(src);
         let dst = self.address(dst)?;
         let src = self.address(src)?;
         let words: Vec<Reg> = (0..bytes / 4).map(|_| self.fresh(Scalar::U32)).collect();

@@ -4,19 +4,19 @@
 //! emission order, so the text is deterministic.
 
 use super::function::{arith, Emitter, LoopLabels, Operand};
-use super::vectorize::shared_vector;
+use super::vectorize::memory_vector;
 use crate::ir::{Expr, ExprKind, Literal, LocalId, Place, Scalar, Stmt};
 use crate::Error;
 
 impl Emitter<'_> {
     /// A block's statements in order; adjacent moves of consecutive shared
-    /// elements go as one vector access (see `vectorize`).
+    /// or global elements go as one vector access (see `vectorize`).
     pub fn block(&mut self, block: &[Stmt]) -> Result<(), Error> {
         let mut rest = block;
         while let Some(stmt) = rest.first() {
-            let done = match shared_vector(self.kernel, &self.shared_offsets, rest) {
+            let done = match memory_vector(self.kernel, &self.shared_offsets, rest) {
                 Some(vector) => {
-                    self.shared_vector(&vector)?;
+                    self.memory_vector(&vector)?;
                     vector.len()
                 }
                 None => {

@@ -1,33 +1,36 @@
-//! Shared-memory vector accesses: what LLVM's load-store vectorizer does for
-//! the one case that matters to tiled kernels. Two or four adjacent
-//! statements that move consecutive elements of one shared array between
-//! memory and registers become one `ld.shared.v{2,4}` / `st.shared.v{2,4}`
-//! (an LDS.64 / LDS.128), so the DSL needs no vector types.
+//! Vector memory accesses: what LLVM's load-store vectorizer does for the
+//! cases that matter to tiled kernels. Two or four adjacent statements that
+//! move consecutive elements of one shared array or one global slice between
+//! memory and registers become one `ld.v{2,4}` / `st.v{2,4}` (an LDS.128, an
+//! STG.64, ..), so the DSL needs no vector types.
 //!
 //! A group is `width` (4 or 2) adjacent statements of one block, all loads
-//! (`reg = tile[..]`, or `let x = tile[..]`) or all stores (`tile[..] = v`),
+//! (`reg = mem[..]`, or `let x = mem[..]`) or all stores (`mem[..] = v`),
 //! where
 //! - every load's destination is a scalar register local or a
 //!   register-array element, every stored value an expression that reads
-//!   registers only, and every shared side an element of the same shared
-//!   array of 4- or 8-byte elements, at most 16 bytes in all;
-//! - the flattened (row-major) element offsets are `f, f + 1, .., f + width - 1`,
-//!   and `f` is provably a multiple of `width`, so the address is
-//!   `width * size`-byte aligned, as `.v2`/`.v4` require;
+//!   registers only, and every memory side an element of the same shared
+//!   array or the same slice (indexed by a 32-bit integer), of 2-, 4- or
+//!   8-byte elements, at most 16 bytes in all;
+//! - the element offsets (for shared arrays flattened row-major) are
+//!   `f, f + 1, .., f + width - 1`, and `f` is provably a multiple of
+//!   `width`, so the address is `width * size`-byte aligned, as `.v2`/`.v4`
+//!   require;
 //! - every index reads registers only (no memory, no atomics, no warp
 //!   shuffles), and for loads none of the group's destination locals.
 //!
 //! Why the vector access means what the statements mean: the statements are
 //! adjacent, so nothing else runs between them. A load group writes only its
 //! destination registers, which no index reads, and reads memory the group
-//! does not write; a store group writes only shared memory, which no index
-//! and no stored value reads. So every index (and stored value) has the
-//! same value whether computed at its own statement or before the group,
-//! each statement touches the element its offset names, the elements are
-//! distinct, and doing all the reads (or writes) at once at the first
-//! statement's address is the same as doing them one by one. Loads land in fresh registers and are moved to
-//! their destinations in statement order, so a destination written twice
-//! ends with the later value, as it would.
+//! does not write; a store group writes only memory, which no index and no
+//! stored value reads. So every index (and stored value) has the same value
+//! whether computed at its own statement or before the group, each statement
+//! touches the element its offset names, the elements are distinct, and
+//! doing all the reads (or writes) at once at the first statement's address
+//! is the same as doing them one by one, for this thread; other threads see
+//! plain stores in no promised order anyway, as in CUDA C. Loads land in
+//! fresh registers and are moved to their destinations in statement order,
+//! so a destination written twice ends with the later value, as it would.
 //!
 //! The offsets are affine forms (`sum of coefficient * opaque term +
 //! constant`) taken modulo 2^32: the emitter computes shared addresses in
@@ -39,20 +42,30 @@
 //! so the byte addresses (also modulo 2^32) are consecutive, and since the
 //! widths (2, 4) and alignments (up to 16) divide 2^32, "a multiple of the
 //! width" modulo 2^32 is a multiple in the address too (and an aligned
-//! vector cannot straddle the wrap). 8-bit integer
-//! arithmetic wraps at 2^8 instead, so 8-bit subexpressions stay opaque.
+//! vector cannot straddle the wrap). A global index is a 32-bit value that
+//! the emitter widens (zero- or sign-extends) before scaling it to a 64-bit
+//! address; `width` consecutive 32-bit values starting at a multiple of
+//! `width` cross neither 2^32 nor 2^31, so the widened indices are
+//! consecutive too. (A 64-bit index is known modulo 2^32 only: those stay
+//! scalar.) 8-bit integer arithmetic wraps at 2^8 instead, so 8-bit
+//! subexpressions stay opaque.
 //! Opaque terms are compared exactly (by their serialized IR, so float
 //! literals compare by their bits); equal pure expressions over unchanged
 //! registers have equal values.
 //!
 //! Each shared array starts at a 16-byte aligned offset of a block declared
 //! `.align 16` (`Emitter::new`); the group checks its array's offset
-//! anyway. When any of this cannot be shown, the statements are emitted one
-//! by one, exactly as without this pass.
+//! anyway. A slice parameter points at the start of a buffer the runtime
+//! allocated (a `DeviceBuffer` is a whole `cuMemAlloc` allocation, aligned to
+//! 256 bytes), so element offsets alone decide a global vector's alignment.
+//! When any of this cannot be shown, the statements are emitted one by one,
+//! exactly as without this pass.
 
 use super::function::{mem_type, Emitter, Operand};
 use super::regs::Reg;
-use crate::ir::{BinaryOp, Expr, ExprKind, Intrinsic, Kernel, LocalId, Place, Scalar, Space, Stmt};
+use crate::ir::{
+    BinaryOp, Expr, ExprKind, Intrinsic, Kernel, LocalId, ParamType, Place, Scalar, Space, Stmt,
+};
 use crate::Error;
 
 /// The widest vector access, in bytes (`.v4` of 32-bit elements).
@@ -166,24 +179,24 @@ impl Affine {
     }
 }
 
-/// One statement's move between registers and a shared element.
+/// One statement's move between registers and a memory element.
 #[derive(Debug)]
 enum Move<'s> {
-    /// Shared memory into this register place.
+    /// Memory into this register place.
     Load(Place),
-    /// This value (an expression over registers) into shared memory.
+    /// This value (an expression over registers) into memory.
     Store(&'s Expr),
 }
 
-/// One statement's part in a group: its move and the shared element.
+/// One statement's part in a group: its move and the memory element.
 struct Access<'s> {
     kind: Move<'s>,
-    shared: &'s Place,
+    memory: &'s Place,
 }
 
 /// A group of statements that one vector access replaces.
 #[derive(Debug)]
-pub struct SharedVector<'s> {
+pub struct MemoryVector<'s> {
     ty: Scalar,
     /// The first element, whose address is the vector's.
     first: &'s Place,
@@ -191,7 +204,7 @@ pub struct SharedVector<'s> {
     moves: Vec<Move<'s>>,
 }
 
-impl SharedVector<'_> {
+impl MemoryVector<'_> {
     /// How many statements the group replaces.
     pub fn len(&self) -> usize {
         self.moves.len()
@@ -211,37 +224,62 @@ fn is_register(kernel: &Kernel, place: &Place) -> bool {
     }
 }
 
-/// A shared-array element, and its array.
-fn shared_element(kernel: &Kernel, place: &Place) -> Option<LocalId> {
+/// Where a group's elements live.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Memory {
+    /// A shared array.
+    Shared(LocalId),
+    /// A slice parameter.
+    Global(u32),
+}
+
+/// The memory of a shared-array element or of a slice element with a
+/// 32-bit index (see the module documentation).
+fn memory_element(kernel: &Kernel, place: &Place) -> Option<Memory> {
     match place {
         Place::Local { local, indices }
             if kernel.local(*local).space == Space::Shared
                 && indices.len() == kernel.local(*local).dims.len() =>
         {
-            Some(*local)
+            Some(Memory::Shared(*local))
+        }
+        Place::Global { param, index } if index.ty.size_bytes() == 4 => {
+            Some(Memory::Global(*param))
         }
         _ => None,
     }
 }
 
-/// The statement as a register <-> shared element move, if it is one.
+/// A memory element's offset in elements from the start of its array or
+/// slice, and the indices it reads.
+fn element_offset<'p>(kernel: &Kernel, place: &'p Place) -> Option<(Affine, Vec<&'p Expr>)> {
+    match place {
+        Place::Local { local, indices } => Some((
+            Affine::flattened(indices, &kernel.local(*local).dims)?,
+            indices.iter().collect(),
+        )),
+        Place::Global { index, .. } => Some((Affine::of(index), vec![index])),
+    }
+}
+
+/// The statement as a register <-> memory element move, if it is one.
 fn access<'s>(kernel: &Kernel, stmt: &'s Stmt) -> Option<Access<'s>> {
     let load = |dest: Place, value: &'s Expr| match &value.kind {
         ExprKind::Load(source)
-            if is_register(kernel, &dest) && shared_element(kernel, source).is_some() =>
+            if is_register(kernel, &dest) && memory_element(kernel, source).is_some() =>
         {
             Some(Access {
                 kind: Move::Load(dest),
-                shared: source.as_ref(),
+                memory: source.as_ref(),
             })
         }
         _ => None,
     };
     match stmt {
-        Stmt::Assign { place, value } if shared_element(kernel, place).is_some() => {
+        Stmt::Assign { place, value } if memory_element(kernel, place).is_some() => {
             reads_registers_only(kernel, value, &[]).then_some(Access {
                 kind: Move::Store(value),
-                shared: place,
+                memory: place,
             })
         }
         Stmt::Assign { place, value } => load(place.clone(), value),
@@ -285,23 +323,27 @@ fn reads_registers_only(kernel: &Kernel, e: &Expr, excluded: &[LocalId]) -> bool
 /// The vector access that replaces the first statements of `stmts`, if
 /// they form a group (see the module documentation). `shared_offsets` are
 /// the arrays' byte offsets in the shared block.
-pub fn shared_vector<'s>(
+pub fn memory_vector<'s>(
     kernel: &Kernel,
     shared_offsets: &[Option<u32>],
     stmts: &'s [Stmt],
-) -> Option<SharedVector<'s>> {
+) -> Option<MemoryVector<'s>> {
     let first = access(kernel, stmts.first()?)?;
-    let array = shared_element(kernel, first.shared)?;
-    let decl = kernel.local(array);
-    let ty = decl.ty;
+    let memory = memory_element(kernel, first.memory)?;
+    let (ty, start) = match memory {
+        Memory::Shared(array) => (kernel.local(array).ty, shared_offsets[array as usize]?),
+        Memory::Global(param) => match kernel.params[param as usize].ty {
+            ParamType::Slice { elem, .. } => (elem, MAX_VECTOR_BYTES),
+            ParamType::Scalar(_) => return None,
+        },
+    };
     let size = ty.size_bytes();
-    if size != 4 && size != 8 {
+    if ![2, 4, 8].contains(&size) {
         return None;
     }
-    let array_offset = shared_offsets[array as usize]?;
     [4u32, 2].into_iter().find_map(|width| {
         let bytes = width * size;
-        if bytes > MAX_VECTOR_BYTES || !array_offset.is_multiple_of(bytes) {
+        if bytes > MAX_VECTOR_BYTES || !start.is_multiple_of(bytes) {
             return None;
         }
         let accesses = stmts
@@ -317,7 +359,7 @@ pub fn shared_vector<'s>(
         };
         if accesses
             .iter()
-            .any(|a| !same_kind(a) || shared_element(kernel, a.shared) != Some(array))
+            .any(|a| !same_kind(a) || memory_element(kernel, a.memory) != Some(memory))
         {
             return None;
         }
@@ -338,25 +380,23 @@ pub fn shared_vector<'s>(
             if register_ty != ty {
                 return None;
             }
-            let Place::Local { indices, .. } = a.shared else {
-                return None;
-            };
+            let (offset, indices) = element_offset(kernel, a.memory)?;
             if !indices
                 .iter()
                 .all(|i| reads_registers_only(kernel, i, &destinations))
             {
                 return None;
             }
-            offsets.push(Affine::flattened(indices, &decl.dims)?);
+            offsets.push(offset);
         }
         let base = &offsets[0];
         let consecutive = offsets
             .iter()
             .enumerate()
             .all(|(k, o)| *o == base.clone().plus(Affine::constant(k as u32), 1));
-        (consecutive && base.is_multiple_of(width)).then(|| SharedVector {
+        (consecutive && base.is_multiple_of(width)).then(|| MemoryVector {
             ty,
-            first: first.shared,
+            first: first.memory,
             moves: accesses.into_iter().map(|a| a.kind).collect(),
         })
     })
@@ -370,14 +410,18 @@ fn local_of(place: &Place) -> Option<LocalId> {
 }
 
 impl Emitter<'_> {
-    /// One `ld.shared.v{n}` or `st.shared.v{n}` for a group of statements.
-    pub fn shared_vector(&mut self, vector: &SharedVector) -> Result<(), Error> {
+    /// One `ld.<space>.v{n}` or `st.<space>.v{n}` for a group of statements.
+    pub fn memory_vector(&mut self, vector: &MemoryVector) -> Result<(), Error> {
         let (ty, n) = (vector.ty, vector.len());
         let t = mem_type(ty);
         if let Move::Load(_) = vector.moves[0] {
             let addr = self.address(vector.first)?;
+            let (space, nc) = (addr.space, self.read_only_cache(vector.first));
             let loaded: Vec<Reg> = (0..n).map(|_| self.fresh(ty)).collect();
-            self.ins(format!("ld.shared.v{n}.{t} {{{}}}, {addr}", join(&loaded)));
+            self.ins(format!(
+                "ld.{space}{nc}.v{n}.{t} {{{}}}, {addr}",
+                join(&loaded)
+            ));
             for (m, reg) in vector.moves.iter().zip(loaded) {
                 if let Move::Load(dest) = m {
                     self.store(dest, Operand::Reg(reg))?;
@@ -392,7 +436,8 @@ impl Emitter<'_> {
                 }
             }
             let addr = self.address(vector.first)?;
-            self.ins(format!("st.shared.v{n}.{t} {addr}, {{{}}}", join(&stored)));
+            let space = addr.space;
+            self.ins(format!("st.{space}.v{n}.{t} {addr}, {{{}}}", join(&stored)));
         }
         Ok(())
     }
@@ -408,7 +453,7 @@ fn join(regs: &[Reg]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{Literal, Local};
+    use crate::ir::{Literal, Local, Param};
 
     fn u32_lit(v: u32) -> Expr {
         Expr::u32(v)
@@ -584,6 +629,14 @@ mod tests {
     const V: LocalId = 4; // register f32 [4]
     const C: LocalId = 5; // register u32
     const W: LocalId = 6; // register f64 [4]
+    const H: LocalId = 7; // register f16 [4]
+    const B: LocalId = 8; // register u8 [4]
+
+    // Params of the grouping tests.
+    const OUT: u32 = 0; // &mut [f16]
+    const WIDE_OUT: u32 = 1; // &mut [f64]
+    const BYTES: u32 = 2; // &[u8]
+    const N: u32 = 3; // u32
 
     fn kernel() -> Kernel {
         let local = |name: &str, ty, space, dims: &[u32]| Local {
@@ -593,10 +646,20 @@ mod tests {
             dims: dims.iter().map(|d| u32_lit(*d)).collect(),
             mutable: true,
         };
+        let param = |name: &str, ty| Param {
+            name: name.into(),
+            ty,
+        };
+        let slice = |elem, mutable| ParamType::Slice { elem, mutable };
         Kernel {
             name: "k".into(),
             const_params: vec![],
-            params: vec![],
+            params: vec![
+                param("out", slice(Scalar::F16, true)),
+                param("wide_out", slice(Scalar::F64, true)),
+                param("bytes", slice(Scalar::U8, false)),
+                param("n", ParamType::Scalar(Scalar::U32)),
+            ],
             locals: vec![
                 local("tile", Scalar::F32, Space::Shared, &[4, 68]),
                 local("other", Scalar::F32, Space::Shared, &[4, 68]),
@@ -605,6 +668,8 @@ mod tests {
                 local("v", Scalar::F32, Space::Register, &[4]),
                 local("c", Scalar::U32, Space::Register, &[]),
                 local("w", Scalar::F64, Space::Register, &[4]),
+                local("h", Scalar::F16, Space::Register, &[4]),
+                local("b", Scalar::U8, Space::Register, &[4]),
             ],
             block: None,
             requires: vec![],
@@ -613,11 +678,13 @@ mod tests {
     }
 
     /// Byte offsets as the emitter lays the arrays out.
-    const OFFSETS: [Option<u32>; 7] = [
+    const OFFSETS: [Option<u32>; 9] = [
         Some(0),
         Some(1088),
         Some(2176),
         Some(2688),
+        None,
+        None,
         None,
         None,
         None,
@@ -672,7 +739,7 @@ mod tests {
     }
 
     fn width_at(offsets: &[Option<u32>], stmts: &[Stmt]) -> Option<usize> {
-        shared_vector(&kernel(), offsets, stmts).map(|g| g.len())
+        memory_vector(&kernel(), offsets, stmts).map(|g| g.len())
     }
 
     #[test]
@@ -793,6 +860,118 @@ mod tests {
             write(
                 at(4, 1),
                 load(place(TILE, vec![u32_lit(1), at(4, 0)]), Scalar::F32),
+            ),
+        ];
+        assert_eq!(width(&writes), None);
+    }
+
+    /// `param[index] = value`
+    fn global_write(param: u32, index: Expr, value: Expr) -> Stmt {
+        Stmt::Assign {
+            place: Place::Global { param, index },
+            value,
+        }
+    }
+
+    fn h(i: u32) -> Expr {
+        load(place(H, vec![u32_lit(i)]), Scalar::F16)
+    }
+
+    /// `n * 4 * scale + c * 4 + offset`: a row of a matrix `n * 4` wide.
+    fn row_at(scale: u32, offset: u32) -> Expr {
+        bin(
+            BinaryOp::Add,
+            bin(BinaryOp::Mul, param(N, Scalar::U32), u32_lit(4 * scale)),
+            at(4, offset),
+        )
+    }
+
+    #[test]
+    fn groups_stores_to_a_slice() {
+        // Four f16 outputs at a multiple of 4: one 8-byte store.
+        let writes: Vec<Stmt> = (0..4)
+            .map(|i| global_write(OUT, row_at(3, i), h(i)))
+            .collect();
+        assert_eq!(width(&writes), Some(4));
+        // At 2 modulo 4: two pairs of 4 bytes.
+        let writes: Vec<Stmt> = (0..4)
+            .map(|i| global_write(OUT, row_at(3, 2 + i), h(i)))
+            .collect();
+        assert_eq!(width(&writes), Some(2));
+        // A row start that is not provably a multiple of 4 (`n` elements wide).
+        let unknown_row = |i| bin(BinaryOp::Add, param(N, Scalar::U32), at(4, i));
+        let writes: Vec<Stmt> = (0..4)
+            .map(|i| global_write(OUT, unknown_row(i), h(i)))
+            .collect();
+        assert_eq!(width(&writes), None);
+        // f64: pairs (16 bytes).
+        let writes: Vec<Stmt> = (0..4)
+            .map(|i| {
+                let w = load(place(W, vec![u32_lit(i)]), Scalar::F64);
+                global_write(WIDE_OUT, at(4, i), w)
+            })
+            .collect();
+        assert_eq!(width(&writes), Some(2));
+        // Two slices do not group, nor a slice and a shared array.
+        let writes = [
+            global_write(OUT, at(4, 0), h(0)),
+            global_write(
+                WIDE_OUT,
+                at(4, 1),
+                load(place(W, vec![u32_lit(1)]), Scalar::F64),
+            ),
+        ];
+        assert_eq!(width(&writes), None);
+        let writes = [write(at(4, 0), v(0)), global_write(OUT, at(4, 1), h(1))];
+        assert_eq!(width(&writes), None);
+    }
+
+    #[test]
+    fn global_groups_need_32_bit_indices_and_wide_elements() {
+        // A 64-bit index is known modulo 2^32 only.
+        let wide = |i| cast(at(4, i), Scalar::U64);
+        let writes: Vec<Stmt> = (0..4).map(|i| global_write(OUT, wide(i), h(i))).collect();
+        assert_eq!(width(&writes), None);
+        // 8-bit elements stay scalar.
+        let read_byte = |i| Stmt::Assign {
+            place: place(B, vec![u32_lit(i)]),
+            value: load(
+                Place::Global {
+                    param: BYTES,
+                    index: at(4, i),
+                },
+                Scalar::U8,
+            ),
+        };
+        let reads: Vec<Stmt> = (0..4).map(read_byte).collect();
+        assert_eq!(width(&reads), None);
+        // The same loads of f16 elements group.
+        let reads: Vec<Stmt> = (0..4)
+            .map(|i| Stmt::Assign {
+                place: place(H, vec![u32_lit(i)]),
+                value: load(
+                    Place::Global {
+                        param: OUT,
+                        index: at(4, i),
+                    },
+                    Scalar::F16,
+                ),
+            })
+            .collect();
+        assert_eq!(width(&reads), Some(4));
+        // A stored value that reads global memory may see an earlier store.
+        let writes = [
+            global_write(OUT, at(4, 0), h(0)),
+            global_write(
+                OUT,
+                at(4, 1),
+                load(
+                    Place::Global {
+                        param: OUT,
+                        index: at(4, 0),
+                    },
+                    Scalar::F16,
+                ),
             ),
         ];
         assert_eq!(width(&writes), None);
