@@ -791,11 +791,12 @@ macro_rules! grouped_tile_order {
 /// warps hold `WARP x WARP` tiles of `m16n8` accumulator fragments: the phases
 /// of `gemm_kernel_parts!` over them, as DSL statements. A callback like
 /// `grouped_tile_order!`, between `gemm_kernel_parts!` and the kernel:
-/// `gemm_kernel_parts!(.., mma_epilogue! { c_index: (..), c_rows: (..), inner! { .. } })`
+/// `gemm_kernel_parts!(.., mma_epilogue! { c_index: (..), in_fours: B, inner! { .. } })`
 /// passes the parts on with `epilogue: { statements }` in place of the
 /// phases. `c_index` is C's index of the output at row `r` and column `col`;
-/// `c_rows` says (at run time) that this index is `c_at + r * n + col`, C
-/// row-major. The statements read `acc[i][j][..]`, `lane`, `wm0`, `wn0`,
+/// `in_fours` (`true` or `false`) says whether whole tiles are stored four
+/// outputs at a time (below), which takes C row-major, `c_index` being
+/// `c_at + r * n + col`. The statements read `acc[i][j][..]`, `lane`, `wm0`, `wn0`,
 /// `row0`, `col0`, `m`, `n`, `batches` and `stride_c`, which the kernel
 /// defines before them.
 ///
@@ -816,7 +817,7 @@ macro_rules! grouped_tile_order {
 macro_rules! mma_epilogue {
     (
         c_index: $index:tt,
-        c_rows: ($($c_rows:tt)*),
+        in_fours: $in_fours:literal,
         $kernel:ident! { $($args:tt)* }
         gelu: $gelu:tt,
         params: (c: &mut [$out:ident], $($params:tt)*),
@@ -834,12 +835,15 @@ macro_rules! mma_epilogue {
                 // The batch read here rather than kept from the start, so that
                 // nothing the epilogue alone needs is live through the main loop.
                 let c_at = block_idx().z * stride_c;
-                // Every output of the block is inside C (uniform over the block).
-                let whole = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches;
-                // The store goes four outputs at a time (uniform over the block).
-                let in_fours = whole && $($c_rows)* && n % 4 == 0 && (batches == 1 || stride_c % 4 == 0);
+                // The store goes four outputs at a time: every output of the block
+                // is inside C, whose rows and batches start at multiples of 4
+                // (uniform over the block). (`$in_fours` leads each condition that
+                // reads this, so that a `false` removes the path when the variant
+                // is specialized.)
+                let in_fours = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches
+                    && n % 4 == 0 && (batches == 1 || stride_c % 4 == 0);
                 $(
-                if $($when)* && !($writes && in_fours) {
+                if $($when)* && !($in_fours && $writes && in_fours) {
                     #[unroll]
                     for i in 0..WARP / 16 {
                         #[unroll]
@@ -862,7 +866,7 @@ macro_rules! mma_epilogue {
                     }
                 }
                 )*
-                if in_fours {
+                if $in_fours && in_fours {
                     let odd = t4 % 2 == 1;
                     // The index in fours of the lane's first store: columns `4 (t4 / 2)`
                     // (even lanes) and `8 + 4 (t4 / 2)` (odd) of the warp tile's first

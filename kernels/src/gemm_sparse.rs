@@ -569,7 +569,7 @@ gemm_kernel_parts!(float f32 => f16, a_len: (m * ((k + 63) / 64 * 32)), mma_epil
     // Stored element-wise: with four outputs per store, ptxas 12.9 rotates the
     // accumulators of the main loop and spills in 128 x 128 x 128 W64 S2 on sm_90
     // (perf/LOG.md, session 7).
-    c_rows: (false),
+    in_fours: false,
     grouped_tile_order! {
         sparse_gemm! { gemm_sparse_f16, gemm_sparse_f16_with, mma_sp_ordered_m16n8k32_f16, elem: f16, }
     }
@@ -579,7 +579,7 @@ gemm_kernel_parts!(float f32 => bf16, a_len: (m * ((k + 63) / 64 * 32)), mma_epi
     // Stored element-wise: with four outputs per store, ptxas 12.9 rotates the
     // accumulators of the main loop and spills in 128 x 128 x 128 W64 S2 on sm_90
     // (perf/LOG.md, session 7).
-    c_rows: (false),
+    in_fours: false,
     grouped_tile_order! {
         sparse_gemm! { gemm_sparse_bf16, gemm_sparse_bf16_with, mma_sp_ordered_m16n8k32_bf16, elem: bf16, }
     }

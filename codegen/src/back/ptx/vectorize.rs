@@ -333,6 +333,7 @@ pub fn memory_vector<'s>(
     let (ty, start) = match memory {
         Memory::Shared(array) => (kernel.local(array).ty, shared_offsets[array as usize]?),
         Memory::Global(param) => match kernel.params[param as usize].ty {
+            // A slice starts at its allocation, aligned past any vector.
             ParamType::Slice { elem, .. } => (elem, MAX_VECTOR_BYTES),
             ParamType::Scalar(_) => return None,
         },
