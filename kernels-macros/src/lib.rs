@@ -8,18 +8,51 @@
 use proc_macro::TokenStream;
 use proc_macro2::{Ident, Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote};
+use warpforge_codegen::front::{self, Linked};
 use warpforge_codegen::ir::{ParamType, Scalar};
-use warpforge_codegen::{front, KernelDef};
+use warpforge_codegen::KernelDef;
+
+mod link;
 
 /// Compiles a kernel written in the warpforge kernel language (see the
 /// crate documentation of `warpforge` and docs/dsl.md).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = syn::parse_macro_input!(item as syn::ItemFn);
-    let expanded = front::parse_kernel(attr.into(), &item).and_then(|def| expand(&item, &def));
-    expanded
+    link::start(link::Item::Kernel(attr.into()), item).into()
+}
+
+/// Makes a function of the kernel language callable from kernels and other
+/// device functions, in this crate and in crates that depend on it (see
+/// docs/dsl.md, "Device functions").
+#[proc_macro_attribute]
+pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    let attr = TokenStream2::from(attr);
+    if !attr.is_empty() {
+        return syn::Error::new_spanned(
+            attr,
+            "`#[device]` takes no options: remove the parentheses",
+        )
+        .into_compile_error()
+        .into();
+    }
+    let item = syn::parse_macro_input!(item as syn::ItemFn);
+    link::start(link::Item::Device, item).into()
+}
+
+/// One step of fetching the device functions an item calls (generated code
+/// calls it; see `link`). Not a stable API.
+#[doc(hidden)]
+#[proc_macro]
+pub fn __link(input: TokenStream) -> TokenStream {
+    link::resume(input.into()).into()
+}
+
+/// The kernel's module, once every device function it calls is fetched.
+fn compile_kernel(attr: TokenStream2, item: &syn::ItemFn, linked: &Linked) -> TokenStream2 {
+    front::parse_kernel_linked(attr, item, linked)
+        .and_then(|def| expand(item, &def))
         .unwrap_or_else(syn::Error::into_compile_error)
-        .into()
 }
 
 /// Names the launcher takes besides the kernel's parameters.

@@ -758,39 +758,10 @@ macro_rules! gemm_variant {
     };
 }
 
-/// The order in which the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`) walk
-/// their tiles of C, as DSL statements that define `row0` and `col0` (the
-/// block's first row and column of C) from `BM` and `BN`; a callback like
-/// `gemm_kernel_parts!`'s, which it may follow:
-/// `gemm_kernel_parts!(.., grouped_tile_order! { kernel_macro! { args } })`
-/// expands `kernel_macro! { args <the parts> tile_order: [..], }`.
-///
-/// Blocks start in launch order (x fastest). Renumbered so that consecutive
-/// blocks walk a group of 8 tile rows column by column, the blocks in flight
-/// share a few panels of A and of B in L2 instead of every panel of B (the
-/// grid is the plain (n tiles, m tiles) one).
-macro_rules! grouped_tile_order {
-    ($kernel:ident! { $($args:tt)* } $($parts:tt)*) => {
-        $kernel! {
-            $($args)*
-            $($parts)*
-            tile_order: [
-                let tiles_n = grid_dim().x;
-                let id = block_idx().y * tiles_n + block_idx().x;
-                let group_first = id / (8 * tiles_n) * 8;
-                let group_rows = (grid_dim().y - group_first).min(8);
-                let in_group = id % (8 * tiles_n);
-                let row0 = (group_first + in_group % group_rows) * BM;
-                let col0 = in_group / group_rows * BN;
-            ],
-        }
-    };
-}
-
 /// The epilogue of the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`), whose
 /// warps hold `WARP x WARP` tiles of `m16n8` accumulator fragments: the phases
 /// of `gemm_kernel_parts!` over them, as DSL statements. A callback like
-/// `grouped_tile_order!`, between `gemm_kernel_parts!` and the kernel:
+/// `gemm_kernel_parts!`'s, between it and the kernel:
 /// `gemm_kernel_parts!(.., mma_epilogue! { c_index: (..), in_fours: B, inner! { .. } })`
 /// passes the parts on with `epilogue: { statements }` in place of the
 /// phases. `c_index` is C's index of the output at row `r` and column `col`;
@@ -903,7 +874,7 @@ macro_rules! mma_epilogue {
     };
 }
 
-pub(crate) use {gemm_kernel_parts, gemm_variant, grouped_tile_order, mma_epilogue};
+pub(crate) use {gemm_kernel_parts, gemm_variant, mma_epilogue};
 
 #[cfg(test)]
 mod tests {

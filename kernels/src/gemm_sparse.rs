@@ -29,8 +29,8 @@ use warpforge::prelude::*;
 use warpforge::{KernelArg, MatrixLayout};
 
 use crate::gemm_problem::{
-    check_chunks, check_lengths, gemm_kernel_parts, grouped_tile_order, mma_epilogue, Chunks,
-    GemmProblem, GemmVariant, KernelProblem, Operands,
+    check_chunks, check_lengths, gemm_kernel_parts, mma_epilogue, Chunks, GemmProblem, GemmVariant,
+    KernelProblem, Operands,
 };
 use crate::gemm_wmma::gemm_f16_wmma;
 use crate::sparse::device::{decompress, DeviceCompressed, DeviceSparse};
@@ -40,7 +40,7 @@ use crate::sparse::value_cols;
 /// MMA are the only differences; `gemm_kernel_parts!` gives the parameters
 /// and requirements the dense family shares, `mma_epilogue!` the epilogue
 /// (the dense Tensor Core GEMMs' too, storing C in either layout) and
-/// `grouped_tile_order!` the block's tile.
+/// `crate::tile::grouped_tile_order` the block's tile.
 macro_rules! sparse_gemm {
     (
         $name:ident, $with:ident, $mma:ident, elem: $elem:ident,
@@ -48,7 +48,6 @@ macro_rules! sparse_gemm {
         params: ($($params:tt)*),
         requires: ($($requires:tt)*),
         epilogue: { $($epilogue:tt)* },
-        tile_order: [$($tile_order:tt)*],
     ) => {
         /// A 2:4 sparse GEMM with f32 accumulation and the dense family's
         /// epilogue, for each of `batches` strided batches (the grid's z):
@@ -191,8 +190,8 @@ macro_rules! sparse_gemm {
             let warp = tid / 32;
             let wm0 = warp / (BN / WARP) * WARP;
             let wn0 = warp % (BN / WARP) * WARP;
-            // The block's tile: `row0`, `col0` (`grouped_tile_order!`).
-            $($tile_order)*
+            // The block's tile: its first row and column of C.
+            let (row0, col0) = crate::tile::grouped_tile_order::<BM, BN>();
             // Kept values per row of A (and metadata words per 16-row tile).
             let kv = (k + 63) / 64 * 32;
             // A block past the last batch (a grid deeper than `batches`) reads the
@@ -464,7 +463,7 @@ macro_rules! sparse_gemm {
             }
 
             // The block's tile again, so that it is not live through the main loop.
-            $($tile_order)*
+            let (row0, col0) = crate::tile::grouped_tile_order::<BM, BN>();
             // C is stored in either layout: a column-major C cannot be computed
             // as C^T = B^T A^T (as the dense family does) when A is the sparse
             // operand. (`c_col_major` is a u32, 1 for column-major: a bool
@@ -570,9 +569,7 @@ gemm_kernel_parts!(float f32 => f16, a_len: (m * ((k + 63) / 64 * 32)), mma_epil
     // accumulators of the main loop and spills in 128 x 128 x 128 W64 S2 on sm_90
     // (perf/LOG.md, session 7).
     in_fours: false,
-    grouped_tile_order! {
-        sparse_gemm! { gemm_sparse_f16, gemm_sparse_f16_with, mma_sp_ordered_m16n8k32_f16, elem: f16, }
-    }
+    sparse_gemm! { gemm_sparse_f16, gemm_sparse_f16_with, mma_sp_ordered_m16n8k32_f16, elem: f16, }
 });
 gemm_kernel_parts!(float f32 => bf16, a_len: (m * ((k + 63) / 64 * 32)), mma_epilogue! {
     c_index: (if c_col_major == 1 { c_at + col * m + r } else { c_at + r * n + col }),
@@ -580,9 +577,7 @@ gemm_kernel_parts!(float f32 => bf16, a_len: (m * ((k + 63) / 64 * 32)), mma_epi
     // accumulators of the main loop and spills in 128 x 128 x 128 W64 S2 on sm_90
     // (perf/LOG.md, session 7).
     in_fours: false,
-    grouped_tile_order! {
-        sparse_gemm! { gemm_sparse_bf16, gemm_sparse_bf16_with, mma_sp_ordered_m16n8k32_bf16, elem: bf16, }
-    }
+    sparse_gemm! { gemm_sparse_bf16, gemm_sparse_bf16_with, mma_sp_ordered_m16n8k32_bf16, elem: bf16, }
 });
 
 /// One variant of a sparse GEMM (`gemm_sparse_f16`, `gemm_sparse_bf16`),

@@ -5,8 +5,8 @@ use warpforge::prelude::*;
 use warpforge::MatrixLayout;
 
 use crate::gemm_problem::{
-    gemm_kernel_parts, gemm_variant, grouped_tile_order, mma_epilogue, Chunks, GemmProblem,
-    GemmVariant, VariantLayouts, VariantTakes,
+    gemm_kernel_parts, gemm_variant, mma_epilogue, Chunks, GemmProblem, GemmVariant,
+    VariantLayouts, VariantTakes,
 };
 
 /// One kernel source for every Tensor Core GEMM whose operands `ldmatrix` can
@@ -23,7 +23,7 @@ use crate::gemm_problem::{
 /// (see `gemm_variant!`), and, from `gemm_kernel_parts!`, whether the output
 /// takes GELU, the parameters after A and B and their requirements, from
 /// `mma_epilogue!` the epilogue's statements over the accumulator fragments,
-/// and from `grouped_tile_order!` the block's tile.
+/// and from `crate::tile::grouped_tile_order` the block's tile.
 macro_rules! tensor_core_gemm {
     (@layouts $other:literal, $consts:ident) => {
         VariantLayouts::Fixed {
@@ -57,7 +57,6 @@ macro_rules! tensor_core_gemm {
         params: ($($params:tt)*),
         requires: ($($requires:tt)*),
         epilogue: { $($epilogue:tt)* },
-        tile_order: [$($tile_order:tt)*],
     ) => {
         /// A Tensor Core GEMM with an epilogue, for each of `batches` strided
         /// batches (the grid's z): `C = act(alpha * A B + beta * C + bias)`, A
@@ -205,8 +204,8 @@ macro_rules! tensor_core_gemm {
             let warp = tid / 32;
             let wm0 = warp / (BN / WARP) * WARP;
             let wn0 = warp % (BN / WARP) * WARP;
-            // The block's tile: `row0`, `col0` (`grouped_tile_order!`).
-            $($tile_order)*
+            // The block's tile: its first row and column of C.
+            let (row0, col0) = crate::tile::grouped_tile_order::<BM, BN>();
             // A block past the last batch (a grid deeper than `batches`) reads the
             // last batch and writes nothing: a branch to the end instead makes
             // ptxas spill in the 255-register variants.
@@ -574,7 +573,7 @@ macro_rules! tensor_core_gemm {
             }
 
             // The block's tile again, so that it is not live through the main loop.
-            $($tile_order)*
+            let (row0, col0) = crate::tile::grouped_tile_order::<BM, BN>();
             $($epilogue)*
         }
 
@@ -611,7 +610,7 @@ macro_rules! tensor_core_gemm {
 }
 
 // f16 in and out, f32 accumulation and scale.
-gemm_kernel_parts!(float f32 => f16, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, grouped_tile_order! { tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => f16, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, tensor_core_gemm! {
     gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
     elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
@@ -620,9 +619,9 @@ gemm_kernel_parts!(float f32 => f16, mma_epilogue! { c_index: (c_at + r * n + co
                     other layouts (GemmVariant::variants_for lists those that take a problem)",
     layout_requires: (a_col_major == A_COL_MAJOR, b_row_major == B_ROW_MAJOR,),
     bias_stand_in: a,
-} } });
+} });
 // bf16 in and out, f32 accumulation and scale.
-gemm_kernel_parts!(float f32 => bf16, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, grouped_tile_order! { tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => bf16, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, tensor_core_gemm! {
     gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
     elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
@@ -631,10 +630,10 @@ gemm_kernel_parts!(float f32 => bf16, mma_epilogue! { c_index: (c_at + r * n + c
                     other layouts (GemmVariant::variants_for lists those that take a problem)",
     layout_requires: (a_col_major == A_COL_MAJOR, b_row_major == B_ROW_MAJOR,),
     bias_stand_in: a,
-} } });
+} });
 // i8 in, i32 accumulation, output and scale: exact integer arithmetic
 // (wrapping past i32, as cuBLAS's `CUBLAS_COMPUTE_32I`).
-gemm_kernel_parts!(integer i32 => i32, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, grouped_tile_order! { tensor_core_gemm! {
+gemm_kernel_parts!(integer i32 => i32, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, tensor_core_gemm! {
     gemm_s8, gemm_s8_with, mma_m16n8k32_s8,
     elem: i8 = 0, acc: 0i32, out: i32, scale: i32, chunk: 16, bk: [64, 128], round_tf32: false,
     fits: (true),
@@ -644,11 +643,11 @@ gemm_kernel_parts!(integer i32 => i32, mma_epilogue! { c_index: (c_at + r * n + 
                     B column-major",
     layout_requires: (!a_col_major, !b_row_major,),
     bias_stand_in: fresh,
-} } });
+} });
 // f32 in and out, f32 accumulation and scale, on the tf32 Tensor Cores
 // (m16n8k8): each operand word `ldmatrix` loads is rounded to tf32 (to nearest,
 // ties away from zero, as cuBLAS rounds) before its MMA.
-gemm_kernel_parts!(float f32 => f32, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, grouped_tile_order! { tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => f32, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, tensor_core_gemm! {
     gemm_tf32, gemm_tf32_with, mma_m16n8k8_tf32,
     elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32, chunk: 4, bk: [16, 32], round_tf32: true,
     // At BK = 32 the rounding's temporaries make ptxas 12.9 spill every other
@@ -661,4 +660,4 @@ gemm_kernel_parts!(float f32 => f32, mma_epilogue! { c_index: (c_at + r * n + co
                     B column-major",
     layout_requires: (!a_col_major, !b_row_major,),
     bias_stand_in: a,
-} } });
+} });

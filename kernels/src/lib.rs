@@ -15,6 +15,7 @@ pub mod simple;
 pub mod softmax;
 pub mod sparse;
 pub mod stream;
+pub mod tile;
 pub mod tuned;
 
 use warpforge::__private::KernelDef;

@@ -7,22 +7,45 @@ use quote::ToTokens;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Reported;
 
-/// The errors of one kernel, in the order found.
+/// The errors of one kernel, in the order found, each once.
 #[derive(Default)]
 pub struct Errors {
     /// The first error, with the later ones combined into it.
     first: Option<syn::Error>,
+    /// Where each error is and what it says: a device function's body is
+    /// lowered at every call, and its errors are reported once.
+    seen: Vec<(Location, String)>,
+    count: usize,
 }
+
+/// The start and end (line, column) of a span.
+type Location = ((usize, usize), (usize, usize));
 
 impl Errors {
     /// Records an error spanning `at` and returns the marker to propagate.
     pub fn push(&mut self, at: impl ToTokens, message: impl std::fmt::Display) -> Reported {
         let error = syn::Error::new_spanned(at, message);
+        let span = error.span();
+        let location = (
+            (span.start().line, span.start().column),
+            (span.end().line, span.end().column),
+        );
+        let entry = (location, error.to_string());
+        if self.seen.contains(&entry) {
+            return Reported;
+        }
+        self.seen.push(entry);
+        self.count += 1;
         match &mut self.first {
             Some(first) => first.combine(error),
             None => self.first = Some(error),
         }
         Reported
+    }
+
+    /// How many errors were recorded.
+    pub fn len(&self) -> usize {
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {

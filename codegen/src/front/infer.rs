@@ -14,10 +14,12 @@ pub fn type_from_uses(
     name: &Ident,
     stmts: &[syn::Stmt],
     peek: &dyn Fn(&syn::Expr) -> Option<Scalar>,
+    argument: &dyn Fn(&syn::ExprCall, usize) -> Option<Scalar>,
 ) -> Option<Scalar> {
     let mut finder = UseFinder {
         name,
         peek,
+        argument,
         found: None,
     };
     for stmt in stmts {
@@ -32,6 +34,8 @@ pub fn type_from_uses(
 struct UseFinder<'a> {
     name: &'a Ident,
     peek: &'a dyn Fn(&syn::Expr) -> Option<Scalar>,
+    /// The type of a call's scalar parameter (a device function's).
+    argument: &'a dyn Fn(&syn::ExprCall, usize) -> Option<Scalar>,
     found: Option<Scalar>,
 }
 
@@ -100,6 +104,13 @@ impl<'ast> Visit<'ast> for UseFinder<'_> {
         if let (true, Some(syn::Expr::Reference(target))) = (atomic, c.args.first()) {
             for arg in c.args.iter().skip(1) {
                 self.same_type(&target.expr, arg);
+            }
+        }
+        if self.found.is_none() {
+            let plain =
+                |e: &syn::Expr| matches!(e, syn::Expr::Path(p) if p.path.is_ident(self.name));
+            if let Some(k) = c.args.iter().position(plain) {
+                self.found = (self.argument)(c, k);
             }
         }
         syn::visit::visit_expr_call(self, c);

@@ -23,53 +23,46 @@ use crate::ir::{
     Stmt, UnaryOp,
 };
 
+mod call;
 mod warp;
 
+pub use call::{bare_path, callees, check_device, path_key, DeviceFn, Linked};
 pub use warp::{check_variants, VariantCheck};
 
 type Lowered<T> = Result<T, Reported>;
 
-/// The kernel's IR, its `constrain(..)` conditions, and the checks that
-/// need the variants ([`check_variants`]).
+/// What lowering a kernel gives: its IR, its `constrain(..)` conditions,
+/// the checks that need the variants ([`check_variants`]), and the calls
+/// its body makes, for errors about what they brought in.
+pub struct LoweredKernel {
+    pub ir: Kernel,
+    pub constraints: Vec<Requirement>,
+    pub variant_checks: Vec<VariantCheck>,
+    pub calls: Vec<InlinedCall>,
+}
+
+/// A call in the kernel's own body and the statements it was inlined to
+/// (its values as expression statements at the end).
+pub struct InlinedCall {
+    pub at: proc_macro2::TokenStream,
+    pub function: String,
+    pub body: Block,
+}
+
+/// Lowers a kernel.
 pub fn lower_kernel(
     item: &syn::ItemFn,
     attr: &KernelAttr,
     sig: &Signature,
+    linked: &Linked,
     errors: &mut Errors,
-) -> Lowered<(Kernel, Vec<Requirement>, Vec<VariantCheck>)> {
-    let mut lower = Lowerer {
-        errors,
-        const_params: sig
-            .const_params
-            .iter()
-            .map(|c| ConstParam {
-                name: c.ident.to_string(),
-                ty: c.ty,
-            })
-            .collect(),
-        params: sig
-            .params
-            .iter()
-            .map(|p| Param {
-                name: p.ident.to_string(),
-                ty: p.ty,
-            })
-            .collect(),
-        locals: Vec::new(),
-        scopes: vec![Vec::new()],
-        loop_vars: Vec::new(),
-        unroll_vars: Vec::new(),
-        loop_depth: 0,
-        pipelines: Vec::new(),
-        named: Vec::new(),
-        guards: Vec::new(),
-        variant_checks: Vec::new(),
-    };
-    for (id, c) in sig.const_params.iter().enumerate() {
-        lower.bind(&c.ident, Binding::Const(id as ConstId));
+) -> Lowered<LoweredKernel> {
+    let mut lower = Lowerer::new(errors, linked);
+    for c in &sig.const_params {
+        lower.const_param(&c.ident, c.ty);
     }
-    for (id, p) in sig.params.iter().enumerate() {
-        lower.bind(&p.ident, Binding::Param(id as ParamId));
+    for p in &sig.params {
+        lower.param(&p.ident, p.ty);
     }
     for ident in &sig.broken {
         lower.bind(ident, Binding::Broken);
@@ -109,7 +102,12 @@ pub fn lower_kernel(
         requires,
         body,
     };
-    Ok((kernel, constraints, lower.variant_checks))
+    Ok(LoweredKernel {
+        ir: kernel,
+        constraints,
+        variant_checks: lower.variant_checks,
+        calls: lower.calls,
+    })
 }
 
 /// What a name in scope refers to.
@@ -123,8 +121,36 @@ enum Binding {
     /// A `const` of the body (`const ROWS: u32 = BM / 8;`): an index into
     /// `Lowerer::named`, whose expression each use reads in its place.
     Named(usize),
+    /// A scalar parameter of a device function read in place: its
+    /// argument, an index into `Lowerer::named`.
+    Argument(usize),
+    /// A slice parameter of a device function: the kernel's slice, which
+    /// the function may write if `mutable`.
+    Slice {
+        param: ParamId,
+        mutable: bool,
+    },
+    /// An array parameter of a device function: an index into
+    /// `Lowerer::views`.
+    View(usize),
     /// A declaration that failed; uses are not reported again.
     Broken,
+}
+
+/// An array or a row of one, as a device function's parameter sees it:
+/// `prefix` indexes the outer dimensions of `local`.
+#[derive(Clone)]
+struct View {
+    local: LocalId,
+    prefix: Vec<Expr>,
+    mutable: bool,
+}
+
+/// What [`Lowerer::enter_function`] sets aside for the caller.
+struct CallerState {
+    scopes: Vec<Vec<(String, Binding)>>,
+    loop_depth: u32,
+    caller: Option<usize>,
 }
 
 /// Why an expression must be a compile-time constant.
@@ -151,6 +177,23 @@ enum Access {
 
 struct Lowerer<'e> {
     errors: &'e mut Errors,
+    /// The device functions the kernel may call.
+    linked: &'e Linked,
+    /// The device function being lowered (an index into `linked`), `None`
+    /// in the kernel's own body.
+    caller: Option<usize>,
+    /// The device functions being inlined, outermost first.
+    inlining: Vec<usize>,
+    /// The arrays bound to device function parameters.
+    views: Vec<View>,
+    /// Per statement being lowered, innermost last: the statements of the
+    /// device functions its expressions call, which run before it.
+    hoisted: Vec<Block>,
+    /// Why the expression being lowered cannot have statements run before
+    /// it (a `while` condition runs on every iteration), if so.
+    hoist_barrier: Option<&'static str>,
+    /// The calls of the kernel's own body, inlined.
+    calls: Vec<InlinedCall>,
     const_params: Vec<ConstParam>,
     params: Vec<Param>,
     locals: Vec<Local>,
@@ -208,6 +251,54 @@ const ATOMICS: [(&str, AtomicOp); 8] = [
 ];
 
 const SPECIALS: [&str; 4] = ["thread_idx", "block_idx", "block_dim", "grid_dim"];
+
+impl<'e> Lowerer<'e> {
+    fn new(errors: &'e mut Errors, linked: &'e Linked) -> Self {
+        Lowerer {
+            errors,
+            linked,
+            caller: None,
+            inlining: Vec::new(),
+            views: Vec::new(),
+            hoisted: Vec::new(),
+            hoist_barrier: None,
+            calls: Vec::new(),
+            const_params: Vec::new(),
+            params: Vec::new(),
+            locals: Vec::new(),
+            scopes: vec![Vec::new()],
+            loop_vars: Vec::new(),
+            unroll_vars: Vec::new(),
+            loop_depth: 0,
+            pipelines: Vec::new(),
+            named: Vec::new(),
+            guards: Vec::new(),
+            variant_checks: Vec::new(),
+        }
+    }
+
+    /// Declares and binds a run-time parameter.
+    fn param(&mut self, ident: &Ident, ty: ParamType) -> ParamId {
+        self.params.push(Param {
+            name: ident.to_string(),
+            ty,
+        });
+        let id = (self.params.len() - 1) as ParamId;
+        self.bind(ident, Binding::Param(id));
+        id
+    }
+
+    /// Declares and binds a const parameter.
+    fn const_param(&mut self, ident: &Ident, ty: Scalar) -> ConstId {
+        self.const_params.push(ConstParam {
+            name: ident.to_string(),
+            ty,
+        });
+        let id = (self.const_params.len() - 1) as ConstId;
+        self.bind(ident, Binding::Const(id));
+        id
+    }
+}
 
 impl Lowerer<'_> {
     // ---- scopes -------------------------------------------------------
@@ -382,9 +473,57 @@ impl Lowerer<'_> {
     fn block(&mut self, stmts: &[syn::Stmt], out: &mut Block) {
         self.scopes.push(Vec::new());
         for (i, stmt) in stmts.iter().enumerate() {
-            let _reported = self.stmt(stmt, &stmts[i + 1..], out);
+            let _reported = self.hoisting(out, |this, out| this.stmt(stmt, &stmts[i + 1..], out));
         }
         self.scopes.pop();
+    }
+
+    /// Runs `lower` for one statement: what it writes goes to `out` after
+    /// the statements of the device functions its expressions call.
+    fn hoisting<T>(
+        &mut self,
+        out: &mut Block,
+        lower: impl FnOnce(&mut Self, &mut Block) -> T,
+    ) -> T {
+        self.hoisted.push(Block::new());
+        let barrier = self.hoist_barrier.take();
+        let mut stmt = Block::new();
+        let result = lower(self, &mut stmt);
+        self.hoist_barrier = barrier;
+        out.extend(self.hoisted.pop().expect("pushed above"));
+        out.extend(stmt);
+        result
+    }
+
+    /// Runs `lower` for an expression before which no statement can run;
+    /// `place` says where it is, for errors.
+    fn without_hoisting<T>(
+        &mut self,
+        place: &'static str,
+        lower: impl FnOnce(&mut Self) -> T,
+    ) -> T {
+        let barrier = self.hoist_barrier.replace(place);
+        let result = lower(self);
+        self.hoist_barrier = barrier;
+        result
+    }
+
+    /// Sets the caller's scopes and loops aside to lower the body of device
+    /// function `f`.
+    fn enter_function(&mut self, f: usize) -> CallerState {
+        self.inlining.push(f);
+        CallerState {
+            scopes: std::mem::replace(&mut self.scopes, vec![Vec::new()]),
+            loop_depth: std::mem::replace(&mut self.loop_depth, 0),
+            caller: self.caller.replace(f),
+        }
+    }
+
+    fn leave_function(&mut self, saved: CallerState) {
+        self.inlining.pop();
+        self.scopes = saved.scopes;
+        self.loop_depth = saved.loop_depth;
+        self.caller = saved.caller;
     }
 
     /// `rest` is what follows `stmt` in its block (where a `let` is in scope).
@@ -426,7 +565,9 @@ impl Lowerer<'_> {
             syn::Expr::While(w) => {
                 self.no_label(&w.label)?;
                 self.no_attrs(&w.attrs)?;
-                let cond = self.condition(&w.cond, "`while`")?;
+                let cond = self.without_hoisting("a `while` condition, which runs on every iteration", |this| {
+                    this.condition(&w.cond, "`while`")
+                })?;
                 let body = self.loop_body(&w.body.stmts, None);
                 out.push(Stmt::While { cond, body });
                 Ok(())
@@ -466,6 +607,10 @@ impl Lowerer<'_> {
                 out.push(Stmt::Continue);
                 Ok(())
             }
+            syn::Expr::Return(r) if self.caller.is_some() => self.err(
+                r,
+                "`return` is not supported in a device function: its result is the last expression of its body; choose it with `if`/`else`",
+            ),
             syn::Expr::Return(r) => {
                 if let Some(v) = &r.expr {
                     return self.err(v, "kernels return nothing: write results into a `&mut [T]` parameter and use a bare `return;`");
@@ -486,6 +631,7 @@ impl Lowerer<'_> {
                 out.push(self.warp_statement(c)?);
                 Ok(())
             }
+            syn::Expr::Call(c) if Self::is_device_call(c) => self.device_call(c).map(|_| ()),
             syn::Expr::Call(c) if call_name(c).is_some_and(|n| n.starts_with("atomic_")) => {
                 let e = self.expr(e, None)?;
                 out.push(Stmt::Expr(e));
@@ -550,7 +696,9 @@ impl Lowerer<'_> {
         let mut else_body = Block::new();
         let else_lowered = match i.else_branch.as_ref().map(|(_, e)| &**e) {
             None => Ok(()),
-            Some(syn::Expr::If(elif)) => self.if_stmt(elif, &mut else_body),
+            Some(syn::Expr::If(elif)) => {
+                self.hoisting(&mut else_body, |this, out| this.if_stmt(elif, out))
+            }
             Some(syn::Expr::Block(b)) => {
                 self.block(&b.block.stmts, &mut else_body);
                 Ok(())
@@ -828,6 +976,12 @@ impl Lowerer<'_> {
                 (Some(&p.ident), p.mutability.is_some())
             }
             syn::Pat::Wild(_) => (None, false),
+            syn::Pat::Tuple(t) if annotation.is_none() => {
+                let Some(init) = local.init.as_ref().filter(|i| i.diverge.is_none()) else {
+                    return self.err(t, "a tuple is bound from the results of a device function: `let (a, b) = f(..);`");
+                };
+                return self.let_tuple(t, &init.expr, out);
+            }
             other => {
                 return self.err(
                     other,
@@ -1004,7 +1158,12 @@ impl Lowerer<'_> {
     }
 
     fn type_from_uses(&self, ident: &Ident, stmts: &[syn::Stmt]) -> Option<Scalar> {
-        infer::type_from_uses(ident, stmts, &|e| self.peek_type(e, Some(ident)))
+        infer::type_from_uses(
+            ident,
+            stmts,
+            &|e| self.peek_type(e, Some(ident)),
+            &|c, k| self.argument_type(c, k),
+        )
     }
 
     /// The type of `e` if it is evident without lowering (names in scope but
@@ -1030,6 +1189,11 @@ impl Lowerer<'_> {
                     Binding::Const(id) => Some(self.const_params[id as usize].ty),
                     Binding::Named(id) => Some(self.named[id].ty),
                     Binding::Local(id) => Some(self.locals[id as usize].ty),
+                    Binding::Argument(id) => Some(self.named[id].ty),
+                    Binding::Slice { param, .. } => match self.params[param as usize].ty {
+                        ParamType::Scalar(s) | ParamType::Slice { elem: s, .. } => Some(s),
+                    },
+                    Binding::View(v) => Some(self.locals[self.views[v].local as usize].ty),
                     Binding::Pipeline(_) | Binding::Broken => None,
                 }
             }
@@ -1174,9 +1338,10 @@ impl Lowerer<'_> {
         };
         self.scopes.push(Vec::new());
         for (i, stmt) in init.iter().enumerate() {
-            let _reported = self.stmt(stmt, &block.stmts[i + 1..], out);
+            let _reported =
+                self.hoisting(out, |this, out| this.stmt(stmt, &block.stmts[i + 1..], out));
         }
-        let value = self.value(tail, hint, out);
+        let value = self.hoisting(out, |this, out| this.value(tail, hint, out));
         self.scopes.pop();
         value
     }
@@ -1329,8 +1494,14 @@ impl Lowerer<'_> {
                         kind: ExprKind::Const(id),
                     });
                 }
-                Binding::Named(id) => return Ok(self.named[id].clone()),
-                Binding::Local(_) | Binding::Pipeline(_) | Binding::Broken => {}
+                Binding::Named(id) | Binding::Argument(id) => return Ok(self.named[id].clone()),
+                Binding::Slice { .. } => {
+                    return self.err(
+                        e,
+                        format!("the slice `{ident}` is not a value: read an element `{ident}[i]` or its length `{ident}.len()`"),
+                    )
+                }
+                Binding::Local(_) | Binding::View(_) | Binding::Pipeline(_) | Binding::Broken => {}
             }
         }
         let (place, ty) = self.place(e, Access::Read)?;
@@ -1382,17 +1553,7 @@ impl Lowerer<'_> {
         let binding = self.resolve(&ident)?;
         let mut indices = Vec::new();
         for idx in &index_exprs {
-            let index = self.expr(idx, Some(Scalar::U32))?;
-            if !index.ty.is_int() {
-                return self.err(
-                    idx,
-                    format!(
-                        "indices are integers, but this is `{}`: convert it with `as u32`",
-                        index.ty.name()
-                    ),
-                );
-            }
-            indices.push(index);
+            indices.push(self.index(idx)?);
         }
         match binding {
             Binding::Broken => Err(Reported),
@@ -1400,6 +1561,19 @@ impl Lowerer<'_> {
                 e,
                 format!("`{ident}` is a pipeline, not a value: use its statements `{ident}.copy(..)`, `{ident}.commit()` and `{ident}.wait(N)`"),
             ),
+            Binding::Argument(_) => self.err(
+                e,
+                format!("`{ident}` is a parameter, a copy of its argument: declare it `mut {ident}: ..` in the function to assign it"),
+            ),
+            Binding::Slice { param, mutable } => {
+                self.slice_place(e, &ident, param, mutable, indices, access)
+            }
+            Binding::View(v) => {
+                let view = self.views[v].clone();
+                let mut all = view.prefix;
+                all.extend(indices);
+                self.array_place(e, &ident, view.local, (view.mutable, true), all, &index_exprs, access)
+            }
             Binding::Const(_) | Binding::Named(_) => self.err(
                 e,
                 format!(
@@ -1445,41 +1619,78 @@ impl Lowerer<'_> {
                 }
             }
             Binding::Local(id) => {
-                let local = &self.locals[id as usize];
-                let (ty, space, rank, mutable) =
-                    (local.ty, local.space, local.dims.len(), local.mutable);
-                if indices.len() != rank {
-                    let msg = match (rank, indices.len()) {
-                        (0, _) => format!("`{ident}` is a scalar and cannot be indexed: declare an array to index it, e.g. `let mut {ident} = [0u32; 4];`"),
-                        (_, 0) if access == Access::Read => format!(
-                            "the array `{ident}` is not a value: read one element, indexing all of its {rank} dimension(s)"
-                        ),
-                        _ => format!("`{ident}` has {rank} dimension(s): give one index per dimension, e.g. `{ident}{}`", "[i]".repeat(rank)),
-                    };
-                    return self.err(e, msg);
-                }
-                if access == Access::Atomic && space != Space::Shared {
-                    return self.err(
-                        e,
-                        format!("atomics update slice elements and shared array elements; `{ident}` belongs to one thread, so update it directly (`{ident} += v`)"),
-                    );
-                }
-                if access != Access::Read && !mutable {
-                    let msg = if self.loop_vars.contains(&id) {
-                        format!("`{ident}` is a loop variable and cannot be assigned: copy it into a local (`let mut j = {ident};`)")
-                    } else {
-                        format!("cannot assign to `{ident}` because it is not `mut`: declare it as `let mut {ident}`")
-                    };
-                    return self.err(e, msg);
-                }
-                if space == Space::Register {
-                    for (idx, index) in index_exprs.iter().zip(&indices) {
-                        self.check_constant(idx, index, ConstantRole::RegisterIndex(&ident))?;
-                    }
-                }
-                Ok((Place::Local { local: id, indices }, ty))
+                let mutable = self.locals[id as usize].mutable;
+                self.array_place(e, &ident, id, (mutable, false), indices, &index_exprs, access)
             }
         }
+    }
+
+    /// An element of the local `id` (a scalar or an array) that `ident`
+    /// names, writable if `mutable`. `indices` are all of its indices, the
+    /// last `index_exprs.len()` of them written here (the others index the
+    /// row a device function's parameter is bound to). `parameter`: `ident`
+    /// is a device function's parameter.
+    #[allow(clippy::too_many_arguments)]
+    fn array_place(
+        &mut self,
+        e: &syn::Expr,
+        ident: &Ident,
+        id: LocalId,
+        (mutable, parameter): (bool, bool),
+        indices: Vec<Expr>,
+        index_exprs: &[&syn::Expr],
+        access: Access,
+    ) -> Lowered<(Place, Scalar)> {
+        let local = &self.locals[id as usize];
+        let written = indices.len() - index_exprs.len();
+        let (ty, space, rank) = (local.ty, local.space, local.dims.len() - written);
+        if index_exprs.len() != rank {
+            let msg = match (rank, index_exprs.len()) {
+                (0, _) => format!("`{ident}` is a scalar and cannot be indexed: declare an array to index it, e.g. `let mut {ident} = [0u32; 4];`"),
+                (_, 0) if access == Access::Read => format!(
+                    "the array `{ident}` is not a value: read one element, indexing all of its {rank} dimension(s)"
+                ),
+                _ => format!("`{ident}` has {rank} dimension(s): give one index per dimension, e.g. `{ident}{}`", "[i]".repeat(rank)),
+            };
+            return self.err(e, msg);
+        }
+        if access == Access::Atomic && space != Space::Shared {
+            return self.err(
+                e,
+                format!("atomics update slice elements and shared array elements; `{ident}` belongs to one thread, so update it directly (`{ident} += v`)"),
+            );
+        }
+        if access != Access::Read && !mutable {
+            let msg = if self.loop_vars.contains(&id) {
+                format!("`{ident}` is a loop variable and cannot be assigned: copy it into a local (`let mut j = {ident};`)")
+            } else if parameter {
+                format!("`{ident}` is a read-only parameter: declare it `&mut [..]` to write to it")
+            } else {
+                format!("cannot assign to `{ident}` because it is not `mut`: declare it as `let mut {ident}`")
+            };
+            return self.err(e, msg);
+        }
+        if space == Space::Register {
+            for (idx, index) in index_exprs.iter().zip(&indices[written..]) {
+                self.check_constant(idx, index, ConstantRole::RegisterIndex(ident))?;
+            }
+        }
+        Ok((Place::Local { local: id, indices }, ty))
+    }
+
+    /// An index: an integer, `u32` for untyped literals.
+    fn index(&mut self, idx: &syn::Expr) -> Lowered<Expr> {
+        let index = self.expr(idx, Some(Scalar::U32))?;
+        if !index.ty.is_int() {
+            return self.err(
+                idx,
+                format!(
+                    "indices are integers, but this is `{}`: convert it with `as u32`",
+                    index.ty.name()
+                ),
+            );
+        }
+        Ok(index)
     }
 
     fn unary(&mut self, u: &syn::ExprUnary, hint: Option<Scalar>) -> Lowered<Expr> {
@@ -1519,7 +1730,10 @@ impl Lowerer<'_> {
         let (lhs, rhs) = match op {
             BinaryOp::LogicalAnd | BinaryOp::LogicalOr => (
                 self.expr(&b.left, Some(Scalar::Bool))?,
-                self.expr(&b.right, Some(Scalar::Bool))?,
+                self.without_hoisting(
+                    "the right side of `&&` or `||`, which runs only sometimes",
+                    |this| this.expr(&b.right, Some(Scalar::Bool)),
+                )?,
             ),
             BinaryOp::Shl | BinaryOp::Shr => (
                 self.expr(&b.left, hint)?,
@@ -1706,6 +1920,9 @@ impl Lowerer<'_> {
                 kind: ExprKind::Call(Intrinsic::FromBits, vec![bits]),
             });
         }
+        if Self::is_device_call(c) {
+            return self.call_value(c);
+        }
         let Some(name) = call_name(c) else {
             return self.err(
                 &c.func,
@@ -1770,17 +1987,31 @@ impl Lowerer<'_> {
                 c,
                 format!("math is written as methods, as in Rust: `x.{n}(..)` instead of `{n}(x, ..)`"),
             ),
-            n => {
-                let ident = &c.func;
-                match call_ident(c).and_then(|i| self.lookup(i)) {
-                    Some(Binding::Broken) => Err(Reported),
-                    Some(_) => self.err(ident, format!("`{n}` is a variable, not a function: kernels can call {FUNCTIONS}")),
-                    None => self.err(
-                        ident,
-                        format!("unknown function `{n}`: kernels can call {FUNCTIONS}; math is written as methods (`x.sqrt()`)"),
-                    ),
-                }
-            }
+            n => match call::near_builtin(n) {
+                Some(builtin) => self.err(
+                    &c.func,
+                    format!("unknown function `{n}`: did you mean `{builtin}`? Kernels can call `#[device]` functions and {FUNCTIONS}"),
+                ),
+                None => self.call_value(c),
+            },
+        }
+    }
+
+    /// A call to a device function used as a value: it returns one scalar.
+    fn call_value(&mut self, c: &syn::ExprCall) -> Lowered<Expr> {
+        let mut values = self.device_call(c)?;
+        match values.len() {
+            1 => Ok(values.pop().expect("one value")),
+            0 => self.err(
+                c,
+                "this function returns nothing: call it as a statement, `f(..);`",
+            ),
+            n => self.err(
+                c,
+                format!(
+                    "this function returns {n} values: bind them with `let (a, b, ..) = f(..);`"
+                ),
+            ),
         }
     }
 
@@ -1881,7 +2112,11 @@ impl Lowerer<'_> {
             self.arity(m, &m.args, 0, "len")?;
             if let syn::Expr::Path(p) = peel(&m.receiver) {
                 let ident = self.path_ident(p)?;
-                if let Binding::Param(id) = self.resolve(&ident)? {
+                let slice = match self.resolve(&ident)? {
+                    Binding::Param(id) | Binding::Slice { param: id, .. } => Some(id),
+                    _ => None,
+                };
+                if let Some(id) = slice {
                     if matches!(self.params[id as usize].ty, ParamType::Slice { .. }) {
                         return Ok(Expr {
                             ty: Scalar::U32,

@@ -7,7 +7,9 @@
 //! - `lower`: name resolution (scopes, shadowing), type checking with
 //!   literal inference (`infer` for variables initialized by untyped
 //!   literals), const-ness analysis (`constness`) and lowering of the body,
-//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`];
+//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`]; calls to
+//!   `#[device]` functions are inlined (`lower/call.rs`, with the
+//!   functions the macro fetched: [`Linked`]);
 //! - the checks that need each variant's const values (pipeline stage
 //!   counts, constant copy offsets), once the tune space is known
 //!   (`lower::check_variants`).
@@ -33,30 +35,48 @@ use proc_macro2::TokenStream;
 use crate::def::{KernelDef, Target, TuneAxis};
 use errors::Errors;
 
-/// Parses one kernel: `attr` is the content of `#[kernel(..)]`, `item` the function under it.
+pub use lower::{bare_path, callees, path_key, DeviceFn, Linked};
+
+/// Parses one kernel that calls no device function: `attr` is the content
+/// of `#[kernel(..)]`, `item` the function under it.
 pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<KernelDef> {
+    parse_kernel_linked(attr, item, &Linked::default())
+}
+
+/// Parses one kernel whose calls resolve through `linked`.
+pub fn parse_kernel_linked(
+    attr: TokenStream,
+    item: &syn::ItemFn,
+    linked: &Linked,
+) -> syn::Result<KernelDef> {
     let attr: attr::KernelAttr = syn::parse2(attr)?;
     let mut errors = Errors::default();
     let sig = signature::parse_signature(item, &mut errors);
     let tune = tune_axes(&attr, &sig, &mut errors);
     let targets = targets(&attr, &mut errors);
-    let lowered = lower::lower_kernel(item, &attr, &sig, &mut errors);
-    if let Ok((ir, ..)) = &lowered {
+    let lowered = lower::lower_kernel(item, &attr, &sig, linked, &mut errors);
+    if let Ok(lowered) = &lowered {
         // Types and constructs do not depend on const values: the family's
         // IR tells whether every variant can be WGSL.
         if targets.contains(&Target::Wgsl) {
-            if let Err(e) = crate::back::wgsl::check(ir) {
-                errors.push(&item.sig.ident, e.message);
-            }
+            target_check(item, lowered, &mut errors, &crate::back::wgsl::check);
         }
         for arch in targets.iter().filter_map(|t| t.arch()) {
-            if let Err(e) = crate::back::ptx::check_arch(ir, arch) {
-                errors.push(&item.sig.ident, e.message);
-            }
+            target_check(item, lowered, &mut errors, &|k| {
+                crate::back::ptx::check_arch(k, arch)
+            });
         }
     }
     match (lowered, tune) {
-        (Ok((ir, constraints, variant_checks)), Ok(tune)) if errors.is_empty() => {
+        (
+            Ok(lower::LoweredKernel {
+                ir,
+                constraints,
+                variant_checks,
+                ..
+            }),
+            Ok(tune),
+        ) if errors.is_empty() => {
             let def = KernelDef::new(ir, targets, tune, constraints);
             if def.variants().is_empty() {
                 errors.push(
@@ -75,16 +95,117 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
     }
 }
 
+/// Runs a target's check over a lowered kernel. A failure in what a call
+/// brought in is reported at the call (the first whose statements fail the
+/// check while the kernel's declarations pass it), any other at the
+/// kernel's name.
+fn target_check(
+    item: &syn::ItemFn,
+    lowered: &lower::LoweredKernel,
+    errors: &mut Errors,
+    check: &dyn Fn(&crate::ir::Kernel) -> Result<(), crate::Error>,
+) {
+    let Err(e) = check(&lowered.ir) else {
+        return;
+    };
+    let with_body = |body: &crate::ir::Block| crate::ir::Kernel {
+        body: body.clone(),
+        ..lowered.ir.clone()
+    };
+    if check(&with_body(&Vec::new())).is_ok() {
+        for call in &lowered.calls {
+            if let Err(inner) = check(&with_body(&call.body)) {
+                errors.push(
+                    &call.at,
+                    format!(
+                        "this call to `{}` brings in what the target cannot run: {}",
+                        call.function, inner.message
+                    ),
+                );
+                return;
+            }
+        }
+    }
+    errors.push(&item.sig.ident, e.message);
+}
+
+/// Checks the `#[device]` function `id` of `linked` (whose calls are
+/// `linked.calls`) as far as it can be without a caller: its signature, and
+/// its body with every scalar parameter taken as a constant of unknown value.
+pub fn check_device(linked: &Linked, id: &str) -> syn::Result<()> {
+    let mut errors = Errors::default();
+    let Some(f) = linked.functions.iter().position(|f| f.id == id) else {
+        panic!("check_device: `{id}` is not among the linked functions");
+    };
+    let item = &linked.functions[f].item;
+    lower::check_device(linked, f, &mut errors);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors.into_error(&item.sig.ident))
+    }
+}
+
+/// A [`Linked`] table over device function sources, for tests: every call
+/// path resolves to the function of its last segment's name.
+pub fn link_sources(functions: &[&str]) -> Result<Linked, String> {
+    let mut linked = Linked::default();
+    for (i, source) in functions.iter().enumerate() {
+        let item: syn::ItemFn = syn::parse_str(source).map_err(|e| e.to_string())?;
+        linked.functions.push(DeviceFn {
+            id: format!("{}#{i}", item.sig.ident),
+            item,
+            broken: false,
+            calls: Vec::new(),
+        });
+    }
+    for i in 0..linked.functions.len() {
+        linked.functions[i].calls = calls_by_name(&linked.functions[i].item, &linked);
+    }
+    Ok(linked)
+}
+
+/// The calls of `item` to functions of `linked`, by the callee's name.
+fn calls_by_name(item: &syn::ItemFn, linked: &Linked) -> Vec<(String, String)> {
+    let by_name = |path: &syn::Path| {
+        let name = path.segments.last().map(|s| s.ident.to_string());
+        let f = linked
+            .functions
+            .iter()
+            .find(|f| Some(f.item.sig.ident.to_string()) == name)?;
+        Some((path_key(path), f.id.clone()))
+    };
+    callees(item).iter().filter_map(by_name).collect()
+}
+
+/// [`parse_kernel_str`] for a kernel that calls the device functions
+/// `functions` (sources), linked by [`link_sources`].
+pub fn parse_kernel_with_str(
+    attr: &str,
+    item: &str,
+    functions: &[&str],
+) -> Result<KernelDef, String> {
+    let mut linked = link_sources(functions)?;
+    let parsed: syn::ItemFn = syn::parse_str(item).map_err(|e| e.to_string())?;
+    linked.calls = calls_by_name(&parsed, &linked);
+    let attr: TokenStream = attr
+        .parse()
+        .map_err(|e: proc_macro2::LexError| e.to_string())?;
+    parse_kernel_linked(attr, &parsed, &linked).map_err(render_errors)
+}
+
+fn render_errors(e: syn::Error) -> String {
+    e.into_iter()
+        .map(|e| e.to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// [`parse_kernel`] over source text, for tests: `attr` is what goes between
 /// the parentheses of `#[kernel(..)]` (may be empty), `item` the function.
 /// Errors come back as their messages, one per line.
 pub fn parse_kernel_str(attr: &str, item: &str) -> Result<KernelDef, String> {
-    let render = |e: syn::Error| {
-        e.into_iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let render = render_errors;
     let attr: TokenStream = attr
         .parse()
         .map_err(|e: proc_macro2::LexError| e.to_string())?;

@@ -4,7 +4,9 @@ use proc_macro2::Ident;
 
 use super::errors::Errors;
 use super::types;
-use crate::ir::{ParamType, Scalar};
+use quote::ToTokens;
+
+use crate::ir::{ParamType, Scalar, Space};
 
 pub struct ConstParamDecl {
     pub ident: Ident,
@@ -31,32 +33,12 @@ pub fn parse_signature(item: &syn::ItemFn, errors: &mut Errors) -> Signature {
             errors.push(attr, "attributes other than doc comments are not supported on a kernel: put options in `#[kernel(..)]`");
         }
     }
-    if let Some(t) = &sig.constness {
-        errors.push(t, "a kernel cannot be `const`: remove `const`");
-    }
-    if let Some(t) = &sig.asyncness {
-        errors.push(t, "a kernel cannot be `async`: remove `async`");
-    }
-    if let Some(t) = &sig.unsafety {
-        errors.push(
-            t,
-            "a kernel cannot be `unsafe`: remove `unsafe` (launches are checked by the runtime)",
-        );
-    }
-    if let Some(t) = &sig.abi {
-        errors.push(t, "a kernel has no ABI to choose: remove the `extern`");
-    }
-    if let Some(t) = &sig.variadic {
-        errors.push(t, "kernels cannot be variadic: declare each parameter");
-    }
+    check_qualifiers(sig, "a kernel", errors);
     if let syn::ReturnType::Type(_, ty) = &sig.output {
         errors.push(
             ty,
             "kernels return nothing: write results into a `&mut [T]` parameter and remove the return type",
         );
-    }
-    if let Some(clause) = &sig.generics.where_clause {
-        errors.push(clause, "`where` clauses are not supported on kernels: the only generics are `const NAME: u32` parameters");
     }
 
     let mut out = Signature {
@@ -64,30 +46,189 @@ pub fn parse_signature(item: &syn::ItemFn, errors: &mut Errors) -> Signature {
         params: Vec::new(),
         broken: Vec::new(),
     };
-    let mut seen: Vec<Ident> = Vec::new();
-    let mut check_unique = |ident: &Ident, errors: &mut Errors| {
-        if seen.contains(ident) {
+    let mut names = UniqueNames::default();
+    out.const_params = const_params(sig, &mut names, &mut out.broken, errors);
+    for input in &sig.inputs {
+        let Some((ident, _, arg)) = typed_input(input, false, &mut names, errors) else {
+            continue;
+        };
+        match param_type(&arg.ty) {
+            Ok(ty) => out.params.push(ParamDecl { ident, ty }),
+            Err(msg) => {
+                errors.push(&arg.ty, msg);
+                out.broken.push(ident);
+            }
+        }
+    }
+    out
+}
+
+/// What a device function takes: its const generic parameters, parameters
+/// and result, as declared.
+pub struct DeviceSignature {
+    pub const_params: Vec<ConstParamDecl>,
+    pub params: Vec<DeviceParamDecl>,
+    /// The result's scalars: none for `()`, one for a scalar, several for a tuple.
+    pub output: Vec<Scalar>,
+}
+
+pub struct DeviceParamDecl {
+    pub ident: Ident,
+    pub kind: DeviceParamKind,
+}
+
+/// How a device function's parameter binds its argument.
+pub enum DeviceParamKind {
+    /// `x: f32` (a copy; `mut x: f32` may be assigned in the body).
+    Scalar { ty: Scalar, mutable: bool },
+    /// `x: &[T]` or `x: &mut [T]`: a slice parameter of the kernel.
+    Slice { elem: Scalar, mutable: bool },
+    /// `a: &[[T; N]; M]` or `&mut ..`: a register array, or with `#[shared]`
+    /// a shared array, or a row of either (an array of lower rank). `dims`
+    /// are the declared sizes, outermost first, over the function's const
+    /// parameters.
+    Array {
+        elem: Scalar,
+        dims: Vec<syn::Expr>,
+        space: Space,
+        mutable: bool,
+    },
+}
+
+/// The signature of a `#[device]` function; `None` when it has an error
+/// (reported).
+pub fn parse_device_signature(item: &syn::ItemFn, errors: &mut Errors) -> Option<DeviceSignature> {
+    let fail = |errors: &mut Errors, at: &dyn ToTokens, msg: &str| {
+        errors.push(at, msg);
+    };
+    let before = errors.len();
+    let sig = &item.sig;
+    for attr in &item.attrs {
+        if !attr.path().is_ident("doc") {
+            fail(errors, attr, "attributes other than doc comments are not supported on a device function: `#[device]` takes no options");
+        }
+    }
+    check_qualifiers(sig, "a device function", errors);
+    let mut names = UniqueNames::default();
+    let mut broken = Vec::new();
+    let const_params = const_params(sig, &mut names, &mut broken, errors);
+    let mut params = Vec::new();
+    for input in &sig.inputs {
+        let Some((ident, mutable, arg)) = typed_input(input, true, &mut names, errors) else {
+            continue;
+        };
+        let mut space = Space::Register;
+        for attr in &arg.attrs {
+            if attr.path().is_ident("shared") && matches!(attr.meta, syn::Meta::Path(_)) {
+                space = Space::Shared;
+            } else {
+                fail(errors, attr, "the only attribute on a parameter is `#[shared]`, on an array that lives in shared memory");
+            }
+        }
+        match device_param_type(&arg.ty, mutable, space) {
+            Ok(kind) => params.push(DeviceParamDecl { ident, kind }),
+            Err(msg) => fail(errors, &arg.ty, &msg),
+        }
+    }
+    let output = match &sig.output {
+        syn::ReturnType::Default => Vec::new(),
+        syn::ReturnType::Type(_, ty) => match &**ty {
+            syn::Type::Tuple(t) => {
+                let mut scalars = Vec::new();
+                for elem in &t.elems {
+                    match types::scalar(elem) {
+                        Ok(s) => scalars.push(s),
+                        Err(msg) => fail(errors, elem, &msg),
+                    }
+                }
+                scalars
+            }
+            other => match types::scalar(other) {
+                Ok(s) => vec![s],
+                Err(_) => {
+                    fail(errors, other, "a device function returns a scalar, a tuple of scalars or nothing: write arrays through a `&mut` parameter");
+                    Vec::new()
+                }
+            },
+        },
+    };
+    (broken.is_empty() && errors.len() == before).then_some(DeviceSignature {
+        const_params,
+        params,
+        output,
+    })
+}
+
+/// Qualifiers neither kernels nor device functions take; `what` names the function.
+fn check_qualifiers(sig: &syn::Signature, what: &str, errors: &mut Errors) {
+    if let Some(t) = &sig.constness {
+        errors.push(t, format!("{what} cannot be `const`: remove `const`"));
+    }
+    if let Some(t) = &sig.asyncness {
+        errors.push(t, format!("{what} cannot be `async`: remove `async`"));
+    }
+    if let Some(t) = &sig.unsafety {
+        errors.push(
+            t,
+            format!(
+                "{what} cannot be `unsafe`: remove `unsafe` (launches are checked by the runtime)"
+            ),
+        );
+    }
+    if let Some(t) = &sig.abi {
+        errors.push(
+            t,
+            format!("{what} has no ABI to choose: remove the `extern`"),
+        );
+    }
+    if let Some(t) = &sig.variadic {
+        errors.push(
+            t,
+            format!("{what} cannot be variadic: declare each parameter"),
+        );
+    }
+    if let Some(clause) = &sig.generics.where_clause {
+        errors.push(clause, format!("`where` clauses are not supported on {what}: the only generics are `const NAME: u32` parameters"));
+    }
+}
+
+/// Reports a name declared twice among a function's parameters.
+#[derive(Default)]
+struct UniqueNames(Vec<Ident>);
+
+impl UniqueNames {
+    fn check(&mut self, ident: &Ident, errors: &mut Errors) {
+        if self.0.contains(ident) {
             errors.push(
                 ident,
                 format!("`{ident}` is declared twice: give each parameter its own name"),
             );
         }
-        seen.push(ident.clone());
-    };
+        self.0.push(ident.clone());
+    }
+}
 
+/// The `const NAME: u32` generics; names with a broken type go to `broken`.
+fn const_params(
+    sig: &syn::Signature,
+    names: &mut UniqueNames,
+    broken: &mut Vec<Ident>,
+    errors: &mut Errors,
+) -> Vec<ConstParamDecl> {
+    let mut out = Vec::new();
     for param in &sig.generics.params {
         match param {
             syn::GenericParam::Const(c) => {
-                check_unique(&c.ident, errors);
+                names.check(&c.ident, errors);
                 if let Some(default) = &c.default {
                     errors.push(
                         default,
-                        "const parameters take their values from `tune(..)`: remove the default",
+                        "const parameters take their values from `tune(..)` or the call: remove the default",
                     );
                 }
                 match types::scalar(&c.ty) {
                     Ok(ty @ (Scalar::U32 | Scalar::I32 | Scalar::Bool)) => {
-                        out.const_params.push(ConstParamDecl {
+                        out.push(ConstParamDecl {
                             ident: c.ident.clone(),
                             ty,
                         })
@@ -100,59 +241,109 @@ pub fn parse_signature(item: &syn::ItemFn, errors: &mut Errors) -> Signature {
                                 other.name()
                             ),
                         );
-                        out.broken.push(c.ident.clone());
+                        broken.push(c.ident.clone());
                     }
                     Err(msg) => {
                         errors.push(&c.ty, msg);
-                        out.broken.push(c.ident.clone());
+                        broken.push(c.ident.clone());
                     }
                 }
             }
             syn::GenericParam::Type(t) => {
                 errors.push(
                     t,
-                    "generic type parameters are not supported on kernels: use a const parameter with `tune(..)`, or write one kernel per element type",
+                    "generic type parameters are not supported: use a const parameter, or write one function per element type",
                 );
             }
             syn::GenericParam::Lifetime(l) => {
-                errors.push(l, "kernels take no lifetime parameters: remove it (slices are borrowed for the launch)");
-            }
-        }
-    }
-
-    for input in &sig.inputs {
-        let syn::FnArg::Typed(arg) = input else {
-            errors.push(input, "a kernel is a free function: remove `self`");
-            continue;
-        };
-        let ident = match &*arg.pat {
-            syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                if let Some(m) = &p.mutability {
-                    errors.push(
-                        m,
-                        format!("parameters cannot be `mut`: copy it into a local instead: `let mut {0} = {0};`", p.ident),
-                    );
-                }
-                p.ident.clone()
-            }
-            other => {
-                errors.push(
-                    other,
-                    "write each parameter as `name: Type`; patterns are not supported",
-                );
-                continue;
-            }
-        };
-        check_unique(&ident, errors);
-        match param_type(&arg.ty) {
-            Ok(ty) => out.params.push(ParamDecl { ident, ty }),
-            Err(msg) => {
-                errors.push(&arg.ty, msg);
-                out.broken.push(ident);
+                errors.push(l, "kernels and device functions take no lifetime parameters: remove it (slices are borrowed for the launch)");
             }
         }
     }
     out
+}
+
+/// A parameter `name: Type`: its name, whether it is `mut` (allowed when
+/// `allow_mut`), and its syntax.
+fn typed_input<'a>(
+    input: &'a syn::FnArg,
+    allow_mut: bool,
+    names: &mut UniqueNames,
+    errors: &mut Errors,
+) -> Option<(Ident, bool, &'a syn::PatType)> {
+    let syn::FnArg::Typed(arg) = input else {
+        errors.push(
+            input,
+            "kernels and device functions are free functions: remove `self`",
+        );
+        return None;
+    };
+    let (ident, mutable) = match &*arg.pat {
+        syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+            if let (Some(m), false) = (&p.mutability, allow_mut) {
+                errors.push(
+                    m,
+                    format!("parameters cannot be `mut`: copy it into a local instead: `let mut {0} = {0};`", p.ident),
+                );
+            }
+            (p.ident.clone(), p.mutability.is_some())
+        }
+        other => {
+            errors.push(
+                other,
+                "write each parameter as `name: Type`; patterns are not supported",
+            );
+            return None;
+        }
+    };
+    names.check(&ident, errors);
+    Some((ident, mutable, arg))
+}
+
+fn device_param_type(
+    ty: &syn::Type,
+    mutable: bool,
+    space: Space,
+) -> Result<DeviceParamKind, String> {
+    let shared_misplaced =
+        || "`#[shared]` marks an array parameter (`&[[T; N]; M]`): remove it here".to_string();
+    match ty {
+        syn::Type::Reference(r) => {
+            if mutable {
+                return Err("a reference parameter cannot be `mut`: remove the `mut` before its name".into());
+            }
+            let by_mut = r.mutability.is_some();
+            match &*r.elem {
+                syn::Type::Slice(slice) if space == Space::Register => Ok(DeviceParamKind::Slice {
+                    elem: types::scalar(&slice.elem)?,
+                    mutable: by_mut,
+                }),
+                syn::Type::Slice(_) => Err(shared_misplaced()),
+                array @ syn::Type::Array(_) => {
+                    let (elem, dims) = array_type(array)?;
+                    Ok(DeviceParamKind::Array { elem, dims, space, mutable: by_mut })
+                }
+                _ => Err("references are for slices (`&[T]`) and arrays (`&mut [[T; N]; M]`): pass scalars by value, e.g. `a: f32`".into()),
+            }
+        }
+        _ if space == Space::Shared => Err(shared_misplaced()),
+        syn::Type::Array(_) => Err("arrays are passed by reference: write `&[T; N]` or `&mut [T; N]`".into()),
+        syn::Type::Ptr(_) => Err("raw pointers are not supported: use a slice `&[T]` or an array reference `&mut [T; N]`".into()),
+        _ => types::scalar(ty).map(|ty| DeviceParamKind::Scalar { ty, mutable }),
+    }
+}
+
+/// `[[T; N]; M]`: the element type and the sizes, outermost first.
+fn array_type(ty: &syn::Type) -> Result<(Scalar, Vec<syn::Expr>), String> {
+    match ty {
+        syn::Type::Array(a) => {
+            let (elem, mut dims) = array_type(&a.elem)?;
+            dims.insert(0, a.len.clone());
+            Ok((elem, dims))
+        }
+        syn::Type::Paren(p) => array_type(&p.elem),
+        other => Ok((types::scalar(other)?, Vec::new())),
+    }
 }
 
 fn param_type(ty: &syn::Type) -> Result<ParamType, String> {

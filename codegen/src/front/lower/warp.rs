@@ -67,6 +67,9 @@ enum VariantCheckKind {
         pending: Expr,
         stages: Expr,
     },
+    /// An array argument of a device function (`what`) whose size `got`
+    /// must equal the declared `want`.
+    Shape { what: String, want: Expr, got: Expr },
     /// A copy of `bytes` bytes written by `function` to byte `offset` (a
     /// `u32`) of the shared array `array`: a multiple of `bytes`.
     Alignment {
@@ -76,6 +79,24 @@ enum VariantCheckKind {
         offset: Expr,
         bytes: u32,
     },
+}
+
+impl VariantCheck {
+    /// That the array argument `what` has the size `got` its parameter
+    /// declares as `want` (at `at`), where `guards` hold.
+    pub(super) fn shape(
+        at: impl ToTokens,
+        guards: Vec<Expr>,
+        what: String,
+        want: Expr,
+        got: Expr,
+    ) -> Self {
+        VariantCheck {
+            at: at.to_token_stream(),
+            guards,
+            kind: VariantCheckKind::Shape { what, want, got },
+        }
+    }
 }
 
 /// Reports each [`VariantCheck`] that some variant of `def` fails, at its
@@ -107,6 +128,12 @@ pub fn check_variants(def: &KernelDef, checks: &[VariantCheck], errors: &mut Err
                 VariantCheckKind::Declaration { pipeline: name, stages } => match int(stages, consts) {
                     Some(0) => format!(
                         "`{name}` has 0 stages in the variant {variant}: a pipeline has at least one stage, the number of shared buffers its copies rotate through"
+                    ),
+                    _ => continue,
+                },
+                VariantCheckKind::Shape { what, want, got } => match (int(want, consts), int(got, consts)) {
+                    (Some(w), Some(g)) if w != g => format!(
+                        "{what} has size {g} in the variant {variant}, but the parameter declares {w}: pass an array of the declared size, or declare the size with a const parameter"
                     ),
                     _ => continue,
                 },
@@ -584,15 +611,19 @@ impl Lowerer<'_> {
                 )
             }
         };
-        let id = match self.resolve(&ident)? {
-            Binding::Local(id) => id,
+        let (id, mut indices, mutable) = match self.resolve(&ident)? {
+            Binding::Local(id) => (id, Vec::new(), self.locals[id as usize].mutable),
+            Binding::View(v) => {
+                let view = self.views[v].clone();
+                (view.local, view.prefix, view.mutable)
+            }
             Binding::Broken => return Err(super::Reported),
             _ => {
                 return self.err(inner, format!("`{ident}` is a parameter: the {role} of `{function}` must be a register array declared in the kernel, e.g. `let mut {ident} = [0{}; 4];`", elem.name()))
             }
         };
         let local = &self.locals[id as usize];
-        let (ty, space, rank, mutable) = (local.ty, local.space, local.dims.len(), local.mutable);
+        let (ty, space, rank) = (local.ty, local.space, local.dims.len() - indices.len());
         if space != Space::Register || rank == 0 {
             return self.err(inner, format!("the {role} of `{function}` must be a register array (`let mut {ident} = [0{}; N];`), not a {}", elem.name(), if rank == 0 { "scalar" } else { "shared array" }));
         }
@@ -622,7 +653,6 @@ impl Lowerer<'_> {
                 format!("`{function}` writes `{ident}`: declare it `let mut {ident}`"),
             );
         }
-        let mut indices = Vec::new();
         for idx in index_exprs {
             let index = self.expr(idx, Some(Scalar::U32))?;
             self.check_constant(idx, &index, ConstantRole::RegisterIndex(&ident))?;

@@ -1,0 +1,1015 @@
+//! Calls to device functions (`#[device] fn`): the functions a kernel is
+//! linked with, the callees a body names, and the lowering of a call, which
+//! inlines the callee's body at the call.
+//!
+//! A proc-macro sees only the item it is on, so the macros fetch callees
+//! before the front runs: each `#[device]` function ships its tokens (with
+//! those of everything it calls) through a macro of the same name, and the
+//! caller's macro collects them into a [`Linked`] table, keyed by the call
+//! paths as written in each body. The front then resolves a call through the
+//! table of the function that makes it.
+//!
+//! Inlining binds each parameter to its argument: a scalar to the argument's
+//! expression when reading it in place is the same as copying it (it reads no
+//! array element and has no effect), else to a new local; a slice to the
+//! caller's slice parameter; an array to the caller's array, or a row of it
+//! (a prefix of indices); a const parameter to a constant expression
+//! (`f::<4>(..)`, `f::<{ BM / 2 }>(..)`, or inferred from an array
+//! argument's size). The body's statements go before the statement that
+//! makes the call (hoisted), and the call's value is the body's tail
+//! expression.
+
+use proc_macro2::Ident;
+use quote::ToTokens;
+use syn::visit::Visit;
+
+use super::{call_ident, index_chain, peel, Access, Binding, ConstantRole, Lowered, Lowerer};
+use super::{Reported, View};
+use crate::front::errors::Errors;
+use crate::front::signature::{self, DeviceParamKind, DeviceSignature};
+use crate::ir::{Block, Expr, ExprKind, LocalId, ParamId, ParamType, Place, Scalar, Space, Stmt};
+
+/// One `#[device]` function the item being compiled may reach.
+pub struct DeviceFn {
+    /// Unique among all functions: crate, name and place of definition.
+    pub id: String,
+    pub item: syn::ItemFn,
+    /// Whether its definition failed to compile (reported there): calls to
+    /// it are not reported again.
+    pub broken: bool,
+    /// The function each call path of its body names: (path, id).
+    pub calls: Vec<(String, String)>,
+}
+
+/// The device functions an item (a kernel or a device function) is compiled
+/// with: everything it reaches, and the function each of its own call paths
+/// names.
+#[derive(Default)]
+pub struct Linked {
+    pub functions: Vec<DeviceFn>,
+    /// The item's own calls: (path, id).
+    pub calls: Vec<(String, String)>,
+}
+
+impl Linked {
+    /// The function `path` names in the body of `caller` (`None`: the item).
+    fn resolve(&self, caller: Option<usize>, path: &str) -> Option<usize> {
+        let calls = match caller {
+            Some(f) => &self.functions[f].calls,
+            None => &self.calls,
+        };
+        let (_, id) = calls.iter().find(|(p, _)| p == path)?;
+        self.functions.iter().position(|f| &f.id == id)
+    }
+}
+
+/// The text a call path is keyed by: its segments without generic arguments
+/// (`crate::tile::swizzle` for `crate::tile::swizzle::<4>`).
+pub fn path_key(path: &syn::Path) -> String {
+    let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+    let lead = if path.leading_colon.is_some() {
+        "::"
+    } else {
+        ""
+    };
+    format!("{lead}{}", segments.join("::"))
+}
+
+/// The path of a call without generic arguments: what names the callee's
+/// macro.
+pub fn bare_path(path: &syn::Path) -> syn::Path {
+    let mut bare = path.clone();
+    for segment in &mut bare.segments {
+        segment.arguments = syn::PathArguments::None;
+    }
+    bare
+}
+
+/// The device functions `item`'s body calls, each path once, in order of
+/// first use: every call that is not a built-in function of the language
+/// nor of a name the function declares (a variable, which the front
+/// reports).
+pub fn callees(item: &syn::ItemFn) -> Vec<syn::Path> {
+    #[derive(Default)]
+    struct Finder {
+        calls: Vec<syn::Path>,
+        names: Vec<Ident>,
+    }
+    impl<'ast> Visit<'ast> for Finder {
+        fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
+            if let Some(path) = device_path(c) {
+                let key = path_key(path);
+                if !self.calls.iter().any(|p| path_key(p) == key) {
+                    self.calls.push(bare_path(path));
+                }
+            }
+            syn::visit::visit_expr_call(self, c);
+        }
+        fn visit_pat_ident(&mut self, p: &'ast syn::PatIdent) {
+            self.names.push(p.ident.clone());
+            syn::visit::visit_pat_ident(self, p);
+        }
+    }
+    let mut finder = Finder::default();
+    finder.visit_item_fn(item);
+    let Finder { calls, names } = finder;
+    calls
+        .into_iter()
+        .filter(|p| p.get_ident().is_none_or(|i| !names.contains(i)))
+        .collect()
+}
+
+/// The path of `c` if it calls a device function: a path that names no
+/// built-in function and no near miss of one (`syncthreads`), which the
+/// front reports.
+fn device_path(c: &syn::ExprCall) -> Option<&syn::Path> {
+    let syn::Expr::Path(p) = &*c.func else {
+        return None;
+    };
+    if p.qself.is_some() {
+        return None;
+    }
+    let first = p.path.segments.first()?.ident.to_string();
+    if p.path.segments.len() > 1 && Scalar::from_name(&first).is_some() {
+        return None; // `f32::from_bits`
+    }
+    match p.path.get_ident() {
+        Some(ident)
+            if is_builtin(&ident.to_string()) || near_builtin(&ident.to_string()).is_some() =>
+        {
+            None
+        }
+        _ => Some(&p.path),
+    }
+}
+
+/// Whether `name` is a function of the language (a statement, an intrinsic,
+/// or math, which is written as methods).
+fn is_builtin(name: &str) -> bool {
+    const FREE: [&str; 13] = [
+        "thread_idx",
+        "block_idx",
+        "block_dim",
+        "grid_dim",
+        "lane_id",
+        "sync_threads",
+        "shared",
+        "pipeline",
+        "shfl_xor",
+        "shfl_down",
+        "pack_f16x2",
+        "pack_bf16x2",
+        "to_tf32",
+    ];
+    FREE.contains(&name)
+        || name.starts_with("atomic_")
+        || super::warp::is_warp_statement(name)
+        || super::MATH_METHODS.iter().any(|(m, ..)| *m == name)
+}
+
+/// The built-in function `name` misspells by its underscores (`syncthreads`).
+pub(super) fn near_builtin(name: &str) -> Option<&'static str> {
+    const NEAR: [&str; 4] = ["sync_threads", "lane_id", "thread_idx", "block_idx"];
+    let plain = |n: &str| n.replace('_', "").to_lowercase();
+    NEAR.into_iter()
+        .find(|b| *b != name && plain(b) == plain(name))
+}
+
+/// Lowers the body of device function `f` of `linked` with every scalar
+/// parameter a constant of unknown value (a const parameter of a synthetic
+/// kernel), slices and arrays of the declared types: the errors a function
+/// has whatever calls it, reported once, at its definition.
+pub fn check_device(linked: &Linked, f: usize, errors: &mut Errors) {
+    let item = &linked.functions[f].item;
+    let Some(sig) = signature::parse_device_signature(item, errors) else {
+        return;
+    };
+    let mut lower = Lowerer::new(errors, linked);
+    let mut site = CallSite {
+        at: &item.sig.ident,
+        name: item.sig.ident.to_string(),
+        args: Vec::new(),
+        consts: Vec::new(),
+    };
+    for decl in &sig.const_params {
+        let id = lower.const_param(&decl.ident, decl.ty);
+        site.consts.push(Some(Expr {
+            ty: decl.ty,
+            kind: ExprKind::Const(id),
+        }));
+    }
+    for decl in &sig.params {
+        let name = decl.ident.to_string();
+        let arg = match &decl.kind {
+            DeviceParamKind::Scalar { ty, mutable } => {
+                let id = lower.const_param(&decl.ident, *ty);
+                let value = Expr {
+                    ty: *ty,
+                    kind: ExprKind::Const(id),
+                };
+                match mutable {
+                    true => Argument::Copy {
+                        value,
+                        mutable: true,
+                    },
+                    false => Argument::Value(value),
+                }
+            }
+            DeviceParamKind::Slice { elem, mutable } => {
+                let ty = ParamType::Slice {
+                    elem: *elem,
+                    mutable: *mutable,
+                };
+                Argument::Slice {
+                    param: lower.param(&decl.ident, ty),
+                    mutable: *mutable,
+                }
+            }
+            DeviceParamKind::Array {
+                elem,
+                dims,
+                space,
+                mutable,
+            } => {
+                let Ok(sizes) = dims
+                    .iter()
+                    .map(|d| lower.constant_size(d, "an array size"))
+                    .collect()
+                else {
+                    return;
+                };
+                let local = lower.new_local(name, *elem, *space, sizes, *mutable);
+                Argument::Array(View {
+                    local,
+                    prefix: Vec::new(),
+                    mutable: *mutable,
+                })
+            }
+        };
+        site.args.push(arg);
+    }
+    let mut body = Block::new();
+    let _reported = lower.hoisting(&mut body, |this, _| this.inline(f, &sig, site));
+}
+
+/// An argument bound to a parameter.
+enum Argument {
+    /// Read in place (a [`Binding::Named`]).
+    Value(Expr),
+    /// Copied into a new local by a `let` before the body.
+    Copy {
+        value: Expr,
+        mutable: bool,
+    },
+    Slice {
+        param: ParamId,
+        mutable: bool,
+    },
+    Array(View),
+}
+
+/// What the caller hands over: the arguments, the explicit const arguments
+/// (`None` for those to infer), and where the call is for errors.
+struct CallSite<'a> {
+    at: &'a dyn ToTokens,
+    name: String,
+    args: Vec<Argument>,
+    consts: Vec<Option<Expr>>,
+}
+
+impl Lowerer<'_> {
+    /// The values of a call to a device function: none for a function
+    /// without result, one per scalar of its result otherwise.
+    pub(super) fn device_call(&mut self, c: &syn::ExprCall) -> Lowered<Vec<Expr>> {
+        let syn::Expr::Path(p) = &*c.func else {
+            return self.err(
+                &c.func,
+                "only named functions can be called: `f(..)` or `path::to::f(..)`",
+            );
+        };
+        if let Some(ident) = call_ident(c) {
+            match self.lookup(ident) {
+                Some(Binding::Broken) => return Err(Reported),
+                Some(_) => {
+                    return self.err(
+                        &c.func,
+                        format!("`{ident}` is a variable, not a function: kernels can call `#[device]` functions and {}", super::FUNCTIONS),
+                    )
+                }
+                None => {}
+            }
+        }
+        let key = path_key(&p.path);
+        let Some(f) = self.linked.resolve(self.caller, &key) else {
+            return self.err(
+                &c.func,
+                format!(
+                    "unknown function `{key}`: kernels can call `#[device]` functions and {}; math is written as methods (`x.sqrt()`)",
+                    super::FUNCTIONS
+                ),
+            );
+        };
+        let linked = self.linked;
+        let def = &linked.functions[f];
+        if def.broken {
+            return Err(Reported);
+        }
+        let name = def.item.sig.ident.to_string();
+        if let Some(at) = self.inlining.iter().position(|g| *g == f) {
+            let chain: Vec<String> = self.inlining[at..]
+                .iter()
+                .map(|g| format!("`{}`", linked.functions[*g].item.sig.ident))
+                .collect();
+            let through = match chain.len() {
+                1 => String::new(),
+                _ => format!(" (through {})", chain.join(" -> ")),
+            };
+            return self.err(
+                &c.func,
+                format!(
+                    "`{name}` calls itself{through}: device functions are inlined into the kernel, so they cannot recurse; write the repetition as a loop"
+                ),
+            );
+        }
+        let sig = signature::parse_device_signature(&def.item, self.errors).ok_or(Reported)?;
+        let consts = self.const_arguments(p, &sig, &name)?;
+        if c.args.len() != sig.params.len() {
+            let list: Vec<String> = sig
+                .params
+                .iter()
+                .map(|p| format!("`{}`", p.ident))
+                .collect();
+            return self.err(
+                c,
+                format!(
+                    "`{name}` takes {} argument(s) ({}), but {} were given",
+                    sig.params.len(),
+                    if list.is_empty() {
+                        "none".to_string()
+                    } else {
+                        list.join(", ")
+                    },
+                    c.args.len()
+                ),
+            );
+        }
+        let mut args = Vec::new();
+        let mut failed = None;
+        for (arg, param) in c.args.iter().zip(&sig.params) {
+            match self.argument(arg, param, &name) {
+                Ok(a) => args.push(a),
+                Err(r) => failed = Some(r),
+            }
+        }
+        if let Some(r) = failed {
+            return Err(r);
+        }
+        let site = CallSite {
+            at: c,
+            name,
+            args,
+            consts,
+        };
+        self.inline(f, &sig, site)
+    }
+
+    /// `f::<A, B>`: the explicit const arguments, constants in the caller;
+    /// missing trailing ones are `None` (inferred from array sizes).
+    fn const_arguments(
+        &mut self,
+        p: &syn::ExprPath,
+        sig: &DeviceSignature,
+        name: &str,
+    ) -> Lowered<Vec<Option<Expr>>> {
+        let given: Vec<&syn::GenericArgument> = match p.path.segments.last().map(|s| &s.arguments) {
+            Some(syn::PathArguments::AngleBracketed(a)) => a.args.iter().collect(),
+            Some(syn::PathArguments::Parenthesized(a)) => {
+                return self.err(a, "write const arguments as `f::<A, B>(..)`")
+            }
+            _ => Vec::new(),
+        };
+        if given.len() > sig.const_params.len() {
+            return self.err(
+                p,
+                format!(
+                    "`{name}` takes {} const argument(s), but {} were given",
+                    sig.const_params.len(),
+                    given.len()
+                ),
+            );
+        }
+        let mut consts = Vec::new();
+        for (i, decl) in sig.const_params.iter().enumerate() {
+            let Some(arg) = given.get(i) else {
+                consts.push(None);
+                continue;
+            };
+            let expr: syn::Expr = match arg {
+                syn::GenericArgument::Const(e) => e.clone(),
+                // `f::<BM>` parses as a type: a const name.
+                syn::GenericArgument::Type(syn::Type::Path(t)) if t.qself.is_none() => {
+                    syn::Expr::Path(syn::ExprPath {
+                        attrs: Vec::new(),
+                        qself: None,
+                        path: t.path.clone(),
+                    })
+                }
+                other => {
+                    return self.err(
+                        other,
+                        format!("the const argument `{}` of `{name}` is a value: a literal, a const name or `{{ expression }}`", decl.ident),
+                    )
+                }
+            };
+            let expr = match &expr {
+                syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+                    syn::Stmt::Expr(e, None) => e.clone(),
+                    _ => expr.clone(),
+                },
+                _ => expr,
+            };
+            let value = self.expr(&expr, Some(decl.ty))?;
+            self.check_type(
+                &expr,
+                value.ty,
+                decl.ty,
+                &format!("the const argument `{}` of `{name}`", decl.ident),
+            )?;
+            self.check_constant(
+                &expr,
+                &value,
+                ConstantRole::Immediate(&format!(
+                    "the const argument `{}` of `{name}`",
+                    decl.ident
+                )),
+            )?;
+            consts.push(Some(value));
+        }
+        Ok(consts)
+    }
+
+    /// Lowers one argument, in the caller's scope, for `param`.
+    fn argument(
+        &mut self,
+        arg: &syn::Expr,
+        param: &signature::DeviceParamDecl,
+        function: &str,
+    ) -> Lowered<Argument> {
+        let pname = &param.ident;
+        match &param.kind {
+            DeviceParamKind::Scalar { ty, mutable } => {
+                let value = self.expr(arg, Some(*ty))?;
+                self.check_type(
+                    arg,
+                    value.ty,
+                    *ty,
+                    &format!("the argument `{pname}` of `{function}`"),
+                )?;
+                Ok(if !mutable && reads_in_place(&value) {
+                    Argument::Value(value)
+                } else {
+                    Argument::Copy {
+                        value,
+                        mutable: *mutable,
+                    }
+                })
+            }
+            DeviceParamKind::Slice { elem, mutable } => {
+                let form = if *mutable { "&mut x" } else { "&x" };
+                let ident = match borrowed_name(arg, *mutable) {
+                    Some(ident) => ident,
+                    None => {
+                        return self.err(
+                            arg,
+                            format!("the argument `{pname}` of `{function}` is a slice parameter of the kernel, written `{form}`"),
+                        )
+                    }
+                };
+                let (param_id, writable) = match self.resolve(ident)? {
+                    Binding::Param(id) => match self.params[id as usize].ty {
+                        ParamType::Slice { mutable, .. } => (id, mutable),
+                        ParamType::Scalar(_) => {
+                            return self.not_a_slice(arg, ident, pname, function)
+                        }
+                    },
+                    Binding::Slice { param, mutable } => (param, mutable),
+                    _ => return self.not_a_slice(arg, ident, pname, function),
+                };
+                let ParamType::Slice { elem: got, .. } = self.params[param_id as usize].ty else {
+                    unreachable!("resolved to a slice")
+                };
+                if got != *elem {
+                    return self.err(
+                        arg,
+                        format!("the argument `{pname}` of `{function}` is a `[{}]`, but `{ident}` holds `{}`", elem.name(), got.name()),
+                    );
+                }
+                if *mutable && !writable {
+                    return self.err(
+                        arg,
+                        format!("`{function}` writes its argument `{pname}`, but `{ident}` is a read-only slice `&[{}]`: declare it `&mut [{}]`", got.name(), got.name()),
+                    );
+                }
+                Ok(Argument::Slice {
+                    param: param_id,
+                    mutable: *mutable,
+                })
+            }
+            DeviceParamKind::Array {
+                elem,
+                dims,
+                space,
+                mutable,
+            } => {
+                let form = if *mutable { "&mut a" } else { "&a" };
+                // A parameter bound to an array is passed on as it is (`f(a)`).
+                let inner = match borrowed(arg, *mutable) {
+                    Some(inner) => inner,
+                    None if self.is_view(arg) => arg,
+                    None => {
+                        return self.err(
+                            arg,
+                            format!("the argument `{pname}` of `{function}` is an array or a row of one, written `{form}` or `{form}[i]`"),
+                        )
+                    }
+                };
+                let view = self.array_view(inner, *mutable)?;
+                let local = &self.locals[view.local as usize];
+                let rank = local.dims.len() - view.prefix.len();
+                let what = |space: Space| match space {
+                    Space::Shared => "shared array",
+                    _ => "register array",
+                };
+                if local.space != *space {
+                    return self.err(
+                        inner,
+                        format!(
+                            "the argument `{pname}` of `{function}` is a {}, but this is a {}{}",
+                            what(*space),
+                            what(local.space),
+                            if *space == Space::Shared {
+                                ""
+                            } else {
+                                ": mark the parameter `#[shared]` to take shared arrays"
+                            }
+                        ),
+                    );
+                }
+                if local.ty != *elem || rank != dims.len() {
+                    return self.err(
+                        inner,
+                        format!(
+                            "the argument `{pname}` of `{function}` has {} dimension(s) of `{}`, but this has {rank} of `{}`",
+                            dims.len(),
+                            elem.name(),
+                            local.ty.name()
+                        ),
+                    );
+                }
+                Ok(Argument::Array(view))
+            }
+        }
+    }
+
+    fn not_a_slice<T>(
+        &mut self,
+        arg: &syn::Expr,
+        ident: &Ident,
+        pname: &Ident,
+        function: &str,
+    ) -> Lowered<T> {
+        self.err(
+            arg,
+            format!("the argument `{pname}` of `{function}` is a slice, but `{ident}` is not a slice parameter"),
+        )
+    }
+
+    /// Whether `e` is a name bound to an array parameter.
+    fn is_view(&self, e: &syn::Expr) -> bool {
+        let syn::Expr::Path(p) = peel(e) else {
+            return false;
+        };
+        let binding = p.path.get_ident().and_then(|i| self.lookup(i));
+        matches!(binding, Some(Binding::View(_)))
+    }
+
+    /// `a`, `a[i]`, `a[i][j]`: an array or a row of it, for an argument
+    /// that may write it when `mutable`.
+    fn array_view(&mut self, e: &syn::Expr, mutable: bool) -> Lowered<View> {
+        let (root, index_exprs) = index_chain(e);
+        let ident = match peel(root) {
+            syn::Expr::Path(p) => self.path_ident(p)?,
+            other => return self.err(other, "pass an array by its name, or a row as `&a[i]`"),
+        };
+        let base = match self.resolve(&ident)? {
+            Binding::Local(id) if !self.locals[id as usize].dims.is_empty() => View {
+                local: id,
+                prefix: Vec::new(),
+                mutable: self.locals[id as usize].mutable,
+            },
+            Binding::View(v) => self.views[v].clone(),
+            _ => {
+                return self.err(
+                    e,
+                    format!("`{ident}` is not an array: pass a register array or a shared array"),
+                )
+            }
+        };
+        if mutable && !base.mutable {
+            return self.err(e, format!("this call writes `{ident}`: declare it `let mut {ident}` (or take it as `&mut` in a device function)"));
+        }
+        let local = &self.locals[base.local as usize];
+        let space = local.space;
+        if index_exprs.len() >= local.dims.len() - base.prefix.len() {
+            return self.err(e, format!("`{ident}[..]` is an element: pass the array, or a row with fewer indices than its dimensions"));
+        }
+        let mut view = base;
+        for idx in index_exprs {
+            let index = self.index(idx)?;
+            if space == Space::Register {
+                self.check_constant(idx, &index, ConstantRole::RegisterIndex(&ident))?;
+            }
+            view.prefix.push(index);
+        }
+        view.mutable = mutable;
+        Ok(view)
+    }
+
+    /// Inlines the body of function `f` with `site`'s arguments; its values.
+    fn inline(
+        &mut self,
+        f: usize,
+        sig: &DeviceSignature,
+        mut site: CallSite,
+    ) -> Lowered<Vec<Expr>> {
+        let linked = self.linked;
+        let item = &linked.functions[f].item;
+        let name = site.name.clone();
+        // Const parameters given by the array sizes they declare (`[T; N]`).
+        for (i, decl) in sig.const_params.iter().enumerate() {
+            if site.consts[i].is_some() {
+                continue;
+            }
+            let inferred =
+                sig.params
+                    .iter()
+                    .zip(&site.args)
+                    .find_map(|(p, a)| match (&p.kind, a) {
+                        (DeviceParamKind::Array { dims, .. }, Argument::Array(view)) => {
+                            let local = &self.locals[view.local as usize];
+                            let actual = &local.dims[view.prefix.len()..];
+                            dims.iter()
+                                .zip(actual)
+                                .find_map(|(d, a)| names_ident(d, &decl.ident).then(|| a.clone()))
+                        }
+                        _ => None,
+                    });
+            match inferred {
+                Some(e) => site.consts[i] = Some(e),
+                None => {
+                    return self.err(
+                        site.at,
+                        format!(
+                            "`{name}` needs the const argument `{}`: write it as `{name}::<..>(..)` (in declaration order)",
+                            decl.ident
+                        ),
+                    )
+                }
+            }
+        }
+
+        let mut body = Block::new();
+        let saved = self.enter_function(f);
+        for (decl, value) in sig.const_params.iter().zip(site.consts) {
+            let value = value.expect("every const argument is given or inferred");
+            self.named.push(value);
+            let named = Binding::Named(self.named.len() - 1);
+            self.bind(&decl.ident, named);
+        }
+        let mut shape_checks = Vec::new();
+        for (decl, arg) in sig.params.iter().zip(site.args) {
+            let binding = match arg {
+                Argument::Value(value) => {
+                    self.named.push(value);
+                    Binding::Argument(self.named.len() - 1)
+                }
+                Argument::Copy { value, mutable } => {
+                    let id = self.new_local(
+                        decl.ident.to_string(),
+                        value.ty,
+                        Space::Register,
+                        Vec::new(),
+                        mutable,
+                    );
+                    body.push(Stmt::Let {
+                        local: id,
+                        init: Some(value),
+                    });
+                    Binding::Local(id)
+                }
+                Argument::Slice { param, mutable } => Binding::Slice { param, mutable },
+                Argument::Array(view) => {
+                    if let DeviceParamKind::Array { dims, .. } = &decl.kind {
+                        shape_checks.push((decl.ident.clone(), dims, view.clone()));
+                    }
+                    self.views.push(view);
+                    Binding::View(self.views.len() - 1)
+                }
+            };
+            self.bind(&decl.ident, binding);
+        }
+        let shapes = self.check_shapes(&name, &shape_checks);
+        let values = shapes.and_then(|()| self.function_body(item, sig, &mut body));
+        self.leave_function(saved);
+        let values = values?;
+        if self.caller.is_none() {
+            let mut inlined = body.clone();
+            inlined.extend(values.iter().cloned().map(Stmt::Expr));
+            self.calls.push(super::InlinedCall {
+                at: site.at.to_token_stream(),
+                function: name.clone(),
+                body: inlined,
+            });
+        }
+        if !body.is_empty() {
+            match (self.hoisted.last_mut(), self.hoist_barrier) {
+                (Some(hoisted), None) => hoisted.extend(body),
+                (_, barrier) => {
+                    let place = barrier.unwrap_or("an attribute expression");
+                    return self.err(
+                        site.at,
+                        format!("`{name}` runs statements, so it cannot be called in {place}: call it before, `let v = {name}(..);`, and use `v`"),
+                    );
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// That each array argument has the sizes its parameter declares, in
+    /// every variant: equal now, or checked once the variants are known.
+    fn check_shapes(
+        &mut self,
+        function: &str,
+        checks: &[(Ident, &Vec<syn::Expr>, View)],
+    ) -> Lowered<()> {
+        for (param, dims, view) in checks {
+            let actual = self.locals[view.local as usize].dims[view.prefix.len()..].to_vec();
+            for (dim, got) in dims.iter().zip(actual) {
+                let want = self.constant_size(dim, "an array size")?;
+                if want == got {
+                    continue;
+                }
+                match (want.as_int(), got.as_int()) {
+                    (Some(w), Some(g)) => {
+                        return self.err(
+                            dim,
+                            format!("the argument `{param}` of `{function}` has size {g} here, but the parameter declares {w}"),
+                        )
+                    }
+                    _ => self.variant_checks.push(super::warp::VariantCheck::shape(
+                        dim,
+                        self.guards.clone(),
+                        format!("the argument `{param}` of `{function}`"),
+                        want,
+                        got,
+                    )),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Lowers the body of a device function into `out`; its result values.
+    fn function_body(
+        &mut self,
+        item: &syn::ItemFn,
+        sig: &DeviceSignature,
+        out: &mut Block,
+    ) -> Lowered<Vec<Expr>> {
+        let name = &item.sig.ident;
+        let stmts = &item.block.stmts;
+        if sig.output.is_empty() {
+            self.block(stmts, out);
+            return Ok(Vec::new());
+        }
+        let Some((syn::Stmt::Expr(tail, None), init)) = stmts.split_last() else {
+            return self.err(
+                &item.sig.output,
+                format!("`{name}` returns a value: end its body with the value, an expression without `;`"),
+            );
+        };
+        self.scopes.push(Vec::new());
+        for (i, stmt) in init.iter().enumerate() {
+            let _reported = self.hoisting(out, |this, out| this.stmt(stmt, &init[i + 1..], out));
+        }
+        let values = self.hoisting(out, |this, out| this.results(tail, &sig.output, name, out));
+        self.scopes.pop();
+        values
+    }
+
+    /// The tail of a function returning `types`: one value, or a tuple.
+    fn results(
+        &mut self,
+        tail: &syn::Expr,
+        types: &[Scalar],
+        name: &Ident,
+        out: &mut Block,
+    ) -> Lowered<Vec<Expr>> {
+        let parts: Vec<&syn::Expr> = match (peel(tail), types.len()) {
+            (syn::Expr::Tuple(t), n) if n != 1 => t.elems.iter().collect(),
+            (_, 1) => vec![tail],
+            (other, n) => {
+                return self.err(
+                    other,
+                    format!("`{name}` returns a tuple of {n}: end its body with `(a, b, ..)`"),
+                )
+            }
+        };
+        if parts.len() != types.len() {
+            return self.err(
+                tail,
+                format!(
+                    "`{name}` returns {} values, but this tuple has {}",
+                    types.len(),
+                    parts.len()
+                ),
+            );
+        }
+        let mut values = Vec::new();
+        for (part, ty) in parts.into_iter().zip(types) {
+            let value = self.value(part, Some(*ty), out)?;
+            self.check_type(part, value.ty, *ty, &format!("the result of `{name}`"))?;
+            values.push(value);
+        }
+        Ok(values)
+    }
+
+    /// `let (a, b) = f(..);`: binds each name to a value of the call.
+    pub(super) fn let_tuple(
+        &mut self,
+        tuple: &syn::PatTuple,
+        init: &syn::Expr,
+        out: &mut Block,
+    ) -> Lowered<()> {
+        let syn::Expr::Call(c) = peel(init) else {
+            return self.err(tuple, "destructuring is not supported, except of the results of a device function: `let (a, b) = f(..);`");
+        };
+        if device_path(c).is_none() {
+            return self.err(tuple, "destructuring is not supported, except of the results of a device function: `let (a, b) = f(..);`");
+        }
+        let values = self.device_call(c)?;
+        if values.len() != tuple.elems.len() {
+            return self.err(
+                tuple,
+                format!(
+                    "this call returns {} value(s), but the pattern has {}",
+                    values.len(),
+                    tuple.elems.len()
+                ),
+            );
+        }
+        let mut names = Vec::new();
+        for (pat, value) in tuple.elems.iter().zip(values) {
+            match pat {
+                syn::Pat::Wild(_) => {}
+                syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+                    let mutable = p.mutability.is_some();
+                    let id = match immutable_local(&value, &self.locals) {
+                        // The function's own local: no copy.
+                        Some(id) if !mutable => id,
+                        _ => {
+                            let id = self.new_local(
+                                p.ident.to_string(),
+                                value.ty,
+                                Space::Register,
+                                Vec::new(),
+                                mutable,
+                            );
+                            out.push(Stmt::Let {
+                                local: id,
+                                init: Some(value),
+                            });
+                            id
+                        }
+                    };
+                    names.push((p.ident.clone(), id));
+                }
+                other => return self.err(other, "each part of the pattern is a name or `_`"),
+            }
+        }
+        for (ident, id) in names {
+            self.bind(&ident, Binding::Local(id));
+        }
+        Ok(())
+    }
+
+    /// The type of scalar parameter `k` of the device function `c` calls,
+    /// if it resolves.
+    pub(super) fn argument_type(&self, c: &syn::ExprCall, k: usize) -> Option<Scalar> {
+        let path = device_path(c)?;
+        let f = self.linked.resolve(self.caller, &path_key(path))?;
+        let sig = signature::parse_device_signature(
+            &self.linked.functions[f].item,
+            &mut Errors::default(),
+        )?;
+        match sig.params.get(k)?.kind {
+            DeviceParamKind::Scalar { ty, .. } => Some(ty),
+            _ => None,
+        }
+    }
+
+    /// Whether `c` calls a device function (rather than a built-in one).
+    pub(super) fn is_device_call(c: &syn::ExprCall) -> bool {
+        device_path(c).is_some() && call_ident(c).is_none_or(|i| !is_builtin(&i.to_string()))
+    }
+
+    /// Reads through a parameter of `Access` to a slice bound by a call.
+    pub(super) fn slice_place(
+        &mut self,
+        e: &syn::Expr,
+        ident: &Ident,
+        param: ParamId,
+        writable: bool,
+        mut indices: Vec<Expr>,
+        access: Access,
+    ) -> Lowered<(Place, Scalar)> {
+        let ParamType::Slice { elem, .. } = self.params[param as usize].ty else {
+            unreachable!("a slice binding names a slice parameter")
+        };
+        if indices.len() != 1 {
+            return self.err(
+                e,
+                format!("`{ident}` is a slice: index it with one index, `{ident}[i]`"),
+            );
+        }
+        if access != Access::Read && !writable {
+            return self.err(
+                e,
+                format!("`{ident}` is a read-only slice `&[{0}]`: declare the parameter as `&mut [{0}]` to write to it", elem.name()),
+            );
+        }
+        let index = indices.pop().expect("one index");
+        Ok((Place::Global { param, index }, elem))
+    }
+}
+
+/// Whether reading `e` at each use is the same as copying it once: no array
+/// or slice element (a callee may write it), no effect.
+fn reads_in_place(e: &Expr) -> bool {
+    match &e.kind {
+        ExprKind::Literal(_)
+        | ExprKind::Param(_)
+        | ExprKind::Const(_)
+        | ExprKind::Len(_)
+        | ExprKind::Special(_) => true,
+        ExprKind::Load(place) => {
+            matches!(&**place, Place::Local { indices, .. } if indices.is_empty())
+        }
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => reads_in_place(a),
+        ExprKind::Binary(_, a, b) => reads_in_place(a) && reads_in_place(b),
+        ExprKind::Select(c, a, b) => reads_in_place(c) && reads_in_place(a) && reads_in_place(b),
+        ExprKind::Call(_, args) => args.iter().all(reads_in_place),
+        ExprKind::Atomic { .. } => false,
+    }
+}
+
+/// The local `e` reads, if it is a plain read of an immutable scalar.
+fn immutable_local(e: &Expr, locals: &[crate::ir::Local]) -> Option<LocalId> {
+    match &e.kind {
+        ExprKind::Load(place) => match &**place {
+            Place::Local { local, indices }
+                if indices.is_empty() && !locals[*local as usize].mutable =>
+            {
+                Some(*local)
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Whether the size expression `e` is the bare name `ident`.
+fn names_ident(e: &syn::Expr, ident: &Ident) -> bool {
+    matches!(peel(e), syn::Expr::Path(p) if p.path.is_ident(ident))
+}
+
+/// `x`, `&x` or `&mut x` (the last only when `mutable`): the name.
+fn borrowed_name(e: &syn::Expr, mutable: bool) -> Option<&Ident> {
+    match peel(borrowed(e, mutable).unwrap_or(e)) {
+        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
+        _ => None,
+    }
+}
+
+/// The operand of `&mut x`, or when not `mutable` also of `&x`.
+fn borrowed(e: &syn::Expr, mutable: bool) -> Option<&syn::Expr> {
+    match peel(e) {
+        syn::Expr::Reference(r) if r.mutability.is_some() || !mutable => Some(&r.expr),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+#[path = "call_tests.rs"]
+mod tests;

@@ -1,0 +1,287 @@
+//! Calls to device functions: inlining gives the code the caller would have
+//! written by hand (the same PTX), and each mistake is an error at its place.
+
+use crate::front::{check_device, link_sources, parse_kernel_str, parse_kernel_with_str};
+use crate::ir::Arch;
+
+/// The PTX of every variant of a kernel, for each arch it targets.
+fn ptx(def: &crate::KernelDef) -> Vec<String> {
+    let mut out = Vec::new();
+    for consts in def.variants() {
+        for arch in def.targets.iter().filter_map(|t| t.arch()) {
+            let module = crate::compile_ptx(def, &consts, arch)
+                .unwrap_or_else(|e| panic!("{}: {e}", def.variant_name(&consts)));
+            out.push(module.text);
+        }
+    }
+    out
+}
+
+/// Asserts that `calling` (with `functions`) compiles to the PTX of `by_hand`.
+fn same_ptx(attr: &str, calling: &str, functions: &[&str], by_hand: &str) {
+    let called = parse_kernel_with_str(attr, calling, functions).unwrap_or_else(|e| panic!("{e}"));
+    let inlined = parse_kernel_str(attr, by_hand).unwrap_or_else(|e| panic!("{e}"));
+    let (a, b) = (ptx(&called), ptx(&inlined));
+    assert_eq!(a.len(), b.len());
+    for (a, b) in a.iter().zip(&b) {
+        assert_eq!(a, b, "calls and hand-inlined code differ");
+    }
+}
+
+fn call_error(calling: &str, functions: &[&str]) -> String {
+    match parse_kernel_with_str("arch(sm_80)", calling, functions) {
+        Ok(_) => panic!("kernel accepted"),
+        Err(e) => e,
+    }
+}
+
+fn assert_call_error(calling: &str, functions: &[&str], expected: &[&str]) {
+    let e = call_error(calling, functions);
+    for part in expected {
+        assert!(e.contains(part), "expected `{part}` in:\n{e}");
+    }
+}
+
+const SWIZZLE: &str = "fn swizzle(row: u32, chunk: u32) -> u32 { row * 8 + (chunk ^ (row % 8)) }";
+
+#[test]
+fn a_scalar_function_reads_its_arguments_in_place() {
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(x: &[f32], y: &mut [f32]) { let i = thread_idx().x; y[swizzle(i, 3)] = x[swizzle(i + 1, i)]; }",
+        &[SWIZZLE],
+        "fn k(x: &[f32], y: &mut [f32]) { let i = thread_idx().x; y[i * 8 + (3 ^ (i % 8))] = x[(i + 1) * 8 + (i ^ ((i + 1) % 8))]; }",
+    );
+}
+
+#[test]
+fn statements_run_before_the_caller_and_tuples_bind_the_results() {
+    let tile_order = "fn tile_order<const BM: u32, const BN: u32>() -> (u32, u32) {
+        let id = block_idx().y * grid_dim().x + block_idx().x;
+        let row0 = id / grid_dim().x * BM;
+        let col0 = id % grid_dim().x * BN;
+        (row0, col0)
+    }";
+    same_ptx(
+        "arch(sm_80), tune(BM = [64, 128], BN = [32])",
+        "fn k<const BM: u32, const BN: u32>(y: &mut [u32]) {
+            let (row0, col0) = tile_order::<BM, { BN }>();
+            y[row0 + col0] = 1;
+        }",
+        &[tile_order],
+        "fn k<const BM: u32, const BN: u32>(y: &mut [u32]) {
+            let id = block_idx().y * grid_dim().x + block_idx().x;
+            let row0 = id / grid_dim().x * BM;
+            let col0 = id % grid_dim().x * BN;
+            y[row0 + col0] = 1;
+        }",
+    );
+}
+
+#[test]
+fn arrays_rows_and_slices_are_bound_to_the_callers() {
+    let functions = [
+        "fn scale_row<const N: u32>(row: &mut [f32; N], s: f32) { #[unroll] for j in 0..N { row[j] *= s; } }",
+        "fn store(#[shared] tile: &[[f32; 4]; 8], y: &mut [f32], at: u32) { y[at] = tile[at % 8][at % 4]; }",
+        "fn fill(#[shared] tile: &mut [[f32; 4]; 8], x: &[f32]) { tile[thread_idx().x % 8][0] = x[thread_idx().x]; }",
+    ];
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(x: &[f32], y: &mut [f32]) {
+            let mut tile: [[f32; 4]; 8] = shared();
+            let mut acc = [[1.0f32; 4]; 2];
+            #[unroll]
+            for i in 0..2 { scale_row(&mut acc[i], 2.0); }
+            fill(&mut tile, x);
+            sync_threads();
+            store(&tile, y, thread_idx().x);
+            y[0] = acc[1][3];
+        }",
+        &functions,
+        "fn k(x: &[f32], y: &mut [f32]) {
+            let mut tile: [[f32; 4]; 8] = shared();
+            let mut acc = [[1.0f32; 4]; 2];
+            #[unroll]
+            for i in 0..2 { #[unroll] for j in 0..4 { acc[i][j] *= 2.0; } }
+            tile[thread_idx().x % 8][0] = x[thread_idx().x];
+            sync_threads();
+            y[thread_idx().x] = tile[thread_idx().x % 8][thread_idx().x % 4];
+            y[0] = acc[1][3];
+        }",
+    );
+}
+
+#[test]
+fn an_unroll_variable_passed_as_a_scalar_still_indexes_registers() {
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(y: &mut [f32]) { let mut acc = [0.0f32; 4]; #[unroll] for i in 0..4 { set(&mut acc, i); } y[0] = acc[2]; }",
+        &["fn set(acc: &mut [f32; 4], i: u32) { acc[i] = i as f32; }"],
+        "fn k(y: &mut [f32]) { let mut acc = [0.0f32; 4]; #[unroll] for i in 0..4 { acc[i] = i as f32; } y[0] = acc[2]; }",
+    );
+}
+
+#[test]
+fn functions_call_functions_and_fragments_pass_through() {
+    let functions = [
+        "fn mma(acc: &mut [f32; 4], a: &[u32; 4], b: &[u32; 2]) { mma_m16n8k16_f16(&mut acc, &a, &b); }",
+        "fn twice(acc: &mut [[f32; 4]; 2], a: &[u32; 4], b: &[u32; 2]) { #[unroll] for j in 0..2 { mma(&mut acc[j], a, b); } }",
+    ];
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(y: &mut [f32]) {
+            let a = [1u32; 4]; let b = [2u32; 2];
+            let mut acc = [[0.0f32; 4]; 2];
+            twice(&mut acc, &a, &b);
+            y[lane_id()] = acc[1][0];
+        }",
+        &functions,
+        "fn k(y: &mut [f32]) {
+            let a = [1u32; 4]; let b = [2u32; 2];
+            let mut acc = [[0.0f32; 4]; 2];
+            #[unroll] for j in 0..2 { mma_m16n8k16_f16(&mut acc[j], &a, &b); }
+            y[lane_id()] = acc[1][0];
+        }",
+    );
+}
+
+#[test]
+fn an_argument_with_effects_is_copied_once() {
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(c: &mut [u32]) { let v = twice(atomic_add(&mut c[0], 1)); c[1] = v; }",
+        &["fn twice(x: u32) -> u32 { x + x }"],
+        "fn k(c: &mut [u32]) { let x = atomic_add(&mut c[0], 1); let v = x + x; c[1] = v; }",
+    );
+}
+
+#[test]
+fn call_mistakes_are_reported() {
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = swizzle(1); }",
+        &[SWIZZLE],
+        &["`swizzle` takes 2 argument(s) (`row`, `chunk`), but 1 were given"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = swizzle(1.5, 2); }",
+        &[SWIZZLE],
+        &["a float literal where `u32` is expected"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32], f: f32) { y[0] = swizzle(f, 2); }",
+        &[SWIZZLE],
+        &["the argument `row` of `swizzle` must be `u32`, but this is `f32`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = swizle(1, 2); }",
+        &[SWIZZLE],
+        &["unknown function `swizle`"],
+    );
+    assert_call_error(
+        "fn k() { syncthreads(); }",
+        &[],
+        &["did you mean `sync_threads`?"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = down(3); }",
+        &[
+            "fn down(n: u32) -> u32 { let m = n - 1; up(m) }",
+            "fn up(n: u32) -> u32 { down(n) }",
+        ],
+        &[
+            "`down` calls itself (through `down` -> `up`)",
+            "write the repetition as a loop",
+        ],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = early(3); }",
+        &["fn early(n: u32) -> u32 { if n > 2 { return 1; } n }"],
+        &["`return` is not supported in a device function"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let mut i = 0; while next(i) < 4 { i += 1; } y[0] = i; }",
+        &["fn next(i: u32) -> u32 { let j = i + 1; j }"],
+        &["`next` runs statements, so it cannot be called in a `while` condition"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32], n: u32) { if n < 4 && y[sub(n)] > 0 { y[0] = 1; } }",
+        &["fn sub(i: u32) -> u32 { let j = i - 1; j }"],
+        &["cannot be called in the right side of `&&`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let (a, b, c) = pair(); y[a] = b + c; }",
+        &["fn pair() -> (u32, u32) { (1, 2) }"],
+        &["this call returns 2 value(s), but the pattern has 3"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = pair(); }",
+        &["fn pair() -> (u32, u32) { (1, 2) }"],
+        &["this function returns 2 values: bind them with `let (a, b, ..) = f(..);`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [f32]) { let mut acc = [0.0f32; 8]; clear(&mut acc); y[0] = acc[0]; }",
+        &["fn clear(acc: &mut [f32; 4]) { acc[0] = 0.0; }"],
+        &["the argument `acc` of `clear` has size 8 here, but the parameter declares 4"],
+    );
+    assert_call_error(
+        "fn k(x: &[f32]) { put(x); }",
+        &["fn put(y: &mut [f32]) { y[0] = 1.0; }"],
+        &["`put` writes its argument `y`, but `x` is a read-only slice"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [f32]) { let acc = [0.0f32; 4]; peek(&acc, y); }",
+        &["fn peek(acc: &[f32; 4], y: &mut [f32]) { acc[0] = y[0]; }"],
+        &["`acc` is a read-only parameter: declare it `&mut [..]`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [f32]) { let acc = [0.0f32; 4]; y[0] = first(&acc); }",
+        &["fn first(#[shared] tile: &[f32; 4]) -> f32 { tile[0] }"],
+        &["the argument `tile` of `first` is a shared array, but this is a register array"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [f32]) { y[0] = total(3); }",
+        &["fn total<const N: u32>(x: u32) -> f32 { (x * N) as f32 }"],
+        &["`total` needs the const argument `N`: write it as `total::<..>(..)`"],
+    );
+}
+
+#[test]
+fn array_sizes_are_checked_in_every_variant() {
+    let e = parse_kernel_with_str(
+        "arch(sm_80), tune(N = [4, 8])",
+        "fn k<const N: u32>(y: &mut [f32]) { let mut acc = [0.0f32; N]; clear(&mut acc); y[0] = acc[0]; }",
+        &["fn clear(acc: &mut [f32; 4]) { acc[0] = 0.0; }"],
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("the argument `acc` of `clear` has size 8 in the variant"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_function_body_is_checked_at_its_definition() {
+    let linked = link_sources(&["fn bad(x: u32) -> u32 { x + 1.0 }"]).unwrap();
+    let e = check_device(&linked, &linked.functions[0].id)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("a float literal where `u32` is expected"), "{e}");
+    let linked =
+        link_sources(&["fn fine<const N: u32>(acc: &mut [f32; N], i: u32) { acc[i] = 1.0; }"])
+            .unwrap();
+    check_device(&linked, &linked.functions[0].id).unwrap();
+}
+
+#[test]
+fn functions_compile_for_every_arch() {
+    let def = parse_kernel_with_str(
+        "",
+        "fn k(x: &[f32], y: &mut [f32]) { let i = thread_idx().x; y[swizzle(i, 1)] = x[i]; }",
+        &[SWIZZLE],
+    )
+    .unwrap();
+    for arch in Arch::ALL {
+        crate::compile_ptx(&def, &[], arch).unwrap();
+    }
+    crate::compile_wgsl(&def, &[], Some([64, 1, 1])).unwrap();
+}
