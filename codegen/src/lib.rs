@@ -5,7 +5,8 @@
 //! The flow of one variant: [`front`] (DSL -> IR, in the proc-macro) ->
 //! [`KernelDef`] (serialized into the user's binary) -> [`specialize`] (const
 //! params substituted, constants folded, `#[unroll]` loops unrolled) ->
-//! [`valid`] -> [`back::ptx`] or [`back::wgsl`].
+//! [`valid`] -> [`back::ptx`] or [`back::wgsl`]. [`print`] writes the IR as
+//! text (snapshots, tests, debugging).
 
 pub mod back;
 pub mod def;
@@ -13,6 +14,7 @@ pub mod eval;
 #[cfg(feature = "front")]
 pub mod front;
 pub mod ir;
+pub mod print;
 pub mod specialize;
 pub mod valid;
 

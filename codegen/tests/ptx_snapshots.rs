@@ -8,11 +8,7 @@ use warpforge_codegen::{compile_ptx, Target};
 
 #[test]
 fn ptx_snapshots() {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(common::tests_dir().join("out/ptx"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    let _guard = settings.bind_to_scope();
+    let _guard = common::snapshot_settings("ptx").bind_to_scope();
     for (input, def) in common::inputs() {
         for consts in def.variants() {
             for arch in common::archs(&def) {

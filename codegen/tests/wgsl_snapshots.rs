@@ -71,11 +71,7 @@ pub fn naga_check(text: &str) -> Result<(), String> {
 
 #[test]
 fn wgsl_snapshots() {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(common::tests_dir().join("out/wgsl"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_omit_expression(true);
-    let _guard = settings.bind_to_scope();
+    let _guard = common::snapshot_settings("wgsl").bind_to_scope();
     let mut failures = Vec::new();
     for (input, def) in common::inputs() {
         let block = def.ir.block.is_none().then_some(LAUNCH_BLOCK);

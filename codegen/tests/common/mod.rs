@@ -1,5 +1,5 @@
 //! Shared by the integration tests: the DSL inputs under `tests/in` and the
-//! snapshots under `tests/out/ptx` and `tests/out/wgsl`.
+//! snapshots under `tests/out/ptx`, `tests/out/wgsl` and `tests/out/ir`.
 
 #![allow(dead_code)] // each test binary uses its own part
 
@@ -10,6 +10,16 @@ use warpforge_codegen::{Arch, KernelDef, Target};
 
 pub fn tests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests")
+}
+
+/// insta's settings for the snapshots under `tests/out/<dir>`: each file
+/// named by the snapshot alone, without the test module or the expression.
+pub fn snapshot_settings(dir: &str) -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(tests_dir().join("out").join(dir));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.set_omit_expression(true);
+    settings
 }
 
 /// Splits `#[kernel(ATTR)] fn ...` (after any leading comments) into the
