@@ -1,4 +1,4 @@
-// CUTLASS 2.x sm_80 GEMMs (the peers h200-anchors.md lists), timed at n^3 as
+// CUTLASS 2.x sm_80 GEMMs (the peers perf/LOG.md compares with), timed at n^3 as
 // warpforge's bench sweep times (each launch alone, the median), on inputs drawn
 // as the bench draws them: the reference for perf/LOG.md's side-by-side runs.
 //

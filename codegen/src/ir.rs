@@ -427,7 +427,7 @@ pub enum MatrixOp {
     /// the compressed 16 x 16 tile of A (the kept values, two per group of
     /// four along k) in the dense m16n8k16 A layout, `b` the 32 x 8 tile of B
     /// (register `i` = rows `2t + 8i`, `+ 1` of column `g`), `acc` the dense
-    /// accumulator layout (ptx-notes.md §6). `metadata` is this lane's `u32`
+    /// accumulator layout (docs/ptx.md, "Sparse mma.sp"). `metadata` is this lane's `u32`
     /// word of 2-bit kept positions: lanes `t = 2 selector` and `+ 1` of each
     /// quad supply it, row `g` in bits 0..16 and row `g + 8` above, columns
     /// 0..16 (even `t`) or 16..32 (odd `t`), one nibble per group, lower

@@ -773,7 +773,7 @@ macro_rules! gemm_variant {
 ///
 /// Each phase runs over a thread's outputs, one uniform branch per phase:
 /// accumulator element `h * 2 + q` of fragment `(i, j)` is `C[g + 8 h][2 t4 +
-/// q]` of the 16 x 8 tile (ptx-notes.md §3; the same for `mma.sp`). Reads and
+/// q]` of the 16 x 8 tile (docs/ptx.md, "mma.sync fragments"; the same for `mma.sp`). Reads and
 /// the element-wise store test each output's bounds.
 ///
 /// The store of a whole tile of a row-major C whose rows and batches start at

@@ -82,7 +82,7 @@ macro_rules! sparse_gemm {
         ///
         /// Shared tiles per stage: A `BM x BK / 2` kept values, B `BN x BK`
         /// (`BK x BN` row-major), the metadata `BM / 16 x BK / 2` words. Rows of
-        /// `W` k values are XOR-swizzled in 16-byte chunks (ptx-notes.md §7):
+        /// `W` k values are XOR-swizzled in 16-byte chunks (docs/ptx.md, "Shared-tile swizzle"):
         /// chunk `ch` of row `r` is stored at `ch ^ (r / L % (8 / L))`, `L = (W +
         /// 63) / W` rows per 128 bytes, so the 8 rows an `ldmatrix` matrix reads
         /// and the copies of 8 consecutive threads fall in 8 distinct 16-byte

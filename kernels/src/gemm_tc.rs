@@ -87,7 +87,7 @@ macro_rules! tensor_core_gemm {
         /// `BM x BK`, B: `BN x BK`). Below in 16-bit terms (8 elements per chunk):
         /// a row of `BK` elements is `BK / 8` 16-byte chunks; chunk `ch` of row
         /// `r` is stored at chunk `ch ^ phase(r)`, `phase(r) = (r / (8 * $ch / BK)) % (BK / $ch)`
-        /// (ptx-notes.md §7). The 8 rows an `ldmatrix` matrix reads then fall in 8
+        /// (docs/ptx.md, "Shared-tile swizzle"): the 8 rows an `ldmatrix` matrix reads fall in 8
         /// distinct 16-byte bank groups (BK = 64: rows are 128 bytes and `phase = r % 8`;
         /// BK = 32: two rows share 128 bytes and `phase = (r / 2) % 4`), and so do the
         /// copies of 8 consecutive threads.
@@ -102,9 +102,9 @@ macro_rules! tensor_core_gemm {
         /// k row `l % 8 + 8 (l / 16)`, m chunk `l / 8 % 2` of the 16 x 16 block
         /// (matrices: m 0-7 and 8-15 at k 0-7, then at k 8-15: the registers of
         /// the `m16n8k16` A fragment); for B, at k row `l % 16`, n chunk `l / 16`
-        /// (`{b0, b1}` of two 8-column tiles, ptx-notes.md §4).
+        /// (`{b0, b1}` of two 8-column tiles; docs/ptx.md, "ldmatrix").
         ///
-        /// Pipeline (ptx-notes.md §5): step `t` issues the copies of k-tile `t` into
+        /// Pipeline (docs/ptx.md, "cp.async"): step `t` issues the copies of k-tile `t` into
         /// stage `t % STAGES` and commits them as one group; from step `STAGES - 1` on
         /// it also computes k-tile `t - (STAGES - 1)`, and issues its copies among
         /// those MMAs, a slice per 32-byte k step (all at the first step with two

@@ -23,7 +23,7 @@
 //!   two kept elements, lower column first, at `values[r][2q]` and `[2q + 1]`.
 //!   Each row is a multiple of 32 elements, so it starts 16-byte aligned;
 //! - `metadata`: one `u32` per lane of a warp per 16-row tile and 64-column
-//!   block, in the register layout `mma.sp` m16n8k32 reads (ptx-notes.md §6):
+//!   block, in the register layout `mma.sp` m16n8k32 reads (docs/ptx.md, "Sparse mma.sp"):
 //!   word `(tile * (padded / 64) + block) * 32 + lane`, for the lane
 //!   `lane = 4 g + 2 s + h`, describes rows `16 tile + g` (bits 0..16) and
 //!   `16 tile + g + 8` (bits 16..32), columns `64 block + 32 s + 16 h` to

@@ -1,7 +1,7 @@
 //! The GPU tier's check of the transposed operand loads the Tensor Core
-//! GEMMs use for column-major A and row-major B (`gemm_tc`): what
-//! ptx-notes.md marks derived rather than checked on hardware, proven on its
-//! own so that a failure points here rather than at a whole GEMM.
+//! GEMMs use for column-major A and row-major B (`gemm_tc`), whose lane
+//! addresses were derived by hand from the PTX ISA (docs/ptx.md, "ldmatrix"):
+//! proven on their own so that a failure points here rather than at a whole GEMM.
 //!
 //! `ldmatrix_trans_tile` is one warp and one 16-wide k step: A stored as 16 k
 //! rows of 128 m values (256-byte rows), B as 16 k rows of 64 n values

@@ -5,7 +5,7 @@
 //! `mma_sp_tile_*` is one warp and two `mma.sp` m16n8k32 steps on a 16 x 64
 //! tile of A compressed by the host ([`sparse::Compressed`]): its A and B
 //! fragments are built lane by lane from the documented register layouts
-//! (ptx-notes.md §6), and its metadata register is word `lane` of the tile's
+//! (docs/ptx.md, "Sparse mma.sp"), and its metadata register is word `lane` of the tile's
 //! metadata as stored, so an exact match with the host's dense product of
 //! the decompressed tile proves the metadata layout and the selector
 //! behaviour on the GPU, in both PTX forms. `mma_sp_rate` and

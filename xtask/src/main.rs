@@ -4,6 +4,7 @@ mod build_ptx;
 mod gpu_bundle;
 mod ptxas;
 mod test;
+mod tidy;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -53,9 +54,16 @@ enum Task {
     /// The CPU test tier (what CI runs)
     ///
     /// In order, stopping at the first failure: find ptxas, `cargo fmt --all
-    /// -- --check`, `cargo test --workspace --locked`, `cargo xtask build-ptx
-    /// --check`. Ends with one summary line per step.
+    /// -- --check`, `cargo test --workspace --locked` (the tidy checks among
+    /// them), `cargo xtask build-ptx --check`. Ends with one summary line per step.
     Test,
+    /// Check the repository's own text (the tidy tests, alone)
+    ///
+    /// Every file git lists: no citation of a file outside the repository, no
+    /// path of one machine, every cited docs/ section exists, every crate
+    /// source file starts with a `//!` doc (xtask/src/tidy.rs lists the few
+    /// exemptions and why). `cargo test` runs the same checks.
+    Tidy,
     /// Build and assemble every stock kernel variant; write generated/
     ///
     /// Compiles every variant of every stock kernel to PTX for each arch it
@@ -103,6 +111,7 @@ fn main() -> ExitCode {
         Task::Run { args } => run_release_binary(&repo, gpu_bundle::GPU_CHECK, &args),
         Task::Tune { args } => run_release_binary(&repo, gpu_bundle::TUNE, &args),
         Task::Test => done(test::run(&repo)),
+        Task::Tidy => done(tidy::run(&repo)),
         Task::BuildPtx { check } => done(find_ptxas(&repo).and_then(|ptxas| {
             if check {
                 build_ptx::check(&repo, &ptxas)

@@ -1,3 +1,7 @@
+//! CPU tests of the host 2:4 functions (`crate::sparse`): pruning's choice and its
+//! properties, compression round trips with only legal metadata nibbles, the
+//! metadata layout written out word by word, and the errors' messages.
+
 use proptest::prelude::*;
 
 use super::*;

@@ -4,7 +4,7 @@
 //! version any used construct needs (at least the target's own base version).
 //! Tensor Core, ldmatrix and cp.async constructs enter as new rows.
 //!
-//! Facts from the PTX ISA (see /work/shared/reference/ptx-notes.md §1), each
+//! Facts from the PTX ISA (docs/ptx.md, "Versions and targets"), each
 //! confirmed by ptxas 12.9 refusing the construct one version or one target
 //! below.
 

@@ -1,5 +1,5 @@
 //! Tensor Core operations (dense and 2:4 sparse), `ldmatrix`, operand
-//! packing and asynchronous copies (ptx-notes.md §2-§6, §8).
+//! packing and asynchronous copies (the PTX facts they rely on: docs/ptx.md).
 //!
 //! Fragments are rows of register arrays, so an operand is a brace list of
 //! the row's registers: `u32` words live in `.b32` registers, which every
