@@ -48,19 +48,27 @@ pub fn __link(input: TokenStream) -> TokenStream {
     link::resume(input.into()).into()
 }
 
-/// The kernel's module, once every device function it calls is fetched.
+/// The kernel's module (one per instance of a generic kernel), once every
+/// device function it calls is fetched.
 fn compile_kernel(attr: TokenStream2, item: &syn::ItemFn, linked: &Linked) -> TokenStream2 {
-    front::parse_kernel_linked(attr, item, linked)
-        .and_then(|def| expand(item, &def))
-        .unwrap_or_else(syn::Error::into_compile_error)
+    let modules = front::parse_kernel_instances(attr, item, linked).and_then(|instances| {
+        instances
+            .iter()
+            .map(|(name, def)| expand(item, name, def))
+            .collect::<syn::Result<Vec<_>>>()
+    });
+    match modules {
+        Ok(modules) => quote!(#(#modules)*),
+        Err(e) => e.into_compile_error(),
+    }
 }
 
 /// Names the launcher takes besides the kernel's parameters.
 const LAUNCHER_ARGS: [&str; 3] = ["rt", "grid", "consts"];
 
-fn expand(item: &syn::ItemFn, def: &KernelDef) -> syn::Result<TokenStream2> {
+/// The module `name` of one kernel `def` written as `item`.
+fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<TokenStream2> {
     let vis = &item.vis;
-    let name = &item.sig.ident;
     let docs: Vec<&syn::Attribute> = item
         .attrs
         .iter()
@@ -235,7 +243,7 @@ mod tests {
         .unwrap();
         let def = front::parse_kernel(attr.parse().unwrap(), &item).unwrap();
         let json = proc_macro2::Literal::string(&def.to_json()).to_string();
-        let expanded = expand(&item, &def).unwrap().to_string();
+        let expanded = expand(&item, &item.sig.ident, &def).unwrap().to_string();
         assert!(expanded.contains(&json));
         expanded.replace(&json, "JSON")
     }
@@ -269,7 +277,9 @@ mod tests {
     fn launcher_names_cannot_be_parameters() {
         let item: syn::ItemFn = syn::parse_str("fn k(grid: u32) {}").unwrap();
         let def = front::parse_kernel(TokenStream2::new(), &item).unwrap();
-        let err = expand(&item, &def).unwrap_err().to_string();
+        let err = expand(&item, &item.sig.ident, &def)
+            .unwrap_err()
+            .to_string();
         assert!(
             err.contains("`grid` is a parameter of the generated launcher"),
             "{err}"

@@ -5,6 +5,14 @@ use crate::ir::{Literal, Scalar};
 
 /// The value of `<ty>::<name>`, or `None` when Rust has no such constant.
 pub fn value(ty: Scalar, name: &str) -> Option<Literal> {
+    match (name, ty) {
+        ("ZERO" | "ONE", Scalar::Bool) => return None,
+        ("ZERO", t) if t.is_float() => return Some(Literal::Float(0.0)),
+        ("ONE", t) if t.is_float() => return Some(Literal::Float(1.0)),
+        ("ZERO", _) => return Some(Literal::Int(0)),
+        ("ONE", _) => return Some(Literal::Int(1)),
+        _ => {}
+    }
     if ty.is_float() {
         let (max, min_positive, epsilon) = match ty {
             Scalar::F16 => (65504.0, 6.103_515_625e-5, 9.765_625e-4),
@@ -53,7 +61,7 @@ pub fn value(ty: Scalar, name: &str) -> Option<Literal> {
 }
 
 /// The constants `value` knows, for error messages.
-pub const NAMES: &str = "`INFINITY`, `NEG_INFINITY`, `NAN`, `MAX`, `MIN`, `MIN_POSITIVE`, `EPSILON` on floats; `MAX`, `MIN`, `BITS` on integers";
+pub const NAMES: &str = "`ZERO`, `ONE` and `BYTES` (a `u32`) on numbers; `INFINITY`, `NEG_INFINITY`, `NAN`, `MAX`, `MIN`, `MIN_POSITIVE`, `EPSILON` on floats; `MAX`, `MIN`, `BITS` on integers";
 
 #[cfg(test)]
 mod tests {

@@ -18,6 +18,16 @@ pub struct KernelAttr {
     pub requires: Vec<syn::Expr>,
     /// `constrain(cond, ..)`: which combinations of tune values are variants.
     pub constrain: Vec<syn::Expr>,
+    /// `instances(NAME = <T, ..>, ..)`: the kernels a generic kernel is
+    /// built as.
+    pub instances: Vec<Instance>,
+}
+
+/// One `NAME = <T, ..>` of `instances(..)`: a kernel named `NAME` with the
+/// type parameters standing for these types, in order.
+pub struct Instance {
+    pub name: Ident,
+    pub types: Vec<syn::Type>,
 }
 
 /// One `NAME = [v, ..]` of `tune(..)`.
@@ -27,7 +37,7 @@ pub struct TuneEntry {
 }
 
 const OPTIONS: &str = "`arch(sm_70, sm_80)`, `block(256)`, `tune(NAME = [v, ..])`, \
-     `constrain(cond, ..)` and `requires(cond, ..)`";
+     `constrain(cond, ..)`, `requires(cond, ..)` and `instances(NAME = <T, ..>, ..)`";
 
 impl Parse for KernelAttr {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -80,6 +90,30 @@ impl Parse for KernelAttr {
                             }
                         };
                         attr.tune.push(TuneEntry { name, values });
+                        Ok(())
+                    })?;
+                }
+                "instances" => {
+                    meta.parse_nested_meta(|entry| {
+                        let Some(name) = entry.path.get_ident().cloned() else {
+                            return Err(entry.error("write each instance as `NAME = <T, ..>`"));
+                        };
+                        if attr.instances.iter().any(|i| i.name == name) {
+                            return Err(
+                                entry.error(format!("`{name}` is listed twice in `instances(..)`"))
+                            );
+                        }
+                        let input = entry.value()?;
+                        input.parse::<Token![<]>()?;
+                        let mut types = Vec::new();
+                        while !input.peek(Token![>]) {
+                            types.push(input.parse::<syn::Type>()?);
+                            if !input.peek(Token![>]) {
+                                input.parse::<Token![,]>()?;
+                            }
+                        }
+                        input.parse::<Token![>]>()?;
+                        attr.instances.push(Instance { name, types });
                         Ok(())
                     })?;
                 }

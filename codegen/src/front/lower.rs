@@ -16,7 +16,7 @@ use super::constness::{self, Names};
 use super::errors::{Errors, Reported};
 use super::infer;
 use super::signature::Signature;
-use super::types;
+use super::types::{self, TypeArgs};
 use crate::ir::{
     AtomicOp, Axis, BinaryOp, Block, ConstId, ConstParam, Expr, ExprKind, Intrinsic, Kernel,
     Literal, Local, LocalId, Param, ParamId, ParamType, Place, Requirement, Scalar, Space, Special,
@@ -50,14 +50,18 @@ pub struct InlinedCall {
 }
 
 /// Lowers a kernel.
+/// `instance` is the kernel's name and the types its type parameters stand
+/// for.
 pub fn lower_kernel(
     item: &syn::ItemFn,
+    instance: (&str, &TypeArgs),
     attr: &KernelAttr,
     sig: &Signature,
     linked: &Linked,
     errors: &mut Errors,
 ) -> Lowered<LoweredKernel> {
     let mut lower = Lowerer::new(errors, linked);
+    lower.type_args = instance.1.to_vec();
     for c in &sig.const_params {
         lower.const_param(&c.ident, c.ty);
     }
@@ -94,7 +98,7 @@ pub fn lower_kernel(
         return Err(Reported);
     }
     let kernel = Kernel {
-        name: item.sig.ident.to_string(),
+        name: instance.0.to_string(),
         const_params: lower.const_params,
         params: lower.params,
         locals: lower.locals,
@@ -149,6 +153,7 @@ struct View {
 /// What [`Lowerer::enter_function`] sets aside for the caller.
 struct CallerState {
     scopes: Vec<Vec<(String, Binding)>>,
+    type_args: Vec<(Ident, Scalar)>,
     loop_depth: u32,
     caller: Option<usize>,
 }
@@ -194,6 +199,9 @@ struct Lowerer<'e> {
     hoist_barrier: Option<&'static str>,
     /// The calls of the kernel's own body, inlined.
     calls: Vec<InlinedCall>,
+    /// The scalar each type parameter in scope stands for (the kernel
+    /// instance's, or the device function's being inlined).
+    type_args: Vec<(Ident, Scalar)>,
     const_params: Vec<ConstParam>,
     params: Vec<Param>,
     locals: Vec<Local>,
@@ -263,6 +271,7 @@ impl<'e> Lowerer<'e> {
             hoisted: Vec::new(),
             hoist_barrier: None,
             calls: Vec::new(),
+            type_args: Vec::new(),
             const_params: Vec::new(),
             params: Vec::new(),
             locals: Vec::new(),
@@ -275,6 +284,11 @@ impl<'e> Lowerer<'e> {
             guards: Vec::new(),
             variant_checks: Vec::new(),
         }
+    }
+
+    /// The scalar a type names: a type parameter in scope or a scalar type.
+    fn scalar(&self, ty: &syn::Type) -> Result<Scalar, String> {
+        types::scalar_in(ty, &self.type_args)
     }
 
     /// Declares and binds a run-time parameter.
@@ -508,12 +522,13 @@ impl Lowerer<'_> {
         result
     }
 
-    /// Sets the caller's scopes and loops aside to lower the body of device
-    /// function `f`.
-    fn enter_function(&mut self, f: usize) -> CallerState {
+    /// Sets the caller's scopes, loops and type parameters aside to lower
+    /// the body of device function `f` with the types `type_args`.
+    fn enter_function(&mut self, f: usize, type_args: Vec<(Ident, Scalar)>) -> CallerState {
         self.inlining.push(f);
         CallerState {
             scopes: std::mem::replace(&mut self.scopes, vec![Vec::new()]),
+            type_args: std::mem::replace(&mut self.type_args, type_args),
             loop_depth: std::mem::replace(&mut self.loop_depth, 0),
             caller: self.caller.replace(f),
         }
@@ -522,6 +537,7 @@ impl Lowerer<'_> {
     fn leave_function(&mut self, saved: CallerState) {
         self.inlining.pop();
         self.scopes = saved.scopes;
+        self.type_args = saved.type_args;
         self.loop_depth = saved.loop_depth;
         self.caller = saved.caller;
     }
@@ -948,7 +964,7 @@ impl Lowerer<'_> {
                 "a kernel's `const` takes no generic parameters",
             );
         }
-        let ty = match types::scalar(&c.ty) {
+        let ty = match self.scalar(&c.ty) {
             Ok(ty) => ty,
             Err(msg) => return self.err(&c.ty, msg),
         };
@@ -1150,7 +1166,7 @@ impl Lowerer<'_> {
                 Ok((elem, dims))
             }
             syn::Type::Paren(p) => self.declared_type(&p.elem),
-            other => match types::scalar(other) {
+            other => match self.scalar(other) {
                 Ok(s) => Ok((s, Vec::new())),
                 Err(msg) => self.err(other, msg),
             },
@@ -1216,7 +1232,7 @@ impl Lowerer<'_> {
                 BinaryOp::Shl | BinaryOp::Shr => peek(&b.left),
                 _ => peek(&b.left).or_else(|| peek(&b.right)),
             },
-            syn::Expr::Cast(c) => types::scalar(&c.ty).ok(),
+            syn::Expr::Cast(c) => self.scalar(&c.ty).ok(),
             _ => None,
         }
     }
@@ -1517,10 +1533,19 @@ impl Lowerer<'_> {
         if p.qself.is_some() || segments.len() != 2 {
             return Ok(None);
         }
-        let Some(ty) = Scalar::from_name(&segments[0].ident.to_string()) else {
+        let first = &segments[0].ident;
+        let param = self
+            .type_args
+            .iter()
+            .find(|(t, _)| t == first)
+            .map(|(_, s)| *s);
+        let Some(ty) = param.or_else(|| Scalar::from_name(&first.to_string())) else {
             return Ok(None);
         };
         let name = segments[1].ident.to_string();
+        if name == "BYTES" {
+            return Ok(Some(Expr::u32(ty.size_bytes())));
+        }
         match super::assoc::value(ty, &name) {
             Some(lit) => Ok(Some(Expr::literal(ty, lit))),
             None => self.err(
@@ -1823,7 +1848,7 @@ impl Lowerer<'_> {
     }
 
     fn cast(&mut self, c: &syn::ExprCast) -> Lowered<Expr> {
-        let to = match types::scalar(&c.ty) {
+        let to = match self.scalar(&c.ty) {
             Ok(t) => t,
             Err(msg) => return self.err(&c.ty, msg),
         };

@@ -43,56 +43,163 @@ pub fn parse_kernel(attr: TokenStream, item: &syn::ItemFn) -> syn::Result<Kernel
     parse_kernel_linked(attr, item, &Linked::default())
 }
 
-/// Parses one kernel whose calls resolve through `linked`.
+/// Parses one kernel whose calls resolve through `linked`; a kernel with
+/// type parameters is an error here (it is several kernels:
+/// [`parse_kernel_instances`]).
 pub fn parse_kernel_linked(
     attr: TokenStream,
     item: &syn::ItemFn,
     linked: &Linked,
 ) -> syn::Result<KernelDef> {
+    let mut instances = parse_kernel_instances(attr, item, linked)?;
+    match instances.len() {
+        1 => Ok(instances.remove(0).1),
+        _ => Err(syn::Error::new_spanned(
+            &item.sig.generics,
+            "this kernel has instances: compile it with `parse_kernel_instances`",
+        )),
+    }
+}
+
+/// Parses a kernel into the kernels it is built as, each with its module
+/// name: itself, or one per entry of `instances(..)` when it has type
+/// parameters. Calls resolve through `linked`.
+pub fn parse_kernel_instances(
+    attr: TokenStream,
+    item: &syn::ItemFn,
+    linked: &Linked,
+) -> syn::Result<Vec<(proc_macro2::Ident, KernelDef)>> {
     let attr: attr::KernelAttr = syn::parse2(attr)?;
     let mut errors = Errors::default();
-    let sig = signature::parse_signature(item, &mut errors);
-    let tune = tune_axes(&attr, &sig, &mut errors);
-    let targets = targets(&attr, &mut errors);
-    let lowered = lower::lower_kernel(item, &attr, &sig, linked, &mut errors);
+    let instances = instance_types(&attr, item, &mut errors);
+    if !errors.is_empty() {
+        return Err(errors.into_error(&item.sig.ident));
+    }
+    let mut defs = Vec::new();
+    for (name, args) in &instances {
+        if let Some(def) = compile_instance(&attr, item, (name, args), linked, &mut errors) {
+            defs.push((name.clone(), def));
+        }
+    }
+    if errors.is_empty() {
+        Ok(defs)
+    } else {
+        Err(errors.into_error(&item.sig.ident))
+    }
+}
+
+/// The name of each kernel `item` is built as, with the types its type
+/// parameters stand for.
+fn instance_types(
+    attr: &attr::KernelAttr,
+    item: &syn::ItemFn,
+    errors: &mut Errors,
+) -> Vec<(
+    proc_macro2::Ident,
+    Vec<(proc_macro2::Ident, crate::ir::Scalar)>,
+)> {
+    let params = signature::type_params(&item.sig, errors);
+    if params.is_empty() {
+        if let Some(first) = attr.instances.first() {
+            errors.push(&first.name, "`instances(..)` lists the types of a kernel's type parameters, and this kernel has none: remove it, or add `<T: Float>` to the kernel");
+        }
+        return vec![(item.sig.ident.clone(), Vec::new())];
+    }
+    if attr.instances.is_empty() {
+        let names: Vec<String> = params.iter().map(|p| p.ident.to_string()).collect();
+        errors.push(
+            &item.sig.generics,
+            format!(
+                "a kernel with type parameters is built for the types `instances(..)` lists: add e.g. `instances({}_f32 = <{}>)` to `#[kernel(..)]`",
+                item.sig.ident,
+                vec!["f32"; names.len()].join(", ")
+            ),
+        );
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for instance in &attr.instances {
+        if instance.types.len() != params.len() {
+            errors.push(
+                &instance.name,
+                format!(
+                    "`{}` gives {} type(s), and the kernel has {} type parameter(s)",
+                    instance.name,
+                    instance.types.len(),
+                    params.len()
+                ),
+            );
+            continue;
+        }
+        let mut args = Vec::new();
+        for (ty, param) in instance.types.iter().zip(&params) {
+            match types::scalar(ty) {
+                Ok(s) if param.bound.admits(s) => args.push((param.ident.clone(), s)),
+                Ok(s) => {
+                    errors.push(
+                        ty,
+                        format!(
+                            "`{}` is `{}: {}`, which `{}` is not",
+                            param.ident,
+                            param.ident,
+                            param.bound.name(),
+                            s.name()
+                        ),
+                    );
+                }
+                Err(msg) => {
+                    errors.push(ty, msg);
+                }
+            }
+        }
+        out.push((instance.name.clone(), args));
+    }
+    out
+}
+
+/// One kernel: `item` named `instance.0`, its type parameters standing for
+/// `instance.1`.
+fn compile_instance(
+    attr: &attr::KernelAttr,
+    item: &syn::ItemFn,
+    instance: (&proc_macro2::Ident, &types::TypeArgs),
+    linked: &Linked,
+    errors: &mut Errors,
+) -> Option<KernelDef> {
+    let before = errors.len();
+    let sig = signature::parse_signature(item, instance.1, errors);
+    let tune = tune_axes(attr, &sig, errors);
+    let targets = targets(attr, errors);
+    let name = instance.0.to_string();
+    let lowered = lower::lower_kernel(item, (&name, instance.1), attr, &sig, linked, errors);
     if let Ok(lowered) = &lowered {
         // Types and constructs do not depend on const values: the family's
         // IR tells whether every variant can be WGSL.
         if targets.contains(&Target::Wgsl) {
-            target_check(item, lowered, &mut errors, &crate::back::wgsl::check);
+            target_check(item, lowered, errors, &crate::back::wgsl::check);
         }
         for arch in targets.iter().filter_map(|t| t.arch()) {
-            target_check(item, lowered, &mut errors, &|k| {
+            target_check(item, lowered, errors, &|k| {
                 crate::back::ptx::check_arch(k, arch)
             });
         }
     }
-    match (lowered, tune) {
-        (
-            Ok(lower::LoweredKernel {
-                ir,
-                constraints,
-                variant_checks,
-                ..
-            }),
-            Ok(tune),
-        ) if errors.is_empty() => {
-            let def = KernelDef::new(ir, targets, tune, constraints);
-            if def.variants().is_empty() {
-                errors.push(
-                    &item.sig.ident,
-                    "`constrain(..)` leaves no variant of the `tune(..)` values: relax a condition or add values",
-                );
-                return Err(errors.into_error(&item.sig.ident));
-            }
-            lower::check_variants(&def, &variant_checks, &mut errors);
-            if !errors.is_empty() {
-                return Err(errors.into_error(&item.sig.ident));
-            }
-            Ok(def)
-        }
-        _ => Err(errors.into_error(&item.sig.ident)),
+    let (Ok(lowered), Ok(tune)) = (lowered, tune) else {
+        return None;
+    };
+    if errors.len() != before {
+        return None;
     }
+    let def = KernelDef::new(lowered.ir, targets, tune, lowered.constraints);
+    if def.variants().is_empty() {
+        errors.push(
+            &item.sig.ident,
+            "`constrain(..)` leaves no variant of the `tune(..)` values: relax a condition or add values",
+        );
+        return None;
+    }
+    lower::check_variants(&def, &lowered.variant_checks, errors);
+    (errors.len() == before).then_some(def)
 }
 
 /// Runs a target's check over a lowered kernel. A failure in what a call

@@ -3,7 +3,7 @@
 use proc_macro2::Ident;
 
 use super::errors::Errors;
-use super::types;
+use super::types::{self, Bound, TypeArgs};
 use quote::ToTokens;
 
 use crate::ir::{ParamType, Scalar, Space};
@@ -18,6 +18,12 @@ pub struct ParamDecl {
     pub ty: ParamType,
 }
 
+/// A type parameter `T: Bound`.
+pub struct TypeParamDecl {
+    pub ident: Ident,
+    pub bound: Bound,
+}
+
 pub struct Signature {
     pub const_params: Vec<ConstParamDecl>,
     pub params: Vec<ParamDecl>,
@@ -26,7 +32,8 @@ pub struct Signature {
     pub broken: Vec<Ident>,
 }
 
-pub fn parse_signature(item: &syn::ItemFn, errors: &mut Errors) -> Signature {
+/// The kernel's signature with its type parameters standing for `args`.
+pub fn parse_signature(item: &syn::ItemFn, args: &TypeArgs, errors: &mut Errors) -> Signature {
     let sig = &item.sig;
     for attr in &item.attrs {
         if !attr.path().is_ident("doc") {
@@ -47,12 +54,12 @@ pub fn parse_signature(item: &syn::ItemFn, errors: &mut Errors) -> Signature {
         broken: Vec::new(),
     };
     let mut names = UniqueNames::default();
-    out.const_params = const_params(sig, &mut names, &mut out.broken, errors);
+    out.const_params = generics(sig, &mut names, &mut out.broken, errors).0;
     for input in &sig.inputs {
         let Some((ident, _, arg)) = typed_input(input, false, &mut names, errors) else {
             continue;
         };
-        match param_type(&arg.ty) {
+        match param_type(&arg.ty, args) {
             Ok(ty) => out.params.push(ParamDecl { ident, ty }),
             Err(msg) => {
                 errors.push(&arg.ty, msg);
@@ -95,9 +102,13 @@ pub enum DeviceParamKind {
     },
 }
 
-/// The signature of a `#[device]` function; `None` when it has an error
-/// (reported).
-pub fn parse_device_signature(item: &syn::ItemFn, errors: &mut Errors) -> Option<DeviceSignature> {
+/// The signature of a `#[device]` function with its type parameters
+/// standing for `args`; `None` when it has an error (reported).
+pub fn parse_device_signature(
+    item: &syn::ItemFn,
+    args: &TypeArgs,
+    errors: &mut Errors,
+) -> Option<DeviceSignature> {
     let fail = |errors: &mut Errors, at: &dyn ToTokens, msg: &str| {
         errors.push(at, msg);
     };
@@ -111,7 +122,7 @@ pub fn parse_device_signature(item: &syn::ItemFn, errors: &mut Errors) -> Option
     check_qualifiers(sig, "a device function", errors);
     let mut names = UniqueNames::default();
     let mut broken = Vec::new();
-    let const_params = const_params(sig, &mut names, &mut broken, errors);
+    let const_params = generics(sig, &mut names, &mut broken, errors).0;
     let mut params = Vec::new();
     for input in &sig.inputs {
         let Some((ident, mutable, arg)) = typed_input(input, true, &mut names, errors) else {
@@ -125,7 +136,7 @@ pub fn parse_device_signature(item: &syn::ItemFn, errors: &mut Errors) -> Option
                 fail(errors, attr, "the only attribute on a parameter is `#[shared]`, on an array that lives in shared memory");
             }
         }
-        match device_param_type(&arg.ty, mutable, space) {
+        match device_param_type(&arg.ty, mutable, space, args) {
             Ok(kind) => params.push(DeviceParamDecl { ident, kind }),
             Err(msg) => fail(errors, &arg.ty, &msg),
         }
@@ -136,14 +147,14 @@ pub fn parse_device_signature(item: &syn::ItemFn, errors: &mut Errors) -> Option
             syn::Type::Tuple(t) => {
                 let mut scalars = Vec::new();
                 for elem in &t.elems {
-                    match types::scalar(elem) {
+                    match types::scalar_in(elem, args) {
                         Ok(s) => scalars.push(s),
                         Err(msg) => fail(errors, elem, &msg),
                     }
                 }
                 scalars
             }
-            other => match types::scalar(other) {
+            other => match types::scalar_in(other, args) {
                 Ok(s) => vec![s],
                 Err(_) => {
                     fail(errors, other, "a device function returns a scalar, a tuple of scalars or nothing: write arrays through a `&mut` parameter");
@@ -208,14 +219,22 @@ impl UniqueNames {
     }
 }
 
-/// The `const NAME: u32` generics; names with a broken type go to `broken`.
-fn const_params(
+/// The type parameters of a signature, in order; a bound that is not one of
+/// the language's is reported.
+pub fn type_params(sig: &syn::Signature, errors: &mut Errors) -> Vec<TypeParamDecl> {
+    generics(sig, &mut UniqueNames::default(), &mut Vec::new(), errors).1
+}
+
+/// The `const NAME: u32` generics and the type parameters; names with a
+/// broken type go to `broken`.
+fn generics(
     sig: &syn::Signature,
     names: &mut UniqueNames,
     broken: &mut Vec<Ident>,
     errors: &mut Errors,
-) -> Vec<ConstParamDecl> {
+) -> (Vec<ConstParamDecl>, Vec<TypeParamDecl>) {
     let mut out = Vec::new();
+    let mut types = Vec::new();
     for param in &sig.generics.params {
         match param {
             syn::GenericParam::Const(c) => {
@@ -250,17 +269,43 @@ fn const_params(
                 }
             }
             syn::GenericParam::Type(t) => {
-                errors.push(
-                    t,
-                    "generic type parameters are not supported: use a const parameter, or write one function per element type",
-                );
+                names.check(&t.ident, errors);
+                if let Some(default) = &t.default {
+                    errors.push(default, "type parameters take their types from `instances(..)` or the call: remove the default");
+                }
+                let mut bound = Bound::Any;
+                for b in &t.bounds {
+                    let known = match b {
+                        syn::TypeParamBound::Trait(tr) if tr.path.get_ident().is_some() => {
+                            Bound::from_name(&tr.path.get_ident().expect("checked").to_string())
+                        }
+                        _ => None,
+                    };
+                    match known {
+                        Some(k) if bound == Bound::Any => bound = k,
+                        Some(_) => {
+                            errors
+                                .push(b, "a type parameter takes one bound: choose the narrowest");
+                        }
+                        None => {
+                            errors.push(
+                                b,
+                                format!("unknown bound: the bounds are {}", types::BOUNDS),
+                            );
+                        }
+                    }
+                }
+                types.push(TypeParamDecl {
+                    ident: t.ident.clone(),
+                    bound,
+                });
             }
             syn::GenericParam::Lifetime(l) => {
                 errors.push(l, "kernels and device functions take no lifetime parameters: remove it (slices are borrowed for the launch)");
             }
         }
     }
-    out
+    (out, types)
 }
 
 /// A parameter `name: Type`: its name, whether it is `mut` (allowed when
@@ -304,6 +349,7 @@ fn device_param_type(
     ty: &syn::Type,
     mutable: bool,
     space: Space,
+    args: &TypeArgs,
 ) -> Result<DeviceParamKind, String> {
     let shared_misplaced =
         || "`#[shared]` marks an array parameter (`&[[T; N]; M]`): remove it here".to_string();
@@ -315,12 +361,12 @@ fn device_param_type(
             let by_mut = r.mutability.is_some();
             match &*r.elem {
                 syn::Type::Slice(slice) if space == Space::Register => Ok(DeviceParamKind::Slice {
-                    elem: types::scalar(&slice.elem)?,
+                    elem: types::scalar_in(&slice.elem, args)?,
                     mutable: by_mut,
                 }),
                 syn::Type::Slice(_) => Err(shared_misplaced()),
                 array @ syn::Type::Array(_) => {
-                    let (elem, dims) = array_type(array)?;
+                    let (elem, dims) = array_type(array, args)?;
                     Ok(DeviceParamKind::Array { elem, dims, space, mutable: by_mut })
                 }
                 _ => Err("references are for slices (`&[T]`) and arrays (`&mut [[T; N]; M]`): pass scalars by value, e.g. `a: f32`".into()),
@@ -329,34 +375,48 @@ fn device_param_type(
         _ if space == Space::Shared => Err(shared_misplaced()),
         syn::Type::Array(_) => Err("arrays are passed by reference: write `&[T; N]` or `&mut [T; N]`".into()),
         syn::Type::Ptr(_) => Err("raw pointers are not supported: use a slice `&[T]` or an array reference `&mut [T; N]`".into()),
-        _ => types::scalar(ty).map(|ty| DeviceParamKind::Scalar { ty, mutable }),
+        _ => types::scalar_in(ty, args).map(|ty| DeviceParamKind::Scalar { ty, mutable }),
     }
 }
 
 /// `[[T; N]; M]`: the element type and the sizes, outermost first.
-fn array_type(ty: &syn::Type) -> Result<(Scalar, Vec<syn::Expr>), String> {
+fn array_type(ty: &syn::Type, args: &TypeArgs) -> Result<(Scalar, Vec<syn::Expr>), String> {
     match ty {
         syn::Type::Array(a) => {
-            let (elem, mut dims) = array_type(&a.elem)?;
+            let (elem, mut dims) = array_type(&a.elem, args)?;
             dims.insert(0, a.len.clone());
             Ok((elem, dims))
         }
-        syn::Type::Paren(p) => array_type(&p.elem),
-        other => Ok((types::scalar(other)?, Vec::new())),
+        syn::Type::Paren(p) => array_type(&p.elem, args),
+        other => Ok((types::scalar_in(other, args)?, Vec::new())),
     }
 }
 
-fn param_type(ty: &syn::Type) -> Result<ParamType, String> {
+/// The element type a parameter's type is written with, if it is a bare
+/// name (`T`, `&[T]`, `&mut [[T; N]; M]`): what a type parameter is
+/// inferred from.
+pub fn element_name(ty: &syn::Type) -> Option<&Ident> {
+    match ty {
+        syn::Type::Reference(r) => element_name(&r.elem),
+        syn::Type::Slice(s) => element_name(&s.elem),
+        syn::Type::Array(a) => element_name(&a.elem),
+        syn::Type::Paren(p) => element_name(&p.elem),
+        syn::Type::Path(p) if p.qself.is_none() => p.path.get_ident(),
+        _ => None,
+    }
+}
+
+fn param_type(ty: &syn::Type, args: &TypeArgs) -> Result<ParamType, String> {
     match ty {
         syn::Type::Reference(r) => match &*r.elem {
             syn::Type::Slice(slice) => Ok(ParamType::Slice {
-                elem: types::scalar(&slice.elem)?,
+                elem: types::scalar_in(&slice.elem, args)?,
                 mutable: r.mutability.is_some(),
             }),
             _ => Err("references are only for slices (`&[T]`, `&mut [T]`): pass scalars by value, e.g. `a: f32`".into()),
         },
         syn::Type::Array(_) => Err("array parameters are not supported: pass a slice `&[T]` in global memory".into()),
         syn::Type::Ptr(_) => Err("raw pointers are not supported in kernels: use a slice `&[T]` or `&mut [T]`".into()),
-        _ => types::scalar(ty).map(ParamType::Scalar),
+        _ => types::scalar_in(ty, args).map(ParamType::Scalar),
     }
 }

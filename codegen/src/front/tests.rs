@@ -370,7 +370,7 @@ fn signature_errors() {
     assert_error(
         "",
         "fn k<T>(x: &[T]) {}",
-        &["generic type parameters are not supported"],
+        &["a kernel with type parameters is built for the types `instances(..)` lists"],
     );
     assert_error(
         "tune(F = [1])",

@@ -1,9 +1,85 @@
 //! Types as written in the source: scalar names, slices, arrays, and the
 //! ranges of integer literals.
 
+use proc_macro2::Ident;
 use quote::ToTokens;
 
 use crate::ir::Scalar;
+
+/// What a type parameter (`T: Float`) admits: a small fixed set of bounds.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Bound {
+    /// No bound: every scalar type.
+    Any,
+    /// `f16`, `bf16`, `f32`, `f64`.
+    Float,
+    /// `i8`, `u8`, `i32`, `u32`, `i64`, `u64`.
+    Int,
+    /// A float or an integer.
+    Number,
+    /// The 16-bit floats, the operands of `mma_m16n8k16`: `f16`, `bf16`.
+    Half,
+}
+
+/// The bounds, for messages.
+pub const BOUNDS: &str = "`Float` (f16, bf16, f32, f64), `Int` (i8, u8, i32, u32, i64, u64), \
+     `Number` (either) and `Half` (f16, bf16)";
+
+impl Bound {
+    pub fn from_name(name: &str) -> Option<Bound> {
+        Some(match name {
+            "Float" => Bound::Float,
+            "Int" => Bound::Int,
+            "Number" => Bound::Number,
+            "Half" => Bound::Half,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Bound::Any => "any scalar",
+            Bound::Float => "Float",
+            Bound::Int => "Int",
+            Bound::Number => "Number",
+            Bound::Half => "Half",
+        }
+    }
+
+    pub fn admits(self, ty: Scalar) -> bool {
+        match self {
+            Bound::Any => true,
+            Bound::Float => ty.is_float(),
+            Bound::Int => ty.is_int(),
+            Bound::Number => ty.is_float() || ty.is_int(),
+            Bound::Half => matches!(ty, Scalar::F16 | Scalar::Bf16),
+        }
+    }
+
+    /// The type a device function's body is checked with at its definition.
+    pub fn representative(self) -> Scalar {
+        match self {
+            Bound::Any | Bound::Float | Bound::Number => Scalar::F32,
+            Bound::Int => Scalar::U32,
+            Bound::Half => Scalar::F16,
+        }
+    }
+}
+
+/// The scalar each type parameter in scope stands for.
+pub type TypeArgs = [(Ident, Scalar)];
+
+/// The scalar `ty` names, a type parameter of `args` or a scalar type.
+pub fn scalar_in(ty: &syn::Type, args: &TypeArgs) -> Result<Scalar, String> {
+    if let syn::Type::Path(path) = ty {
+        if let Some(ident) = path.path.get_ident() {
+            if let Some((_, s)) = args.iter().find(|(a, _)| a == ident) {
+                return Ok(*s);
+            }
+        }
+    }
+    scalar(ty)
+}
 
 const SCALARS: &str = "bool, i8, u8, i32, u32, i64, u64, f16, bf16, f32, f64";
 

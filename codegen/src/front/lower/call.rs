@@ -181,7 +181,8 @@ pub(super) fn near_builtin(name: &str) -> Option<&'static str> {
 /// has whatever calls it, reported once, at its definition.
 pub fn check_device(linked: &Linked, f: usize, errors: &mut Errors) {
     let item = &linked.functions[f].item;
-    let Some(sig) = signature::parse_device_signature(item, errors) else {
+    let type_args = representatives(item, errors);
+    let Some(sig) = signature::parse_device_signature(item, &type_args, errors) else {
         return;
     };
     let mut lower = Lowerer::new(errors, linked);
@@ -249,7 +250,17 @@ pub fn check_device(linked: &Linked, f: usize, errors: &mut Errors) {
         site.args.push(arg);
     }
     let mut body = Block::new();
-    let _reported = lower.hoisting(&mut body, |this, _| this.inline(f, &sig, site));
+    let _reported = lower.hoisting(&mut body, |this, _| this.inline(f, &sig, site, type_args));
+}
+
+/// Each type parameter of `item` standing for a type of its bound: what a
+/// body is checked with where the function is defined.
+fn representatives(item: &syn::ItemFn, errors: &mut Errors) -> Vec<(Ident, Scalar)> {
+    let params = signature::type_params(&item.sig, errors);
+    params
+        .into_iter()
+        .map(|p| (p.ident, p.bound.representative()))
+        .collect()
 }
 
 /// An argument bound to a parameter.
@@ -331,8 +342,10 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let sig = signature::parse_device_signature(&def.item, self.errors).ok_or(Reported)?;
-        let consts = self.const_arguments(p, &sig, &name)?;
+        let (types, consts) = self.generic_arguments(p, &def.item, &name)?;
+        let type_args = self.type_arguments(c, &def.item, types, &name)?;
+        let sig = signature::parse_device_signature(&def.item, &type_args, self.errors)
+            .ok_or(Reported)?;
         if c.args.len() != sig.params.len() {
             let list: Vec<String> = sig
                 .params
@@ -370,82 +383,185 @@ impl Lowerer<'_> {
             args,
             consts,
         };
-        self.inline(f, &sig, site)
+        self.inline(f, &sig, site, type_args)
     }
 
-    /// `f::<A, B>`: the explicit const arguments, constants in the caller;
-    /// missing trailing ones are `None` (inferred from array sizes).
-    fn const_arguments(
+    /// `f::<A, B>`: the explicit type arguments and const arguments (the
+    /// latter constants in the caller), each in declaration order; missing
+    /// trailing ones are `None` (inferred from the arguments).
+    fn generic_arguments(
         &mut self,
         p: &syn::ExprPath,
-        sig: &DeviceSignature,
+        item: &syn::ItemFn,
         name: &str,
-    ) -> Lowered<Vec<Option<Expr>>> {
+    ) -> Lowered<(Vec<Option<Scalar>>, Vec<Option<Expr>>)> {
         let given: Vec<&syn::GenericArgument> = match p.path.segments.last().map(|s| &s.arguments) {
             Some(syn::PathArguments::AngleBracketed(a)) => a.args.iter().collect(),
             Some(syn::PathArguments::Parenthesized(a)) => {
-                return self.err(a, "write const arguments as `f::<A, B>(..)`")
+                return self.err(a, "write generic arguments as `f::<A, B>(..)`")
             }
             _ => Vec::new(),
         };
-        if given.len() > sig.const_params.len() {
+        let generics: Vec<&syn::GenericParam> = item
+            .sig
+            .generics
+            .params
+            .iter()
+            .filter(|g| !matches!(g, syn::GenericParam::Lifetime(_)))
+            .collect();
+        if given.len() > generics.len() {
             return self.err(
                 p,
                 format!(
-                    "`{name}` takes {} const argument(s), but {} were given",
-                    sig.const_params.len(),
+                    "`{name}` takes {} generic argument(s), but {} were given",
+                    generics.len(),
                     given.len()
                 ),
             );
         }
-        let mut consts = Vec::new();
-        for (i, decl) in sig.const_params.iter().enumerate() {
-            let Some(arg) = given.get(i) else {
-                consts.push(None);
-                continue;
-            };
-            let expr: syn::Expr = match arg {
-                syn::GenericArgument::Const(e) => e.clone(),
-                // `f::<BM>` parses as a type: a const name.
-                syn::GenericArgument::Type(syn::Type::Path(t)) if t.qself.is_none() => {
-                    syn::Expr::Path(syn::ExprPath {
-                        attrs: Vec::new(),
-                        qself: None,
-                        path: t.path.clone(),
-                    })
-                }
-                other => {
-                    return self.err(
-                        other,
-                        format!("the const argument `{}` of `{name}` is a value: a literal, a const name or `{{ expression }}`", decl.ident),
-                    )
-                }
-            };
-            let expr = match &expr {
-                syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
-                    syn::Stmt::Expr(e, None) => e.clone(),
-                    _ => expr.clone(),
+        let (mut types, mut consts) = (Vec::new(), Vec::new());
+        for (i, generic) in generics.into_iter().enumerate() {
+            let arg = given.get(i);
+            match generic {
+                syn::GenericParam::Type(t) => match arg {
+                    None => types.push(None),
+                    Some(syn::GenericArgument::Type(ty)) => match self.scalar(ty) {
+                        Ok(s) => types.push(Some(s)),
+                        Err(msg) => return self.err(ty, msg),
+                    },
+                    Some(other) => {
+                        return self.err(
+                            other,
+                            format!(
+                                "`{}` of `{name}` is a type parameter: give a type, e.g. `f32`",
+                                t.ident
+                            ),
+                        )
+                    }
                 },
-                _ => expr,
-            };
-            let value = self.expr(&expr, Some(decl.ty))?;
-            self.check_type(
-                &expr,
-                value.ty,
-                decl.ty,
-                &format!("the const argument `{}` of `{name}`", decl.ident),
-            )?;
-            self.check_constant(
-                &expr,
-                &value,
-                ConstantRole::Immediate(&format!(
-                    "the const argument `{}` of `{name}`",
-                    decl.ident
-                )),
-            )?;
-            consts.push(Some(value));
+                syn::GenericParam::Const(c) => {
+                    let ty = crate::front::types::scalar(&c.ty).map_err(|_| Reported)?;
+                    match arg {
+                        None => consts.push(None),
+                        Some(arg) => {
+                            consts.push(Some(self.const_argument(arg, &c.ident, ty, name)?))
+                        }
+                    }
+                }
+                syn::GenericParam::Lifetime(_) => {}
+            }
         }
-        Ok(consts)
+        Ok((types, consts))
+    }
+
+    /// The value of the const argument `arg` for the const parameter `param`.
+    fn const_argument(
+        &mut self,
+        arg: &syn::GenericArgument,
+        param: &Ident,
+        ty: Scalar,
+        name: &str,
+    ) -> Lowered<Expr> {
+        let what = format!("the const argument `{param}` of `{name}`");
+        let expr: syn::Expr = match arg {
+            syn::GenericArgument::Const(e) => e.clone(),
+            // `f::<BM>` parses as a type: a const name.
+            syn::GenericArgument::Type(syn::Type::Path(t)) if t.qself.is_none() => {
+                syn::Expr::Path(syn::ExprPath {
+                    attrs: Vec::new(),
+                    qself: None,
+                    path: t.path.clone(),
+                })
+            }
+            other => {
+                return self.err(
+                    other,
+                    format!("{what} is a value: a literal, a const name or `{{ expression }}`"),
+                )
+            }
+        };
+        let expr = match &expr {
+            syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+                syn::Stmt::Expr(e, None) => e.clone(),
+                _ => expr.clone(),
+            },
+            _ => expr,
+        };
+        let value = self.expr(&expr, Some(ty))?;
+        self.check_type(&expr, value.ty, ty, &what)?;
+        self.check_constant(&expr, &value, ConstantRole::Immediate(&what))?;
+        Ok(value)
+    }
+
+    /// The type each type parameter of `item` stands for at the call `c`:
+    /// given, or the element type of the first argument whose parameter is
+    /// written with it (`x: T`, `&[T]`, `&mut [[T; N]; M]`); each must meet
+    /// its bound.
+    fn type_arguments(
+        &mut self,
+        c: &syn::ExprCall,
+        item: &syn::ItemFn,
+        given: Vec<Option<Scalar>>,
+        name: &str,
+    ) -> Lowered<Vec<(Ident, Scalar)>> {
+        let params = signature::type_params(&item.sig, &mut Errors::default());
+        let mut out = Vec::new();
+        for (param, given) in params.iter().zip(given) {
+            let inferred = given.or_else(|| {
+                item.sig
+                    .inputs
+                    .iter()
+                    .zip(&c.args)
+                    .find_map(|(input, arg)| match input {
+                        syn::FnArg::Typed(t)
+                            if signature::element_name(&t.ty) == Some(&param.ident) =>
+                        {
+                            self.element_type(arg)
+                        }
+                        _ => None,
+                    })
+            });
+            let Some(ty) = inferred else {
+                return self.err(
+                    c,
+                    format!("the type `{}` of `{name}` cannot be inferred from the arguments: give it, `{name}::<f32, ..>(..)` (type and const arguments in declaration order)", param.ident),
+                );
+            };
+            if !param.bound.admits(ty) {
+                return self.err(
+                    c,
+                    format!(
+                        "`{name}` needs `{}: {}`, but `{}` is `{}` here",
+                        param.ident,
+                        param.bound.name(),
+                        param.ident,
+                        ty.name()
+                    ),
+                );
+            }
+            out.push((param.ident.clone(), ty));
+        }
+        Ok(out)
+    }
+
+    /// The element type of an argument, as far as it shows without lowering
+    /// it: a slice's, an array's, a scalar's.
+    fn element_type(&self, arg: &syn::Expr) -> Option<Scalar> {
+        let inner = borrowed(arg, false).unwrap_or(arg);
+        let (root, _) = index_chain(inner);
+        if let syn::Expr::Path(p) = peel(root) {
+            match self.lookup(p.path.get_ident()?)? {
+                Binding::Param(id) | Binding::Slice { param: id, .. } => {
+                    if let ParamType::Slice { elem, .. } = self.params[id as usize].ty {
+                        return Some(elem);
+                    }
+                }
+                Binding::Local(id) => return Some(self.locals[id as usize].ty),
+                Binding::View(v) => return Some(self.locals[self.views[v].local as usize].ty),
+                _ => {}
+            }
+        }
+        self.peek_type(arg, None)
     }
 
     /// Lowers one argument, in the caller's scope, for `param`.
@@ -641,6 +757,7 @@ impl Lowerer<'_> {
         f: usize,
         sig: &DeviceSignature,
         mut site: CallSite,
+        type_args: Vec<(Ident, Scalar)>,
     ) -> Lowered<Vec<Expr>> {
         let linked = self.linked;
         let item = &linked.functions[f].item;
@@ -679,7 +796,7 @@ impl Lowerer<'_> {
         }
 
         let mut body = Block::new();
-        let saved = self.enter_function(f);
+        let saved = self.enter_function(f, type_args);
         for (decl, value) in sig.const_params.iter().zip(site.consts) {
             let value = value.expect("every const argument is given or inferred");
             self.named.push(value);
@@ -909,10 +1026,17 @@ impl Lowerer<'_> {
     pub(super) fn argument_type(&self, c: &syn::ExprCall, k: usize) -> Option<Scalar> {
         let path = device_path(c)?;
         let f = self.linked.resolve(self.caller, &path_key(path))?;
-        let sig = signature::parse_device_signature(
-            &self.linked.functions[f].item,
-            &mut Errors::default(),
-        )?;
+        let item = &self.linked.functions[f].item;
+        let mut scratch = Errors::default();
+        let type_args = representatives(item, &mut scratch);
+        if let Some(syn::FnArg::Typed(t)) = item.sig.inputs.iter().nth(k) {
+            // A type parameter is what the argument makes it.
+            let written = signature::element_name(&t.ty);
+            if type_args.iter().any(|(p, _)| Some(p) == written) {
+                return None;
+            }
+        }
+        let sig = signature::parse_device_signature(item, &type_args, &mut scratch)?;
         match sig.params.get(k)?.kind {
             DeviceParamKind::Scalar { ty, .. } => Some(ty),
             _ => None,

@@ -285,3 +285,88 @@ fn functions_compile_for_every_arch() {
     }
     crate::compile_wgsl(&def, &[], Some([64, 1, 1])).unwrap();
 }
+
+#[test]
+fn type_parameters_are_inferred_or_given_and_stand_for_their_type() {
+    let functions = [
+        "fn load<T: Half>(x: &[T], i: u32) -> f32 { x[i] as f32 }",
+        "fn zero<T: Float>() -> T { T::ZERO }",
+        "fn bytes<T>() -> u32 { T::BYTES * 2 }",
+    ];
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(x: &[f16], y: &mut [f32], z: &mut [bf16]) {
+            let i = thread_idx().x;
+            y[i] = load(x, i) + zero::<f32>();
+            z[i] = zero::<bf16>();
+            y[bytes::<f16>()] = 1.0;
+        }",
+        &functions,
+        "fn k(x: &[f16], y: &mut [f32], z: &mut [bf16]) {
+            let i = thread_idx().x;
+            y[i] = x[i] as f32 + 0.0f32;
+            z[i] = 0.0bf16;
+            y[2u32 * 2] = 1.0;
+        }",
+    );
+    assert_call_error(
+        "fn k(x: &[f32], y: &mut [f32]) { y[0] = load(x, 0); }",
+        &functions,
+        &["`load` needs `T: Half`, but `T` is `f32` here"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [f32]) { y[0] = zero(); }",
+        &functions,
+        &["the type `T` of `zero` cannot be inferred from the arguments"],
+    );
+}
+
+#[test]
+fn a_generic_kernel_is_one_kernel_per_instance() {
+    let generic = "fn scale<T: Half, const N: u32>(x: &[T], y: &mut [T]) {
+        let i = thread_idx().x * N;
+        y[i] = (x[i] as f32 * 2.0) as T;
+    }";
+    let defs = crate::front::parse_kernel_instances(
+        "arch(sm_80), tune(N = [1, 2]), instances(scale_f16 = <f16>, scale_bf16 = <bf16>)"
+            .parse()
+            .unwrap(),
+        &syn::parse_str(generic).unwrap(),
+        &Default::default(),
+    )
+    .unwrap();
+    let names: Vec<String> = defs.iter().map(|(n, _)| n.to_string()).collect();
+    assert_eq!(names, ["scale_f16", "scale_bf16"]);
+    let by_hand = parse_kernel_str(
+        "arch(sm_80), tune(N = [1, 2])",
+        "fn scale_f16<const N: u32>(x: &[f16], y: &mut [f16]) {
+            let i = thread_idx().x * N;
+            y[i] = (x[i] as f32 * 2.0) as f16;
+        }",
+    )
+    .unwrap();
+    assert_eq!(ptx(&defs[0].1), ptx(&by_hand));
+    assert_eq!(
+        defs[1].1.ir.params[0].ty,
+        crate::ir::ParamType::Slice {
+            elem: crate::ir::Scalar::Bf16,
+            mutable: false
+        }
+    );
+
+    let instances_error = |attr: &str| {
+        crate::front::parse_kernel_instances(
+            attr.parse().unwrap(),
+            &syn::parse_str(generic).unwrap(),
+            &Default::default(),
+        )
+        .unwrap_err()
+        .to_string()
+    };
+    assert!(instances_error("tune(N = [1])")
+        .contains("a kernel with type parameters is built for the types `instances(..)` lists"));
+    assert!(instances_error("tune(N = [1]), instances(s = <f32>)")
+        .contains("`T` is `T: Half`, which `f32` is not"));
+    assert!(instances_error("tune(N = [1]), instances(s = <f16, f16>)")
+        .contains("`s` gives 2 type(s), and the kernel has 1"));
+}

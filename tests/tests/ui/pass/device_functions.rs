@@ -55,5 +55,30 @@ pub fn tiles<const BM: u32>(y: &mut [u32]) {
 }
 
 fn main() {
-    let _ = (k::def(), tiles::variants());
+    let _ = (k::def(), tiles::variants(), launch_both);
+}
+
+/// Twice `x`, in any float type, computed in f32.
+#[device]
+pub fn double<T: Float>(x: T) -> T {
+    (x as f32 * 2.0) as T
+}
+
+/// One kernel per element type (docs/dsl.md, "Element-type generics").
+#[kernel(arch(sm_80), instances(scale_f16 = <f16>, scale_bf16 = <bf16>))]
+pub fn scale<T: Half>(x: &[T], y: &mut [T]) {
+    let i = thread_idx().x;
+    y[i] = double(x[i]);
+}
+
+/// The instances are kernels with typed launchers.
+pub fn launch_both(
+    rt: &Runtime,
+    x: &DeviceBuffer<f16>,
+    y: &mut DeviceBuffer<f16>,
+    u: &DeviceBuffer<bf16>,
+    v: &mut DeviceBuffer<bf16>,
+) -> Result<(), Error> {
+    scale_f16::launch(rt, Grid::linear(64, 64), x, y)?;
+    scale_bf16::launch(rt, Grid::linear(64, 64), u, v)
 }
