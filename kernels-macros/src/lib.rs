@@ -50,8 +50,11 @@ pub fn __link(input: TokenStream) -> TokenStream {
 
 /// The kernel's module (one per instance of a generic kernel), once every
 /// device function it calls is fetched.
+/// A kernel with errors still gets modules with its launchers (of an
+/// empty kernel, never run: the errors fail the build), so that its callers
+/// report nothing more.
 fn compile_kernel(attr: TokenStream2, item: &syn::ItemFn, linked: &Linked) -> TokenStream2 {
-    let modules = front::parse_kernel_instances(attr, item, linked).and_then(|instances| {
+    let modules = front::parse_kernel_instances(attr.clone(), item, linked).and_then(|instances| {
         instances
             .iter()
             .map(|(name, def)| expand(item, name, def))
@@ -59,7 +62,14 @@ fn compile_kernel(attr: TokenStream2, item: &syn::ItemFn, linked: &Linked) -> To
     });
     match modules {
         Ok(modules) => quote!(#(#modules)*),
-        Err(e) => e.into_compile_error(),
+        Err(e) => {
+            let error = e.into_compile_error();
+            let stubs = front::stub_instances(attr, item);
+            let stubs = stubs
+                .iter()
+                .filter_map(|(name, def)| expand(item, name, def).ok());
+            quote!(#error #(#stubs)*)
+        }
     }
 }
 

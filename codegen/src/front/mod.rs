@@ -88,6 +88,61 @@ pub fn parse_kernel_instances(
     }
 }
 
+/// What stands in for a kernel that failed to compile, so that its callers
+/// see its launcher and report nothing more: the kernels `item` is built as
+/// with their signatures and an empty body. Each instance whose signature
+/// cannot be read is left out.
+pub fn stub_instances(
+    attr: TokenStream,
+    item: &syn::ItemFn,
+) -> Vec<(proc_macro2::Ident, KernelDef)> {
+    let attr: attr::KernelAttr = syn::parse2(attr).unwrap_or_default();
+    let mut scratch = Errors::default();
+    let mut stubs = Vec::new();
+    for (name, args) in instance_types(&attr, item, &mut scratch) {
+        let mut errors = Errors::default();
+        let sig = signature::parse_signature(item, &args, &mut errors);
+        if !sig.broken.is_empty() || sig.params.len() != item.sig.inputs.len() {
+            continue;
+        }
+        let tune = tune_axes(&attr, &sig, &mut errors).unwrap_or_else(|_| {
+            let one = |c: &signature::ConstParamDecl| TuneAxis {
+                name: c.ident.to_string(),
+                values: vec![1],
+            };
+            sig.const_params.iter().map(one).collect()
+        });
+        let ir = crate::ir::Kernel {
+            name: name.to_string(),
+            const_params: sig
+                .const_params
+                .iter()
+                .map(|c| crate::ir::ConstParam {
+                    name: c.ident.to_string(),
+                    ty: c.ty,
+                })
+                .collect(),
+            params: sig
+                .params
+                .iter()
+                .map(|p| crate::ir::Param {
+                    name: p.ident.to_string(),
+                    ty: p.ty,
+                })
+                .collect(),
+            locals: Vec::new(),
+            block: None,
+            requires: Vec::new(),
+            body: Vec::new(),
+        };
+        stubs.push((
+            name,
+            KernelDef::new(ir, Target::ALL.to_vec(), tune, Vec::new()),
+        ));
+    }
+    stubs
+}
+
 /// The name of each kernel `item` is built as, with the types its type
 /// parameters stand for.
 fn instance_types(
