@@ -5,6 +5,7 @@
 //! for tuned kernels `Consts` and `variants()`); this crate adds the host-side
 //! shape logic (grids, which variant to take by default) next to each one.
 
+pub mod epilogue;
 pub mod gemm;
 pub mod gemm_problem;
 pub mod gemm_sparse;

@@ -14,7 +14,7 @@ pub fn type_from_uses(
     name: &Ident,
     stmts: &[syn::Stmt],
     peek: &dyn Fn(&syn::Expr) -> Option<Scalar>,
-    argument: &dyn Fn(&syn::ExprCall, usize) -> Option<Scalar>,
+    argument: &dyn Fn(&syn::ExprCall, Passed) -> Option<Scalar>,
 ) -> Option<Scalar> {
     let mut finder = UseFinder {
         name,
@@ -31,11 +31,19 @@ pub fn type_from_uses(
     finder.found
 }
 
+/// Where a variable is passed to a call: as its `k`-th argument, or its
+/// `k`-th generic argument (`f::<i>(..)`, counting lifetimes out).
+#[derive(Clone, Copy)]
+pub enum Passed {
+    Value(usize),
+    Generic(usize),
+}
+
 struct UseFinder<'a> {
     name: &'a Ident,
     peek: &'a dyn Fn(&syn::Expr) -> Option<Scalar>,
-    /// The type of a call's scalar parameter (a device function's).
-    argument: &'a dyn Fn(&syn::ExprCall, usize) -> Option<Scalar>,
+    /// The type of a call's scalar or const parameter (a device function's).
+    argument: &'a dyn Fn(&syn::ExprCall, Passed) -> Option<Scalar>,
     found: Option<Scalar>,
 }
 
@@ -110,7 +118,21 @@ impl<'ast> Visit<'ast> for UseFinder<'_> {
             let plain =
                 |e: &syn::Expr| matches!(e, syn::Expr::Path(p) if p.path.is_ident(self.name));
             if let Some(k) = c.args.iter().position(plain) {
-                self.found = (self.argument)(c, k);
+                self.found = (self.argument)(c, Passed::Value(k));
+            }
+        }
+        if let (None, syn::Expr::Path(p)) = (self.found, &*c.func) {
+            if let Some(syn::PathArguments::AngleBracketed(a)) =
+                p.path.segments.last().map(|s| &s.arguments)
+            {
+                let named = |g: &syn::GenericArgument| match g {
+                    syn::GenericArgument::Type(syn::Type::Path(t)) => t.path.is_ident(self.name),
+                    syn::GenericArgument::Const(syn::Expr::Path(e)) => e.path.is_ident(self.name),
+                    _ => false,
+                };
+                if let Some(k) = a.args.iter().position(named) {
+                    self.found = (self.argument)(c, Passed::Generic(k));
+                }
             }
         }
         syn::visit::visit_expr_call(self, c);

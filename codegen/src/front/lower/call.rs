@@ -26,6 +26,7 @@ use syn::visit::Visit;
 use super::{call_ident, index_chain, peel, Access, Binding, ConstantRole, Lowered, Lowerer};
 use super::{Reported, View};
 use crate::front::errors::Errors;
+use crate::front::infer::Passed;
 use crate::front::signature::{self, DeviceParamKind, DeviceSignature};
 use crate::ir::{Block, Expr, ExprKind, LocalId, ParamId, ParamType, Place, Scalar, Space, Stmt};
 
@@ -1023,10 +1024,23 @@ impl Lowerer<'_> {
 
     /// The type of scalar parameter `k` of the device function `c` calls,
     /// if it resolves.
-    pub(super) fn argument_type(&self, c: &syn::ExprCall, k: usize) -> Option<Scalar> {
+    pub(super) fn argument_type(&self, c: &syn::ExprCall, at: Passed) -> Option<Scalar> {
         let path = device_path(c)?;
         let f = self.linked.resolve(self.caller, &path_key(path))?;
         let item = &self.linked.functions[f].item;
+        let k = match at {
+            Passed::Value(k) => k,
+            Passed::Generic(k) => {
+                let generics = item.sig.generics.params.iter();
+                let generic = generics
+                    .filter(|g| !matches!(g, syn::GenericParam::Lifetime(_)))
+                    .nth(k)?;
+                return match generic {
+                    syn::GenericParam::Const(c) => crate::front::types::scalar(&c.ty).ok(),
+                    _ => None,
+                };
+            }
+        };
         let mut scratch = Errors::default();
         let type_args = representatives(item, &mut scratch);
         if let Some(syn::FnArg::Typed(t)) = item.sig.inputs.iter().nth(k) {
