@@ -378,6 +378,24 @@ impl Lowerer<'_> {
         if let Some(r) = failed {
             return Err(r);
         }
+        let aliased: Vec<LocalId> = args
+            .iter()
+            .filter_map(|a| match a {
+                Argument::Array(view) => Some(view.local),
+                _ => None,
+            })
+            .collect();
+        for arg in &mut args {
+            if let Argument::Copy {
+                value,
+                mutable: false,
+            } = arg
+            {
+                if reads_in_place(value, &self.locals, &aliased) {
+                    *arg = Argument::Value(value.clone());
+                }
+            }
+        }
         let site = CallSite {
             at: c,
             name,
@@ -582,7 +600,9 @@ impl Lowerer<'_> {
                     *ty,
                     &format!("the argument `{pname}` of `{function}`"),
                 )?;
-                Ok(if !mutable && reads_in_place(&value) {
+                // Whether it reads an array the call passes is known once
+                // every argument is: `device_call` decides the others.
+                Ok(if !mutable && reads_in_place(&value, &self.locals, &[]) {
                     Argument::Value(value)
                 } else {
                     Argument::Copy {
@@ -1094,20 +1114,30 @@ impl Lowerer<'_> {
 
 /// Whether reading `e` at each use is the same as copying it once: no array
 /// or slice element (a callee may write it), no effect.
-fn reads_in_place(e: &Expr) -> bool {
+/// A scalar is never written by the callee, nor a register array element
+/// unless the call passes its array (`aliased`); shared and slice elements
+/// may change under the callee (its barriers, its stores).
+fn reads_in_place(e: &Expr, locals: &[crate::ir::Local], aliased: &[LocalId]) -> bool {
+    let in_place = |e: &Expr| reads_in_place(e, locals, aliased);
     match &e.kind {
         ExprKind::Literal(_)
         | ExprKind::Param(_)
         | ExprKind::Const(_)
         | ExprKind::Len(_)
         | ExprKind::Special(_) => true,
-        ExprKind::Load(place) => {
-            matches!(&**place, Place::Local { indices, .. } if indices.is_empty())
-        }
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => reads_in_place(a),
-        ExprKind::Binary(_, a, b) => reads_in_place(a) && reads_in_place(b),
-        ExprKind::Select(c, a, b) => reads_in_place(c) && reads_in_place(a) && reads_in_place(b),
-        ExprKind::Call(_, args) => args.iter().all(reads_in_place),
+        ExprKind::Load(place) => match &**place {
+            Place::Local { indices, .. } if indices.is_empty() => true,
+            Place::Local { local, indices } => {
+                locals[*local as usize].space == Space::Register
+                    && !aliased.contains(local)
+                    && indices.iter().all(in_place)
+            }
+            Place::Global { .. } => false,
+        },
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => in_place(a),
+        ExprKind::Binary(_, a, b) => in_place(a) && in_place(b),
+        ExprKind::Select(c, a, b) => in_place(c) && in_place(a) && in_place(b),
+        ExprKind::Call(_, args) => args.iter().all(in_place),
         ExprKind::Atomic { .. } => false,
     }
 }
