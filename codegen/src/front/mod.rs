@@ -7,9 +7,10 @@
 //! - `lower`: name resolution (scopes, shadowing), type checking with
 //!   literal inference (`infer` for variables initialized by untyped
 //!   literals), const-ness analysis (`constness`) and lowering of the body,
-//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`]; calls to
-//!   `#[device]` functions are inlined (`lower/call.rs`, with the
-//!   functions the macro fetched: [`Linked`]);
+//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`], split by
+//!   job under `lower/` (scopes, statements, declarations, expressions,
+//!   places, built-in calls); calls to `#[device]` functions are inlined
+//!   (`lower/call.rs`, with the functions the macro fetched: [`Linked`]);
 //! - the checks that need each variant's const values (pipeline stage
 //!   counts, constant copy offsets), once the tune space is known
 //!   (`lower::check_variants`).

@@ -23,8 +23,11 @@ use proc_macro2::Ident;
 use quote::ToTokens;
 use syn::visit::Visit;
 
-use super::{call_ident, index_chain, peel, Access, Binding, ConstantRole, Lowered, Lowerer};
-use super::{Reported, View};
+use super::check::ConstantRole;
+use super::place::Access;
+use super::scope::{Binding, View};
+use super::syntax::{call_ident, index_chain, peel};
+use super::{Lowered, Lowerer, Reported};
 use crate::front::errors::Errors;
 use crate::front::signature::{self, DeviceParamKind, DeviceSignature};
 use crate::ir::{Block, Expr, ExprKind, LocalId, ParamId, ParamType, Place, Scalar, Space, Stmt};
@@ -164,7 +167,9 @@ fn is_builtin(name: &str) -> bool {
     FREE.contains(&name)
         || name.starts_with("atomic_")
         || super::warp::is_warp_statement(name)
-        || super::MATH_METHODS.iter().any(|(m, ..)| *m == name)
+        || super::builtin::MATH_METHODS
+            .iter()
+            .any(|(m, ..)| *m == name)
 }
 
 /// The built-in function `name` misspells by its underscores (`syncthreads`).
@@ -304,7 +309,7 @@ impl Lowerer<'_> {
                 Some(_) => {
                     return self.err(
                         &c.func,
-                        format!("`{ident}` is a variable, not a function: kernels can call `#[device]` functions and {}", super::FUNCTIONS),
+                        format!("`{ident}` is a variable, not a function: kernels can call `#[device]` functions and {}", super::builtin::FUNCTIONS),
                     )
                 }
                 None => {}
@@ -316,7 +321,7 @@ impl Lowerer<'_> {
                 &c.func,
                 format!(
                     "unknown function `{key}`: kernels can call `#[device]` functions and {}; math is written as methods (`x.sqrt()`)",
-                    super::FUNCTIONS
+                    super::builtin::FUNCTIONS
                 ),
             );
         };

@@ -20,7 +20,11 @@
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
-use super::{call_name, index_chain, peel, Access, Binding, ConstantRole, Lowered, Lowerer};
+use super::check::ConstantRole;
+use super::place::Access;
+use super::scope::Binding;
+use super::syntax::{call_name, index_chain, peel};
+use super::{Lowered, Lowerer};
 use crate::def::KernelDef;
 use crate::eval;
 use crate::front::errors::Errors;
