@@ -15,6 +15,10 @@
 //!   counts, constant copy offsets), once the tune space is known
 //!   (`lower::check_variants`).
 //!
+//! Beside the passes, `vocabulary` holds the language's built-in functions,
+//! methods, atomics and warp statements, one table each, from which the
+//! lookups and the lists in messages are derived.
+//!
 //! Every error is a [`syn::Error`] at the offending span that says what is
 //! wrong and what the language supports instead; the passes keep going after
 //! an error where that is cheap, so one build reports several mistakes.
@@ -27,6 +31,7 @@ mod infer;
 mod lower;
 mod signature;
 mod types;
+mod vocabulary;
 
 #[cfg(test)]
 mod tests;

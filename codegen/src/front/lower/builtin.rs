@@ -2,64 +2,35 @@
 //! indices (`thread_idx().x`), `lane_id()`, the warp shuffles, the operand
 //! packing functions, `f32::from_bits`, the atomics, `.len()`, `.to_bits()`
 //! and the math methods; and the errors for built-ins used as values where
-//! they are statements. Calls of device functions go to `call`.
+//! they are statements. Calls of device functions go to `call`. Which name
+//! is which built-in, and the lists the messages give, come from the tables
+//! of `front/vocabulary.rs`.
 
 use quote::ToTokens;
 
 use super::place::Access;
 use super::scope::Binding;
 use super::syntax::{call_name, compact_text, is_path, peel};
-use super::{call, warp, Lowered, Lowerer};
+use super::{Lowered, Lowerer};
+use crate::front::vocabulary::{self, Builtin, Construct, MathMethod};
 use crate::ir::{AtomicOp, Axis, Expr, ExprKind, Intrinsic, ParamType, Scalar, Special};
-
-pub(super) const FUNCTIONS: &str = "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), pipeline(), \
-     shfl_xor, shfl_down, pack_f16x2, pack_bf16x2, to_tf32, f32::from_bits, atomic_add, atomic_min, atomic_max, atomic_and, atomic_or, \
-     atomic_xor, atomic_exchange, atomic_compare_exchange, and the warp matrix and async copy statements";
-
-/// Math written as methods: name, intrinsic, number of arguments besides the receiver.
-pub(super) const MATH_METHODS: [(&str, Intrinsic, usize); 16] = [
-    ("sqrt", Intrinsic::Sqrt, 0),
-    ("rsqrt", Intrinsic::Rsqrt, 0),
-    ("exp", Intrinsic::Exp, 0),
-    ("exp2", Intrinsic::Exp2, 0),
-    ("ln", Intrinsic::Ln, 0),
-    ("log2", Intrinsic::Log2, 0),
-    ("sin", Intrinsic::Sin, 0),
-    ("cos", Intrinsic::Cos, 0),
-    ("tanh", Intrinsic::Tanh, 0),
-    ("floor", Intrinsic::Floor, 0),
-    ("ceil", Intrinsic::Ceil, 0),
-    ("round", Intrinsic::Round, 0),
-    ("abs", Intrinsic::Abs, 0),
-    ("min", Intrinsic::Min, 1),
-    ("max", Intrinsic::Max, 1),
-    ("mul_add", Intrinsic::MulAdd, 2),
-];
-
-const ATOMICS: [(&str, AtomicOp); 8] = [
-    ("atomic_add", AtomicOp::Add),
-    ("atomic_min", AtomicOp::Min),
-    ("atomic_max", AtomicOp::Max),
-    ("atomic_and", AtomicOp::And),
-    ("atomic_or", AtomicOp::Or),
-    ("atomic_xor", AtomicOp::Xor),
-    ("atomic_exchange", AtomicOp::Exchange),
-    ("atomic_compare_exchange", AtomicOp::CompareExchange),
-];
-
-pub(super) const SPECIALS: [&str; 4] = ["thread_idx", "block_idx", "block_dim", "grid_dim"];
 
 impl Lowerer<'_> {
     /// `thread_idx().x` and friends.
     pub(super) fn special(&mut self, f: &syn::ExprField) -> Lowered<Expr> {
-        const FIELDS: &str = "the only fields are `.x`, `.y` and `.z` of thread_idx(), block_idx(), block_dim() and grid_dim()";
+        let fields = || {
+            format!(
+                "the only fields are `.x`, `.y` and `.z` of {}",
+                vocabulary::special_list()
+            )
+        };
         let syn::Expr::Call(call) = peel(&f.base) else {
-            return self.err(f, format!("fields are not supported: {FIELDS}"));
+            return self.err(f, format!("fields are not supported: {}", fields()));
         };
         let name = call_name(call).unwrap_or_default();
-        if !SPECIALS.contains(&name.as_str()) {
-            return self.err(f, format!("fields are not supported: {FIELDS}"));
-        }
+        let Some(Builtin::Special(register)) = vocabulary::builtin(&name) else {
+            return self.err(f, format!("fields are not supported: {}", fields()));
+        };
         self.arity(call, &call.args, 0, &name)?;
         let axis = match &f.member {
             syn::Member::Named(m) if m == "x" => Axis::X,
@@ -72,32 +43,15 @@ impl Lowerer<'_> {
                 )
             }
         };
-        let special = match name.as_str() {
-            "thread_idx" => Special::ThreadIdx(axis),
-            "block_idx" => Special::BlockIdx(axis),
-            "block_dim" => Special::BlockDim(axis),
-            _ => Special::GridDim(axis),
-        };
         Ok(Expr {
             ty: Scalar::U32,
-            kind: ExprKind::Special(special),
+            kind: ExprKind::Special(register(axis)),
         })
     }
 
     pub(super) fn call(&mut self, c: &syn::ExprCall, hint: Option<Scalar>) -> Lowered<Expr> {
-        if is_path(&c.func, &["f32", "from_bits"]) {
-            self.arity(c, &c.args, 1, "f32::from_bits")?;
-            let bits = self.expr(&c.args[0], Some(Scalar::U32))?;
-            self.check_type(
-                &c.args[0],
-                bits.ty,
-                Scalar::U32,
-                "the bits of `f32::from_bits`",
-            )?;
-            return Ok(Expr {
-                ty: Scalar::F32,
-                kind: ExprKind::Call(Intrinsic::FromBits, vec![bits]),
-            });
+        if let Some(f) = vocabulary::path_intrinsic(|path| is_path(&c.func, path)) {
+            return self.intrinsic_call(c, f.intrinsic, &f.path.join("::"), hint);
         }
         if Self::is_device_call(c) {
             return self.call_value(c);
@@ -105,28 +59,62 @@ impl Lowerer<'_> {
         let Some(name) = call_name(c) else {
             return self.err(
                 &c.func,
-                format!("only these functions can be called in kernels: {FUNCTIONS}"),
+                format!(
+                    "only these functions can be called in kernels: {}",
+                    vocabulary::callable_list()
+                ),
             );
         };
-        match name.as_str() {
-            n if SPECIALS.contains(&n) => {
+        let n = name.as_str();
+        match vocabulary::builtin(n) {
+            Some(Builtin::Special(_)) => {
                 self.err(c, format!("`{n}()` has three components: use `{n}().x`, `{n}().y` or `{n}().z`"))
             }
-            "lane_id" => {
+            Some(Builtin::Function(Construct::LaneId)) => {
                 self.arity(c, &c.args, 0, &name)?;
                 Ok(Expr { ty: Scalar::U32, kind: ExprKind::Special(Special::LaneId) })
             }
-            "sync_threads" => self.err(c, "`sync_threads()` is a statement: write `sync_threads();` on its own line"),
-            "shared" => self.err(
+            Some(Builtin::Function(Construct::SyncThreads)) => self.err(c, "`sync_threads()` is a statement: write `sync_threads();` on its own line"),
+            Some(Builtin::Function(Construct::Shared)) => self.err(
                 c,
                 "`shared()` allocates a shared array and is only allowed as the value of a typed `let`: `let mut tile: [[f32; 32]; 32] = shared();`",
             ),
-            "pipeline" => self.err(
+            Some(Builtin::Function(Construct::Pipeline)) => self.err(
                 c,
                 "`pipeline(STAGES)` declares a pipeline and is only allowed as the value of a `let`: `let pipe = pipeline(STAGES);`",
             ),
-            "shfl_xor" | "shfl_down" => {
-                self.arity(c, &c.args, 2, &name)?;
+            Some(Builtin::Intrinsic(intrinsic)) => self.intrinsic_call(c, intrinsic, n, hint),
+            Some(Builtin::Atomic(op)) => self.atomic(c, n, op),
+            Some(Builtin::WarpStatement) => self.err(
+                c,
+                format!("`{n}(..)` is a statement: write `{n}(..);` on its own line"),
+            ),
+            Some(Builtin::MathMethod) => self.err(
+                c,
+                format!("math is written as methods, as in Rust: `x.{n}(..)` instead of `{n}(x, ..)`"),
+            ),
+            None => match vocabulary::near_miss(n) {
+                Some(builtin) => self.err(
+                    &c.func,
+                    format!("unknown function `{n}`: did you mean `{builtin}`? Kernels can call `#[device]` functions and {}", vocabulary::callable_list()),
+                ),
+                None => self.call_value(c),
+            },
+        }
+    }
+
+    /// A call of `intrinsic`, one of [`vocabulary::INTRINSICS`], written
+    /// `name`.
+    fn intrinsic_call(
+        &mut self,
+        c: &syn::ExprCall,
+        intrinsic: Intrinsic,
+        name: &str,
+        hint: Option<Scalar>,
+    ) -> Lowered<Expr> {
+        match intrinsic {
+            Intrinsic::ShflXor | Intrinsic::ShflDown => {
+                self.arity(c, &c.args, 2, name)?;
                 let value = self.expr(&c.args[0], hint)?;
                 if !matches!(value.ty, Scalar::I32 | Scalar::U32 | Scalar::F32) {
                     return self.err(
@@ -135,44 +123,54 @@ impl Lowerer<'_> {
                     );
                 }
                 let lane = self.expr(&c.args[1], Some(Scalar::U32))?;
-                let what = if name == "shfl_xor" { "the lane mask" } else { "the lane delta" };
+                let what = if intrinsic == Intrinsic::ShflXor {
+                    "the lane mask"
+                } else {
+                    "the lane delta"
+                };
                 self.check_type(&c.args[1], lane.ty, Scalar::U32, what)?;
-                let intrinsic = if name == "shfl_xor" { Intrinsic::ShflXor } else { Intrinsic::ShflDown };
-                Ok(Expr { ty: value.ty, kind: ExprKind::Call(intrinsic, vec![value, lane]) })
+                Ok(Expr {
+                    ty: value.ty,
+                    kind: ExprKind::Call(intrinsic, vec![value, lane]),
+                })
             }
-            n if n.starts_with("atomic_") => self.atomic(c, &name),
-            "pack_f16x2" | "pack_bf16x2" => {
-                self.arity(c, &c.args, 2, &name)?;
+            Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 => {
+                self.arity(c, &c.args, 2, name)?;
                 let mut halves = Vec::new();
                 for (arg, what) in c.args.iter().zip(["the low half", "the high half"]) {
                     let v = self.expr(arg, Some(Scalar::F32))?;
                     self.check_type(arg, v.ty, Scalar::F32, what)?;
                     halves.push(v);
                 }
-                let intrinsic = if name == "pack_f16x2" { Intrinsic::PackF16x2 } else { Intrinsic::PackBf16x2 };
-                Ok(Expr { ty: Scalar::U32, kind: ExprKind::Call(intrinsic, halves) })
+                Ok(Expr {
+                    ty: Scalar::U32,
+                    kind: ExprKind::Call(intrinsic, halves),
+                })
             }
-            "to_tf32" => {
-                self.arity(c, &c.args, 1, &name)?;
+            Intrinsic::ToTf32 => {
+                self.arity(c, &c.args, 1, name)?;
                 let v = self.expr(&c.args[0], Some(Scalar::F32))?;
                 self.check_type(&c.args[0], v.ty, Scalar::F32, "the value to round to tf32")?;
-                Ok(Expr { ty: Scalar::U32, kind: ExprKind::Call(Intrinsic::ToTf32, vec![v]) })
+                Ok(Expr {
+                    ty: Scalar::U32,
+                    kind: ExprKind::Call(Intrinsic::ToTf32, vec![v]),
+                })
             }
-            n if warp::is_warp_statement(n) => self.err(
-                c,
-                format!("`{n}(..)` is a statement: write `{n}(..);` on its own line"),
-            ),
-            n if MATH_METHODS.iter().any(|(m, ..)| *m == n) => self.err(
-                c,
-                format!("math is written as methods, as in Rust: `x.{n}(..)` instead of `{n}(x, ..)`"),
-            ),
-            n => match call::near_builtin(n) {
-                Some(builtin) => self.err(
-                    &c.func,
-                    format!("unknown function `{n}`: did you mean `{builtin}`? Kernels can call `#[device]` functions and {FUNCTIONS}"),
-                ),
-                None => self.call_value(c),
-            },
+            Intrinsic::FromBits => {
+                self.arity(c, &c.args, 1, name)?;
+                let bits = self.expr(&c.args[0], Some(Scalar::U32))?;
+                self.check_type(
+                    &c.args[0],
+                    bits.ty,
+                    Scalar::U32,
+                    "the bits of `f32::from_bits`",
+                )?;
+                Ok(Expr {
+                    ty: Scalar::F32,
+                    kind: ExprKind::Call(Intrinsic::FromBits, vec![bits]),
+                })
+            }
+            other => unreachable!("{other:?} is not among the intrinsics called as functions"),
         }
     }
 
@@ -194,18 +192,18 @@ impl Lowerer<'_> {
         }
     }
 
-    fn atomic(&mut self, c: &syn::ExprCall, name: &str) -> Lowered<Expr> {
-        let Some((_, op)) = ATOMICS.iter().find(|(n, _)| *n == name) else {
-            let known: Vec<&str> = ATOMICS.iter().map(|(n, _)| *n).collect();
+    /// A call of the atomic `op`, written `name`: `None` when `name` is of
+    /// the atomics' family but no atomic.
+    fn atomic(&mut self, c: &syn::ExprCall, name: &str, op: Option<AtomicOp>) -> Lowered<Expr> {
+        let Some(op) = op else {
             return self.err(
                 &c.func,
                 format!(
                     "unknown atomic `{name}`: the atomics are {}",
-                    known.join(", ")
+                    vocabulary::atomic_list()
                 ),
             );
         };
-        let op = *op;
         let arity = if op == AtomicOp::CompareExchange {
             3
         } else {
@@ -327,11 +325,15 @@ impl Lowerer<'_> {
         if name == "step_by" {
             return self.err(m, "`.step_by(s)` is only supported on the range of a `for` loop: `for i in (a..b).step_by(s)`");
         }
-        let Some(&(_, intrinsic, arity)) = MATH_METHODS.iter().find(|(n, ..)| *n == name) else {
-            let known: Vec<&str> = MATH_METHODS.iter().map(|(n, ..)| *n).collect();
+        let Some(&MathMethod {
+            intrinsic,
+            args: arity,
+            ..
+        }) = vocabulary::math_method(&name)
+        else {
             return self.err(
                 &m.method,
-                format!("unknown method `{name}`: the methods are `.len()` on slices, `.to_bits()` on f32 and the math methods {}", known.join(", ")),
+                format!("unknown method `{name}`: the methods are `.len()` on slices, `.to_bits()` on f32 and the math methods {}", vocabulary::math_method_list()),
             );
         };
         self.arity(m, &m.args, arity, &name)?;

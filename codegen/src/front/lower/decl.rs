@@ -6,10 +6,11 @@
 use proc_macro2::Ident;
 
 use super::scope::Binding;
-use super::syntax::{call_name, is_untyped_literal, peel, repeat_parts};
+use super::syntax::{call_builtin, is_untyped_literal, peel, repeat_parts};
 use super::{Lowered, Lowerer};
 use crate::front::constness;
 use crate::front::errors::Reported;
+use crate::front::vocabulary::{Builtin, Construct};
 use crate::ir::{Block, Expr, LocalId, Scalar, Space, Stmt};
 
 impl Lowerer<'_> {
@@ -98,7 +99,10 @@ impl Lowerer<'_> {
             }
         };
         if let Some(syn::Expr::Call(c)) = local.init.as_ref().map(|init| peel(&init.expr)) {
-            if call_name(c).as_deref() == Some("pipeline") {
+            if matches!(
+                call_builtin(c),
+                Some(Builtin::Function(Construct::Pipeline))
+            ) {
                 let result = self.pipeline_decl(local, ident, mutable, annotation, c);
                 if let Some(ident) = ident {
                     self.bind(ident, result.map_or(Binding::Broken, Binding::Pipeline));
@@ -152,7 +156,9 @@ impl Lowerer<'_> {
         };
 
         match init {
-            Some(syn::Expr::Call(c)) if call_name(c).as_deref() == Some("shared") => {
+            Some(syn::Expr::Call(c))
+                if matches!(call_builtin(c), Some(Builtin::Function(Construct::Shared))) =>
+            {
                 self.arity(c, &c.args, 0, "shared")?;
                 let Some((elem, dims)) = declared.filter(|(_, dims)| !dims.is_empty()) else {
                     return self.err(

@@ -6,10 +6,11 @@
 use proc_macro2::Ident;
 
 use super::scope::Binding;
-use super::syntax::{binary_op, call_name, index_chain, peel};
+use super::syntax::{binary_op, call_builtin, index_chain, peel};
 use super::Lowerer;
 use crate::front::infer;
-use crate::ir::{BinaryOp, ParamType, Scalar};
+use crate::front::vocabulary::{Builtin, Construct};
+use crate::ir::{BinaryOp, Intrinsic, ParamType, Scalar};
 
 impl Lowerer<'_> {
     pub(super) fn type_from_uses(&self, ident: &Ident, stmts: &[syn::Stmt]) -> Option<Scalar> {
@@ -53,10 +54,12 @@ impl Lowerer<'_> {
                 }
             }
             syn::Expr::Field(_) => Some(Scalar::U32),
-            syn::Expr::Call(c) => match call_name(c)?.as_str() {
-                "lane_id" => Some(Scalar::U32),
-                "shfl_xor" | "shfl_down" => peek(c.args.first()?),
-                n if n.starts_with("atomic_") => match c.args.first()? {
+            syn::Expr::Call(c) => match call_builtin(c)? {
+                Builtin::Function(Construct::LaneId) => Some(Scalar::U32),
+                Builtin::Intrinsic(Intrinsic::ShflXor | Intrinsic::ShflDown) => {
+                    peek(c.args.first()?)
+                }
+                Builtin::Atomic(_) => match c.args.first()? {
                     syn::Expr::Reference(r) => peek(&r.expr),
                     _ => None,
                 },

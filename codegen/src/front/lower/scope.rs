@@ -6,11 +6,11 @@
 
 use proc_macro2::Ident;
 
-use super::builtin::SPECIALS;
 use super::{Lowered, Lowerer};
 use crate::front::constness::Names;
 use crate::front::errors::Reported;
 use crate::front::types;
+use crate::front::vocabulary::{self, Builtin, Construct};
 use crate::ir::{
     ConstId, ConstParam, Expr, Local, LocalId, Param, ParamId, ParamType, Scalar, Space,
 };
@@ -104,7 +104,11 @@ impl Lowerer<'_> {
         match self.lookup(ident) {
             Some(Binding::Broken) => Err(Reported),
             Some(binding) => Ok(binding),
-            None if SPECIALS.contains(&name.as_str()) || name == "lane_id" => {
+            None if matches!(
+                vocabulary::builtin(&name),
+                Some(Builtin::Special(_) | Builtin::Function(Construct::LaneId))
+            ) =>
+            {
                 Err(self.errors.push(ident, format!("`{name}` is a function: call it, e.g. `{name}()`")))
             }
             None => Err(self.errors.push(

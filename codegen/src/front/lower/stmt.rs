@@ -11,9 +11,10 @@ use super::check::ConstantRole;
 use super::expr::macro_message;
 use super::place::Access;
 use super::scope::Binding;
-use super::syntax::{call_name, compound_op, is_untyped_literal, peel};
-use super::{warp, Lowered, Lowerer};
+use super::syntax::{call_builtin, compound_op, is_untyped_literal, peel};
+use super::{Lowered, Lowerer};
 use crate::front::constness;
+use crate::front::vocabulary::{Builtin, Construct};
 use crate::ir::{
     BinaryOp, Block, Expr, ExprKind, Literal, LocalId, Place, Scalar, Space, Stmt, UnaryOp,
 };
@@ -160,17 +161,22 @@ impl Lowerer<'_> {
                 self.block(&b.block.stmts, out);
                 Ok(())
             }
-            syn::Expr::Call(c) if call_name(c).as_deref() == Some("sync_threads") => {
+            syn::Expr::Call(c)
+                if matches!(
+                    call_builtin(c),
+                    Some(Builtin::Function(Construct::SyncThreads))
+                ) =>
+            {
                 self.arity(c, &c.args, 0, "sync_threads")?;
                 out.push(Stmt::Barrier);
                 Ok(())
             }
-            syn::Expr::Call(c) if call_name(c).is_some_and(|n| warp::is_warp_statement(&n)) => {
+            syn::Expr::Call(c) if matches!(call_builtin(c), Some(Builtin::WarpStatement)) => {
                 out.push(self.warp_statement(c)?);
                 Ok(())
             }
             syn::Expr::Call(c) if Self::is_device_call(c) => self.device_call(c).map(|_| ()),
-            syn::Expr::Call(c) if call_name(c).is_some_and(|n| n.starts_with("atomic_")) => {
+            syn::Expr::Call(c) if matches!(call_builtin(c), Some(Builtin::Atomic(_))) => {
                 let e = self.expr(e, None)?;
                 out.push(Stmt::Expr(e));
                 Ok(())

@@ -4,6 +4,7 @@
 
 use proc_macro2::Ident;
 
+use crate::front::vocabulary::{self, Builtin};
 use crate::ir::BinaryOp;
 
 /// Skips parentheses and invisible groups.
@@ -64,6 +65,11 @@ pub(super) fn is_path(e: &syn::Expr, segments: &[&str]) -> bool {
 
 pub(super) fn call_name(c: &syn::ExprCall) -> Option<String> {
     call_ident(c).map(|i| i.to_string())
+}
+
+/// The built-in that `c` calls by its plain name.
+pub(super) fn call_builtin(c: &syn::ExprCall) -> Option<Builtin> {
+    call_name(c).and_then(|n| vocabulary::builtin(&n))
 }
 
 /// `a[i][j]`: the indexed expression and the indices, outermost first.
