@@ -6,6 +6,7 @@
 use proc_macro2::Ident;
 use syn::visit::Visit;
 
+use super::vocabulary::{self, Builtin};
 use crate::ir::Scalar;
 
 /// The type of `name` that its first informative use in `stmts` asks for.
@@ -99,7 +100,8 @@ impl<'ast> Visit<'ast> for UseFinder<'_> {
     }
 
     fn visit_expr_method_call(&mut self, m: &'ast syn::ExprMethodCall) {
-        if matches!(m.method.to_string().as_str(), "min" | "max" | "mul_add") {
+        let method = vocabulary::math_method(&m.method.to_string());
+        if method.is_some_and(|method| method.args > 0) {
             for arg in &m.args {
                 self.same_type(&m.receiver, arg);
             }
@@ -108,7 +110,14 @@ impl<'ast> Visit<'ast> for UseFinder<'_> {
     }
 
     fn visit_expr_call(&mut self, c: &'ast syn::ExprCall) {
-        let atomic = matches!(&*c.func, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| i.to_string().starts_with("atomic_")));
+        let is_atomic = |i: &Ident| {
+            matches!(
+                vocabulary::builtin(&i.to_string()),
+                Some(Builtin::Atomic(_))
+            )
+        };
+        let atomic =
+            matches!(&*c.func, syn::Expr::Path(p) if p.path.get_ident().is_some_and(is_atomic));
         if let (true, Some(syn::Expr::Reference(target))) = (atomic, c.args.first()) {
             for arg in c.args.iter().skip(1) {
                 self.same_type(&target.expr, arg);

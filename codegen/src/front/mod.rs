@@ -7,12 +7,17 @@
 //! - `lower`: name resolution (scopes, shadowing), type checking with
 //!   literal inference (`infer` for variables initialized by untyped
 //!   literals), const-ness analysis (`constness`) and lowering of the body,
-//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`]; calls to
-//!   `#[device]` functions are inlined (`lower/call.rs`, with the
-//!   functions the macro fetched: [`Linked`]);
+//!   `block(..)` and `requires(..)` into the IR of [`crate::ir`], split by
+//!   job under `lower/` (scopes, statements, declarations, expressions,
+//!   places, built-in calls); calls to `#[device]` functions are inlined
+//!   (`lower/call.rs`, with the functions the macro fetched: [`Linked`]);
 //! - the checks that need each variant's const values (pipeline stage
 //!   counts, constant copy offsets), once the tune space is known
 //!   (`lower::check_variants`).
+//!
+//! Beside the passes, `vocabulary` holds the language's built-in functions,
+//! methods, atomics and warp statements, one table each, from which the
+//! lookups and the lists in messages are derived.
 //!
 //! Every error is a [`syn::Error`] at the offending span that says what is
 //! wrong and what the language supports instead; the passes keep going after
@@ -26,6 +31,7 @@ mod infer;
 mod lower;
 mod signature;
 mod types;
+mod vocabulary;
 
 #[cfg(test)]
 mod tests;
@@ -33,6 +39,7 @@ mod tests;
 use proc_macro2::TokenStream;
 
 use crate::def::{KernelDef, Target, TuneAxis};
+use crate::valid;
 use errors::Errors;
 
 pub use lower::{bare_path, callees, path_key, DeviceFn, Linked};
@@ -229,14 +236,13 @@ fn compile_instance(
     let lowered = lower::lower_kernel(item, (&name, instance.1), attr, &sig, linked, errors);
     if let Ok(lowered) = &lowered {
         // Types and constructs do not depend on const values: the family's
-        // IR tells whether every variant can be WGSL.
+        // IR tells whether every variant can be WGSL. WGSL first, then the
+        // archs in declared order: the errors come in that order.
         if targets.contains(&Target::Wgsl) {
-            target_check(item, lowered, errors, &crate::back::wgsl::check);
+            target_check(item, lowered, errors, Target::Wgsl);
         }
         for arch in targets.iter().filter_map(|t| t.arch()) {
-            target_check(item, lowered, errors, &|k| {
-                crate::back::ptx::check_arch(k, arch)
-            });
+            target_check(item, lowered, errors, Target::Ptx(arch));
         }
     }
     let (Ok(lowered), Ok(tune)) = (lowered, tune) else {
@@ -257,16 +263,17 @@ fn compile_instance(
     (errors.len() == before).then_some(def)
 }
 
-/// Runs a target's check over a lowered kernel. A failure in what a call
-/// brought in is reported at the call (the first whose statements fail the
-/// check while the kernel's declarations pass it), any other at the
-/// kernel's name.
+/// Runs the check of what `target` can express ([`valid::targets::check`]) over a
+/// lowered kernel. A failure in what a call brought in is reported at the
+/// call (the first whose statements fail the check while the kernel's
+/// declarations pass it), any other at the kernel's name.
 fn target_check(
     item: &syn::ItemFn,
     lowered: &lower::LoweredKernel,
     errors: &mut Errors,
-    check: &dyn Fn(&crate::ir::Kernel) -> Result<(), crate::Error>,
+    target: Target,
 ) {
+    let check = |kernel: &crate::ir::Kernel| valid::targets::check(kernel, target);
     let Err(e) = check(&lowered.ir) else {
         return;
     };

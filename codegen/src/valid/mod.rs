@@ -8,6 +8,9 @@
 //!
 //! Indices are integers of any type; indices into register arrays are
 //! literals within bounds.
+//!
+//! [`targets`] checks what each target can express (PTX archs, WGSL), on a
+//! kernel family before specialization or on one variant.
 
 use crate::eval;
 use crate::ir::{
@@ -821,6 +824,7 @@ impl Validator<'_> {
     }
 }
 
+pub mod targets;
 mod warp;
 
 #[cfg(test)]

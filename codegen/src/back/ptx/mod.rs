@@ -20,13 +20,13 @@
 //! `usage` (a pre-pass over the body), `vectorize` (adjacent shared-memory
 //! moves as one vector access), `warp` (Tensor Core operations, `ldmatrix`,
 //! operand packing, async copies), `staging` (the sm_70 form of async
-//! copies: register staging, planned over the kernel), [`features`] (what each construct needs
-//! of the target, in one table) and `check` (those needs checked per arch on
-//! a kernel family, for the front). A new statement is a new case in
-//! `stmt`, its operands come from `memory`/`regs`, and what it needs of the
-//! target is a new row in [`features`].
+//! copies: register staging, planned over the kernel) and [`features`] (what
+//! each construct needs of the target, in one table, which
+//! `crate::valid::targets` also checks a kernel family against for the
+//! front). A new statement is a new case in `stmt`, its operands come from
+//! `memory`/`regs`, and what it needs of the target is a new row in
+//! [`features`].
 
-mod check;
 pub mod features;
 
 mod expr;
@@ -40,7 +40,6 @@ mod usage;
 mod vectorize;
 mod warp;
 
-pub use check::check_arch;
 use function::{param_names, param_type, scalar_param_name, Emitter, SHARED_ALIGN, SHARED_SYMBOL};
 
 use crate::ir::{Arch, Kernel, ParamType};

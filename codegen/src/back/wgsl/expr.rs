@@ -319,7 +319,7 @@ impl Emitter<'_> {
             Intrinsic::FromBits => "bitcast<f32>",
             Intrinsic::ToBits => "bitcast<u32>",
             Intrinsic::PackF16x2 | Intrinsic::PackBf16x2 | Intrinsic::ToTf32 => {
-                // `support::check` rejects these before emission starts.
+                // `valid::targets::check` rejects these before emission starts.
                 return Err(self.error("Tensor Core operand words have no WGSL form"));
             }
         };

@@ -364,7 +364,7 @@ impl Count {
                 }
                 Stmt::Expr(e) => self.expr(e),
                 Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => {}
-                // Rejected by `support::check` before anything is counted.
+                // Rejected by `valid::targets::check` before anything is counted.
                 Stmt::Matrix(_)
                 | Stmt::AsyncCopy { .. }
                 | Stmt::AsyncCommit

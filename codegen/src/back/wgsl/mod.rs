@@ -68,7 +68,8 @@
 //! - Identifiers: DSL names are kept where WGSL allows them, else suffixed
 //!   (see `names`); the host never needs them.
 //!
-//! The emitter is split like the PTX one: `support` (what WGSL can express),
+//! The emitter is split like the PTX one: `support` (the types WGSL has;
+//! `crate::valid::targets` checks a kernel against them before emission),
 //! `names`, `function` (the emitter's state), `stmt`, `expr` and `helpers`
 //! (the WGSL functions the generated code calls).
 
@@ -77,13 +78,13 @@ mod function;
 mod helpers;
 mod names;
 mod stmt;
-mod support;
-
-pub use support::check;
+pub(crate) mod support;
 
 use function::Emitter;
 
+use crate::def::Target;
 use crate::ir::{Kernel, ParamType};
+use crate::valid::targets;
 use crate::Error;
 
 /// The entry point's name in every module.
@@ -153,7 +154,7 @@ fn layout(kernel: &Kernel) -> Vec<WgslParam> {
 /// block shape; it must match the kernel's `block(..)` when it declares one,
 /// and is required when it does not.
 pub fn emit(kernel: &Kernel, block: Option<[u32; 3]>) -> Result<WgslModule, Error> {
-    check(kernel)?;
+    targets::check(kernel, Target::Wgsl)?;
     let block = workgroup_size(kernel, block)?;
     let params = layout(kernel);
     let mut e = Emitter::new(kernel, block, &params)?;

@@ -100,7 +100,7 @@ impl Emitter<'_> {
             | Stmt::AsyncCopy { .. }
             | Stmt::AsyncCommit
             | Stmt::AsyncWait { .. } => {
-                // `support::check` rejects these before emission starts.
+                // `valid::targets::check` rejects these before emission starts.
                 Err(self.error("Tensor Core operations and async copies have no WGSL form"))
             }
         }

@@ -23,11 +23,15 @@ use proc_macro2::Ident;
 use quote::ToTokens;
 use syn::visit::Visit;
 
-use super::{call_ident, index_chain, peel, Access, Binding, ConstantRole, Lowered, Lowerer};
-use super::{Reported, View};
+use super::check::ConstantRole;
+use super::place::Access;
+use super::scope::{Binding, View};
+use super::syntax::{call_ident, index_chain, peel};
+use super::{Lowered, Lowerer, Reported};
 use crate::front::errors::Errors;
 use crate::front::infer::Passed;
 use crate::front::signature::{self, DeviceParamKind, DeviceSignature};
+use crate::front::vocabulary;
 use crate::ir::{Block, Expr, ExprKind, LocalId, ParamId, ParamType, Place, Scalar, Space, Stmt};
 
 /// One `#[device]` function the item being compiled may reach.
@@ -134,46 +138,14 @@ fn device_path(c: &syn::ExprCall) -> Option<&syn::Path> {
     if p.path.segments.len() > 1 && Scalar::from_name(&first).is_some() {
         return None; // `f32::from_bits`
     }
-    match p.path.get_ident() {
-        Some(ident)
-            if is_builtin(&ident.to_string()) || near_builtin(&ident.to_string()).is_some() =>
+    match p.path.get_ident().map(|i| i.to_string()) {
+        Some(name)
+            if vocabulary::builtin(&name).is_some() || vocabulary::near_miss(&name).is_some() =>
         {
             None
         }
         _ => Some(&p.path),
     }
-}
-
-/// Whether `name` is a function of the language (a statement, an intrinsic,
-/// or math, which is written as methods).
-fn is_builtin(name: &str) -> bool {
-    const FREE: [&str; 13] = [
-        "thread_idx",
-        "block_idx",
-        "block_dim",
-        "grid_dim",
-        "lane_id",
-        "sync_threads",
-        "shared",
-        "pipeline",
-        "shfl_xor",
-        "shfl_down",
-        "pack_f16x2",
-        "pack_bf16x2",
-        "to_tf32",
-    ];
-    FREE.contains(&name)
-        || name.starts_with("atomic_")
-        || super::warp::is_warp_statement(name)
-        || super::MATH_METHODS.iter().any(|(m, ..)| *m == name)
-}
-
-/// The built-in function `name` misspells by its underscores (`syncthreads`).
-pub(super) fn near_builtin(name: &str) -> Option<&'static str> {
-    const NEAR: [&str; 4] = ["sync_threads", "lane_id", "thread_idx", "block_idx"];
-    let plain = |n: &str| n.replace('_', "").to_lowercase();
-    NEAR.into_iter()
-        .find(|b| *b != name && plain(b) == plain(name))
 }
 
 /// Lowers the body of device function `f` of `linked` with every scalar
@@ -305,7 +277,7 @@ impl Lowerer<'_> {
                 Some(_) => {
                     return self.err(
                         &c.func,
-                        format!("`{ident}` is a variable, not a function: kernels can call `#[device]` functions and {}", super::FUNCTIONS),
+                        format!("`{ident}` is a variable, not a function: kernels can call `#[device]` functions and {}", vocabulary::callable_list()),
                     )
                 }
                 None => {}
@@ -317,7 +289,7 @@ impl Lowerer<'_> {
                 &c.func,
                 format!(
                     "unknown function `{key}`: kernels can call `#[device]` functions and {}; math is written as methods (`x.sqrt()`)",
-                    super::FUNCTIONS
+                    vocabulary::callable_list()
                 ),
             );
         };
@@ -1079,7 +1051,8 @@ impl Lowerer<'_> {
 
     /// Whether `c` calls a device function (rather than a built-in one).
     pub(super) fn is_device_call(c: &syn::ExprCall) -> bool {
-        device_path(c).is_some() && call_ident(c).is_none_or(|i| !is_builtin(&i.to_string()))
+        device_path(c).is_some()
+            && call_ident(c).is_none_or(|i| vocabulary::builtin(&i.to_string()).is_none())
     }
 
     /// Reads through a parameter of `Access` to a slice bound by a call.

@@ -20,20 +20,19 @@
 use proc_macro2::TokenStream;
 use quote::ToTokens;
 
-use super::{call_name, index_chain, peel, Access, Binding, ConstantRole, Lowered, Lowerer};
+use super::check::ConstantRole;
+use super::place::Access;
+use super::scope::Binding;
+use super::syntax::{call_name, index_chain, peel};
+use super::{Lowered, Lowerer};
 use crate::def::KernelDef;
 use crate::eval;
 use crate::front::errors::Errors;
+use crate::front::vocabulary;
 use crate::ir::{
     BinaryOp, Expr, ExprKind, Fragment, Literal, MatrixLayout, MatrixOp, MmaKind, ParamType, Place,
     Scalar, Space, SparseMmaKind, Stmt, WmmaOperand,
 };
-
-/// The statement functions of this module, for the list of callable functions.
-pub const WARP_FUNCTIONS: &str = "ldmatrix_x1/x2/x4[_trans], mma_m16n8k16_f16, mma_m16n8k16_bf16, \
-     mma_m16n8k8_tf32, mma_m16n8k32_s8, mma_m16n8k32_u8, mma_sp[_ordered]_m16n8k32_{f16,bf16}, \
-     wmma_load_{a,b,c}_{row,col}, \
-     wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait";
 
 /// The methods of a pipeline, for messages.
 const PIPELINE_METHODS: &str =
@@ -174,14 +173,6 @@ pub fn check_variants(def: &KernelDef, checks: &[VariantCheck], errors: &mut Err
     }
 }
 
-/// Whether `name` is one of this module's statement functions.
-pub fn is_warp_statement(name: &str) -> bool {
-    name.starts_with("ldmatrix_")
-        || name.starts_with("mma_")
-        || name.starts_with("wmma_")
-        || name.starts_with("cp_async")
-}
-
 fn layout(name: &str) -> Option<MatrixLayout> {
     match name {
         "row" => Some(MatrixLayout::Row),
@@ -191,7 +182,8 @@ fn layout(name: &str) -> Option<MatrixLayout> {
 }
 
 impl Lowerer<'_> {
-    /// Lowers a call statement to one of [`WARP_FUNCTIONS`].
+    /// Lowers a call statement of a warp statement family
+    /// ([`vocabulary::WARP_STATEMENTS`]).
     pub(super) fn warp_statement(&mut self, c: &syn::ExprCall) -> Lowered<Stmt> {
         let name = call_name(c).unwrap_or_default();
         if let Some(rest) = name.strip_prefix("ldmatrix_x") {
@@ -357,7 +349,10 @@ impl Lowerer<'_> {
     fn unknown_warp_function<T>(&mut self, c: &syn::ExprCall, name: &str) -> Lowered<T> {
         self.err(
             &c.func,
-            format!("unknown function `{name}`: the warp matrix and async copy functions are {WARP_FUNCTIONS}"),
+            format!(
+                "unknown function `{name}`: the warp matrix and async copy functions are {}",
+                vocabulary::warp_statement_list()
+            ),
         )
     }
 

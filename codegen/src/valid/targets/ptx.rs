@@ -1,19 +1,20 @@
 //! What a kernel family asks of an architecture, checked on its
-//! unspecialized IR: the front runs this for every PTX target a kernel
-//! declares, so using an instruction an arch lacks (an sm_80 `mma` in a
-//! kernel built for sm_70) fails the build naming both, instead of failing
-//! later when a variant is compiled.
+//! unspecialized IR against the rows of the PTX backend's table
+//! (`back/ptx/features.rs`): the front runs this for every PTX target a
+//! kernel declares, so using an instruction an arch lacks (an sm_80 `mma`
+//! in a kernel built for sm_70) fails the build naming both, instead of
+//! failing later when a variant is compiled.
 //!
 //! Covered: warp matrix operations and the operand conversions without an
 //! emulation. Type-dependent needs (bf16 arithmetic, 16-bit atomics) are
 //! reported when a variant is emitted.
 
-use super::features::{Feature, FeatureUse};
+use crate::back::ptx::features::{Feature, FeatureUse};
 use crate::ir::{Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, Stmt};
 use crate::Error;
 
 /// Checks that `arch` has every instruction `kernel` uses that it cannot emulate.
-pub fn check_arch(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
+pub(super) fn check(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
     let mut features = FeatureUse::new(arch);
     block(&kernel.body, &mut |feature| {
         features.require(feature).map_err(|reason| {

@@ -1,0 +1,25 @@
+//! What each target can express, checked on a kernel's IR (the family's,
+//! before specialization, or one variant's): the front runs [`check`] for
+//! every target a kernel declares, so a construct a target lacks is a
+//! compile error at the kernel. As in naga, the validator holds these
+//! checks and the backends hold the facts they read: `ptx` checks a kernel
+//! against the rows of the PTX backend's one table of minimum versions and
+//! architectures (`back/ptx/features.rs`), `wgsl` against the WGSL
+//! backend's type rules (`back/wgsl/support.rs`).
+
+mod ptx;
+mod wgsl;
+
+use crate::def::Target;
+use crate::ir::Kernel;
+use crate::Error;
+
+/// Checks that `target` can express `kernel`: for a PTX target, that its
+/// arch has every instruction the kernel uses and cannot emulate; for WGSL,
+/// every type and construct.
+pub fn check(kernel: &Kernel, target: Target) -> Result<(), Error> {
+    match target {
+        Target::Ptx(arch) => ptx::check(kernel, arch),
+        Target::Wgsl => wgsl::check(kernel),
+    }
+}
