@@ -348,6 +348,20 @@ impl MmaKind {
     pub fn registers(self) -> (u32, u32, u32) {
         (4, 2, 4)
     }
+
+    /// The form over 32 bytes of k of element type `elem` (f32 elements are
+    /// rounded to tf32), as `mma_m16n8::<T>` chooses it; every form has the
+    /// same registers.
+    pub fn for_element(elem: Scalar) -> Option<MmaKind> {
+        Some(match elem {
+            Scalar::F16 => MmaKind::F16,
+            Scalar::Bf16 => MmaKind::Bf16,
+            Scalar::F32 => MmaKind::Tf32,
+            Scalar::I8 => MmaKind::S8,
+            Scalar::U8 => MmaKind::U8,
+            _ => return None,
+        })
+    }
 }
 
 /// The element type of a sparse [`MatrixOp::MmaSparse`]: `mma.sp`

@@ -49,6 +49,21 @@ impl Lowerer<'_> {
         })
     }
 
+    /// Reports generic arguments on a built-in that takes none (all but
+    /// `mma_m16n8::<T>`).
+    pub(super) fn no_generic_arguments(&mut self, c: &syn::ExprCall) -> Lowered<()> {
+        match super::syntax::generic_arguments(c) {
+            Some(args) => self.err(
+                args,
+                format!(
+                    "`{}` takes no generic arguments: remove the `::<..>`",
+                    call_name(c).unwrap_or_default()
+                ),
+            ),
+            None => Ok(()),
+        }
+    }
+
     pub(super) fn call(&mut self, c: &syn::ExprCall, hint: Option<Scalar>) -> Lowered<Expr> {
         if let Some(f) = vocabulary::path_intrinsic(|path| is_path(&c.func, path)) {
             return self.intrinsic_call(c, f.intrinsic, &f.path.join("::"), hint);
@@ -56,6 +71,7 @@ impl Lowerer<'_> {
         if Self::is_device_call(c) {
             return self.call_value(c);
         }
+        self.no_generic_arguments(c)?;
         let Some(name) = call_name(c) else {
             return self.err(
                 &c.func,

@@ -138,7 +138,7 @@ fn device_path(c: &syn::ExprCall) -> Option<&syn::Path> {
     if p.path.segments.len() > 1 && Scalar::from_name(&first).is_some() {
         return None; // `f32::from_bits`
     }
-    match p.path.get_ident().map(|i| i.to_string()) {
+    match call_ident(c).map(|i| i.to_string()) {
         Some(name)
             if vocabulary::builtin(&name).is_some() || vocabulary::near_miss(&name).is_some() =>
         {

@@ -370,3 +370,36 @@ fn a_generic_kernel_is_one_kernel_per_instance() {
     assert!(instances_error("tune(N = [1]), instances(s = <f16, f16>)")
         .contains("`s` gives 2 type(s), and the kernel has 1"));
 }
+
+#[test]
+fn the_generic_mma_takes_the_form_of_its_element_type() {
+    let mma = "fn mma<T>(acc: &mut [f32; 4], a: &[u32; 4], b: &[u32; 2]) { mma_m16n8::<T>(&mut acc, &a, &b); }";
+    for (ty, form) in [
+        ("f16", "mma_m16n8k16_f16"),
+        ("bf16", "mma_m16n8k16_bf16"),
+        ("f32", "mma_m16n8k8_tf32"),
+    ] {
+        same_ptx(
+            "arch(sm_80)",
+            &format!(
+                "fn k(y: &mut [f32]) {{ let a = [1u32; 4]; let b = [2u32; 2]; let mut acc = [0.0f32; 4]; \
+                 mma::<{ty}>(&mut acc, &a, &b); y[lane_id()] = acc[0]; }}"
+            ),
+            &[mma],
+            &format!(
+                "fn k(y: &mut [f32]) {{ let a = [1u32; 4]; let b = [2u32; 2]; let mut acc = [0.0f32; 4]; \
+                 {form}(&mut acc, &a, &b); y[lane_id()] = acc[0]; }}"
+            ),
+        );
+    }
+    assert_call_error(
+        "fn k(y: &mut [f32]) { let a = [1u32; 4]; let b = [2u32; 2]; let mut acc = [0.0f32; 4]; mma::<f64>(&mut acc, &a, &b); y[0] = acc[0]; }",
+        &[mma],
+        &["`mma_m16n8` has no form for `f64`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [f32]) { sync_threads::<4>(); }",
+        &[],
+        &["`sync_threads` takes no generic arguments"],
+    );
+}

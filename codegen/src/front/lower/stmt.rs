@@ -167,6 +167,7 @@ impl Lowerer<'_> {
                     Some(Builtin::Function(Construct::SyncThreads))
                 ) =>
             {
+                self.no_generic_arguments(c)?;
                 self.arity(c, &c.args, 0, "sync_threads")?;
                 out.push(Stmt::Barrier);
                 Ok(())

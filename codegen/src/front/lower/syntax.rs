@@ -41,9 +41,28 @@ pub(super) fn is_untyped_literal(e: &syn::Expr) -> bool {
     }
 }
 
+/// The name a call of a single-segment path calls, its generic arguments
+/// (`mma_m16n8::<f16>`, `f::<4>`) aside.
 pub(super) fn call_ident(c: &syn::ExprCall) -> Option<&Ident> {
     match &*c.func {
-        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
+        syn::Expr::Path(p)
+            if p.qself.is_none()
+                && p.path.leading_colon.is_none()
+                && p.path.segments.len() == 1 =>
+        {
+            Some(&p.path.segments[0].ident)
+        }
+        _ => None,
+    }
+}
+
+/// The generic arguments of a call's path (`::<f16>`), if it has any.
+pub(super) fn generic_arguments(c: &syn::ExprCall) -> Option<&syn::AngleBracketedGenericArguments> {
+    match &*c.func {
+        syn::Expr::Path(p) => match &p.path.segments.last()?.arguments {
+            syn::PathArguments::AngleBracketed(a) => Some(a),
+            _ => None,
+        },
         _ => None,
     }
 }

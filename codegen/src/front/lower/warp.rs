@@ -206,6 +206,15 @@ impl Lowerer<'_> {
                 src,
             }));
         }
+        if name == GENERIC_MMA {
+            let kind = self.generic_mma_kind(c)?;
+            self.arity(c, &c.args, 3, &name)?;
+            let acc = self.fragment(&c.args[0], kind.accumulator(), &name, "accumulator", true)?;
+            let a = self.fragment(&c.args[1], Scalar::U32, &name, "A fragment", false)?;
+            let b = self.fragment(&c.args[2], Scalar::U32, &name, "B fragment", false)?;
+            return Ok(Stmt::Matrix(MatrixOp::Mma { kind, acc, a, b }));
+        }
+        self.no_generic_arguments(c)?;
         if let Some(kind) = MmaKind::ALL.into_iter().find(|k| k.function() == name) {
             self.arity(c, &c.args, 3, &name)?;
             let acc = self.fragment(&c.args[0], kind.accumulator(), &name, "accumulator", true)?;
@@ -301,6 +310,34 @@ impl Lowerer<'_> {
                 Ok(Stmt::AsyncWait { pending })
             }
             _ => self.unknown_warp_function(c, &name),
+        }
+    }
+
+    /// The form `mma_m16n8::<T>` takes for its element type `T`: the
+    /// m16n8 MMA over 32 bytes of k (16 f16 or bf16, 8 tf32 words, 32 s8 or
+    /// u8).
+    fn generic_mma_kind(&mut self, c: &syn::ExprCall) -> Lowered<MmaKind> {
+        let ty = match super::syntax::generic_arguments(c).map(|a| a.args.iter().collect::<Vec<_>>()) {
+            Some(args) if args.len() == 1 => match args[0] {
+                syn::GenericArgument::Type(t) => match self.scalar(t) {
+                    Ok(s) => s,
+                    Err(msg) => return self.err(t, msg),
+                },
+                other => return self.err(other, "`mma_m16n8::<T>` takes an element type: f16, bf16, f32 (as tf32), i8 or u8"),
+            },
+            _ => {
+                return self.err(
+                    &c.func,
+                    "`mma_m16n8::<T>` names its element type: `mma_m16n8::<f16>(..)`, or a type parameter `mma_m16n8::<T>(..)`",
+                )
+            }
+        };
+        match MmaKind::for_element(ty) {
+            Some(kind) => Ok(kind),
+            None => self.err(
+                &c.func,
+                format!("`mma_m16n8` has no form for `{}`: its element types are f16, bf16, f32 (as tf32), i8 and u8", ty.name()),
+            ),
         }
     }
 
@@ -735,6 +772,9 @@ impl Lowerer<'_> {
         Ok(stride)
     }
 }
+
+/// The MMA whose form follows from its element type (`MmaKind::for_element`).
+const GENERIC_MMA: &str = "mma_m16n8";
 
 /// The arguments of a call or method call.
 type Args = syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>;
