@@ -24,10 +24,12 @@ pub struct KernelAttr {
 }
 
 /// One `NAME = <T, ..>` of `instances(..)`: a kernel named `NAME` with the
-/// type parameters standing for these types, in order.
+/// type parameters standing for these types, in order, and optionally its
+/// own targets (`NAME = <bf16> arch(sm_80, sm_90)`) in place of the kernel's.
 pub struct Instance {
     pub name: Ident,
     pub types: Vec<syn::Type>,
+    pub arch: Option<Vec<Ident>>,
 }
 
 /// One `NAME = [v, ..]` of `tune(..)`.
@@ -113,7 +115,25 @@ impl Parse for KernelAttr {
                             }
                         }
                         input.parse::<Token![>]>()?;
-                        attr.instances.push(Instance { name, types });
+                        let arch = if input.peek(syn::Ident) {
+                            let word: Ident = input.parse()?;
+                            if word != "arch" {
+                                return Err(syn::Error::new_spanned(
+                                    word,
+                                    "after an instance's types comes only its own `arch(..)`",
+                                ));
+                            }
+                            let content;
+                            syn::parenthesized!(content in input);
+                            Some(
+                                Punctuated::<Ident, Token![,]>::parse_terminated(&content)?
+                                    .into_iter()
+                                    .collect(),
+                            )
+                        } else {
+                            None
+                        };
+                        attr.instances.push(Instance { name, types, arch });
                         Ok(())
                     })?;
                 }

@@ -83,8 +83,13 @@ pub fn parse_kernel_instances(
         return Err(errors.into_error(&item.sig.ident));
     }
     let mut defs = Vec::new();
-    for (name, args) in &instances {
-        if let Some(def) = compile_instance(&attr, item, (name, args), linked, &mut errors) {
+    for (name, args, arch) in &instances {
+        let instance = Instance {
+            name,
+            args,
+            arch: *arch,
+        };
+        if let Some(def) = compile_instance(&attr, item, instance, linked, &mut errors) {
             defs.push((name.clone(), def));
         }
     }
@@ -106,7 +111,7 @@ pub fn stub_instances(
     let attr: attr::KernelAttr = syn::parse2(attr).unwrap_or_default();
     let mut scratch = Errors::default();
     let mut stubs = Vec::new();
-    for (name, args) in instance_types(&attr, item, &mut scratch) {
+    for (name, args, _) in instance_types(&attr, item, &mut scratch) {
         let mut errors = Errors::default();
         let sig = signature::parse_signature(item, &args, &mut errors);
         if !sig.broken.is_empty() || sig.params.len() != item.sig.inputs.len() {
@@ -151,21 +156,23 @@ pub fn stub_instances(
 }
 
 /// The name of each kernel `item` is built as, with the types its type
-/// parameters stand for.
-fn instance_types(
-    attr: &attr::KernelAttr,
+/// parameters stand for and its own targets, if it has them.
+#[allow(clippy::type_complexity)]
+fn instance_types<'a>(
+    attr: &'a attr::KernelAttr,
     item: &syn::ItemFn,
     errors: &mut Errors,
 ) -> Vec<(
     proc_macro2::Ident,
     Vec<(proc_macro2::Ident, crate::ir::Scalar)>,
+    Option<&'a Vec<proc_macro2::Ident>>,
 )> {
     let params = signature::type_params(&item.sig, errors);
     if params.is_empty() {
         if let Some(first) = attr.instances.first() {
             errors.push(&first.name, "`instances(..)` lists the types of a kernel's type parameters, and this kernel has none: remove it, or add `<T: Float>` to the kernel");
         }
-        return vec![(item.sig.ident.clone(), Vec::new())];
+        return vec![(item.sig.ident.clone(), Vec::new(), None)];
     }
     if attr.instances.is_empty() {
         let names: Vec<String> = params.iter().map(|p| p.ident.to_string()).collect();
@@ -214,26 +221,34 @@ fn instance_types(
                 }
             }
         }
-        out.push((instance.name.clone(), args));
+        out.push((instance.name.clone(), args, instance.arch.as_ref()));
     }
     out
 }
 
-/// One kernel: `item` named `instance.0`, its type parameters standing for
-/// `instance.1`.
+/// One kernel a kernel item is built as.
+struct Instance<'a> {
+    name: &'a proc_macro2::Ident,
+    /// What its type parameters stand for.
+    args: &'a types::TypeArgs,
+    /// Its own targets, in place of the item's `arch(..)`.
+    arch: Option<&'a Vec<proc_macro2::Ident>>,
+}
+
+/// One kernel: `item` as `instance`.
 fn compile_instance(
     attr: &attr::KernelAttr,
     item: &syn::ItemFn,
-    instance: (&proc_macro2::Ident, &types::TypeArgs),
+    instance: Instance,
     linked: &Linked,
     errors: &mut Errors,
 ) -> Option<KernelDef> {
     let before = errors.len();
-    let sig = signature::parse_signature(item, instance.1, errors);
+    let sig = signature::parse_signature(item, instance.args, errors);
     let tune = tune_axes(attr, &sig, errors);
-    let targets = targets(attr, errors);
-    let name = instance.0.to_string();
-    let lowered = lower::lower_kernel(item, (&name, instance.1), attr, &sig, linked, errors);
+    let targets = targets(instance.arch.or(attr.arch.as_ref()), errors);
+    let name = instance.name.to_string();
+    let lowered = lower::lower_kernel(item, (&name, instance.args), attr, &sig, linked, errors);
     if let Ok(lowered) = &lowered {
         // Types and constructs do not depend on const values: the family's
         // IR tells whether every variant can be WGSL. WGSL first, then the
@@ -382,9 +397,9 @@ pub fn parse_kernel_str(attr: &str, item: &str) -> Result<KernelDef, String> {
     parse_kernel(attr, &item).map_err(render)
 }
 
-/// The targets in declared order; all of them when the attribute names none.
-fn targets(attr: &attr::KernelAttr, errors: &mut Errors) -> Vec<Target> {
-    let Some(names) = &attr.arch else {
+/// The targets in declared order; all of them when no `arch(..)` names them.
+fn targets(arch: Option<&Vec<proc_macro2::Ident>>, errors: &mut Errors) -> Vec<Target> {
+    let Some(names) = arch else {
         return Target::ALL.to_vec();
     };
     let mut targets = Vec::new();

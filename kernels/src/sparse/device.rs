@@ -17,205 +17,178 @@ use super::{metadata_words, value_cols, Compressed, SparseElement};
 /// Threads per block of these kernels.
 const THREADS: u32 = 256;
 
-/// The kernels of one element type (the type and the architectures that can
-/// convert it are the only differences between f16 and bf16) and its
-/// [`DeviceSparse`] implementation. The pruning rule, which prune and
-/// compress share, is written once: the `@rank` statements below, which set
-/// `keep[i]` for the group `v` of four elements.
-macro_rules! sparse_kernels {
-    ($elem:ident, [$($arch:ident),*], $prune:ident, $compress:ident, $decompress:ident) => {
-        sparse_kernels!(
-            @kernels $elem, [$($arch),*], $prune, $compress, $decompress,
-            // Ranked by f32 magnitude, a NaN as +inf: `v[p]` is kept when fewer
-            // than two others are larger, or equal and at a lower position.
-            @rank {
-                let mut key = [0.0f32; 4];
-                #[unroll]
-                for p in 0..4u32 {
-                    let f = v[p] as f32;
-                    key[p] = if f != f { f32::INFINITY } else { f.abs() };
-                }
-                let mut keep = [false; 4];
-                #[unroll]
-                for p in 0..4u32 {
-                    let mut above = 0u32;
-                    #[unroll]
-                    for q in 0..4u32 {
-                        if q != p && (key[q] > key[p] || key[q] == key[p] && q < p) {
-                            above += 1;
-                        }
-                    }
-                    keep[p] = above < 2;
-                }
+/// Which of the four elements `v` of a group 2:4 pruning keeps (`keep`):
+/// ranked by f32 magnitude, a NaN as +inf, `v[p]` is kept when fewer than two
+/// others are larger, or equal and at a lower position. The rule prune and
+/// compress share.
+#[device]
+pub fn rank_2_4<T: Half>(v: &[T; 4], keep: &mut [bool; 4]) {
+    let mut key = [0.0f32; 4];
+    #[unroll]
+    for p in 0..4u32 {
+        let f = v[p] as f32;
+        key[p] = if f != f { f32::INFINITY } else { f.abs() };
+    }
+    #[unroll]
+    for p in 0..4u32 {
+        let mut above = 0u32;
+        #[unroll]
+        for q in 0..4u32 {
+            if q != p && (key[q] > key[p] || key[q] == key[p] && q < p) {
+                above += 1;
             }
-        );
-    };
-    (
-        @kernels $elem:ident, [$($arch:ident),*], $prune:ident, $compress:ident, $decompress:ident,
-        @rank { $($rank:tt)* }
-    ) => {
-        /// `y` = `x` (`rows x cols`, row-major) pruned to 2:4: one thread per group of 4.
-        #[kernel(
-            arch($($arch),*),
-            block(256),
-            requires(x.len() == rows * cols, y.len() == rows * cols)
-        )]
-        pub fn $prune(x: &[$elem], y: &mut [$elem], rows: u32, cols: u32) {
-            let groups = (cols + 3) / 4;
-            let id = block_idx().x * 256 + thread_idx().x;
-            if id < rows * groups {
-                let r = id / groups;
-                let c0 = id % groups * 4;
-                let mut v = [0.0 as $elem; 4];
+        }
+        keep[p] = above < 2;
+    }
+}
+
+/// `y` = `x` (`rows x cols`, row-major) pruned to 2:4: one thread per group
+/// of 4. The f16 kernel builds for sm_70 too (the sparse GEMM's fallback
+/// decompresses there); bf16 needs sm_80's conversions.
+#[kernel(
+    arch(sm_70, sm_80, sm_90),
+    block(256),
+    requires(x.len() == rows * cols, y.len() == rows * cols),
+    instances(prune_2_4_f16 = <f16>, prune_2_4_bf16 = <bf16> arch(sm_80, sm_90))
+)]
+pub fn prune<T: Half>(x: &[T], y: &mut [T], rows: u32, cols: u32) {
+    let groups = (cols + 3) / 4;
+    let id = block_idx().x * 256 + thread_idx().x;
+    if id < rows * groups {
+        let r = id / groups;
+        let c0 = id % groups * 4;
+        let mut v = [0.0 as T; 4];
+        #[unroll]
+        for i in 0..4u32 {
+            if c0 + i < cols {
+                v[i] = x[r * cols + c0 + i];
+            }
+        }
+        let mut keep = [false; 4];
+        rank_2_4(&v, &mut keep);
+        #[unroll]
+        for i in 0..4u32 {
+            if c0 + i < cols {
+                y[r * cols + c0 + i] = if keep[i] { v[i] } else { 0.0 };
+            }
+        }
+    }
+}
+
+/// `x` (`rows x cols`) pruned to 2:4 and compressed into `values` and `meta`
+/// (the layout of [`super::Compressed`]): one thread per metadata word (2
+/// rows x 16 columns).
+#[kernel(
+    arch(sm_70, sm_80, sm_90),
+    block(256),
+    requires(
+        x.len() == rows * cols,
+        values.len() == rows * ((cols + 63) / 64 * 32),
+        meta.len() == (rows + 15) / 16 * ((cols + 63) / 64) * 32
+    ),
+    instances(compress_2_4_f16 = <f16>, compress_2_4_bf16 = <bf16> arch(sm_80, sm_90))
+)]
+pub fn compress_2_4<T: Half>(x: &[T], values: &mut [T], meta: &mut [u32], rows: u32, cols: u32) {
+    let w = block_idx().x * 256 + thread_idx().x;
+    if w < meta.len() {
+        let blocks = (cols + 63) / 64;
+        let lane = w % 32;
+        let tile = w / 32 / blocks;
+        let c_base = w / 32 % blocks * 64 + lane % 4 * 16;
+        let vcols = blocks * 32;
+        let mut word = 0u32;
+        #[unroll]
+        for u in 0..2u32 {
+            let r = tile * 16 + lane / 4 + u * 8;
+            #[unroll]
+            for j in 0..4u32 {
+                let c0 = c_base + j * 4;
+                let mut v = [0.0 as T; 4];
                 #[unroll]
                 for i in 0..4u32 {
-                    if c0 + i < cols {
+                    if r < rows && c0 + i < cols {
                         v[i] = x[r * cols + c0 + i];
                     }
                 }
-                $($rank)*
+                let mut keep = [false; 4];
+                rank_2_4(&v, &mut keep);
+                // The kept positions in order: `kept` counts those found so far.
+                let mut kept = 0u32;
+                let mut pair = [0.0 as T; 2];
+                let mut nibble = 0u32;
                 #[unroll]
                 for i in 0..4u32 {
-                    if c0 + i < cols {
-                        y[r * cols + c0 + i] = if keep[i] { v[i] } else { 0.0 };
-                    }
-                }
-            }
-        }
-
-        /// `x` (`rows x cols`) pruned to 2:4 and compressed into `values` and
-        /// `meta` (the layout of [`super::Compressed`]): one thread per
-        /// metadata word (2 rows x 16 columns).
-        #[kernel(
-            arch($($arch),*),
-            block(256),
-            requires(
-                x.len() == rows * cols,
-                values.len() == rows * ((cols + 63) / 64 * 32),
-                meta.len() == (rows + 15) / 16 * ((cols + 63) / 64) * 32
-            )
-        )]
-        pub fn $compress(
-            x: &[$elem],
-            values: &mut [$elem],
-            meta: &mut [u32],
-            rows: u32,
-            cols: u32,
-        ) {
-            let w = block_idx().x * 256 + thread_idx().x;
-            if w < meta.len() {
-                let blocks = (cols + 63) / 64;
-                let lane = w % 32;
-                let tile = w / 32 / blocks;
-                let c_base = w / 32 % blocks * 64 + lane % 4 * 16;
-                let vcols = blocks * 32;
-                let mut word = 0u32;
-                #[unroll]
-                for u in 0..2u32 {
-                    let r = tile * 16 + lane / 4 + u * 8;
-                    #[unroll]
-                    for j in 0..4u32 {
-                        let c0 = c_base + j * 4;
-                        let mut v = [0.0 as $elem; 4];
-                        #[unroll]
-                        for i in 0..4u32 {
-                            if r < rows && c0 + i < cols {
-                                v[i] = x[r * cols + c0 + i];
-                            }
-                        }
-                        $($rank)*
-                        // The kept positions in order: `kept` counts those found so far.
-                        let mut kept = 0u32;
-                        let mut pair = [0.0 as $elem; 2];
-                        let mut nibble = 0u32;
-                        #[unroll]
-                        for i in 0..4u32 {
-                            if keep[i] {
-                                if kept == 0 {
-                                    pair[0] = v[i];
-                                    nibble = i;
-                                } else {
-                                    pair[1] = v[i];
-                                    nibble |= i << 2;
-                                }
-                                kept += 1;
-                            }
-                        }
-                        word |= nibble << (u * 16 + j * 4);
-                        if r < rows {
-                            values[r * vcols + c0 / 2] = pair[0];
-                            values[r * vcols + c0 / 2 + 1] = pair[1];
-                        }
-                    }
-                }
-                meta[w] = word;
-            }
-        }
-
-        /// `y` (`rows x cols`) = the dense matrix of `values` and `meta`: one
-        /// thread per group of 4. Moves elements without converting them.
-        #[kernel(
-            arch(sm_70, sm_80, sm_90),
-            block(256),
-            requires(
-                y.len() == rows * cols,
-                values.len() == rows * ((cols + 63) / 64 * 32),
-                meta.len() == (rows + 15) / 16 * ((cols + 63) / 64) * 32
-            )
-        )]
-        pub fn $decompress(
-            values: &[$elem],
-            meta: &[u32],
-            y: &mut [$elem],
-            rows: u32,
-            cols: u32,
-        ) {
-            let groups = (cols + 3) / 4;
-            let id = block_idx().x * 256 + thread_idx().x;
-            if id < rows * groups {
-                let r = id / groups;
-                let c0 = id % groups * 4;
-                let blocks = (cols + 63) / 64;
-                let w = (r / 16 * blocks + c0 / 64) * 32 + r % 8 * 4 + c0 % 64 / 16;
-                let nibble = meta[w] >> (r % 16 / 8 * 16 + c0 % 16 / 4 * 4) & 15;
-                let at = r * (blocks * 32) + c0 / 2;
-                #[unroll]
-                for i in 0..4u32 {
-                    if c0 + i < cols {
-                        y[r * cols + c0 + i] = if nibble & 3 == i {
-                            values[at]
-                        } else if nibble >> 2 == i {
-                            values[at + 1]
+                    if keep[i] {
+                        if kept == 0 {
+                            pair[0] = v[i];
+                            nibble = i;
                         } else {
-                            0.0
-                        };
+                            pair[1] = v[i];
+                            nibble |= i << 2;
+                        }
+                        kept += 1;
                     }
+                }
+                word |= nibble << (u * 16 + j * 4);
+                if r < rows {
+                    values[r * vcols + c0 / 2] = pair[0];
+                    values[r * vcols + c0 / 2 + 1] = pair[1];
                 }
             }
         }
-
-        impl DeviceSparse for $elem {
-            const PRUNE: Prune<Self> = $prune::launch;
-            const COMPRESS: Compress<Self> = $compress::launch;
-            const DECOMPRESS: Decompress<Self> = $decompress::launch;
-        }
-    };
+        meta[w] = word;
+    }
 }
 
-sparse_kernels!(
-    f16,
-    [sm_70, sm_80, sm_90],
-    prune_2_4_f16,
-    compress_2_4_f16,
-    decompress_2_4_f16
-);
-sparse_kernels!(
-    bf16,
-    [sm_80, sm_90],
-    prune_2_4_bf16,
-    compress_2_4_bf16,
-    decompress_2_4_bf16
-);
+/// `y` (`rows x cols`) = the dense matrix of `values` and `meta`: one thread
+/// per group of 4. Moves elements without converting them (bf16 too on
+/// sm_70).
+#[kernel(
+    arch(sm_70, sm_80, sm_90),
+    block(256),
+    requires(
+        y.len() == rows * cols,
+        values.len() == rows * ((cols + 63) / 64 * 32),
+        meta.len() == (rows + 15) / 16 * ((cols + 63) / 64) * 32
+    ),
+    instances(decompress_2_4_f16 = <f16>, decompress_2_4_bf16 = <bf16>)
+)]
+pub fn decompress_2_4<T: Half>(values: &[T], meta: &[u32], y: &mut [T], rows: u32, cols: u32) {
+    let groups = (cols + 3) / 4;
+    let id = block_idx().x * 256 + thread_idx().x;
+    if id < rows * groups {
+        let r = id / groups;
+        let c0 = id % groups * 4;
+        let blocks = (cols + 63) / 64;
+        let w = (r / 16 * blocks + c0 / 64) * 32 + r % 8 * 4 + c0 % 64 / 16;
+        let nibble = meta[w] >> (r % 16 / 8 * 16 + c0 % 16 / 4 * 4) & 15;
+        let at = r * (blocks * 32) + c0 / 2;
+        #[unroll]
+        for i in 0..4u32 {
+            if c0 + i < cols {
+                y[r * cols + c0 + i] = if nibble & 3 == i {
+                    values[at]
+                } else if nibble >> 2 == i {
+                    values[at + 1]
+                } else {
+                    0.0
+                };
+            }
+        }
+    }
+}
+
+impl DeviceSparse for f16 {
+    const PRUNE: Prune<Self> = prune_2_4_f16::launch;
+    const COMPRESS: Compress<Self> = compress_2_4_f16::launch;
+    const DECOMPRESS: Decompress<Self> = decompress_2_4_f16::launch;
+}
+
+impl DeviceSparse for bf16 {
+    const PRUNE: Prune<Self> = prune_2_4_bf16::launch;
+    const COMPRESS: Compress<Self> = compress_2_4_bf16::launch;
+    const DECOMPRESS: Decompress<Self> = decompress_2_4_bf16::launch;
+}
 
 /// A 2:4 matrix on the GPU in the layout of [`Compressed`] (module docs of
 /// [`super`]): what the sparse GEMM takes as A.
@@ -284,7 +257,8 @@ pub type Decompress<T> = fn(
 ) -> Result<(), Error>;
 
 /// The element types with device kernels, f16 and bf16: each names its
-/// kernels' launchers (implemented by `sparse_kernels!`).
+/// kernels' launchers (the instances of `prune`, `compress_2_4` and
+/// `decompress_2_4`).
 pub trait DeviceSparse: SparseElement {
     const PRUNE: Prune<Self>;
     const COMPRESS: Compress<Self>;

@@ -403,3 +403,18 @@ fn the_generic_mma_takes_the_form_of_its_element_type() {
         &["`sync_threads` takes no generic arguments"],
     );
 }
+
+#[test]
+fn an_instance_may_name_its_own_targets() {
+    let defs = crate::front::parse_kernel_instances(
+        "arch(sm_70, sm_80), instances(copy_f16 = <f16>, copy_bf16 = <bf16> arch(sm_80))"
+            .parse()
+            .unwrap(),
+        &syn::parse_str("fn copy<T: Half>(x: &[T], y: &mut [T]) { y[0] = x[0]; }").unwrap(),
+        &Default::default(),
+    )
+    .unwrap();
+    let names: Vec<&str> = defs[1].1.targets.iter().map(|t| t.name()).collect();
+    assert_eq!(defs[0].1.targets.len(), 2);
+    assert_eq!(names, ["sm_80"]);
+}
