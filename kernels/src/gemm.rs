@@ -147,8 +147,16 @@ pub fn gemm_f32<const BM: u32, const BN: u32, const BK: u32, const TM: u32, cons
                         || r < m && col < n && block_idx().z < batches
                     {
                         let idx = c_at + r * n + col;
-                        acc[i][j] = epilogue::apply_phase::<phase>(
-                            acc[i][j], c, bias, idx, r, col, alpha, beta,
+                        epilogue::apply_phase::<phase>(
+                            &mut acc[i],
+                            j,
+                            c,
+                            bias,
+                            idx,
+                            r,
+                            col,
+                            alpha,
+                            beta,
                         );
                     }
                 }

@@ -3,7 +3,8 @@
 //! problem ([`GemmProblem`]: shape, layouts, strided batches, scales,
 //! activation), the launcher every variant has ([`GemmVariant`], implemented
 //! by each kernel's `Consts`), the checks it runs before a launch, and the
-//! epilogue every kernel applies (`gemm_kernel_parts!`).
+//! parameters every kernel shares (`gemm_kernel_parts!`; the epilogue is
+//! `crate::epilogue`).
 
 use std::fmt::Debug;
 
@@ -596,7 +597,7 @@ pub(crate) fn check_lengths<S: Copy>(
 /// after A and B, its `requires(..)` on them, and its epilogue. The kernel
 /// language has no functions, so they reach a kernel through a callback:
 /// `gemm_kernel_parts!(float f32 => f16, kernel_macro! { args })` expands
-/// `kernel_macro! { args gelu: true, params: (..), requires: (..), epilogue: [..], }`
+/// `kernel_macro! { args gelu: true, params: (..), requires: (..), }`
 /// and `kernel_macro` writes the `#[kernel]` item with them.
 ///
 /// - `params`: `c: &mut [$out]` (C, row-major), `bias: &[$out]`, `m`, `n`,
@@ -607,25 +608,8 @@ pub(crate) fn check_lengths<S: Copy>(
 ///   followed by a comma;
 /// - `requires`: `batches >= 1`, the buffer lengths of every batch, the
 ///   bias's, each followed by a comma;
-/// - `epilogue`: the output's arithmetic as phases, `[(when) reads: R,
-///   writes: W { .. }]` each, that together give `c[idx] = activation(alpha *
-///   value + beta * c[idx] + bias)` rounded to the output type once (C is
-///   not read where beta is 0: it may hold anything, NaN included). The kernel
-///   applies them in order, each to all of its outputs: where `when` (uniform
-///   over the block) holds, for every output it binds `v` (mutable, the scale
-///   type: the accumulated `A B` element, then what the earlier phases made of
-///   it), `r` and `col` (its row and column) and `idx` (its index in `c`), runs
-///   the block and keeps `v`. A phase that reads memory (`R`) runs only for
-///   outputs in bounds; one that writes (`W`, the last: the store) too, or
-///   else a kernel stores whole tiles its own way, with the same meaning
-///   (`mma_epilogue!`: four outputs per store); the others run
-///   for every output, out-of-bounds ones included (their `v` is never
-///   stored). (Reads stay predicated: without the test ptxas hoists every
-///   load of a phase, and the 255-register variants spill.) One uniform
-///   branch per phase and block, not one per mode per output: the outputs of
-///   a thread are unrolled code, and tests of `beta`, `bias_mode` and
-///   `activation` per output cost the 16-bit GEMMs 13% of their time
-///   (perf/LOG.md, session 6).
+///
+/// The epilogue itself is [`crate::epilogue`]'s device functions.
 ///
 /// `float` kernels have all three activations (`gelu: true`); `integer` ones
 /// (s8: i32 C) have no GELU. A batch of `a` holds `m * k` elements, unless
@@ -638,19 +622,13 @@ macro_rules! gemm_kernel_parts {
         );
     };
     (float $scale:ident => $out:ident, a_len: $a_len:tt, $kernel:ident! { $($args:tt)* }) => {
-        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0.0, $out, true, $a_len, [
-            // GELU, tanh form (`Activation::GeluTanh`): sqrt(2 / pi) = 0.7978846.
-            [(activation == 2) reads: false, writes: false {
-                let inner = 0.797_884_6 * (v + 0.044_715 * v * v * v);
-                v = 0.5 * v * (1.0 + inner.tanh());
-            }]
-        ], $kernel! { $($args)* });
+        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale, $out, true, $a_len, $kernel! { $($args)* });
     };
     (integer $scale:ident => $out:ident, $kernel:ident! { $($args:tt)* }) => {
-        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale = 0, $out, false, (m * k), [], $kernel! { $($args)* });
+        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale, $out, false, (m * k), $kernel! { $($args)* });
     };
     (
-        @parts $scale:ident = $zero:tt, $out:ident, $gelu:tt, ($($a_len:tt)*), [$($gelu_phase:tt)*],
+        @parts $scale:ident, $out:ident, $gelu:tt, ($($a_len:tt)*),
         $kernel:ident! { $($args:tt)* }
     ) => {
         $kernel! {
@@ -680,15 +658,6 @@ macro_rules! gemm_kernel_parts {
                 c.len() >= (batches - 1) * stride_c + m * n,
                 bias_mode == 0 || bias_mode == 1 && bias.len() >= n || bias_mode == 2 && bias.len() >= m,
             ),
-            epilogue: [
-                [(true) reads: false, writes: false { v = alpha * v; }]
-                [(beta != $zero) reads: true, writes: false { v += beta * c[idx] as $scale; }]
-                [(bias_mode == 1) reads: true, writes: false { v += bias[col] as $scale; }]
-                [(bias_mode == 2) reads: true, writes: false { v += bias[r] as $scale; }]
-                [(activation == 1) reads: false, writes: false { v = v.max($zero); }]
-                $($gelu_phase)*
-                [(true) reads: false, writes: true { c[idx] = v as $out; }]
-            ],
         }
     };
 }
@@ -758,117 +727,33 @@ macro_rules! gemm_variant {
     };
 }
 
-/// The epilogue of the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`), whose
-/// warps hold `WARP x WARP` tiles of `m16n8` accumulator fragments: the phases
-/// of `gemm_kernel_parts!` over them, as DSL statements. A callback like
+/// The epilogue statement of the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`):
+/// a call of [`crate::epilogue::mma_epilogue`] over the kernel's `acc`,
+/// `lane`, `wm0`, `wn0`, `row0`, `col0` and its parameters. A callback like
 /// `gemm_kernel_parts!`'s, between it and the kernel:
-/// `gemm_kernel_parts!(.., mma_epilogue! { c_index: (..), in_fours: B, inner! { .. } })`
-/// passes the parts on with `epilogue: { statements }` in place of the
-/// phases. `c_index` is C's index of the output at row `r` and column `col`;
-/// `in_fours` (`true` or `false`) says whether whole tiles are stored four
-/// outputs at a time (below), which takes C row-major, `c_index` being
-/// `c_at + r * n + col`. The statements read `acc[i][j][..]`, `lane`, `wm0`, `wn0`,
-/// `row0`, `col0`, `m`, `n`, `batches` and `stride_c`, which the kernel
-/// defines before them.
-///
-/// Each phase runs over a thread's outputs, one uniform branch per phase:
-/// accumulator element `h * 2 + q` of fragment `(i, j)` is `C[g + 8 h][2 t4 +
-/// q]` of the 16 x 8 tile (docs/ptx.md, "mma.sync fragments"; the same for `mma.sp`). Reads and
-/// the element-wise store test each output's bounds.
-///
-/// The store of a whole tile of a row-major C whose rows and batches start at
-/// multiples of 4 elements (`n` and `stride_c` multiples of 4) goes four
-/// outputs at a time: the two lanes of a pair (`t4` and `t4 ^ 1`) swap halves
-/// of their fragments `2 jp` and `2 jp + 1`, so that the even lane holds 4
-/// consecutive outputs of fragment `2 jp` and the odd one 4 of `2 jp + 1`,
-/// which the backend writes with one 8-byte (16-bit C) or 16-byte (32-bit C)
-/// store (`vectorize`: the index is a multiple of 4 by construction). A
-/// quad's stores then cover 32 (or 64) consecutive bytes of a row, whole
-/// sectors, where the element-wise store wrote 2 or 4 bytes per instruction.
+/// `gemm_kernel_parts!(.., mma_epilogue! { c_col_major: (..), in_fours: B, inner! { .. } })`
+/// passes the parts on with `epilogue: { statement }`; `c_col_major` is 0, or
+/// the sparse GEMM's parameter, and `in_fours` (`true` or `false`) whether
+/// whole tiles of a row-major C are stored four outputs at a time.
 macro_rules! mma_epilogue {
     (
-        c_index: $index:tt,
+        c_col_major: $c_col_major:tt,
         in_fours: $in_fours:literal,
         $kernel:ident! { $($args:tt)* }
         gelu: $gelu:tt,
-        params: (c: &mut [$out:ident], $($params:tt)*),
+        params: $params:tt,
         requires: $requires:tt,
-        epilogue: [$([($($when:tt)*) reads: $reads:tt, writes: $writes:tt { $($phase:tt)* }])*],
     ) => {
         $kernel! {
             $($args)*
             gelu: $gelu,
-            params: (c: &mut [$out], $($params)*),
+            params: $params,
             requires: $requires,
             epilogue: {
-                let g = lane / 4;
-                let t4 = lane % 4;
-                // The batch read here rather than kept from the start, so that
-                // nothing the epilogue alone needs is live through the main loop.
-                let c_at = block_idx().z * stride_c;
-                // The store goes four outputs at a time: every output of the block
-                // is inside C, whose rows and batches start at multiples of 4
-                // (uniform over the block). (`$in_fours` leads each condition that
-                // reads this, so that a `false` removes the path when the variant
-                // is specialized.)
-                let in_fours = row0 + BM <= m && col0 + BN <= n && block_idx().z < batches
-                    && n % 4 == 0 && (batches == 1 || stride_c % 4 == 0);
-                $(
-                if $($when)* && !($in_fours && $writes && in_fours) {
-                    #[unroll]
-                    for i in 0..WARP / 16 {
-                        #[unroll]
-                        for j in 0..WARP / 8 {
-                            #[unroll]
-                            for h in 0..2u32 {
-                                let r = row0 + wm0 + i * 16 + h * 8 + g;
-                                #[unroll]
-                                for q in 0..2u32 {
-                                    let col = col0 + wn0 + j * 8 + t4 * 2 + q;
-                                    if !($reads || $writes) || r < m && col < n && block_idx().z < batches {
-                                        let idx = $index;
-                                        let mut v = acc[i][j][h * 2 + q];
-                                        $($phase)*
-                                        acc[i][j][h * 2 + q] = v;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-                )*
-                if $in_fours && in_fours {
-                    let odd = t4 % 2 == 1;
-                    // The index in fours of the lane's first store: columns `4 (t4 / 2)`
-                    // (even lanes) and `8 + 4 (t4 / 2)` (odd) of the warp tile's first
-                    // pair of fragments, at its row `g`.
-                    let n_fours = n / 4;
-                    let first_fours = block_idx().z * (stride_c / 4) + (row0 + wm0 + g) * n_fours
-                        + (col0 + wn0) / 4 + t4 % 2 * 2 + t4 / 2;
-                    #[unroll]
-                    for i in 0..WARP / 16 {
-                        #[unroll]
-                        for jp in 0..WARP / 16 {
-                            #[unroll]
-                            for h in 0..2u32 {
-                                // Each lane sends the pair its partner keeps.
-                                let sent0 = if odd { acc[i][2 * jp][h * 2] } else { acc[i][2 * jp + 1][h * 2] };
-                                let sent1 = if odd { acc[i][2 * jp][h * 2 + 1] } else { acc[i][2 * jp + 1][h * 2 + 1] };
-                                let got0 = shfl_xor(sent0, 1);
-                                let got1 = shfl_xor(sent1, 1);
-                                let x0 = if odd { got0 } else { acc[i][2 * jp][h * 2] };
-                                let x1 = if odd { got1 } else { acc[i][2 * jp][h * 2 + 1] };
-                                let x2 = if odd { acc[i][2 * jp + 1][h * 2] } else { got0 };
-                                let x3 = if odd { acc[i][2 * jp + 1][h * 2 + 1] } else { got1 };
-                                let fours = first_fours + (i * 16 + h * 8) * n_fours + jp * 4;
-                                c[fours * 4] = x0 as $out;
-                                c[fours * 4 + 1] = x1 as $out;
-                                c[fours * 4 + 2] = x2 as $out;
-                                c[fours * 4 + 3] = x3 as $out;
-                            }
-                        }
-                    }
-                }
+                crate::epilogue::mma_epilogue::<BM, BN, $in_fours, $gelu>(
+                    &mut acc, c, bias, m, n, batches, stride_c, alpha, beta, bias_mode, activation,
+                    $c_col_major, lane, wm0, wn0, row0, col0,
+                );
             },
         }
     };

@@ -564,7 +564,7 @@ macro_rules! sparse_variant {
 }
 
 gemm_kernel_parts!(float f32 => f16, a_len: (m * ((k + 63) / 64 * 32)), mma_epilogue! {
-    c_index: (if c_col_major == 1 { c_at + col * m + r } else { c_at + r * n + col }),
+    c_col_major: c_col_major,
     // Stored element-wise: with four outputs per store, ptxas 12.9 rotates the
     // accumulators of the main loop and spills in 128 x 128 x 128 W64 S2 on sm_90
     // (perf/LOG.md, session 7).
@@ -572,7 +572,7 @@ gemm_kernel_parts!(float f32 => f16, a_len: (m * ((k + 63) / 64 * 32)), mma_epil
     sparse_gemm! { gemm_sparse_f16, gemm_sparse_f16_with, mma_sp_ordered_m16n8k32_f16, elem: f16, }
 });
 gemm_kernel_parts!(float f32 => bf16, a_len: (m * ((k + 63) / 64 * 32)), mma_epilogue! {
-    c_index: (if c_col_major == 1 { c_at + col * m + r } else { c_at + r * n + col }),
+    c_col_major: c_col_major,
     // Stored element-wise: with four outputs per store, ptxas 12.9 rotates the
     // accumulators of the main loop and spills in 128 x 128 x 128 W64 S2 on sm_90
     // (perf/LOG.md, session 7).

@@ -610,7 +610,7 @@ macro_rules! tensor_core_gemm {
 }
 
 // f16 in and out, f32 accumulation and scale.
-gemm_kernel_parts!(float f32 => f16, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => f16, mma_epilogue! { c_col_major: 0, in_fours: true, tensor_core_gemm! {
     gemm_f16, gemm_f16_with, mma_m16n8k16_f16,
     elem: f16 = 0.0, acc: 0.0f32, out: f16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
@@ -621,7 +621,7 @@ gemm_kernel_parts!(float f32 => f16, mma_epilogue! { c_index: (c_at + r * n + co
     bias_stand_in: a,
 } });
 // bf16 in and out, f32 accumulation and scale.
-gemm_kernel_parts!(float f32 => bf16, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => bf16, mma_epilogue! { c_col_major: 0, in_fours: true, tensor_core_gemm! {
     gemm_bf16, gemm_bf16_with, mma_m16n8k16_bf16,
     elem: bf16 = 0.0, acc: 0.0f32, out: bf16, scale: f32, chunk: 8, bk: [32, 64], round_tf32: false,
     fits: (true),
@@ -633,7 +633,7 @@ gemm_kernel_parts!(float f32 => bf16, mma_epilogue! { c_index: (c_at + r * n + c
 } });
 // i8 in, i32 accumulation, output and scale: exact integer arithmetic
 // (wrapping past i32, as cuBLAS's `CUBLAS_COMPUTE_32I`).
-gemm_kernel_parts!(integer i32 => i32, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, tensor_core_gemm! {
+gemm_kernel_parts!(integer i32 => i32, mma_epilogue! { c_col_major: 0, in_fours: true, tensor_core_gemm! {
     gemm_s8, gemm_s8_with, mma_m16n8k32_s8,
     elem: i8 = 0, acc: 0i32, out: i32, scale: i32, chunk: 16, bk: [64, 128], round_tf32: false,
     fits: (true),
@@ -647,7 +647,7 @@ gemm_kernel_parts!(integer i32 => i32, mma_epilogue! { c_index: (c_at + r * n + 
 // f32 in and out, f32 accumulation and scale, on the tf32 Tensor Cores
 // (m16n8k8): each operand word `ldmatrix` loads is rounded to tf32 (to nearest,
 // ties away from zero, as cuBLAS rounds) before its MMA.
-gemm_kernel_parts!(float f32 => f32, mma_epilogue! { c_index: (c_at + r * n + col), in_fours: true, tensor_core_gemm! {
+gemm_kernel_parts!(float f32 => f32, mma_epilogue! { c_col_major: 0, in_fours: true, tensor_core_gemm! {
     gemm_tf32, gemm_tf32_with, mma_m16n8k8_tf32,
     elem: f32 = 0.0, acc: 0.0f32, out: f32, scale: f32, chunk: 4, bk: [16, 32], round_tf32: true,
     // At BK = 32 the rounding's temporaries make ptxas 12.9 spill every other

@@ -261,8 +261,16 @@ pub fn gemm_f16_wmma<const BM: u32, const BN: u32, const BK: u32, const STAGES: 
                             || r < m && col < n && block_idx().z < batches
                         {
                             let idx = c_at + r * n + col;
-                            values[e] = epilogue::apply_phase::<phase>(
-                                values[e], c, bias, idx, r, col, alpha, beta,
+                            epilogue::apply_phase::<phase>(
+                                &mut values,
+                                e,
+                                c,
+                                bias,
+                                idx,
+                                r,
+                                col,
+                                alpha,
+                                beta,
                             );
                         }
                     }
