@@ -2,6 +2,7 @@
 
 mod build_ptx;
 mod gpu_bundle;
+mod manifest_diff;
 mod ptxas;
 mod test;
 mod tidy;
@@ -75,6 +76,17 @@ enum Task {
         #[arg(long)]
         check: bool,
     },
+    /// Compare generated/manifest.json with the one committed at REV
+    ///
+    /// Variant by variant: added, removed, resources changed (registers,
+    /// shared memory, stack, spills) and how many changed only their PTX
+    /// text. Fails when a variant spills or takes more than 2% more
+    /// registers than at REV. Run it after `cargo xtask build-ptx`.
+    ManifestDiff {
+        /// The revision to compare with
+        #[arg(default_value = "HEAD")]
+        rev: String,
+    },
     /// Build the GPU tier into gpu-bundle/ for a GPU machine
     ///
     /// Builds the GPU-tier binaries of warpforge-tests in release, stripped,
@@ -120,6 +132,7 @@ fn main() -> ExitCode {
             }
         })),
         Task::GpuBundle => done(gpu_bundle::build(&repo)),
+        Task::ManifestDiff { rev } => done(manifest_diff::run(&repo, &rev)),
         Task::Ptxas => done(find_ptxas(&repo).map(|_| ())),
         Task::Ptx {
             kernel,
