@@ -104,12 +104,7 @@ fn link(fetched: &[Fetched], own: Vec<DeviceFn>) -> Linked {
     for f in fetched {
         for entry in &f.entries {
             if !linked.functions.iter().any(|g| g.id == entry.id) {
-                linked.functions.push(DeviceFn {
-                    id: entry.id.clone(),
-                    item: entry.item.clone(),
-                    broken: entry.broken,
-                    calls: entry.calls.clone(),
-                });
+                linked.functions.push(entry.clone());
             }
         }
     }
@@ -122,19 +117,17 @@ fn link(fetched: &[Fetched], own: Vec<DeviceFn>) -> Linked {
 fn define_device(item: syn::ItemFn, fetched: &[Fetched]) -> TokenStream2 {
     let name = &item.sig.ident;
     let id = device_id(&item);
-    let mut calls: Vec<(String, String)> = fetched
-        .iter()
-        .map(|f| (f.path.clone(), f.entries[0].id.clone()))
-        .collect();
-    calls.push((name.to_string(), id.clone()));
     let own = DeviceFn {
         id: id.clone(),
         item: item.clone(),
         broken: false,
-        calls: calls.clone(),
+        calls: Vec::new(),
     };
     let mut linked = link(fetched, vec![own]);
-    linked.calls = calls;
+    // The function's own calls: its callees', and itself (recursion, which
+    // the front reports).
+    linked.calls.push((name.to_string(), id.clone()));
+    linked.functions[0].calls = linked.calls.clone();
     let errors = front::check_device(&linked, &id).err();
     linked.functions[0].broken = errors.is_some();
     let entries = linked.functions.iter().map(entry_tokens);

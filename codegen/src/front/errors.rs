@@ -15,7 +15,6 @@ pub struct Errors {
     /// Where each error is and what it says: a device function's body is
     /// lowered at every call, and its errors are reported once.
     seen: Vec<(Location, String)>,
-    count: usize,
 }
 
 /// The start and end (line, column) of a span.
@@ -35,7 +34,6 @@ impl Errors {
             return Reported;
         }
         self.seen.push(entry);
-        self.count += 1;
         match &mut self.first {
             Some(first) => first.combine(error),
             None => self.first = Some(error),
@@ -45,7 +43,7 @@ impl Errors {
 
     /// How many errors were recorded.
     pub fn len(&self) -> usize {
-        self.count
+        self.seen.len()
     }
 
     pub fn is_empty(&self) -> bool {

@@ -35,6 +35,7 @@ use crate::front::vocabulary;
 use crate::ir::{Block, Expr, ExprKind, LocalId, ParamId, ParamType, Place, Scalar, Space, Stmt};
 
 /// One `#[device]` function the item being compiled may reach.
+#[derive(Clone)]
 pub struct DeviceFn {
     /// Unique among all functions: crate, name and place of definition.
     pub id: String,
@@ -236,6 +237,10 @@ fn representatives(item: &syn::ItemFn, errors: &mut Errors) -> Vec<(Ident, Scala
         .collect()
 }
 
+/// A call's type arguments and const arguments, each in declaration order,
+/// `None` where left to inference.
+type GenericArguments = (Vec<Option<Scalar>>, Vec<Option<Expr>>);
+
 /// An argument bound to a parameter.
 enum Argument {
     /// Read in place (a [`Binding::Named`]).
@@ -385,7 +390,7 @@ impl Lowerer<'_> {
         p: &syn::ExprPath,
         item: &syn::ItemFn,
         name: &str,
-    ) -> Lowered<(Vec<Option<Scalar>>, Vec<Option<Expr>>)> {
+    ) -> Lowered<GenericArguments> {
         let given: Vec<&syn::GenericArgument> = match p.path.segments.last().map(|s| &s.arguments) {
             Some(syn::PathArguments::AngleBracketed(a)) => a.args.iter().collect(),
             Some(syn::PathArguments::Parenthesized(a)) => {
@@ -536,23 +541,9 @@ impl Lowerer<'_> {
     }
 
     /// The element type of an argument, as far as it shows without lowering
-    /// it: a slice's, an array's, a scalar's.
+    /// it: a slice's, an array's (or a row's), a scalar's.
     fn element_type(&self, arg: &syn::Expr) -> Option<Scalar> {
-        let inner = borrowed(arg, false).unwrap_or(arg);
-        let (root, _) = index_chain(inner);
-        if let syn::Expr::Path(p) = peel(root) {
-            match self.lookup(p.path.get_ident()?)? {
-                Binding::Param(id) | Binding::Slice { param: id, .. } => {
-                    if let ParamType::Slice { elem, .. } = self.params[id as usize].ty {
-                        return Some(elem);
-                    }
-                }
-                Binding::Local(id) => return Some(self.locals[id as usize].ty),
-                Binding::View(v) => return Some(self.locals[self.views[v].local as usize].ty),
-                _ => {}
-            }
-        }
-        self.peek_type(arg, None)
+        self.peek_type(borrowed(arg, false).unwrap_or(arg), None)
     }
 
     /// Lowers one argument, in the caller's scope, for `param`.
@@ -572,15 +563,11 @@ impl Lowerer<'_> {
                     *ty,
                     &format!("the argument `{pname}` of `{function}`"),
                 )?;
-                // Whether it reads an array the call passes is known once
-                // every argument is: `device_call` decides the others.
-                Ok(if !mutable && reads_in_place(&value, &self.locals, &[]) {
-                    Argument::Value(value)
-                } else {
-                    Argument::Copy {
-                        value,
-                        mutable: *mutable,
-                    }
+                // Whether it may be read in place depends on the arrays the
+                // call passes: `device_call` decides once every argument is known.
+                Ok(Argument::Copy {
+                    value,
+                    mutable: *mutable,
                 })
             }
             DeviceParamKind::Slice { elem, mutable } => {
@@ -1052,7 +1039,6 @@ impl Lowerer<'_> {
     /// Whether `c` calls a device function (rather than a built-in one).
     pub(super) fn is_device_call(c: &syn::ExprCall) -> bool {
         device_path(c).is_some()
-            && call_ident(c).is_none_or(|i| vocabulary::builtin(&i.to_string()).is_none())
     }
 
     /// Reads through a parameter of `Access` to a slice bound by a call.

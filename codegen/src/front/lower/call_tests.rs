@@ -418,3 +418,13 @@ fn an_instance_may_name_its_own_targets() {
     assert_eq!(defs[0].1.targets.len(), 2);
     assert_eq!(names, ["sm_80"]);
 }
+
+#[test]
+fn an_element_of_an_array_the_call_also_passes_is_copied() {
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(y: &mut [f32]) { let mut acc = [1.0f32; 2]; bump(acc[0], &mut acc); y[0] = acc[1]; }",
+        &["fn bump(x: f32, acc: &mut [f32; 2]) { acc[0] = 5.0; acc[1] = x; }"],
+        "fn k(y: &mut [f32]) { let mut acc = [1.0f32; 2]; let x = acc[0]; acc[0] = 5.0; acc[1] = x; y[0] = acc[1]; }",
+    );
+}

@@ -39,16 +39,15 @@ impl Lowerer<'_> {
                 };
                 let ident = root.path.get_ident().filter(|i| Some(*i) != hiding)?;
                 match self.lookup(ident)? {
-                    Binding::Param(id) => match self.params[id as usize].ty {
-                        ParamType::Scalar(s) | ParamType::Slice { elem: s, .. } => Some(s),
-                    },
+                    Binding::Param(id) | Binding::Slice { param: id, .. } => {
+                        match self.params[id as usize].ty {
+                            ParamType::Scalar(s) | ParamType::Slice { elem: s, .. } => Some(s),
+                        }
+                    }
                     Binding::Const(id) => Some(self.const_params[id as usize].ty),
                     Binding::Named(id) => Some(self.named[id].ty),
                     Binding::Local(id) => Some(self.locals[id as usize].ty),
                     Binding::Argument(id) => Some(self.named[id].ty),
-                    Binding::Slice { param, .. } => match self.params[param as usize].ty {
-                        ParamType::Scalar(s) | ParamType::Slice { elem: s, .. } => Some(s),
-                    },
                     Binding::View(v) => Some(self.locals[self.views[v].local as usize].ty),
                     Binding::Pipeline(_) | Binding::Broken => None,
                 }
