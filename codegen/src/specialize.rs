@@ -434,7 +434,19 @@ impl Specializer<'_> {
                     | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(false))) => {
                         return self.expr(b)
                     }
-                    _ => ExprKind::Binary(*op, Box::new(a), Box::new(self.expr(b)?)),
+                    _ => {
+                        let b = self.expr(b)?;
+                        // `x && true` and `x || false` are `x` (x is evaluated
+                        // either way): a device function's condition with a
+                        // flag its caller passes as a literal.
+                        match (op, &b.kind) {
+                            (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(true)))
+                            | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(false))) => {
+                                return Ok(a)
+                            }
+                            _ => ExprKind::Binary(*op, Box::new(a), Box::new(b)),
+                        }
+                    }
                 }
             }
             ExprKind::Cast(a) => ExprKind::Cast(Box::new(self.expr(a)?)),
@@ -673,6 +685,27 @@ mod tests {
             specialize(&kernel(body), &[2]).unwrap().body,
             vec![Stmt::Return]
         );
+    }
+
+    #[test]
+    fn a_literal_right_operand_of_and_or_folds_away() {
+        let bool_lit = |b| Expr::literal(Scalar::Bool, Literal::Bool(b));
+        let x = bin(BinaryOp::Lt, load(1, Scalar::U32), u32_lit(4));
+        let kept = |e: Expr| {
+            let k = specialize(&kernel(vec![Stmt::Expr(e)]), &[3]).unwrap();
+            k.body
+        };
+        assert_eq!(
+            kept(bin(BinaryOp::LogicalAnd, x.clone(), bool_lit(true))),
+            vec![Stmt::Expr(x.clone())]
+        );
+        assert_eq!(
+            kept(bin(BinaryOp::LogicalOr, x.clone(), bool_lit(false))),
+            vec![Stmt::Expr(x.clone())]
+        );
+        // `x && false` is false, but only once `x` has been evaluated: kept.
+        let both = bin(BinaryOp::LogicalAnd, x, bool_lit(false));
+        assert_eq!(kept(both.clone()), vec![Stmt::Expr(both)]);
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! | 2 | `bias_mode == 1` | `v += bias[col]` | reads bias |
 //! | 3 | `bias_mode == 2` | `v += bias[r]` | reads bias |
 //! | 4 | `activation == 1` | `v = max(v, 0)` (ReLU) | - |
-//! | 5 | `activation == 2`, with `GELU` | GELU, tanh form | - |
+//! | 5 | `activation == 2`, float `S` | GELU, tanh form | - |
 //! | 6 | always | `C[idx] = v` | writes C |
 //!
 //! A kernel loops `#[unroll] for phase in 0..7`, tests [`phase_runs`]
@@ -27,14 +27,10 @@
 use warpforge::prelude::*;
 
 /// Whether phase `PHASE` runs for this launch: a uniform condition, tested
-/// once per block. `GELU`: whether the kernel has the GELU activation
-/// (the integer GEMMs have not).
+/// once per block. GELU is an activation of the float GEMMs only (`S`, the
+/// scale type, is a float): the integer GEMMs have no code for it.
 #[device]
-pub fn phase_runs<const PHASE: u32, const GELU: bool, S: Number>(
-    beta: S,
-    bias_mode: u32,
-    activation: u32,
-) -> bool {
+pub fn phase_runs<const PHASE: u32, S: Number>(beta: S, bias_mode: u32, activation: u32) -> bool {
     if PHASE == 1 {
         beta != S::ZERO
     } else if PHASE == 2 {
@@ -44,7 +40,7 @@ pub fn phase_runs<const PHASE: u32, const GELU: bool, S: Number>(
     } else if PHASE == 4 {
         activation == 1
     } else if PHASE == 5 {
-        GELU && activation == 2
+        S::IS_FLOAT && activation == 2
     } else {
         true
     }
@@ -121,7 +117,6 @@ pub fn mma_epilogue<
     const BM: u32,
     const BN: u32,
     const IN_FOURS: bool,
-    const GELU: bool,
     const NJ: u32,
     const NI: u32,
     S: Number,
@@ -161,8 +156,7 @@ pub fn mma_epilogue<
         && (batches == 1 || stride_c % 4 == 0);
     #[unroll]
     for phase in 0..7 {
-        if phase_runs::<phase, GELU>(beta, bias_mode, activation)
-            && !(IN_FOURS && phase == 6 && in_fours)
+        if phase_runs::<phase>(beta, bias_mode, activation) && !(IN_FOURS && phase == 6 && in_fours)
         {
             #[unroll]
             for i in 0..NI {

@@ -136,7 +136,7 @@ pub fn gemm_f32<const BM: u32, const BN: u32, const BK: u32, const TM: u32, cons
     let c_at = block_idx().z * stride_c;
     #[unroll]
     for phase in 0..7 {
-        if epilogue::phase_runs::<phase, true>(beta, bias_mode, activation) {
+        if epilogue::phase_runs::<phase>(beta, bias_mode, activation) {
             #[unroll]
             for i in 0..TM {
                 let r = row0 + (i / 4) * (BM * 4 / TM) + ty * 4 + i % 4;

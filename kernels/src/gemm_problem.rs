@@ -3,8 +3,8 @@
 //! problem ([`GemmProblem`]: shape, layouts, strided batches, scales,
 //! activation), the launcher every variant has ([`GemmVariant`], implemented
 //! by each kernel's `Consts`), the checks it runs before a launch, and the
-//! parameters every kernel shares (`gemm_kernel_parts!`; the epilogue is
-//! `crate::epilogue`).
+//! arguments every kernel takes in the same order ([`KernelProblem::args`];
+//! the epilogue is `crate::epilogue`).
 
 use std::fmt::Debug;
 
@@ -57,7 +57,7 @@ impl Activation {
         }
     }
 
-    /// The kernels' `activation` parameter (see `gemm_kernel_parts!`).
+    /// The kernels' `activation` parameter (see [`crate::epilogue`]).
     fn code(self) -> u32 {
         match self {
             Activation::Identity => 0,
@@ -245,7 +245,7 @@ impl<S: Copy> KernelProblem<S> {
         grid
     }
 
-    /// The kernels' `bias_mode` (see `gemm_kernel_parts!`): 0 without a bias, 1
+    /// The kernels' `bias_mode` (see [`crate::epilogue`]): 0 without a bias, 1
     /// for one value per column of the kernel's C, 2 per row (C column-major).
     pub(crate) fn bias_mode(&self, with_bias: bool) -> u32 {
         match (with_bias, self.swapped) {
@@ -255,9 +255,9 @@ impl<S: Copy> KernelProblem<S> {
         }
     }
 
-    /// The arguments of every dense GEMM kernel, in the order
-    /// `gemm_kernel_parts!` declares them: `a`, `b`, `c`, `bias`, then the
-    /// scalars ([`KernelProblem::scalar_args`]).
+    /// The arguments of every dense GEMM kernel, in the order each declares
+    /// them (`gemm::gemm_f32`, `gemm_wmma::gemm_f16_wmma`, `gemm_tc::gemm_tc`):
+    /// `a`, `b`, `c`, `bias`, then the scalars ([`KernelProblem::scalar_args`]).
     pub(crate) fn args<'a, T: DeviceScalar, O: DeviceScalar>(
         &self,
         a: &'a DeviceBuffer<T>,
@@ -593,77 +593,8 @@ pub(crate) fn check_lengths<S: Copy>(
     }
 }
 
-/// The parts every dense GEMM kernel shares, as DSL tokens: its parameters
-/// after A and B, its `requires(..)` on them, and its epilogue. The kernel
-/// language has no functions, so they reach a kernel through a callback:
-/// `gemm_kernel_parts!(float f32 => f16, kernel_macro! { args })` expands
-/// `kernel_macro! { args gelu: true, params: (..), requires: (..), }`
-/// and `kernel_macro` writes the `#[kernel]` item with them.
-///
-/// - `params`: `c: &mut [$out]` (C, row-major), `bias: &[$out]`, `m`, `n`,
-///   `k`, `batches`, `stride_a`, `stride_b`, `stride_c` (`u32`), `alpha`,
-///   `beta` (the scale type), `bias_mode` (0: no bias, 1: `bias[col]`, 2:
-///   `bias[r]`) and `activation` (0: none, 1: ReLU, 2: GELU, as
-///   [`Activation`]), the order `gemm_variant!` launches them in, each
-///   followed by a comma;
-/// - `requires`: `batches >= 1`, the buffer lengths of every batch, the
-///   bias's, each followed by a comma;
-///
-/// The epilogue itself is [`crate::epilogue`]'s device functions.
-///
-/// `float` kernels have all three activations (`gelu: true`); `integer` ones
-/// (s8: i32 C) have no GELU. A batch of `a` holds `m * k` elements, unless
-/// `a_len: (expr)` after the types says otherwise (the sparse GEMM's `a` is
-/// A's compressed values).
-macro_rules! gemm_kernel_parts {
-    (float $scale:ident => $out:ident, $kernel:ident! { $($args:tt)* }) => {
-        $crate::gemm_problem::gemm_kernel_parts!(
-            float $scale => $out, a_len: (m * k), $kernel! { $($args)* }
-        );
-    };
-    (float $scale:ident => $out:ident, a_len: $a_len:tt, $kernel:ident! { $($args:tt)* }) => {
-        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale, $out, true, $a_len, $kernel! { $($args)* });
-    };
-    (integer $scale:ident => $out:ident, $kernel:ident! { $($args:tt)* }) => {
-        $crate::gemm_problem::gemm_kernel_parts!(@parts $scale, $out, false, (m * k), $kernel! { $($args)* });
-    };
-    (
-        @parts $scale:ident, $out:ident, $gelu:tt, ($($a_len:tt)*),
-        $kernel:ident! { $($args:tt)* }
-    ) => {
-        $kernel! {
-            $($args)*
-            gelu: $gelu,
-            params: (
-                c: &mut [$out],
-                bias: &[$out],
-                m: u32,
-                n: u32,
-                k: u32,
-                batches: u32,
-                stride_a: u32,
-                stride_b: u32,
-                stride_c: u32,
-                alpha: $scale,
-                beta: $scale,
-                bias_mode: u32,
-                activation: u32,
-                a_col_major: bool,
-                b_row_major: bool,
-            ),
-            requires: (
-                batches >= 1,
-                a.len() >= (batches - 1) * stride_a + $($a_len)*,
-                b.len() >= (batches - 1) * stride_b + k * n,
-                c.len() >= (batches - 1) * stride_c + m * n,
-                bias_mode == 0 || bias_mode == 1 && bias.len() >= n || bias_mode == 2 && bias.len() >= m,
-            ),
-        }
-    };
-}
-
 /// Implements [`GemmVariant`] for the `Consts` of a dense GEMM kernel whose
-/// parameters are `a`, `b` and those of `gemm_kernel_parts!`; `$takes` is a
+/// parameters are those of [`KernelProblem::args`]; `$takes` is a
 /// closure from the variant to [`VariantTakes`], and `$stand_in` gives the
 /// `bias` argument of launches without a bias (`bias_mode` 0: the kernel
 /// never reads it): `a` where A has C's element type, `fresh` for a
@@ -727,39 +658,7 @@ macro_rules! gemm_variant {
     };
 }
 
-/// The epilogue statement of the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`):
-/// a call of [`crate::epilogue::mma_epilogue`] over the kernel's `acc`,
-/// `lane`, `wm0`, `wn0`, `row0`, `col0` and its parameters. A callback like
-/// `gemm_kernel_parts!`'s, between it and the kernel:
-/// `gemm_kernel_parts!(.., mma_epilogue! { c_col_major: (..), in_fours: B, inner! { .. } })`
-/// passes the parts on with `epilogue: { statement }`; `c_col_major` is 0, or
-/// the sparse GEMM's parameter, and `in_fours` (`true` or `false`) whether
-/// whole tiles of a row-major C are stored four outputs at a time.
-macro_rules! mma_epilogue {
-    (
-        c_col_major: $c_col_major:tt,
-        in_fours: $in_fours:literal,
-        $kernel:ident! { $($args:tt)* }
-        gelu: $gelu:tt,
-        params: $params:tt,
-        requires: $requires:tt,
-    ) => {
-        $kernel! {
-            $($args)*
-            gelu: $gelu,
-            params: $params,
-            requires: $requires,
-            epilogue: {
-                crate::epilogue::mma_epilogue::<BM, BN, $in_fours, $gelu>(
-                    &mut acc, c, bias, m, n, batches, stride_c, alpha, beta, bias_mode, activation,
-                    $c_col_major, lane, wm0, wn0, row0, col0,
-                );
-            },
-        }
-    };
-}
-
-pub(crate) use {gemm_kernel_parts, gemm_variant, mma_epilogue};
+pub(crate) use gemm_variant;
 
 #[cfg(test)]
 mod tests {
@@ -791,7 +690,7 @@ mod tests {
             steepest <= gelu.max_slope() && steepest > 1.128,
             "{steepest}"
         );
-        // The kernels' codes, which `gemm_kernel_parts!` branches on.
+        // The kernels' codes, which `crate::epilogue` branches on.
         let codes: Vec<u32> = Activation::ALL.iter().map(|a| a.code()).collect();
         assert_eq!(codes, [0, 1, 2]);
     }
@@ -953,14 +852,18 @@ mod tests {
         };
         let message = refusal(s8.check(&nn));
         assert!(
-            message.contains("gemm_s8 reads row-major A and column-major B only")
-                && message.contains("16-bit elements"),
+            message.contains("`gemm_s8[")
+                && message.contains("it reads A row-major and B column-major")
+                && message.contains("16-bit elements: store A row-major and B column-major"),
             "{message}"
         );
         assert!(gemm_s8::Consts::variants_for(&nn).is_empty());
         let tf32 = gemm_tf32::variants()[0];
         let message = refusal(tf32.check(&problem((64, 64, 64), ColMajor, ColMajor)));
-        assert!(message.contains("gemm_tf32 reads row-major A"), "{message}");
+        assert!(
+            message.contains("`gemm_tf32[") && message.contains("store A row-major"),
+            "{message}"
+        );
     }
 
     #[test]

@@ -29,469 +29,499 @@ use warpforge::prelude::*;
 use warpforge::{KernelArg, MatrixLayout};
 
 use crate::gemm_problem::{
-    check_chunks, check_lengths, gemm_kernel_parts, mma_epilogue, Chunks, GemmProblem, GemmVariant,
-    KernelProblem, Operands,
+    check_chunks, check_lengths, Chunks, GemmProblem, GemmVariant, KernelProblem, Operands,
 };
 use crate::gemm_wmma::gemm_f16_wmma;
 use crate::sparse::device::{decompress, DeviceCompressed, DeviceSparse};
 use crate::sparse::value_cols;
+use crate::{epilogue, tile};
 
-/// One kernel source for both 16-bit element types: `$elem` and its sparse
-/// MMA are the only differences; `gemm_kernel_parts!` gives the parameters
-/// and requirements the dense family shares, `mma_epilogue!` the epilogue
-/// (the dense Tensor Core GEMMs' too, storing C in either layout) and
-/// `crate::tile::grouped_tile_order` the block's tile.
-macro_rules! sparse_gemm {
-    (
-        $name:ident, $with:ident, $mma:ident, elem: $elem:ident,
-        gelu: true,
-        params: ($($params:tt)*),
-        requires: ($($requires:tt)*),
-        epilogue: { $($epilogue:tt)* },
-    ) => {
-        /// A 2:4 sparse GEMM with f32 accumulation and the dense family's
-        /// epilogue, for each of `batches` strided batches (the grid's z):
-        /// `C = act(alpha * A B + beta * C + bias)` for `A` (m x k) 2:4 sparse,
-        /// given compressed as `a` (its kept values) and `a_meta` (the layout of
-        /// `sparse::Compressed`: m rows of `vk = (k + 63) / 64 * 32` kept values,
-        /// and `vk` `mma.sp` metadata words per 16-row tile), B (k x n)
-        /// column-major or, with `B_ROW_MAJOR`, row-major, and C (m x n)
-        /// row-major or, with `c_col_major` 1, column-major; any m, n and k >= 1.
-        /// Batch `z` reads A's values from `z * stride_a` (a multiple of 16 `vk`:
-        /// whole 16-row tiles), its metadata from `z * stride_a / 16`, B from `z *
-        /// stride_b` and C from `z * stride_c` (see the module docs).
-        /// `bias_mode` and `activation` select the epilogue (`gemm_kernel_parts!`).
-        /// Launch it through `SparseGemmVariant::run`, which checks a
-        /// `GemmProblem` against the variant.
-        ///
-        /// `ALIGNED` variants copy B with 16-byte `cp.async` and take B's leading
-        /// dimension (k column-major, n row-major) and batch stride multiples of
-        /// 8; the others load B element by element (2 stages) and take any shape.
-        /// A's compressed rows are padded to whole 64-column blocks, so A and its
-        /// metadata always travel in 16-byte copies.
-        ///
-        /// The block computes a `BM x BN` tile of C with `(BM / WARP) * (BN / WARP)`
-        /// warps, each a `WARP x WARP` warp tile. Per 32-wide k step a warp loads
-        /// `WARP / 16` compressed A fragments (16 x 16 kept values each) and
-        /// `WARP / 8` B fragments (32 x 8) with `ldmatrix.x4`, and issues
-        /// `(WARP / 16) * (WARP / 8)` `mma.sp` m16n8k32, which do the work of
-        /// twice as many dense m16n8k16. Each lane's metadata word of a 16-row
-        /// tile covers two k steps (selectors 0 and 1): one 32-bit shared load
-        /// per 16-row tile and 64 k, conflict-free (a warp reads 32 consecutive
-        /// words).
-        ///
-        /// Shared tiles per stage: A `BM x BK / 2` kept values, B `BN x BK`
-        /// (`BK x BN` row-major), the metadata `BM / 16 x BK / 2` words. Rows of
-        /// `W` k values are XOR-swizzled in 16-byte chunks (docs/ptx.md, "Shared-tile swizzle"):
-        /// chunk `ch` of row `r` is stored at `ch ^ (r / L % (8 / L))`, `L = (W +
-        /// 63) / W` rows per 128 bytes, so the 8 rows an `ldmatrix` matrix reads
-        /// and the copies of 8 consecutive threads fall in 8 distinct 16-byte
-        /// bank groups. A row-major B's k rows of `BN` values store chunk `ch` of
-        /// row `r` at `ch ^ (r % 8)`, as `gemm_tc` does, and `ldmatrix.x4.trans`
-        /// loads its fragments: lane `l` points at k row `l` of the 32-row step,
-        /// the warp tile's n chunk (matrix `i` of the x4 is k rows `8 i ..`, the
-        /// fragment's register `b_i`).
-        ///
-        /// The pipeline is the dense family's (`gemm_tc`, CUTLASS's multistage
-        /// order): a tile's copies are issued among the MMAs of an earlier one,
-        /// each k step's fragments (A, B and the metadata words) are loaded one
-        /// step before its MMAs, and the wait and barrier that land the next
-        /// k-tile come before the tile's last k step, whose MMAs then cover the
-        /// next tile's first loads. In bounds (the common case,
-        /// uniform over a block) every copy is a plain 16-byte `cp.async`; at the
-        /// edges, copies past the matrix zero-fill A and B (metadata copies past
-        /// it read the first block instead, so every word a `mma.sp` sees is
-        /// legal; the zero A values make its product zero).
-        #[kernel(
-            arch(sm_80, sm_90),
-            block(BM / WARP * (BN / WARP) * 32),
-            tune(
-                BM = [64, 128, 256],
-                BN = [64, 128, 256],
-                BK = [64, 128],
-                WARP = [32, 64],
-                STAGES = [2, 3, 4],
-                ALIGNED = [true, false],
-                B_ROW_MAJOR = [false, true]
-            ),
-            constrain(
-                BM / WARP * (BN / WARP) >= 4,
-                BM / WARP * (BN / WARP) <= 8,
-                BM <= 2 * BN,
-                BN <= 2 * BM,
-                ALIGNED || STAGES == 2 && BK == 64,
-                // Element-wise B copies beside 64 x 64 warp tiles spill (ptxas
-                // 12.9), as do three stages of 128-wide k-tiles on sm_80.
-                ALIGNED || WARP == 32,
-                BK == 64 || STAGES == 2 || WARP == 32,
-                BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
-                STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024,
-                // Row-major B in a few tiles (128 x 64 and 64 x 128, a small one
-                // and the element-wise fallbacks), so that the build stays
-                // bounded. (With 64 x 64 warp tiles its transposed loads spill on
-                // sm_80 with ptxas 12.9.)
-                !B_ROW_MAJOR
-                    || ALIGNED && STAGES == 3 && BM * BN == 128 * 64 && BK == 64 && WARP == 32
-                    || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 64 && WARP == 32
-                    || !ALIGNED && BM == BN,
-                // A row-major B tile's copies cover k rows in steps of a multiple
-                // of 8, so each thread's swizzle is one for all its rows.
-                !B_ROW_MAJOR || BM / WARP * (BN / WARP) * 32 / (BN / 8) % 8 == 0
-            ),
-            requires(
-                $($requires)*
-                k >= 1,
-                !a_col_major,
-                b_row_major == B_ROW_MAJOR,
-                batches == 1 || k == 0 || stride_a % (16 * ((k + 63) / 64 * 32)) == 0,
-                a_meta.len() >= (batches - 1) * (stride_a / 16) + (m + 15) / 16 * ((k + 63) / 64) * 32,
-                !ALIGNED || B_ROW_MAJOR || k % 8 == 0,
-                !ALIGNED || !B_ROW_MAJOR || n % 8 == 0,
-                !ALIGNED || batches == 1 || stride_b % 8 == 0
-            )
-        )]
-        pub fn $name<
-            const BM: u32,
-            const BN: u32,
-            const BK: u32,
-            const WARP: u32,
-            const STAGES: u32,
-            const ALIGNED: bool,
-            const B_ROW_MAJOR: bool,
-        >(
-            a: &[$elem],
-            a_meta: &[u32],
-            b: &[$elem],
-            $($params)*
-            c_col_major: u32,
-        ) {
-            // The block's threads; 16-byte chunks per row of a B tile; each
-            // thread's 16-byte copies per k-tile, of A's kept values, of B and
-            // in all (with at most one of metadata); the rows one pass of the
-            // threads copies, of A and of B; the `mma.sp` k steps (32 of k) per
-            // k-tile; and the slices a tile's copies are issued in (as in
-            // `gemm_tc`, see the main loop).
-            const THREADS: u32 = BM / WARP * (BN / WARP) * 32;
-            const B_CHUNKS: u32 = BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32);
-            const A_COPIES: u32 = BM * (BK / 16) / THREADS;
-            const B_COPIES: u32 = BN * (BK / 8) / THREADS;
-            const COPIES: u32 = A_COPIES + 1 + B_COPIES;
-            const A_ROWS: u32 = THREADS / (BK / 16);
-            const B_ROWS: u32 = THREADS / B_CHUNKS;
-            const STEPS: u32 = BK / 32;
-            const COPY_SLICES: u32 = STEPS - 1 - (STEPS - 2) * (STAGES == 2) as u32;
-            let mut a_tile: [[[$elem; BK / 2]; BM]; STAGES] = shared();
-            // B: BN rows of BK, or BK rows of BN when row-major.
-            let mut b_tile: [[[$elem; BK * (1 - B_ROW_MAJOR as u32) + BN * B_ROW_MAJOR as u32];
-                BN * (1 - B_ROW_MAJOR as u32) + BK * B_ROW_MAJOR as u32]; STAGES] = shared();
-            let mut m_tile: [[[u32; BK / 2]; BM / 16]; STAGES] = shared();
-            let tid = thread_idx().x;
-            let lane = lane_id();
-            let warp = tid / 32;
-            let wm0 = warp / (BN / WARP) * WARP;
-            let wn0 = warp % (BN / WARP) * WARP;
-            // The block's tile: its first row and column of C.
-            let (row0, col0) = crate::tile::grouped_tile_order::<BM, BN>();
-            // Kept values per row of A (and metadata words per 16-row tile).
-            let kv = (k + 63) / 64 * 32;
-            // A block past the last batch (a grid deeper than `batches`) reads the
-            // last batch and writes nothing, as in `gemm_tc`.
-            let batch = block_idx().z.min(batches - 1);
-            let a_at = batch * stride_a;
-            let b_at = batch * stride_b;
+/// A 2:4 sparse GEMM with f32 accumulation and the dense family's epilogue,
+/// for each of `batches` strided batches (the grid's z): `C = act(alpha * A
+/// B + beta * C + bias)` for `A` (m x k) 2:4 sparse, given compressed as `a`
+/// (its kept values) and `a_meta` (the layout of `sparse::Compressed`: m
+/// rows of `vk = (k + 63) / 64 * 32` kept values, and `vk` `mma.sp`
+/// metadata words per 16-row tile), B (k x n) column-major or, with
+/// `B_ROW_MAJOR`, row-major, and C (m x n) row-major or, with `c_col_major`
+/// 1, column-major; any m, n and k >= 1; every matrix of the element type
+/// `T` (f16: `gemm_sparse_f16`, bf16: `gemm_sparse_bf16`). Batch `z` reads
+/// A's values from `z * stride_a` (a multiple of 16 `vk`: whole 16-row
+/// tiles), its metadata from `z * stride_a / 16`, B from `z * stride_b` and C
+/// from `z * stride_c` (see the module docs). `bias_mode` and `activation`
+/// select the epilogue ([`crate::epilogue`]). Launch it through
+/// `SparseGemmVariant::run`, which checks a `GemmProblem` against the
+/// variant.
+///
+/// `ALIGNED` variants copy B with 16-byte `cp.async` and take B's leading
+/// dimension (k column-major, n row-major) and batch stride multiples of 8;
+/// the others load B element by element (2 stages) and take any shape. A's
+/// compressed rows are padded to whole 64-column blocks, so A and its
+/// metadata always travel in 16-byte copies.
+///
+/// The block computes a `BM x BN` tile of C with `(BM / WARP) * (BN / WARP)`
+/// warps, each a `WARP x WARP` warp tile. Per 32-wide k step a warp loads
+/// `WARP / 16` compressed A fragments (16 x 16 kept values each) and `WARP /
+/// 8` B fragments (32 x 8) with `ldmatrix.x4`, and issues `(WARP / 16) *
+/// (WARP / 8)` `mma.sp` m16n8k32, which do the work of twice as many dense
+/// m16n8k16. Each lane's metadata word of a 16-row tile covers two k steps
+/// (selectors 0 and 1): one 32-bit shared load per 16-row tile and 64 k,
+/// conflict-free (a warp reads 32 consecutive words).
+///
+/// Shared tiles per stage: A `BM x BK / 2` kept values, B `BN x BK` (`BK x
+/// BN` row-major), the metadata `BM / 16 x BK / 2` words, every row swizzled
+/// by [`tile::swizzle`]. A row-major B's fragments come from
+/// `ldmatrix.x4.trans`: lane `l` points at k row `l` of the 32-row step, the
+/// warp tile's n chunk (matrix `i` of the x4 is k rows `8 i ..`, the
+/// fragment's register `b_i`).
+///
+/// The pipeline is the dense family's ([`crate::tile`]): a tile's copies
+/// are issued among the MMAs of an earlier one, each k step's fragments (A,
+/// B and the metadata words) are loaded one step before its MMAs, and the
+/// wait and barrier that land the next k-tile come before the tile's last k
+/// step. In bounds every copy is a plain 16-byte `cp.async`; at the edges,
+/// copies past the matrix zero-fill A and B (metadata copies past it read
+/// the first block instead, so every word a `mma.sp` sees is legal; the
+/// zero A values make its product zero).
+#[kernel(
+    arch(sm_80, sm_90),
+    block(BM / WARP * (BN / WARP) * 32),
+    instances(gemm_sparse_f16 = <f16>, gemm_sparse_bf16 = <bf16>),
+    tune(
+        BM = [64, 128, 256],
+        BN = [64, 128, 256],
+        BK = [64, 128],
+        WARP = [32, 64],
+        STAGES = [2, 3, 4],
+        ALIGNED = [true, false],
+        B_ROW_MAJOR = [false, true]
+    ),
+    constrain(
+        BM / WARP * (BN / WARP) >= 4,
+        BM / WARP * (BN / WARP) <= 8,
+        BM <= 2 * BN,
+        BN <= 2 * BM,
+        ALIGNED || STAGES == 2 && BK == 64,
+        // Element-wise B copies beside 64 x 64 warp tiles spill (ptxas
+        // 12.9), as do three stages of 128-wide k-tiles on sm_80.
+        ALIGNED || WARP == 32,
+        BK == 64 || STAGES == 2 || WARP == 32,
+        BM / 16 * (BK / 8) <= BM / WARP * (BN / WARP) * 32,
+        STAGES * (BM * BK + BN * BK * 2 + BM * BK * 2 / 16) <= 163 * 1024,
+        // Row-major B in a few tiles (128 x 64 and 64 x 128, a small one
+        // and the element-wise fallbacks), so that the build stays
+        // bounded. (With 64 x 64 warp tiles its transposed loads spill on
+        // sm_80 with ptxas 12.9.)
+        !B_ROW_MAJOR
+            || ALIGNED && STAGES == 3 && BM * BN == 128 * 64 && BK == 64 && WARP == 32
+            || ALIGNED && STAGES == 3 && BM * BN * BK == 64 * 64 * 64 && WARP == 32
+            || !ALIGNED && BM == BN,
+        // A row-major B tile's copies cover k rows in steps of a multiple
+        // of 8, so each thread's swizzle is one for all its rows.
+        !B_ROW_MAJOR || BM / WARP * (BN / WARP) * 32 / (BN / 8) % 8 == 0
+    ),
+    requires(
+        batches >= 1,
+        a.len() >= (batches - 1) * stride_a + m * ((k + 63) / 64 * 32),
+        b.len() >= (batches - 1) * stride_b + k * n,
+        c.len() >= (batches - 1) * stride_c + m * n,
+        bias_mode == 0 || bias_mode == 1 && bias.len() >= n || bias_mode == 2 && bias.len() >= m,
+        k >= 1,
+        !a_col_major,
+        b_row_major == B_ROW_MAJOR,
+        batches == 1 || k == 0 || stride_a % (16 * ((k + 63) / 64 * 32)) == 0,
+        a_meta.len() >= (batches - 1) * (stride_a / 16) + (m + 15) / 16 * ((k + 63) / 64) * 32,
+        !ALIGNED || B_ROW_MAJOR || k % 8 == 0,
+        !ALIGNED || !B_ROW_MAJOR || n % 8 == 0,
+        !ALIGNED || batches == 1 || stride_b % 8 == 0
+    )
+)]
+pub fn gemm_sparse<
+    const BM: u32,
+    const BN: u32,
+    const BK: u32,
+    const WARP: u32,
+    const STAGES: u32,
+    const ALIGNED: bool,
+    const B_ROW_MAJOR: bool,
+    T: Half,
+>(
+    a: &[T],
+    a_meta: &[u32],
+    b: &[T],
+    c: &mut [T],
+    bias: &[T],
+    m: u32,
+    n: u32,
+    k: u32,
+    batches: u32,
+    stride_a: u32,
+    stride_b: u32,
+    stride_c: u32,
+    alpha: f32,
+    beta: f32,
+    bias_mode: u32,
+    activation: u32,
+    a_col_major: bool,
+    b_row_major: bool,
+    c_col_major: u32,
+) {
+    // The block's threads; 16-byte chunks per row of a B tile; each thread's
+    // 16-byte copies per k-tile, of A's kept values, of B and in all (with at
+    // most one of metadata); the rows one pass of the threads copies, of A
+    // and of B; the `mma.sp` k steps (32 of k) per k-tile; and the slices a
+    // tile's copies are issued in ([`tile`]).
+    const THREADS: u32 = BM / WARP * (BN / WARP) * 32;
+    const B_CHUNKS: u32 = BN / 8 * B_ROW_MAJOR as u32 + BK / 8 * (1 - B_ROW_MAJOR as u32);
+    const A_COPIES: u32 = BM * (BK / 16) / THREADS;
+    const B_COPIES: u32 = BN * (BK / 8) / THREADS;
+    const COPIES: u32 = A_COPIES + 1 + B_COPIES;
+    const A_ROWS: u32 = THREADS / (BK / 16);
+    const B_ROWS: u32 = THREADS / B_CHUNKS;
+    const STEPS: u32 = BK / 32;
+    const COPY_SLICES: u32 = STEPS - 1 - (STEPS - 2) * (STAGES == 2) as u32;
+    let mut a_tile: [[[T; BK / 2]; BM]; STAGES] = shared();
+    // B: BN rows of BK, or BK rows of BN when row-major.
+    let mut b_tile: [[[T; BK * (1 - B_ROW_MAJOR as u32) + BN * B_ROW_MAJOR as u32];
+        BN * (1 - B_ROW_MAJOR as u32) + BK * B_ROW_MAJOR as u32]; STAGES] = shared();
+    let mut m_tile: [[[u32; BK / 2]; BM / 16]; STAGES] = shared();
+    let tid = thread_idx().x;
+    let lane = lane_id();
+    let warp = tid / 32;
+    let wm0 = warp / (BN / WARP) * WARP;
+    let wn0 = warp % (BN / WARP) * WARP;
+    // The block's tile: its first row and column of C.
+    let (row0, col0) = tile::grouped_tile_order::<BM, BN>();
+    // Kept values per row of A (and metadata words per 16-row tile).
+    let kv = (k + 63) / 64 * 32;
+    // A block past the last batch (a grid deeper than `batches`) reads the
+    // last batch and writes nothing, as in `gemm_tc`.
+    let batch = block_idx().z.min(batches - 1);
+    let a_at = batch * stride_a;
+    let b_at = batch * stride_b;
 
-            let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
-            let mut a_frag = [[0u32; 4]; WARP / 16];
-            let mut b_frag = [[0u32; 4]; WARP / 8];
-            let mut e = [0u32; WARP / 16];
+    let mut acc = [[[0.0f32; 4]; WARP / 8]; WARP / 16];
+    let mut a_frag = [[0u32; 4]; WARP / 16];
+    let mut b_frag = [[0u32; 4]; WARP / 8];
+    let mut e = [0u32; WARP / 16];
 
-            // Copy slots, computed once (the dense family's scheme): thread `tid`
-            // copies chunk `tid % CHUNKS` of rows `tid / CHUNKS + l * ROWS`; that
-            // row step is a multiple of the swizzle period, so the swizzled chunk
-            // is the same for every row a thread copies. Its row `l` of A starts
-            // at `a_first + l * a_step` in global memory (kept values `t * BK / 2
-            // ..` added per tile): a base and a stride, not a register per row,
-            // as in `gemm_tc`.
-            let a_ch = tid % (BK / 16);
-            let a_row = tid / (BK / 16);
-            let a_col = (a_ch
-                ^ (a_row / ((BK / 2 + 63) / (BK / 2)) % (8 / ((BK / 2 + 63) / (BK / 2)))))
-                * 8;
-            let a_first = a_at + (row0 + a_row) * kv;
-            let a_step = A_ROWS * kv;
-            // B column-major: chunk `b_ch` (k) of n rows `b_row + l * B_ROWS`,
-            // from `b_first + l * b_step`, k added per tile. B row-major: chunk
-            // `b_ch` (n) of k rows `b_row + l * B_ROWS` of the first tile, at
-            // column `b_gn` of C, k times n added per tile.
-            let b_ch = tid % B_CHUNKS;
-            let b_row = tid / B_CHUNKS;
-            let b_col = if B_ROW_MAJOR {
-                (b_ch ^ (b_row % 8)) * 8
-            } else {
-                (b_ch ^ (b_row / ((BK + 63) / BK) % (8 / ((BK + 63) / BK)))) * 8
-            };
-            let b_gn = col0 + b_ch * 8;
-            let b_first = if B_ROW_MAJOR { b_at + b_row * n + b_gn } else { b_at + (col0 + b_row) * k };
-            let b_step = if B_ROW_MAJOR { B_ROWS * n } else { B_ROWS * k };
-            // How many of the block's rows, from the thread's first copied one,
-            // are inside the matrix (A: of m; column-major B: of n), as in
-            // `gemm_tc`.
-            let a_room = if row0 + a_row < m { m - row0 - a_row } else { 0 };
-            let b_room = if col0 + b_row < n { n - col0 - b_row } else { 0 };
-            // Metadata: thread `tid < BM / 16 * (BK / 8)` copies chunk `m_ch` (4
-            // words) of 16-row tile `m_tile_row`; a tile's words of one k-tile are
-            // contiguous in memory.
-            let m_copies = tid < BM / 16 * (BK / 8);
-            let m_ch = tid % (BK / 8);
-            let m_tile_row = tid / (BK / 8);
-            let m_global_tile = row0 / 16 + m_tile_row;
-            let m_row_in = m_global_tile < (m + 15) / 16;
-            let m_row_at = batch * (stride_a / 16) + m_global_tile * kv;
-
-            // ldmatrix rows (as in the dense family): A lane reads row `lane % 16`
-            // of a 16-row block, chunk `2 kk + lane / 16`; a column-major B lane
-            // reads n row `lane % 8` of an 8-row block, chunk `4 kk + lane / 8`.
-            // Block starts are multiples of the swizzle period, so the phase
-            // depends on the lane only, and `chunk ^ phase = step ^ (lane part ^
-            // phase)`. A row-major B lane reads k row `lane` of the step, whose
-            // swizzle is `lane % 8`.
-            let a_ld_row = wm0 + lane % 16;
-            let a_ld_x = lane / 16
-                ^ (a_ld_row / ((BK / 2 + 63) / (BK / 2)) % (8 / ((BK / 2 + 63) / (BK / 2))));
-            let b_ld_row = wn0 + lane % 8;
-            let b_ld_x = lane / 8 ^ (b_ld_row / ((BK + 63) / BK) % (8 / ((BK + 63) / BK)));
-
-            let interior = row0 + BM <= m && col0 + BN <= n;
-            let k_tiles = (k + BK - 1) / BK;
-            // Shared stages: step `t` copies k-tile `t` into stage `ws` (`t % STAGES`)
-            // and, from step `STAGES - 1` on, computes k-tile `t - (STAGES - 1)` from
-            // stage `rs`; `ns` is the stage after `rs`. Counters, not `t % STAGES`:
-            // no division per step.
-            let mut ws = 0u32;
-            let mut rs = 1 % STAGES;
-            let mut ns = 2 % STAGES;
-            for t in 0..k_tiles + STAGES - 1 {
-                let k0 = t * BK;
-                // A: kept values `t * BK / 2 ..`; metadata: words `t * BK / 2 ..` of
-                // each 16-row tile (both in whole 16-byte chunks: rows are padded to
-                // 64-column blocks).
-                let ga = t * (BK / 2) + a_ch * 8;
-                let gm = t * (BK / 2) + m_ch * 4;
-                // The three forms of a step of `gemm_tc`, each straight-line code:
-                // `path` 0 computes and copies a tile wholly in bounds with plain
-                // 16-byte `cp.async`; 1 computes and copies at an edge (and past the
-                // last tile, whose copies zero-fill a stage that is never read); 2,
-                // the first `STAGES - 1` steps, only copies.
-                if !ALIGNED && t < k_tiles {
-                    // B element by element, through registers, all at the top of
-                    // the step (as in `gemm_tc`: among the MMAs, the loaded values
-                    // would stay live beside the fragments and spill). Tiles past
-                    // the last are not copied (their stage is never read).
-                    let gk = k0 + b_ch * 8;
-                    #[unroll]
-                    for l in 0..B_COPIES {
-                        let r = b_row + l * B_ROWS;
-                        #[unroll]
-                        for q in 0..8u32 {
-                            if B_ROW_MAJOR {
-                                b_tile[ws][r][b_col + q] = if b_gn + q < n && k0 + r < k {
-                                    b[b_first + l * b_step + k0 * n + q]
-                                } else {
-                                    0.0
-                                };
-                            } else {
-                                b_tile[ws][r][b_col + q] = if l * B_ROWS < b_room && gk + q < k {
-                                    b[b_first + l * b_step + gk + q]
-                                } else {
-                                    0.0
-                                };
-                            }
-                        }
-                    }
-                }
-                let full = ALIGNED && interior && k0 + BK <= k;
-                let computing = t >= STAGES - 1;
-                #[unroll]
-                for path in 0..3u32 {
-                    if ALIGNED && path == 0 && computing && full
-                        || path == 1 && computing && !full
-                        || path == 2 && !computing
-                    {
-                        // Iteration `kk` multiplies the fragments of k-step `kk - 1`,
-                        // then loads those of k-step `kk` (for `kk == STEPS`: step 0
-                        // of the next tile, from stage `ns`; the last copying step
-                        // loads the first computed tile's), so each step's operands
-                        // are loaded one step before its MMAs (ptxas gives the loads
-                        // their own registers: a double buffer). Then a slice of this
-                        // step's copies: copy `e` of a thread's `COPIES` (A's values,
-                        // the metadata chunk, B's) in slice `e * COPY_SLICES /
-                        // COPIES`, among the MMAs (`gemm_tc` says why). The barrier
-                        // that lands the next tile (and frees this tile's stage for
-                        // the next copies: its fragments are all loaded by then)
-                        // comes before the last step's MMAs, which then cover the
-                        // first loads from the next stage. A metadata word serves
-                        // steps `2 q` and `2 q + 1` (selectors 0 and 1).
-                        #[unroll]
-                        for kk in 0..STEPS + 1 {
-                            if path < 2 && kk > 0 {
-                                #[unroll]
-                                for i in 0..WARP / 16 {
-                                    #[unroll]
-                                    for j in 0..WARP / 8 {
-                                        $mma(
-                                            &mut acc[i][j],
-                                            &a_frag[i],
-                                            &b_frag[j],
-                                            e[i],
-                                            (kk - 1) % 2,
-                                        );
-                                    }
-                                }
-                            }
-                            if path < 2 && kk > 0 || kk == STEPS && t == STAGES - 2 {
-                                let ls = if kk < STEPS { rs } else { ns };
-                                let kc = kk % STEPS;
-                                #[unroll]
-                                for i in 0..WARP / 16 {
-                                    let col = (kc * 2 ^ a_ld_x) * 8;
-                                    ldmatrix_x4(&mut a_frag[i], &a_tile[ls][a_ld_row + i * 16][col]);
-                                }
-                                #[unroll]
-                                for j in 0..WARP / 8 {
-                                    if B_ROW_MAJOR {
-                                        let col = ((wn0 / 8 + j) ^ (lane % 8)) * 8;
-                                        ldmatrix_x4_trans(&mut b_frag[j], &b_tile[ls][kc * 32 + lane][col]);
-                                    } else {
-                                        let col = (kc * 4 ^ b_ld_x) * 8;
-                                        ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
-                                    }
-                                }
-                                if kc % 2 == 0 {
-                                    #[unroll]
-                                    for i in 0..WARP / 16 {
-                                        e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
-                                    }
-                                }
-                            }
-                            if kk < COPY_SLICES {
-                                if path == 0 {
-                                    #[unroll]
-                                    for l in 0..A_COPIES {
-                                        if l * COPY_SLICES / COPIES == kk {
-                                            let r = a_row + l * A_ROWS;
-                                            cp_async(&mut a_tile[ws][r][a_col], &a[a_first + l * a_step + ga], 16, 16);
-                                        }
-                                    }
-                                    if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
-                                        cp_async(
-                                            &mut m_tile[ws][m_tile_row][m_ch * 4],
-                                            &a_meta[m_row_at + gm],
-                                            16,
-                                            16,
-                                        );
-                                    }
-                                    let gk = if B_ROW_MAJOR { k0 * n } else { k0 + b_ch * 8 };
-                                    #[unroll]
-                                    for l in 0..B_COPIES {
-                                        if (A_COPIES + 1 + l) * COPY_SLICES / COPIES == kk {
-                                            let r = b_row + l * B_ROWS;
-                                            cp_async(&mut b_tile[ws][r][b_col], &b[b_first + l * b_step + gk], 16, 16);
-                                        }
-                                    }
-                                } else {
-                                    // At an edge: A rows past `m` and values past the
-                                    // row read nothing and zero-fill; metadata past the
-                                    // matrix reads the first block instead (any word
-                                    // is legal; the zero values make its product zero).
-                                    let a_in = ga < kv;
-                                    #[unroll]
-                                    for l in 0..A_COPIES {
-                                        if l * COPY_SLICES / COPIES == kk {
-                                            let r = a_row + l * A_ROWS;
-                                            let inside = l * A_ROWS < a_room && a_in;
-                                            let at = if inside { a_first + l * a_step + ga } else { 0 };
-                                            let bytes = if inside { 16u32 } else { 0 };
-                                            cp_async(&mut a_tile[ws][r][a_col], &a[at], 16, bytes);
-                                        }
-                                    }
-                                    if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
-                                        let at = if m_row_in && gm < kv {
-                                            m_row_at + gm
-                                        } else {
-                                            0
-                                        };
-                                        cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
-                                    }
-                                    let gk = k0 + b_ch * 8;
-                                    let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
-                                    let k_at = if gk < k { gk } else { 0 };
-                                    #[unroll]
-                                    for l in 0..B_COPIES {
-                                        if (A_COPIES + 1 + l) * COPY_SLICES / COPIES == kk {
-                                            let r = b_row + l * B_ROWS;
-                                            if ALIGNED && B_ROW_MAJOR {
-                                                // n is a multiple of 8: a chunk is wholly in or out.
-                                                let inside = b_gn < n && k0 + r < k;
-                                                let at = if inside { b_first + l * b_step + k0 * n } else { 0 };
-                                                let bytes = if inside { 16u32 } else { 0 };
-                                                cp_async(&mut b_tile[ws][r][b_col], &b[at], 16, bytes);
-                                            } else if ALIGNED {
-                                                let inside = l * B_ROWS < b_room;
-                                                let at = if inside { b_first + l * b_step + k_at } else { 0 };
-                                                let bytes = if inside { k_bytes } else { 0 };
-                                                cp_async(&mut b_tile[ws][r][b_col], &b[at], 16, bytes);
-                                            }
-                                        }
-                                    }
-                                }
-                            }
-                            if kk + 1 == COPY_SLICES {
-                                cp_async_commit();
-                            }
-                            if kk + 1 == STEPS && (path < 2 || t == STAGES - 2) {
-                                cp_async_wait(STAGES - 2);
-                                sync_threads();
-                            }
-                        }
-                    }
-                }
-                // The stages rotate: this step's read stage is the next step's
-                // write stage.
-                ws = rs;
-                rs = ns;
-                ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
-            }
-
-            // The block's tile again, so that it is not live through the main loop.
-            let (row0, col0) = crate::tile::grouped_tile_order::<BM, BN>();
-            // C is stored in either layout: a column-major C cannot be computed
-            // as C^T = B^T A^T (as the dense family does) when A is the sparse
-            // operand. (`c_col_major` is a u32, 1 for column-major: a bool
-            // parameter becomes a predicate at the kernel's entry, which ptxas
-            // keeps live through the main loop.)
-            $($epilogue)*
-        }
-
-        sparse_variant!($name: $elem);
-
-        /// `C = alpha * A B + beta * C` (A 2:4 sparse, compressed; B column-major;
-        /// C row-major; one batch, no bias or activation; f32 accumulation) with
-        /// the given variant: shorthand for [`SparseGemmVariant::run`] on
-        /// `GemmProblem::new((m, n, k), alpha, beta)`.
-        #[allow(clippy::too_many_arguments)]
-        pub fn $with(
-            rt: &Runtime,
-            consts: $name::Consts,
-            a: &DeviceCompressed<$elem>,
-            b: &DeviceBuffer<$elem>,
-            c: &mut DeviceBuffer<$elem>,
-            dims: (u32, u32, u32),
-            alpha: f32,
-            beta: f32,
-        ) -> Result<(), Error> {
-            consts.run(rt, &GemmProblem::new(dims, alpha, beta), a, b, c, None)
-        }
+    // Copy slots, computed once (the dense family's scheme): thread `tid`
+    // copies chunk `tid % CHUNKS` of rows `tid / CHUNKS + l * ROWS`; that row
+    // step is a multiple of the swizzle period, so the swizzled chunk is the
+    // same for every row a thread copies. Its row `l` of A starts at `a_first
+    // + l * a_step` in global memory (kept values `t * BK / 2 ..` added per
+    // tile): a base and a stride, not a register per row, as in `gemm_tc`.
+    let a_ch = tid % (BK / 16);
+    let a_row = tid / (BK / 16);
+    let a_col = (a_ch ^ tile::swizzle::<BK>(a_row)) * 8;
+    let a_first = a_at + (row0 + a_row) * kv;
+    let a_step = A_ROWS * kv;
+    // B column-major: chunk `b_ch` (k) of n rows `b_row + l * B_ROWS`, from
+    // `b_first + l * b_step`, k added per tile. B row-major: chunk `b_ch` (n)
+    // of k rows `b_row + l * B_ROWS` of the first tile, at column `b_gn` of
+    // C, k times n added per tile.
+    let b_ch = tid % B_CHUNKS;
+    let b_row = tid / B_CHUNKS;
+    let b_col = if B_ROW_MAJOR {
+        (b_ch ^ tile::swizzle::<{ BN * 2 }>(b_row)) * 8
+    } else {
+        (b_ch ^ tile::swizzle::<{ BK * 2 }>(b_row)) * 8
     };
+    let b_gn = col0 + b_ch * 8;
+    let b_first = if B_ROW_MAJOR {
+        b_at + b_row * n + b_gn
+    } else {
+        b_at + (col0 + b_row) * k
+    };
+    let b_step = if B_ROW_MAJOR { B_ROWS * n } else { B_ROWS * k };
+    // How many of the block's rows, from the thread's first copied one, are
+    // inside the matrix (A: of m; column-major B: of n), as in `gemm_tc`.
+    let a_room = tile::room(row0 + a_row, m);
+    let b_room = tile::room(col0 + b_row, n);
+    // Metadata: thread `tid < BM / 16 * (BK / 8)` copies chunk `m_ch` (4
+    // words) of 16-row tile `m_tile_row`; a tile's words of one k-tile are
+    // contiguous in memory.
+    let m_copies = tid < BM / 16 * (BK / 8);
+    let m_ch = tid % (BK / 8);
+    let m_tile_row = tid / (BK / 8);
+    let m_global_tile = row0 / 16 + m_tile_row;
+    let m_row_in = m_global_tile < (m + 15) / 16;
+    let m_row_at = batch * (stride_a / 16) + m_global_tile * kv;
+
+    // ldmatrix rows: A as in the dense family ([`tile::load_fragments`]); a
+    // column-major B lane reads n row `lane % 8` of an 8-row block, chunk `4
+    // kk + lane / 8`, stored at `4 kk ^ b_ld_x`; a row-major B lane reads k
+    // row `lane` of the step.
+    let a_ld_row = wm0 + lane % 16;
+    let a_ld_x = lane / 16 ^ tile::swizzle::<BK>(a_ld_row);
+    let b_ld_row = wn0 + lane % 8;
+    let b_ld_x = lane / 8 ^ tile::swizzle::<{ BK * 2 }>(b_ld_row);
+
+    let interior = row0 + BM <= m && col0 + BN <= n;
+    let k_tiles = (k + BK - 1) / BK;
+    // Shared stages, as in `gemm_tc`: step `t` copies k-tile `t` into stage
+    // `ws` and, from step `STAGES - 1` on, computes k-tile `t - (STAGES - 1)`
+    // from stage `rs`; `ns` is the stage after `rs`.
+    let mut ws = 0u32;
+    let mut rs = 1 % STAGES;
+    let mut ns = 2 % STAGES;
+    for t in 0..k_tiles + STAGES - 1 {
+        let k0 = t * BK;
+        // A: kept values `t * BK / 2 ..`; metadata: words `t * BK / 2 ..` of
+        // each 16-row tile (both in whole 16-byte chunks: rows are padded to
+        // 64-column blocks).
+        let ga = t * (BK / 2) + a_ch * 8;
+        let gm = t * (BK / 2) + m_ch * 4;
+        if !ALIGNED && t < k_tiles {
+            // B element by element, through registers, all at the top of the
+            // step (as in `gemm_tc`). Tiles past the last are not copied
+            // (their stage is never read).
+            if B_ROW_MAJOR {
+                tile::load_chunks::<B_COPIES, B_ROWS, true>(
+                    &mut b_tile[ws],
+                    b,
+                    b_row,
+                    b_col,
+                    b_first,
+                    b_step,
+                    k0 * n,
+                    0,
+                    b_gn,
+                    n,
+                    k0,
+                    k,
+                );
+            } else {
+                tile::load_chunks::<B_COPIES, B_ROWS, false>(
+                    &mut b_tile[ws],
+                    b,
+                    b_row,
+                    b_col,
+                    b_first,
+                    b_step,
+                    k0 + b_ch * 8,
+                    b_room,
+                    0,
+                    0,
+                    0,
+                    k,
+                );
+            }
+        }
+        let full = ALIGNED && interior && k0 + BK <= k;
+        let computing = t >= STAGES - 1;
+        #[unroll]
+        for path in 0..3u32 {
+            if tile::takes_path(path, ALIGNED, computing, full) {
+                // Iteration `kk` multiplies the fragments of k step `kk - 1`,
+                // then loads those of `kk` (ptxas gives the loads their own
+                // registers: a double buffer), then issues slice `kk` of this
+                // step's copies (A's values, the metadata chunk, B's). A
+                // metadata word serves steps `2 q` and `2 q + 1` (selectors 0
+                // and 1).
+                #[unroll]
+                for kk in 0..STEPS + 1 {
+                    if path < 2 && kk > 0 {
+                        #[unroll]
+                        for i in 0..WARP / 16 {
+                            #[unroll]
+                            for j in 0..WARP / 8 {
+                                mma_sp_ordered_m16n8k32::<T>(
+                                    &mut acc[i][j],
+                                    &a_frag[i],
+                                    &b_frag[j],
+                                    e[i],
+                                    (kk - 1) % 2,
+                                );
+                            }
+                        }
+                    }
+                    if tile::loads_fragments::<STEPS, STAGES>(path, kk, t) {
+                        let ls = if kk < STEPS { rs } else { ns };
+                        let kc = kk % STEPS;
+                        tile::load_fragments(&mut a_frag, &a_tile[ls], a_ld_row, a_ld_x, kc);
+                        if B_ROW_MAJOR {
+                            tile::load_fragments_trans::<{ WARP / 8 }, 1>(
+                                &mut b_frag,
+                                &b_tile[ls],
+                                kc * 32 + lane,
+                                wn0 / 8,
+                                lane,
+                            );
+                        } else {
+                            #[unroll]
+                            for j in 0..WARP / 8 {
+                                let col = (kc * 4 ^ b_ld_x) * 8;
+                                ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
+                            }
+                        }
+                        if kc % 2 == 0 {
+                            #[unroll]
+                            for i in 0..WARP / 16 {
+                                e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
+                            }
+                        }
+                    }
+                    if kk < COPY_SLICES {
+                        if path == 0 {
+                            tile::copy_slice::<A_COPIES, A_ROWS>(
+                                &mut a_tile[ws],
+                                a,
+                                a_row,
+                                a_col,
+                                a_first,
+                                a_step,
+                                ga,
+                                kk,
+                                0,
+                                COPY_SLICES,
+                                COPIES,
+                            );
+                            if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
+                                cp_async(
+                                    &mut m_tile[ws][m_tile_row][m_ch * 4],
+                                    &a_meta[m_row_at + gm],
+                                    16,
+                                    16,
+                                );
+                            }
+                            let gk = if B_ROW_MAJOR { k0 * n } else { k0 + b_ch * 8 };
+                            tile::copy_slice::<B_COPIES, B_ROWS>(
+                                &mut b_tile[ws],
+                                b,
+                                b_row,
+                                b_col,
+                                b_first,
+                                b_step,
+                                gk,
+                                kk,
+                                A_COPIES + 1,
+                                COPY_SLICES,
+                                COPIES,
+                            );
+                        } else {
+                            // At an edge: A rows past `m` and values past the
+                            // row read nothing and zero-fill; metadata past the
+                            // matrix reads the first block instead (any word is
+                            // legal; the zero values make its product zero).
+                            let a_in = ga < kv;
+                            tile::copy_slice_edge::<A_COPIES, A_ROWS, false>(
+                                &mut a_tile[ws],
+                                a,
+                                a_row,
+                                a_col,
+                                a_first,
+                                a_step,
+                                ga,
+                                16,
+                                a_room,
+                                a_in,
+                                0,
+                                0,
+                                kk,
+                                0,
+                                COPY_SLICES,
+                                COPIES,
+                            );
+                            if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
+                                let at = if m_row_in && gm < kv {
+                                    m_row_at + gm
+                                } else {
+                                    0
+                                };
+                                cp_async(
+                                    &mut m_tile[ws][m_tile_row][m_ch * 4],
+                                    &a_meta[at],
+                                    16,
+                                    16,
+                                );
+                            }
+                            // B (16-byte copies only: the element-wise form
+                            // loaded it at the top of the step). A row-major
+                            // B's n is a multiple of 8: a chunk is wholly in
+                            // or out.
+                            let gk = k0 + b_ch * 8;
+                            let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
+                            let k_at = if gk < k { gk } else { 0 };
+                            if ALIGNED && B_ROW_MAJOR {
+                                tile::copy_slice_edge::<B_COPIES, B_ROWS, true>(
+                                    &mut b_tile[ws],
+                                    b,
+                                    b_row,
+                                    b_col,
+                                    b_first,
+                                    b_step,
+                                    k0 * n,
+                                    16,
+                                    0,
+                                    b_gn < n,
+                                    k0,
+                                    k,
+                                    kk,
+                                    A_COPIES + 1,
+                                    COPY_SLICES,
+                                    COPIES,
+                                );
+                            } else if ALIGNED {
+                                tile::copy_slice_edge::<B_COPIES, B_ROWS, false>(
+                                    &mut b_tile[ws],
+                                    b,
+                                    b_row,
+                                    b_col,
+                                    b_first,
+                                    b_step,
+                                    k_at,
+                                    k_bytes,
+                                    b_room,
+                                    true,
+                                    0,
+                                    0,
+                                    kk,
+                                    A_COPIES + 1,
+                                    COPY_SLICES,
+                                    COPIES,
+                                );
+                            }
+                        }
+                    }
+                    tile::end_k_step::<STEPS, COPY_SLICES, STAGES>(kk, path, t);
+                }
+            }
+        }
+        // The stages rotate: this step's read stage is the next step's write
+        // stage.
+        ws = rs;
+        rs = ns;
+        ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
+    }
+
+    // The block's tile again, so that it is not live through the main loop.
+    let (row0, col0) = tile::grouped_tile_order::<BM, BN>();
+    // C is stored in either layout: a column-major C cannot be computed as
+    // C^T = B^T A^T (as the dense family does) when A is the sparse operand.
+    // (`c_col_major` is a u32, 1 for column-major: a bool parameter becomes a
+    // predicate at the kernel's entry, which ptxas keeps live through the
+    // main loop.) Stored element-wise: with four outputs per store, ptxas
+    // 12.9 rotates the accumulators of the main loop and spills in 128 x 128
+    // x 128 W64 S2 on sm_90 (perf/LOG.md, session 7).
+    epilogue::mma_epilogue::<BM, BN, false>(
+        &mut acc,
+        c,
+        bias,
+        m,
+        n,
+        batches,
+        stride_c,
+        alpha,
+        beta,
+        bias_mode,
+        activation,
+        c_col_major,
+        lane,
+        wm0,
+        wn0,
+        row0,
+        col0,
+    );
 }
 
 /// Implements [`SparseGemmVariant`] for the `Consts` of a sparse GEMM kernel.
@@ -563,22 +593,26 @@ macro_rules! sparse_variant {
     };
 }
 
-gemm_kernel_parts!(float f32 => f16, a_len: (m * ((k + 63) / 64 * 32)), mma_epilogue! {
-    c_col_major: c_col_major,
-    // Stored element-wise: with four outputs per store, ptxas 12.9 rotates the
-    // accumulators of the main loop and spills in 128 x 128 x 128 W64 S2 on sm_90
-    // (perf/LOG.md, session 7).
-    in_fours: false,
-    sparse_gemm! { gemm_sparse_f16, gemm_sparse_f16_with, mma_sp_ordered_m16n8k32_f16, elem: f16, }
-});
-gemm_kernel_parts!(float f32 => bf16, a_len: (m * ((k + 63) / 64 * 32)), mma_epilogue! {
-    c_col_major: c_col_major,
-    // Stored element-wise: with four outputs per store, ptxas 12.9 rotates the
-    // accumulators of the main loop and spills in 128 x 128 x 128 W64 S2 on sm_90
-    // (perf/LOG.md, session 7).
-    in_fours: false,
-    sparse_gemm! { gemm_sparse_bf16, gemm_sparse_bf16_with, mma_sp_ordered_m16n8k32_bf16, elem: bf16, }
-});
+sparse_variant!(gemm_sparse_f16: f16);
+sparse_variant!(gemm_sparse_bf16: bf16);
+
+/// `C = alpha * A B + beta * C` (A 2:4 sparse, compressed; B column-major; C
+/// row-major; one batch, no bias or activation; f32 accumulation) with the
+/// given variant: shorthand for [`SparseGemmVariant::run`] on
+/// `GemmProblem::new((m, n, k), alpha, beta)`.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_sparse_with<V: SparseGemmVariant>(
+    rt: &Runtime,
+    consts: V,
+    a: &DeviceCompressed<V::Elem>,
+    b: &DeviceBuffer<V::Elem>,
+    c: &mut DeviceBuffer<V::Elem>,
+    dims: (u32, u32, u32),
+    alpha: f32,
+    beta: f32,
+) -> Result<(), Error> {
+    consts.run(rt, &GemmProblem::new(dims, alpha, beta), a, b, c, None)
+}
 
 /// One variant of a sparse GEMM (`gemm_sparse_f16`, `gemm_sparse_bf16`),
 /// implemented by each kernel's `Consts`: the sparse counterpart of

@@ -251,7 +251,7 @@ pub fn gemm_f16_wmma<const BM: u32, const BN: u32, const BK: u32, const STAGES: 
             }
             #[unroll]
             for phase in 0..7 {
-                if epilogue::phase_runs::<phase, true>(beta, bias_mode, activation) {
+                if epilogue::phase_runs::<phase>(beta, bias_mode, activation) {
                     #[unroll]
                     for e in 0..8u32 {
                         let at = lane * 8 + e;

@@ -18,8 +18,8 @@
 //! ```
 //!
 //! A [`GemmKind`] describes one GEMM family: its kernels, which all take the
-//! dense GEMMs' parameters (`a`, `b`, then those of
-//! `gemm_problem::gemm_kernel_parts!`), have const parameters `BM` and `BN`,
+//! dense GEMMs' parameters (those of `gemm_problem::KernelProblem::args`, in
+//! its order), have const parameters `BM` and `BN`,
 //! and run one block per `BM x BN` tile of C and batch; the element types;
 //! B's layout; and the heuristic default. Adding a GEMM kernel with that
 //! launcher shape is one more `GemmKind` constant (or one more kernel in an
@@ -161,6 +161,8 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
             WARP: 64,
             STAGES: if aligned { 3 } else { 2 },
             ALIGNED: aligned,
+            A_COL_MAJOR: false,
+            B_ROW_MAJOR: false,
         };
         vec![
             (gemm_tf32::def(), tiles(true).values()),
@@ -187,6 +189,8 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
             WARP: 64,
             STAGES: 3,
             ALIGNED: true,
+            A_COL_MAJOR: false,
+            B_ROW_MAJOR: false,
         };
         let element_copies = gemm_s8::Consts {
             BM: 64,
@@ -195,6 +199,8 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
             WARP: 32,
             STAGES: 2,
             ALIGNED: false,
+            A_COL_MAJOR: false,
+            B_ROW_MAJOR: false,
         };
         vec![
             (gemm_s8::def(), aligned.values()),

@@ -48,6 +48,8 @@ fn s8_integer_epilogue() {
         WARP: 32,
         STAGES: 2,
         ALIGNED: true,
+        A_COL_MAJOR: false,
+        B_ROW_MAJOR: false,
     };
     snapshot("gemm_s8_sm80", gemm_s8::def(), &consts.values(), Arch::Sm80);
 }

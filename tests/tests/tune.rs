@@ -673,16 +673,16 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200()),
-            Some("gemm_tf32[BM=128,BN=128,BK=16,WARP=64,STAGES=3,ALIGNED=1]"),
+            Some("gemm_tf32[BM=128,BN=128,BK=16,WARP=64,STAGES=3,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         (
             heuristic_for(&GEMM_S8, square, &h200()),
-            Some("gemm_s8[BM=128,BN=128,BK=128,WARP=64,STAGES=3,ALIGNED=1]"),
+            Some("gemm_s8[BM=128,BN=128,BK=128,WARP=64,STAGES=3,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // k = 1020 i8 elements is not a multiple of 16: element copies.
         (
             heuristic_for(&GEMM_S8, ragged_k, &h200()),
-            Some("gemm_s8[BM=64,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0]"),
+            Some("gemm_s8[BM=64,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // The s8 kernel does not run on sm_70.
         (heuristic_for(&GEMM_S8, square, &v100()), None),

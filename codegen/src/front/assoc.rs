@@ -61,7 +61,7 @@ pub fn value(ty: Scalar, name: &str) -> Option<Literal> {
 }
 
 /// The constants `value` knows, for error messages.
-pub const NAMES: &str = "`ZERO`, `ONE` and `BYTES` (a `u32`) on numbers; `INFINITY`, `NEG_INFINITY`, `NAN`, `MAX`, `MIN`, `MIN_POSITIVE`, `EPSILON` on floats; `MAX`, `MIN`, `BITS` on integers";
+pub const NAMES: &str = "`ZERO`, `ONE`, `BYTES` (a `u32`) and `IS_FLOAT` (a `bool`) on numbers; `INFINITY`, `NEG_INFINITY`, `NAN`, `MAX`, `MIN`, `MIN_POSITIVE`, `EPSILON` on floats; `MAX`, `MIN`, `BITS` on integers";
 
 #[cfg(test)]
 mod tests {

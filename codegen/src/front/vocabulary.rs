@@ -191,7 +191,7 @@ pub static WARP_STATEMENTS: [WarpFamily; 4] = [
     WarpFamily {
         prefix: "mma_",
         forms: "mma_m16n8k16_f16, mma_m16n8k16_bf16, mma_m16n8k8_tf32, mma_m16n8k32_s8, \
-                mma_m16n8k32_u8, mma_m16n8::<T>, mma_sp[_ordered]_m16n8k32_{f16,bf16}",
+                mma_m16n8k32_u8, mma_m16n8::<T>, mma_sp[_ordered]_m16n8k32_{f16,bf16}, mma_sp[_ordered]_m16n8k32::<T>",
     },
     WarpFamily {
         prefix: "wmma_",
@@ -337,7 +337,7 @@ mod tests {
         assert_eq!(
             warp_statement_list(),
             "ldmatrix_x1/x2/x4[_trans], mma_m16n8k16_f16, mma_m16n8k16_bf16, \
-             mma_m16n8k8_tf32, mma_m16n8k32_s8, mma_m16n8k32_u8, mma_m16n8::<T>, mma_sp[_ordered]_m16n8k32_{f16,bf16}, \
+             mma_m16n8k8_tf32, mma_m16n8k32_s8, mma_m16n8k32_u8, mma_m16n8::<T>, mma_sp[_ordered]_m16n8k32_{f16,bf16}, mma_sp[_ordered]_m16n8k32::<T>, \
              wmma_load_{a,b,c}_{row,col}, \
              wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait"
         );

@@ -25,7 +25,7 @@ use warpforge::{
     bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
 };
 use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
-use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_f16_with, SparseGemmVariant};
+use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_with, SparseGemmVariant};
 use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
 use warpforge_tests::compare::deviation;
@@ -621,7 +621,7 @@ fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error
     let sparse_names: Vec<String> = sparse_variants.iter().map(|c| format!("{c:?}")).collect();
     println!("\n2:4 sparse f16 GEMM {size}^3 (A compressed, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups; dense-equivalent TFLOP/s):");
     let sparse_results = sweep(rt, size, &sparse_names, |rt, i| {
-        gemm_sparse_f16_with(
+        gemm_sparse_with(
             rt,
             sparse_variants[i],
             &a,
@@ -656,7 +656,7 @@ fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error
     let (mut sparse_ms, mut dense_ms) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         sparse_ms.push(median_ms(rt, 3, 20, |rt| {
-            gemm_sparse_f16_with(rt, best_sparse, &a, &b, &mut c_sparse, (s, s, s), 1.0, 0.0)
+            gemm_sparse_with(rt, best_sparse, &a, &b, &mut c_sparse, (s, s, s), 1.0, 0.0)
         })?);
         dense_ms.push(median_ms(rt, 3, 20, |rt| {
             gemm_tc::gemm_f16_with(

@@ -292,6 +292,7 @@ fn type_parameters_are_inferred_or_given_and_stand_for_their_type() {
         "fn load<T: Half>(x: &[T], i: u32) -> f32 { x[i] as f32 }",
         "fn zero<T: Float>() -> T { T::ZERO }",
         "fn bytes<T>() -> u32 { T::BYTES * 2 }",
+        "fn floats<T>() -> bool { T::IS_FLOAT }",
     ];
     same_ptx(
         "arch(sm_80)",
@@ -300,6 +301,9 @@ fn type_parameters_are_inferred_or_given_and_stand_for_their_type() {
             y[i] = load(x, i) + zero::<f32>();
             z[i] = zero::<bf16>();
             y[bytes::<f16>()] = 1.0;
+            if floats::<bf16>() && !floats::<i8>() {
+                y[1] = 2.0;
+            }
         }",
         &functions,
         "fn k(x: &[f16], y: &mut [f32], z: &mut [bf16]) {
@@ -307,6 +311,9 @@ fn type_parameters_are_inferred_or_given_and_stand_for_their_type() {
             y[i] = x[i] as f32 + 0.0f32;
             z[i] = 0.0bf16;
             y[2u32 * 2] = 1.0;
+            if true && !false {
+                y[1] = 2.0;
+            }
         }",
     );
     assert_call_error(
@@ -401,6 +408,67 @@ fn the_generic_mma_takes_the_form_of_its_element_type() {
         "fn k(y: &mut [f32]) { sync_threads::<4>(); }",
         &[],
         &["`sync_threads` takes no generic arguments"],
+    );
+}
+
+#[test]
+fn the_generic_sparse_mma_takes_the_form_of_its_element_type() {
+    let mma = "fn mma<T: Half>(acc: &mut [f32; 4], a: &[u32; 4], b: &[u32; 4], e: u32) { \
+               mma_sp_m16n8k32::<T>(&mut acc, &a, &b, e, 0); mma_sp_ordered_m16n8k32::<T>(&mut acc, &a, &b, e, 1); }";
+    for ty in ["f16", "bf16"] {
+        same_ptx(
+            "arch(sm_80)",
+            &format!(
+                "fn k(y: &mut [f32]) {{ let a = [1u32; 4]; let b = [2u32; 4]; let mut acc = [0.0f32; 4]; \
+                 mma::<{ty}>(&mut acc, &a, &b, 7); y[lane_id()] = acc[0]; }}"
+            ),
+            &[mma],
+            &format!(
+                "fn k(y: &mut [f32]) {{ let a = [1u32; 4]; let b = [2u32; 4]; let mut acc = [0.0f32; 4]; \
+                 mma_sp_m16n8k32_{ty}(&mut acc, &a, &b, 7, 0); mma_sp_ordered_m16n8k32_{ty}(&mut acc, &a, &b, 7, 1); \
+                 y[lane_id()] = acc[0]; }}"
+            ),
+        );
+    }
+    assert_call_error(
+        "fn k(y: &mut [f32]) { let a = [1u32; 4]; let b = [2u32; 4]; let mut acc = [0.0f32; 4]; \
+         mma_sp_m16n8k32::<f32>(&mut acc, &a, &b, 0, 0); y[0] = acc[0]; }",
+        &[],
+        &["`mma_sp_m16n8k32` has no form for `f32`: its element types are f16 and bf16"],
+    );
+}
+
+#[test]
+fn a_condition_of_type_constants_compiles_only_its_branch() {
+    // `.trans` loads move 16-bit elements: an f32 instance reaches only the
+    // other branch, which is all it compiles.
+    let kernel = |ty: &str| {
+        format!(
+            "fn k(y: &mut [u32]) {{ let tile: [[{ty}; 8]; 32] = shared(); let mut f = [0u32; 4]; \
+             if {ty}::BYTES == 2 {{ ldmatrix_x4_trans(&mut f, &tile[lane_id()][0]); }} \
+             else {{ ldmatrix_x4(&mut f, &tile[lane_id()][0]); }} y[lane_id()] = f[0]; }}"
+        )
+    };
+    same_ptx(
+        "arch(sm_80)",
+        &kernel("f32"),
+        &[],
+        "fn k(y: &mut [u32]) { let tile: [[f32; 8]; 32] = shared(); let mut f = [0u32; 4]; \
+         ldmatrix_x4(&mut f, &tile[lane_id()][0]); y[lane_id()] = f[0]; }",
+    );
+    same_ptx(
+        "arch(sm_80)",
+        &kernel("f16"),
+        &[],
+        "fn k(y: &mut [u32]) { let tile: [[f16; 8]; 32] = shared(); let mut f = [0u32; 4]; \
+         ldmatrix_x4_trans(&mut f, &tile[lane_id()][0]); y[lane_id()] = f[0]; }",
+    );
+    // Any other condition is compiled whole.
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let tile: [[f32; 8]; 32] = shared(); let mut f = [0u32; 4]; \
+         if lane_id() == 0 { ldmatrix_x4_trans(&mut f, &tile[lane_id()][0]); } y[lane_id()] = f[0]; }",
+        &[],
+        &["`ldmatrix_x4_trans` transposes 16-bit elements"],
     );
 }
 

@@ -200,6 +200,12 @@ impl Lowerer<'_> {
         if name == "BYTES" {
             return Ok(Some(Expr::u32(ty.size_bytes())));
         }
+        if name == "IS_FLOAT" {
+            return Ok(Some(Expr::literal(
+                Scalar::Bool,
+                Literal::Bool(ty.is_float()),
+            )));
+        }
         match assoc::value(ty, &name) {
             Some(lit) => Ok(Some(Expr::literal(ty, lit))),
             None => self.err(

@@ -227,6 +227,38 @@ impl Lowerer<'_> {
 
     fn if_stmt(&mut self, i: &syn::ExprIf, out: &mut Block) -> Lowered<()> {
         let cond = self.condition(&i.cond, "`if`")?;
+        // A condition of literals and the instance's type constants alone
+        // (`T::BYTES == 2 && ..`, decided before any const parameter) picks
+        // its branch here: the other is not lowered, so it may hold what the
+        // instance's types cannot (a `.trans` load in a kernel generic over
+        // 16- and 32-bit elements).
+        if let Ok(Literal::Bool(taken)) = crate::eval::eval(&cond, &[], &[]) {
+            let mut body = Block::new();
+            let lowered = match (taken, i.else_branch.as_ref().map(|(_, e)| &**e)) {
+                (true, _) => {
+                    self.block(&i.then_branch.stmts, &mut body);
+                    Ok(())
+                }
+                (false, None) => Ok(()),
+                (false, Some(syn::Expr::If(elif))) => {
+                    self.hoisting(&mut body, |this, out| this.if_stmt(elif, out))
+                }
+                (false, Some(syn::Expr::Block(b))) => {
+                    self.block(&b.block.stmts, &mut body);
+                    Ok(())
+                }
+                (false, Some(other)) => {
+                    self.err(other, "write the `else` branch as a block `else { .. }`")
+                }
+            };
+            lowered?;
+            out.push(Stmt::If {
+                cond: Expr::literal(Scalar::Bool, Literal::Bool(true)),
+                then_body: body,
+                else_body: Block::new(),
+            });
+            return Ok(());
+        }
         let outer_guards = self.guards.len();
         self.push_constant_conjuncts(&cond);
         let mut then_body = Block::new();

@@ -206,6 +206,10 @@ impl Lowerer<'_> {
                 src,
             }));
         }
+        if let Some(&(_, ordered)) = GENERIC_SPARSE_MMA.iter().find(|(f, _)| *f == name) {
+            let kind = self.generic_sparse_mma_kind(c, &name)?;
+            return self.sparse_mma(c, kind, ordered, &name);
+        }
         if name == GENERIC_MMA {
             let kind = self.generic_mma_kind(c)?;
             self.arity(c, &c.args, 3, &name)?;
@@ -317,26 +321,47 @@ impl Lowerer<'_> {
     /// m16n8 MMA over 32 bytes of k (16 f16 or bf16, 8 tf32 words, 32 s8 or
     /// u8).
     fn generic_mma_kind(&mut self, c: &syn::ExprCall) -> Lowered<MmaKind> {
-        let ty = match super::syntax::generic_arguments(c).map(|a| a.args.iter().collect::<Vec<_>>()) {
-            Some(args) if args.len() == 1 => match args[0] {
-                syn::GenericArgument::Type(t) => match self.scalar(t) {
-                    Ok(s) => s,
-                    Err(msg) => return self.err(t, msg),
-                },
-                other => return self.err(other, "`mma_m16n8::<T>` takes an element type: f16, bf16, f32 (as tf32), i8 or u8"),
-            },
-            _ => {
-                return self.err(
-                    &c.func,
-                    "`mma_m16n8::<T>` names its element type: `mma_m16n8::<f16>(..)`, or a type parameter `mma_m16n8::<T>(..)`",
-                )
-            }
-        };
+        let ty = self.mma_element(c, GENERIC_MMA, "f16, bf16, f32 (as tf32), i8 or u8")?;
         match MmaKind::for_element(ty) {
             Some(kind) => Ok(kind),
             None => self.err(
                 &c.func,
                 format!("`mma_m16n8` has no form for `{}`: its element types are f16, bf16, f32 (as tf32), i8 and u8", ty.name()),
+            ),
+        }
+    }
+
+    /// The form `mma_sp[_ordered]_m16n8k32::<T>` takes for its element type
+    /// `T`: the 2:4 sparse m16n8k32 MMA of f16 or bf16.
+    fn generic_sparse_mma_kind(&mut self, c: &syn::ExprCall, name: &str) -> Lowered<SparseMmaKind> {
+        let ty = self.mma_element(c, name, "f16 or bf16")?;
+        match ty {
+            Scalar::F16 => Ok(SparseMmaKind::F16),
+            Scalar::Bf16 => Ok(SparseMmaKind::Bf16),
+            other => self.err(
+                &c.func,
+                format!(
+                    "`{name}` has no form for `{}`: its element types are f16 and bf16",
+                    other.name()
+                ),
+            ),
+        }
+    }
+
+    /// The element type a generic MMA `function::<T>` names; `types` lists
+    /// those it has a form for, for messages.
+    fn mma_element(&mut self, c: &syn::ExprCall, function: &str, types: &str) -> Lowered<Scalar> {
+        match super::syntax::generic_arguments(c).map(|a| a.args.iter().collect::<Vec<_>>()) {
+            Some(args) if args.len() == 1 => match args[0] {
+                syn::GenericArgument::Type(t) => match self.scalar(t) {
+                    Ok(s) => Ok(s),
+                    Err(msg) => self.err(t, msg),
+                },
+                other => self.err(other, format!("`{function}::<T>` takes an element type: {types}")),
+            },
+            _ => self.err(
+                &c.func,
+                format!("`{function}::<T>` names its element type: `{function}::<f16>(..)`, or a type parameter `{function}::<T>(..)`"),
             ),
         }
     }
@@ -775,6 +800,12 @@ impl Lowerer<'_> {
 
 /// The MMA whose form follows from its element type (`MmaKind::for_element`).
 const GENERIC_MMA: &str = "mma_m16n8";
+/// The sparse MMAs whose form follows from their element type, and whether
+/// each is the ordered-metadata form.
+const GENERIC_SPARSE_MMA: [(&str, bool); 2] = [
+    ("mma_sp_m16n8k32", false),
+    ("mma_sp_ordered_m16n8k32", true),
+];
 
 /// The arguments of a call or method call.
 type Args = syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>;
