@@ -668,7 +668,8 @@ pub fn judge_gemm(
     tolerance: &GemmTolerance,
 ) {
     // Four times the relative L2 of rounding every output once (for tf32: of
-    // rounding every input, 2^-11 relative, which dominates).
+    // rounding every input, 2^-11 relative, which dominates), relative to the
+    // terms each output sums (`compare::rel_l2_of_terms`).
     let typical_error = match tolerance.precision {
         GemmPrecision::I8 => 0.0,
         GemmPrecision::Bf16 => 1e-2,
@@ -698,11 +699,12 @@ pub fn judge_gemm(
                 .map(|(&got, &want)| (got as f32, want))
                 .unzip();
             let d = deviation(&narrow, &wanted);
-            let ok = check.passes() && d.rel_l2 <= typical_error;
+            let of_terms = compare::rel_l2_of_terms(&out, expected);
+            let ok = check.passes() && of_terms <= typical_error;
             report.check(
                 what,
                 ok,
-                format!("{check}; {d} (at most {typical_error:.0e})"),
+                format!("{check}; {d}, rel_l2 of the terms {of_terms:.2e} (at most {typical_error:.0e})"),
             );
         }
         (Err(e), None) => report.error(what, e),

@@ -209,6 +209,28 @@ impl fmt::Display for GemmCheck {
     }
 }
 
+/// The relative L2 error of a GEMM's output (C's whole buffer, widened to
+/// f64) over the elements it computes, relative to the magnitudes of what
+/// each element sums ([`GemmReference::magnitudes`]) rather than to the
+/// outputs: cancellation can make an output far smaller than its terms,
+/// whose rounding (tf32's inputs, 2^-11 of each) is relative to the terms.
+/// A 1 x 1 x 1 tf32 GEMM `0.75 a b - 0.5 c = -0.0487` is off by 1.4e-4 from
+/// the rounding of `a` and `b`: 2.9e-3 of the output, 4e-4 of its terms.
+pub fn rel_l2_of_terms(out: &[f64], reference: &GemmReference) -> f64 {
+    let (mut diff2, mut terms2) = (0.0f64, 0.0f64);
+    for ((&o, &r), &m) in out.iter().zip(&reference.values).zip(&reference.magnitudes) {
+        if r.is_finite() {
+            diff2 += (o - r) * (o - r);
+            terms2 += m * m;
+        }
+    }
+    if terms2 > 0.0 {
+        (diff2 / terms2).sqrt()
+    } else {
+        diff2.sqrt()
+    }
+}
+
 /// Compares a GEMM's output (C's whole buffer, widened to f64) with its
 /// reference, element by element, under `tolerance`.
 pub fn check_gemm(out: &[f64], reference: &GemmReference, tolerance: &GemmTolerance) -> GemmCheck {
@@ -450,6 +472,20 @@ mod tests {
             |k, magnitude| tolerance(GemmPrecision::F32, k).allowed_error(magnitude, 0.0);
         assert!(bound_at(1000, 1.0) > 100.0 * bound_at(1, 1.0));
         assert!((bound_at(10, 8.0) / bound_at(10, 1.0) - 8.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_typical_error_is_relative_to_the_terms_summed() {
+        // 0.75 a b - 0.5 c = -0.0487 from terms of magnitude 0.3: the tf32
+        // rounding of a and b moves it by 1.4e-4, 2.9e-3 of the output.
+        let reference = GemmReference {
+            values: vec![-0.0487, f64::NAN],
+            magnitudes: vec![0.3, 0.0],
+        };
+        let rounded = rel_l2_of_terms(&[-0.0488420, 7.0], &reference);
+        assert!((rounded - 1.42e-4 / 0.3).abs() < 1e-6, "{rounded}");
+        // Half the terms missing is far off the terms too.
+        assert!(rel_l2_of_terms(&[-0.0487 + 0.15, 0.0], &reference) > 0.4);
     }
 
     #[test]
