@@ -215,7 +215,8 @@ impl fmt::Display for GemmCheck {
 /// outputs: cancellation can make an output far smaller than its terms,
 /// whose rounding (tf32's inputs, 2^-11 of each) is relative to the terms.
 /// A 1 x 1 x 1 tf32 GEMM `0.75 a b - 0.5 c = -0.0487` is off by 1.4e-4 from
-/// the rounding of `a` and `b`: 2.9e-3 of the output, 4e-4 of its terms.
+/// the rounding of `a` and `b`: 2.9e-3 of the output, 2.3e-4 of its terms
+/// (device run 5 of session 9, perf/LOG.md).
 pub fn rel_l2_of_terms(out: &[f64], reference: &GemmReference) -> f64 {
     let (mut diff2, mut terms2) = (0.0f64, 0.0f64);
     for ((&o, &r), &m) in out.iter().zip(&reference.values).zip(&reference.magnitudes) {
