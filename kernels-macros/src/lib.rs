@@ -212,6 +212,18 @@ fn consts_items(def: &KernelDef) -> TokenStream2 {
         pub fn variants() -> ::std::vec::Vec<#ctor> {
             self::def().variants().into_iter().map(|values| #ctor { #(#from_values),* }).collect()
         }
+
+        impl ::warpforge::KernelVariant for #ctor {
+            fn def() -> &'static ::warpforge::__private::KernelDef {
+                self::def()
+            }
+            fn variants() -> ::std::vec::Vec<Self> {
+                self::variants()
+            }
+            fn values(&self) -> ::std::vec::Vec<i64> {
+                #ctor::values(self)
+            }
+        }
     }
 }
 

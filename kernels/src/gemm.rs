@@ -4,7 +4,7 @@ use warpforge::prelude::*;
 use warpforge::MatrixLayout;
 
 use crate::epilogue;
-use crate::gemm_problem::{gemm_variant, GemmProblem, GemmVariant, VariantLayouts, VariantTakes};
+use crate::gemm_problem::{GemmProblem, GemmVariant, VariantLayouts, VariantTakes};
 
 /// SIMT f32 GEMM with the dense family's epilogue and strided batches
 /// (see `gemm_tc`): for each of `batches` batches (the grid's z), `C =
@@ -235,15 +235,27 @@ pub fn stage_store<const EXTENT: u32, const W: u32, const BK: u32, const COUNT: 
     }
 }
 
-gemm_variant!(
-    gemm_f32: f32, f32, f32,
-    takes: |_| VariantTakes {
-        layouts: VariantLayouts::Any,
-        chunks: None,
-        gelu: true,
-    },
-    bias_stand_in: a,
-);
+impl GemmVariant for gemm_f32::Consts {
+    type Elem = f32;
+    type Out = f32;
+    type Scale = f32;
+
+    fn takes(&self) -> VariantTakes {
+        VariantTakes {
+            layouts: VariantLayouts::Any,
+            chunks: None,
+            gelu: true,
+        }
+    }
+
+    fn tile(&self) -> (u32, u32) {
+        (self.BM, self.BN)
+    }
+
+    fn bias_stand_in(a: &DeviceBuffer<f32>) -> Option<&DeviceBuffer<f32>> {
+        Some(a)
+    }
+}
 
 /// The variant [`sgemm`] uses until the autotuner chooses per GPU: the fastest
 /// at 4096^3 on an H200 (38.3 TFLOP/s, 0.75x cuBLAS; perf/LOG.md).

@@ -8,7 +8,9 @@
 
 use std::fmt::Debug;
 
-use warpforge::{DeviceBuffer, DeviceScalar, Error, Grid, KernelArg, MatrixLayout, Runtime};
+use warpforge::{
+    DeviceBuffer, DeviceScalar, Error, Grid, KernelArg, KernelVariant, MatrixLayout, Runtime,
+};
 
 use crate::gemm::tile_grid;
 
@@ -354,24 +356,28 @@ pub struct Chunks {
 }
 
 /// One variant of a dense GEMM family, implemented by each kernel's
-/// `Consts`: a tuner picks one for a problem with [`GemmVariant::variants_for`]
-/// and launches it with [`GemmVariant::run`].
-pub trait GemmVariant: Copy + Debug + Sized {
+/// `Consts` (its [`KernelVariant`]: the kernel, its variants, their names):
+/// a tuner picks one for a problem with [`GemmVariant::variants_for`] and
+/// launches it with [`GemmVariant::run`]. A kernel takes the arguments of
+/// [`KernelProblem::args`] and runs one block per `tile()` of C and batch.
+pub trait GemmVariant: KernelVariant {
     /// The element type of A and B.
     type Elem: DeviceScalar;
     /// The element type of C and of the bias.
     type Out: DeviceScalar;
     /// The type of alpha and beta.
-    type Scale: Copy;
-
-    /// Every variant of the family.
-    fn variants() -> Vec<Self>;
-
-    /// `kernel[CONST=value,..]`.
-    fn name(&self) -> String;
+    type Scale: DeviceScalar;
 
     /// What this variant takes.
     fn takes(&self) -> VariantTakes;
+
+    /// The `BM x BN` tile of C a block computes.
+    fn tile(&self) -> (u32, u32);
+
+    /// The buffer a launch without a bias passes as `bias`, which the kernel
+    /// then never reads: A where it has C's element type; `None` for a
+    /// one-element buffer made for the launch (s8: i8 A, i32 C).
+    fn bias_stand_in(a: &DeviceBuffer<Self::Elem>) -> Option<&DeviceBuffer<Self::Out>>;
 
     /// Launches this variant on a checked problem: `a` and `b` in the order
     /// the kernel reads them, `bias` as the caller gave it.
@@ -383,7 +389,23 @@ pub trait GemmVariant: Copy + Debug + Sized {
         b: &DeviceBuffer<Self::Elem>,
         c: &mut DeviceBuffer<Self::Out>,
         bias: Option<&DeviceBuffer<Self::Out>>,
-    ) -> Result<(), Error>;
+    ) -> Result<(), Error> {
+        let bias_mode = problem.bias_mode(bias.is_some());
+        let fresh;
+        let bias = match bias.or_else(|| Self::bias_stand_in(a)) {
+            Some(bias) => bias,
+            None => {
+                fresh = rt.alloc_zeroed(1)?;
+                &fresh
+            }
+        };
+        rt.launch(
+            Self::def(),
+            &self.values(),
+            problem.grid(self.tile()),
+            &mut problem.args(a, b, c, bias, bias_mode),
+        )
+    }
 
     /// Whether this variant computes `problem`: its layouts (after a
     /// column-major C's swap), the alignment of its 16-byte copies, its
@@ -464,6 +486,23 @@ pub trait GemmVariant: Copy + Debug + Sized {
             .filter(|variant| variant.check(problem).is_ok())
             .collect()
     }
+}
+
+/// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major,
+/// one batch, no bias or activation) with the given variant: shorthand for
+/// [`GemmVariant::run`] on `GemmProblem::new((m, n, k), alpha, beta)`.
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_with<V: GemmVariant>(
+    rt: &Runtime,
+    consts: V,
+    a: &DeviceBuffer<V::Elem>,
+    b: &DeviceBuffer<V::Elem>,
+    c: &mut DeviceBuffer<V::Out>,
+    dims: (u32, u32, u32),
+    alpha: V::Scale,
+    beta: V::Scale,
+) -> Result<(), Error> {
+    consts.run(rt, &GemmProblem::new(dims, alpha, beta), a, b, c, None)
 }
 
 /// The operands a variant copies in 16-byte chunks from the caller's
@@ -593,73 +632,6 @@ pub(crate) fn check_lengths<S: Copy>(
     }
 }
 
-/// Implements [`GemmVariant`] for the `Consts` of a dense GEMM kernel whose
-/// parameters are those of [`KernelProblem::args`]; `$takes` is a
-/// closure from the variant to [`VariantTakes`], and `$stand_in` gives the
-/// `bias` argument of launches without a bias (`bias_mode` 0: the kernel
-/// never reads it): `a` where A has C's element type, `fresh` for a
-/// one-element buffer made for the launch (s8: i32 C, i8 A).
-macro_rules! gemm_variant {
-    (
-        $kernel:ident: $elem:ty, $out:ty, $scale:ty,
-        takes: $takes:expr,
-        bias_stand_in: $stand_in:ident,
-    ) => {
-        impl $crate::gemm_problem::GemmVariant for $kernel::Consts {
-            type Elem = $elem;
-            type Out = $out;
-            type Scale = $scale;
-
-            fn variants() -> Vec<Self> {
-                $kernel::variants()
-            }
-
-            fn name(&self) -> String {
-                $kernel::def().variant_name(&self.values())
-            }
-
-            fn takes(&self) -> $crate::gemm_problem::VariantTakes {
-                let takes: fn(&Self) -> $crate::gemm_problem::VariantTakes = $takes;
-                takes(self)
-            }
-
-            fn launch(
-                &self,
-                rt: &Runtime,
-                problem: &$crate::gemm_problem::KernelProblem<$scale>,
-                a: &DeviceBuffer<$elem>,
-                b: &DeviceBuffer<$elem>,
-                c: &mut DeviceBuffer<$out>,
-                bias: Option<&DeviceBuffer<$out>>,
-            ) -> Result<(), Error> {
-                let bias_mode = problem.bias_mode(bias.is_some());
-                $crate::gemm_problem::gemm_variant!(@stand_in $stand_in, rt, a, bias);
-                rt.launch(
-                    $kernel::def(),
-                    &self.values(),
-                    problem.grid((self.BM, self.BN)),
-                    &mut problem.args(a, b, c, bias, bias_mode),
-                )
-            }
-        }
-    };
-    (@stand_in a, $rt:ident, $a:ident, $bias:ident) => {
-        let $bias = $bias.unwrap_or($a);
-    };
-    (@stand_in fresh, $rt:ident, $a:ident, $bias:ident) => {
-        let fresh;
-        let $bias = match $bias {
-            Some(bias) => bias,
-            None => {
-                fresh = $rt.alloc_zeroed(1)?;
-                &fresh
-            }
-        };
-    };
-}
-
-pub(crate) use gemm_variant;
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -667,6 +639,24 @@ mod tests {
     use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
     use crate::gemm_wmma::gemm_f16_wmma;
     use MatrixLayout::{ColMajor, RowMajor};
+
+    #[test]
+    fn every_consts_is_a_kernel_variant() {
+        // What `#[kernel]` implements for `Consts`, seen through the trait.
+        fn names<V: KernelVariant>() -> Vec<String> {
+            V::variants().iter().map(V::name).collect()
+        }
+        let def = gemm_s8::def();
+        let direct: Vec<String> = def.variants().iter().map(|v| def.variant_name(v)).collect();
+        assert_eq!(names::<gemm_s8::Consts>(), direct);
+        assert!(direct[0].starts_with("gemm_s8[BM="), "{}", direct[0]);
+        let first = gemm_f16::variants()[0];
+        assert_eq!(KernelVariant::values(&first), first.values());
+        assert!(std::ptr::eq(
+            <gemm_f16::Consts as KernelVariant>::def(),
+            gemm_f16::def()
+        ));
+    }
 
     #[test]
     fn activations_and_their_slopes() {

@@ -23,10 +23,8 @@
 //! `m` stack each batch padded with zero rows to a multiple of 16, and
 //! `stride_a = m.next_multiple_of(16) * k`; 0 shares one A.
 
-use std::fmt::Debug;
-
 use warpforge::prelude::*;
-use warpforge::{KernelArg, MatrixLayout};
+use warpforge::{KernelArg, KernelVariant, MatrixLayout};
 
 use crate::gemm_problem::{
     check_chunks, check_lengths, Chunks, GemmProblem, GemmVariant, KernelProblem, Operands,
@@ -524,77 +522,28 @@ pub fn gemm_sparse<
     );
 }
 
-/// Implements [`SparseGemmVariant`] for the `Consts` of a sparse GEMM kernel.
-macro_rules! sparse_variant {
-    ($kernel:ident: $elem:ident) => {
-        impl SparseGemmVariant for $kernel::Consts {
+/// The [`SparseGemmVariant`] of each instance of `gemm_sparse`.
+macro_rules! sparse_variants {
+    ($($name:ident: $elem:ident;)*) => {$(
+        impl SparseGemmVariant for $name::Consts {
             type Elem = $elem;
-
-            fn variants() -> Vec<Self> {
-                $kernel::variants()
+            fn b_row_major(&self) -> bool {
+                self.B_ROW_MAJOR
             }
-
-            fn name(&self) -> String {
-                $kernel::def().variant_name(&self.values())
+            fn aligned(&self) -> bool {
+                self.ALIGNED
             }
-
-            fn values(&self) -> Vec<i64> {
-                $kernel::Consts::values(self)
-            }
-
-            fn b_layout(&self) -> MatrixLayout {
-                if self.B_ROW_MAJOR {
-                    MatrixLayout::RowMajor
-                } else {
-                    MatrixLayout::ColMajor
-                }
-            }
-
-            fn chunks(&self) -> Option<Chunks> {
-                self.ALIGNED.then_some(Chunks {
-                    elements: 8,
-                    otherwise: "take a variant with ALIGNED = false, which loads B element by \
-                                element",
-                })
-            }
-
-            fn launch(
-                &self,
-                rt: &Runtime,
-                kernel: &KernelProblem<f32>,
-                c_layout: MatrixLayout,
-                a: &DeviceCompressed<$elem>,
-                b: &DeviceBuffer<$elem>,
-                c: &mut DeviceBuffer<$elem>,
-                bias: Option<&DeviceBuffer<$elem>>,
-            ) -> Result<(), Error> {
-                let bias_mode = kernel.bias_mode(bias.is_some());
-                // Without a bias (`bias_mode` 0) the kernel never reads it.
-                let bias = bias.unwrap_or(b);
-                let mut args = vec![
-                    KernelArg::buffer(a.values()),
-                    KernelArg::buffer(a.metadata()),
-                    KernelArg::buffer(b),
-                    KernelArg::buffer_mut(c),
-                    KernelArg::buffer(bias),
-                ];
-                args.extend(kernel.scalar_args(bias_mode));
-                args.push(KernelArg::scalar(u32::from(
-                    c_layout == MatrixLayout::ColMajor,
-                )));
-                rt.launch(
-                    $kernel::def(),
-                    &self.values(),
-                    kernel.grid((self.BM, self.BN)),
-                    &mut args,
-                )
+            fn tile(&self) -> (u32, u32) {
+                (self.BM, self.BN)
             }
         }
-    };
+    )*};
 }
 
-sparse_variant!(gemm_sparse_f16: f16);
-sparse_variant!(gemm_sparse_bf16: bf16);
+sparse_variants! {
+    gemm_sparse_f16: f16;
+    gemm_sparse_bf16: bf16;
+}
 
 /// `C = alpha * A B + beta * C` (A 2:4 sparse, compressed; B column-major; C
 /// row-major; one batch, no bias or activation; f32 accumulation) with the
@@ -619,24 +568,35 @@ pub fn gemm_sparse_with<V: SparseGemmVariant>(
 /// [`GemmVariant`], whose A is a compressed 2:4 matrix (module docs). A tuner
 /// picks one for a problem with [`SparseGemmVariant::variants_for`] and
 /// launches it with [`SparseGemmVariant::run`].
-pub trait SparseGemmVariant: Copy + Debug + Sized {
+pub trait SparseGemmVariant: KernelVariant {
     /// The element type of A, B, C and the bias.
     type Elem: DeviceSparse;
 
-    /// Every variant of the family.
-    fn variants() -> Vec<Self>;
-
-    /// `kernel[CONST=value,..]`.
-    fn name(&self) -> String;
-
-    /// The values of its const parameters, in declaration order.
-    fn values(&self) -> Vec<i64>;
-
-    /// The layout of B it reads (`B_ROW_MAJOR`).
-    fn b_layout(&self) -> MatrixLayout;
+    /// Whether it reads B row-major (`B_ROW_MAJOR`).
+    fn b_row_major(&self) -> bool;
 
     /// Whether it copies B in 16-byte chunks (`ALIGNED`).
-    fn chunks(&self) -> Option<Chunks>;
+    fn aligned(&self) -> bool;
+
+    /// The `BM x BN` tile of C a block computes.
+    fn tile(&self) -> (u32, u32);
+
+    /// The layout of B it reads.
+    fn b_layout(&self) -> MatrixLayout {
+        if self.b_row_major() {
+            MatrixLayout::RowMajor
+        } else {
+            MatrixLayout::ColMajor
+        }
+    }
+
+    /// Its 16-byte copies of B, if it makes them.
+    fn chunks(&self) -> Option<Chunks> {
+        self.aligned().then_some(Chunks {
+            elements: 8,
+            otherwise: "take a variant with ALIGNED = false, which loads B element by element",
+        })
+    }
 
     /// Launches this variant on a checked problem ([`SparseGemmVariant::check`]),
     /// C stored in `c_layout`.
@@ -650,7 +610,28 @@ pub trait SparseGemmVariant: Copy + Debug + Sized {
         b: &DeviceBuffer<Self::Elem>,
         c: &mut DeviceBuffer<Self::Elem>,
         bias: Option<&DeviceBuffer<Self::Elem>>,
-    ) -> Result<(), Error>;
+    ) -> Result<(), Error> {
+        let bias_mode = kernel.bias_mode(bias.is_some());
+        // Without a bias (`bias_mode` 0) the kernel never reads it.
+        let bias = bias.unwrap_or(b);
+        let mut args = vec![
+            KernelArg::buffer(a.values()),
+            KernelArg::buffer(a.metadata()),
+            KernelArg::buffer(b),
+            KernelArg::buffer_mut(c),
+            KernelArg::buffer(bias),
+        ];
+        args.extend(kernel.scalar_args(bias_mode));
+        args.push(KernelArg::scalar(u32::from(
+            c_layout == MatrixLayout::ColMajor,
+        )));
+        rt.launch(
+            Self::def(),
+            &self.values(),
+            kernel.grid(self.tile()),
+            &mut args,
+        )
+    }
 
     /// Whether this variant computes `problem`: A row-major (module docs),
     /// k >= 1, A's batch stride, B's layout, the alignment of B's 16-byte

@@ -4,9 +4,7 @@
 use warpforge::prelude::*;
 use warpforge::MatrixLayout;
 
-use crate::gemm_problem::{
-    gemm_variant, Chunks, GemmProblem, GemmVariant, VariantLayouts, VariantTakes,
-};
+use crate::gemm_problem::{Chunks, GemmVariant, VariantLayouts, VariantTakes};
 use crate::{epilogue, tile};
 
 /// A Tensor Core GEMM with an epilogue, for each of `batches` strided
@@ -630,45 +628,32 @@ const OTHER_LAYOUTS_16: &str = "the variants with the other values of A_COL_MAJO
 const OTHER_LAYOUTS_TN: &str = "ldmatrix.trans, which would load the other layouts, moves 16-bit \
                                 elements: store A row-major and B column-major";
 
-/// The host side of each instance of `gemm_tc`: its [`GemmVariant`] and its
-/// `_with` shorthand.
-macro_rules! tc_instances {
-    ($($name:ident, $with:ident: $elem:ident => $out:ident, $scale:ident, $other:ident, $gelu:literal, $stand_in:ident;)*) => {$(
-        gemm_variant!(
-            $name: $elem, $out, $scale,
-            takes: |c| tc_takes(
-                (c.A_COL_MAJOR, c.B_ROW_MAJOR, c.ALIGNED),
-                16 / std::mem::size_of::<$elem>() as u32,
-                $other,
-                $gelu,
-            ),
-            bias_stand_in: $stand_in,
-        );
-
-        /// `C = alpha * A B + beta * C` (A row-major, B column-major, C
-        /// row-major, one batch, no bias or activation) with the given
-        /// variant: shorthand for [`GemmVariant::run`] on
-        /// `GemmProblem::new((m, n, k), alpha, beta)`.
-        #[allow(clippy::too_many_arguments)]
-        pub fn $with(
-            rt: &Runtime,
-            consts: $name::Consts,
-            a: &DeviceBuffer<$elem>,
-            b: &DeviceBuffer<$elem>,
-            c: &mut DeviceBuffer<$out>,
-            dims: (u32, u32, u32),
-            alpha: $scale,
-            beta: $scale,
-        ) -> Result<(), Error> {
-            consts.run(rt, &GemmProblem::new(dims, alpha, beta), a, b, c, None)
+/// The [`GemmVariant`] of each instance of `gemm_tc`: its types, the
+/// layouts it reads, GELU for float outputs, and the `bias` of a launch
+/// without one (A where it has C's type).
+macro_rules! tc_variants {
+    ($($name:ident: $elem:ident => $out:ident, $scale:ident, $other:ident, $gelu:literal, $stand_in:expr;)*) => {$(
+        impl GemmVariant for $name::Consts {
+            type Elem = $elem;
+            type Out = $out;
+            type Scale = $scale;
+            fn takes(&self) -> VariantTakes {
+                let consts = (self.A_COL_MAJOR, self.B_ROW_MAJOR, self.ALIGNED);
+                tc_takes(consts, 16 / std::mem::size_of::<$elem>() as u32, $other, $gelu)
+            }
+            fn tile(&self) -> (u32, u32) {
+                (self.BM, self.BN)
+            }
+            fn bias_stand_in(a: &DeviceBuffer<$elem>) -> Option<&DeviceBuffer<$out>> {
+                $stand_in(a)
+            }
         }
     )*};
 }
 
-// s8: i32 C, so launches without a bias pass a fresh one-element buffer.
-tc_instances! {
-    gemm_f16, gemm_f16_with: f16 => f16, f32, OTHER_LAYOUTS_16, true, a;
-    gemm_bf16, gemm_bf16_with: bf16 => bf16, f32, OTHER_LAYOUTS_16, true, a;
-    gemm_s8, gemm_s8_with: i8 => i32, i32, OTHER_LAYOUTS_TN, false, fresh;
-    gemm_tf32, gemm_tf32_with: f32 => f32, f32, OTHER_LAYOUTS_TN, true, a;
+tc_variants! {
+    gemm_f16: f16 => f16, f32, OTHER_LAYOUTS_16, true, Some;
+    gemm_bf16: bf16 => bf16, f32, OTHER_LAYOUTS_16, true, Some;
+    gemm_s8: i8 => i32, i32, OTHER_LAYOUTS_TN, false, |_| None;
+    gemm_tf32: f32 => f32, f32, OTHER_LAYOUTS_TN, true, Some;
 }

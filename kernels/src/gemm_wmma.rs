@@ -4,9 +4,7 @@
 use warpforge::prelude::*;
 
 use crate::epilogue;
-use crate::gemm_problem::{
-    gemm_variant, Chunks, GemmProblem, GemmVariant, VariantLayouts, VariantTakes,
-};
+use crate::gemm_problem::{Chunks, GemmVariant, VariantLayouts, VariantTakes};
 
 /// The Volta form of the f16 GEMM (f16 out, f32 accumulation) with the
 /// dense family's epilogue and strided batches (see `gemm_tc`): for each
@@ -324,33 +322,28 @@ pub fn copy_chunks<const COUNT: u32, const SIZE: u32>(
     }
 }
 
-gemm_variant!(
-    gemm_f16_wmma: f16, f16, f32,
-    takes: |_| VariantTakes {
-        layouts: VariantLayouts::Any,
-        chunks: Some(Chunks {
-            elements: 8,
-            otherwise: "every gemm_f16_wmma variant copies 16-byte chunks: pad the matrices, or use \
-                        the sm_80 gemm_f16 with ALIGNED = false where the GPU has it",
-        }),
-        gelu: true,
-    },
-    bias_stand_in: a,
-);
+impl GemmVariant for gemm_f16_wmma::Consts {
+    type Elem = f16;
+    type Out = f16;
+    type Scale = f32;
 
-/// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major, one
-/// batch, no bias or activation) with the `wmma` GEMM's given variant:
-/// shorthand for [`GemmVariant::run`] on `GemmProblem::new((m, n, k), alpha, beta)`.
-#[allow(clippy::too_many_arguments)]
-pub fn gemm_f16_wmma_with(
-    rt: &Runtime,
-    consts: gemm_f16_wmma::Consts,
-    a: &DeviceBuffer<f16>,
-    b: &DeviceBuffer<f16>,
-    c: &mut DeviceBuffer<f16>,
-    dims: (u32, u32, u32),
-    alpha: f32,
-    beta: f32,
-) -> Result<(), Error> {
-    consts.run(rt, &GemmProblem::new(dims, alpha, beta), a, b, c, None)
+    fn takes(&self) -> VariantTakes {
+        VariantTakes {
+            layouts: VariantLayouts::Any,
+            chunks: Some(Chunks {
+                elements: 8,
+                otherwise: "every gemm_f16_wmma variant copies 16-byte chunks: pad the matrices, \
+                            or use the sm_80 gemm_f16 with ALIGNED = false where the GPU has it",
+            }),
+            gelu: true,
+        }
+    }
+
+    fn tile(&self) -> (u32, u32) {
+        (self.BM, self.BN)
+    }
+
+    fn bias_stand_in(a: &DeviceBuffer<f16>) -> Option<&DeviceBuffer<f16>> {
+        Some(a)
+    }
 }

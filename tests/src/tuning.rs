@@ -21,7 +21,8 @@ use warpforge::tune::{
     TuneDb, TuneKey, TuneOptions, VariantResources, Workload,
 };
 use warpforge::{f16, select_arch, Error, Runtime};
-use warpforge_kernels::gemm_tc::{self, gemm_f16};
+use warpforge_kernels::gemm_problem;
+use warpforge_kernels::gemm_tc::gemm_f16;
 use warpforge_kernels::tuned::{
     GemmElement, GemmKind, GemmOutput, GemmWorkload, TunedGemm, GEMM_F16,
 };
@@ -445,7 +446,7 @@ const SELECTS: usize = 100_000;
 
 /// The f16 GEMM at 128 x 128 x 64 (a few microseconds on the GPU): the
 /// host time of enqueueing launches of the dispatched variant through
-/// [`TunedGemm::run`] and directly through `gemm_f16_with`, in alternating
+/// [`TunedGemm::run`] and directly through `gemm_with`, in alternating
 /// rounds of [`LAUNCHES_PER_ROUND`] (the GPU drained between rounds), and
 /// the cost of [`TunedGemm::select`] alone. `dir` holds the database (the
 /// heuristic default serves a miss; nothing is written).
@@ -481,7 +482,7 @@ pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
                 if dispatch {
                     tuned.run(rt, &a, &b, &mut c, dims, 1.0, 0.0)?;
                 } else {
-                    gemm_tc::gemm_f16_with(rt, consts, &a, &b, &mut c, dims, 1.0, 0.0)?;
+                    gemm_problem::gemm_with(rt, consts, &a, &b, &mut c, dims, 1.0, 0.0)?;
                 }
             }
             let us = started.elapsed().as_secs_f64() * 1e6 / LAUNCHES_PER_ROUND as f64;

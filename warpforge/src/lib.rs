@@ -4,7 +4,8 @@
 //! A kernel is a function under [`kernel`], written in the kernel language of
 //! docs/dsl.md. `#[kernel]` turns the function into a module with `def()` (the
 //! kernel's definition) and a typed `launch`; kernels with const parameters
-//! also get `Consts` and `variants()`. Functions under [`device`] are the
+//! also get `Consts` (a [`KernelVariant`]: host code generic over kernels
+//! takes it) and `variants()`. Functions under [`device`] are the
 //! language's functions: kernels and other device functions call them, in
 //! their crate and in crates that depend on it.
 

@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use warpforge::{
     bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
 };
-use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
+use warpforge_kernels::gemm_problem::{gemm_with, GemmProblem, GemmVariant};
 use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_with, SparseGemmVariant};
 use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
@@ -128,7 +128,7 @@ fn bench_dispatch_overhead(rt: &Runtime) -> Result<(), Box<dyn std::error::Error
     );
     println!("\n| launch | us |");
     println!("|---|---|");
-    println!("| direct (gemm_f16_with) | {:.3} |", o.direct_us);
+    println!("| direct (gemm_with) | {:.3} |", o.direct_us);
     println!("| dispatched (TunedGemm::run) | {:.3} |", o.dispatched_us);
     println!(
         "| overhead (target < {} us) | {:.3} |",
@@ -257,7 +257,7 @@ fn bench_gemm_16bit(
     // One Tensor Core GEMM of `gemm_tc`: its `ALIGNED` variants that read A
     // row-major and B column-major, launched with alpha = `$one` and beta = `$zero`.
     macro_rules! bench_aligned {
-        ($kernel:ident, $with:ident, $precision:expr, $one:expr, $zero:expr, $values:expr, $agree:expr) => {{
+        ($kernel:ident, $precision:expr, $one:expr, $zero:expr, $values:expr, $agree:expr) => {{
             // The 16-byte-copy variants that take the TN problem.
             let problem = GemmProblem::new((size as u32, size as u32, size as u32), $one, $zero);
             let variants: Vec<_> = gemm_tc::$kernel::Consts::variants_for(&problem)
@@ -275,7 +275,7 @@ fn bench_gemm_16bit(
                 stringify!($kernel),
                 $precision,
                 &names,
-                &|rt, i, a, b, c, dims| gemm_tc::$with(rt, variants[i], a, b, c, dims, $one, $zero),
+                &|rt, i, a, b, c, dims| gemm_with(rt, variants[i], a, b, c, dims, $one, $zero),
                 $values,
                 $agree,
             )
@@ -284,7 +284,6 @@ fn bench_gemm_16bit(
     // f16: both round f32 sums of the same products to f16 (summation orders differ).
     bench_aligned!(
         gemm_f16,
-        gemm_f16_with,
         GemmPrecision::F16,
         1.0,
         0.0,
@@ -293,7 +292,6 @@ fn bench_gemm_16bit(
     )?;
     bench_aligned!(
         gemm_bf16,
-        gemm_bf16_with,
         GemmPrecision::Bf16,
         1.0,
         0.0,
@@ -303,7 +301,6 @@ fn bench_gemm_16bit(
     // tf32: both round the inputs to tf32 and sum in f32 in different orders.
     bench_aligned!(
         gemm_tf32,
-        gemm_tf32_with,
         GemmPrecision::Tf32,
         1.0,
         0.0,
@@ -313,7 +310,6 @@ fn bench_gemm_16bit(
     // s8: integer sums, exact in both.
     bench_aligned!(
         gemm_s8,
-        gemm_s8_with,
         GemmPrecision::I8,
         1,
         0,
@@ -340,9 +336,7 @@ fn bench_gemm_16bit(
         "gemm_f16_wmma",
         GemmPrecision::F16,
         &wmma_names,
-        &|rt, i, a, b, c, dims| {
-            gemm_wmma::gemm_f16_wmma_with(rt, wmma_variants[i], a, b, c, dims, 1.0, 0.0)
-        },
+        &|rt, i, a, b, c, dims| gemm_with(rt, wmma_variants[i], a, b, c, dims, 1.0, 0.0),
         &float_values::<f16>,
         &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3),
     )
@@ -639,7 +633,7 @@ fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error
     let dense_names: Vec<String> = dense_variants.iter().map(|c| format!("{c:?}")).collect();
     println!("\ndense f16 GEMM {size}^3 on the decompressed A, every 16-byte-copy variant:");
     let dense_results = sweep(rt, size, &dense_names, |rt, i| {
-        gemm_tc::gemm_f16_with(
+        gemm_with(
             rt,
             dense_variants[i],
             &a_decompressed,
@@ -659,7 +653,7 @@ fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error
             gemm_sparse_with(rt, best_sparse, &a, &b, &mut c_sparse, (s, s, s), 1.0, 0.0)
         })?);
         dense_ms.push(median_ms(rt, 3, 20, |rt| {
-            gemm_tc::gemm_f16_with(
+            gemm_with(
                 rt,
                 best_dense,
                 &a_decompressed,
