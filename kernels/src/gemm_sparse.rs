@@ -1,6 +1,7 @@
 //! 2:4 sparse Tensor Core GEMMs: A sparse (compressed by [`crate::sparse`]),
-//! B dense, through sm_80 `mma.sp` m16n8k32, written in the DSL with the
-//! structure of the dense family (`gemm_tc`): multistage `cp.async`
+//! B dense, through sm_80 `mma.sp` m16n8k32, written in the DSL as one kernel
+//! generic over f16 and bf16 on the dense family's device functions
+//! ([`crate::tile`], [`crate::epilogue`]): multistage `cp.async`
 //! pipelines, XOR-swizzled shared tiles, `ldmatrix`, and the dense family's
 //! problem ([`GemmProblem`]: B and C in either layout, strided batches, bias,
 //! ReLU and GELU epilogues). [`SparseGemmVariant::run`] launches one variant;

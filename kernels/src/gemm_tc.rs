@@ -1,5 +1,8 @@
 //! Tensor Core GEMMs (sm_80 `mma.sync` through `ldmatrix`, multistage
-//! `cp.async` pipelines, XOR-swizzled shared tiles), written in the DSL.
+//! `cp.async` pipelines, XOR-swizzled shared tiles), written in the DSL: one
+//! kernel generic over its element, output and scale types, built as
+//! `gemm_f16`, `gemm_bf16`, `gemm_s8` and `gemm_tf32`, over the device
+//! functions of [`crate::tile`] and [`crate::epilogue`].
 
 use warpforge::prelude::*;
 use warpforge::MatrixLayout;
