@@ -85,11 +85,13 @@ pub struct GemmBatch {
 impl GemmBatch {
     /// `count` batches stored back to back.
     pub fn packed(count: u32, (m, n, k): (u32, u32, u32)) -> GemmBatch {
+        // A matrix of 2^32 elements or more has no u32 stride: saturated, and
+        // the launch's checks refuse it (the kernels index with 32 bits).
         GemmBatch {
             count,
-            stride_a: m * k,
-            stride_b: k * n,
-            stride_c: m * n,
+            stride_a: m.saturating_mul(k),
+            stride_b: k.saturating_mul(n),
+            stride_c: m.saturating_mul(n),
         }
     }
 }
@@ -568,6 +570,10 @@ pub(crate) fn check_chunks<S: Copy>(
 /// both allow 65535 blocks there).
 pub const MAX_BATCHES: u32 = 65535;
 
+/// The most elements a buffer of a GEMM launch may span: the kernels index
+/// with `u32`.
+pub const MAX_ELEMENTS: u64 = 1 << 32;
+
 /// The buffers against the problem: each holds its batches, the bias one
 /// value per column of C, the batches fit one launch and C's do not overlap.
 /// The `Err` is the message; the caller names the launch (only then, off the
@@ -584,6 +590,16 @@ pub(crate) fn check_lengths<S: Copy>(
              split the batch into launches of at most {MAX_BATCHES}",
             batch.count
         ));
+    }
+    for (name, (rows, cols)) in [("A", (m, k)), ("B", (k, n)), ("C", (m, n))] {
+        let elements = u64::from(rows) * u64::from(cols);
+        if elements > MAX_ELEMENTS {
+            return Err(format!(
+                "{name} is {rows} x {cols} = {elements} elements, and the kernels index each \
+                 buffer with 32 bits (at most {MAX_ELEMENTS} elements): split the problem into \
+                 launches of fewer rows or columns"
+            ));
+        }
     }
     if batch.count > 1 && u64::from(batch.stride_c) < u64::from(m) * u64::from(n) {
         return Err(format!(
@@ -614,6 +630,13 @@ pub(crate) fn check_lengths<S: Copy>(
         ),
     ];
     for (name, len, needed, formula) in buffers {
+        if needed > MAX_ELEMENTS {
+            return Err(format!(
+                "{name} spans {formula} = {needed} elements, and the kernels index each buffer \
+                 with 32 bits (at most {MAX_ELEMENTS} elements): split the batch into launches \
+                 of fewer batches"
+            ));
+        }
         let Some(len) = len else { continue };
         if (len as u64) < needed {
             return Err(format!(
@@ -854,6 +877,35 @@ mod tests {
             message.contains("`gemm_tf32[") && message.contains("store A row-major"),
             "{message}"
         );
+    }
+
+    #[test]
+    fn problems_past_32_bit_indices_are_refused_not_overflowed() {
+        // Each of these overflowed u32 arithmetic (a panic in debug builds).
+        let huge = GemmProblem::new((70000, 70000, 70000), 1.0f32, 0.0);
+        assert_eq!(huge.batch.stride_a, u32::MAX);
+        let message = check_lengths(&huge, (Some(1), 1, 1, None)).unwrap_err();
+        assert!(
+            message.starts_with("A is 70000 x 70000 = 4900000000 elements")
+                && message.contains("32 bits"),
+            "{message}"
+        );
+        let tall = GemmProblem {
+            b_layout: RowMajor,
+            ..GemmProblem::new((70000, 70000, 4), 1.0f32, 0.0)
+        };
+        let message = check_lengths(&tall, (Some(1), 1, 1, None)).unwrap_err();
+        assert!(message.starts_with("C is 70000 x 70000"), "{message}");
+        // 65535 batches of Cs of 2^32 - 1 elements: each C fits, their buffer does not.
+        let mut batched = GemmProblem::new((65535, 65537, 1), 1.0f32, 0.0);
+        batched.batch = GemmBatch::packed(65535, (65535, 65537, 1));
+        let message = check_lengths(&batched, (None, usize::MAX, 1, None)).unwrap_err();
+        assert!(
+            message.starts_with("C spans") && message.contains("fewer batches"),
+            "{message}"
+        );
+        let batch = GemmBatch::packed(65535, (65536, 65536, 1));
+        assert_eq!(batch.stride_c, u32::MAX);
     }
 
     #[test]

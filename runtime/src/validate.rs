@@ -439,8 +439,9 @@ fn launch_dims(
             ),
         ));
     }
-    let per_block: u64 = threads.iter().map(|&t| u64::from(t)).product();
-    if per_block > u64::from(device.max_threads_per_block) {
+    // u128: three u32 extents multiply past u64 (a block of [u32::MAX; 3]).
+    let per_block: u128 = threads.iter().map(|&t| u128::from(t)).product();
+    if per_block > u128::from(device.max_threads_per_block) {
         return Err(invalid(
             &kernel,
             format!(

@@ -470,6 +470,12 @@ fn block_too_large() {
         "tile[BM=128]",
     );
     assert!(message.contains("empty"), "{message}");
+    // Extents whose product passes u64: refused, not an overflow.
+    let message = refused(
+        launch_tile(NO_BLOCK, Grid::new([1, 1, 1], [u32::MAX; 3]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(message.contains("1024 per block"), "{message}");
 }
 
 #[test]
