@@ -21,13 +21,24 @@
 
 use crate::eval;
 use crate::ir::{
-    BinaryOp, Expr, ExprKind, Fragment, Kernel, Literal, LocalId, MatrixOp, Place, Scalar, Stmt,
+    BinaryOp, Expr, ExprKind, Fragment, Kernel, Literal, LocalId, MatrixOp, Place, Scalar, Space,
+    Stmt,
 };
 use crate::Error;
 
 /// The most iterations one `#[unroll]` loop may have: beyond this the code
 /// size (and register pressure of what unrolling is for) stops paying off.
 pub const MAX_UNROLL: i128 = 1024;
+
+/// The most iterations all of a kernel's `#[unroll]` loops may unroll
+/// together (nested ones multiply): loops each under [`MAX_UNROLL`] can
+/// still nest to billions of copies, which would hang the backends. The
+/// stock kernels unroll a few thousand.
+pub const MAX_UNROLLED: u64 = 1 << 20;
+
+/// The most elements of one register array: a thread has 255 registers, and
+/// larger arrays would make the backends emit (and ptxas allocate) as many.
+pub const MAX_REGISTER_ARRAY: i64 = 4096;
 
 /// Substitutes const params, folds constants, unrolls `#[unroll]` loops.
 pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
@@ -71,6 +82,7 @@ pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
         variant,
         unrolled: Vec::new(),
         loops: Vec::new(),
+        unrolled_total: 0,
     };
 
     let mut out = kernel.clone();
@@ -96,6 +108,27 @@ pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
         req.cond = s.expr(&decl.cond)?;
     }
     out.body = s.block(&kernel.body)?;
+    for (local, decl) in out.locals.iter().zip(&kernel.locals) {
+        let elements = local
+            .dims
+            .iter()
+            .try_fold(1i64, |n, d| n.checked_mul(d.as_int().unwrap_or(0)));
+        if local.space == Space::Register && elements.is_none_or(|n| n > MAX_REGISTER_ARRAY) {
+            let dims: Vec<String> = local
+                .dims
+                .iter()
+                .map(|d| d.as_int().unwrap_or(0).to_string())
+                .collect();
+            return Err(s.error(format!(
+                "register array `{}` ({}) has more elements than the limit of {MAX_REGISTER_ARRAY} \
+                 (a thread has 255 registers): make it smaller, or keep it in a shared array \
+                 (`let {}: [..] = shared();`)",
+                decl.name,
+                dims.join(" x "),
+                decl.name
+            )));
+        }
+    }
     Ok(out)
 }
 
@@ -108,6 +141,8 @@ struct Specializer<'a> {
     unrolled: Vec<(LocalId, Literal)>,
     /// The enclosing loops, innermost last: `Some(var)` for an unrolled loop.
     loops: Vec<Option<LocalId>>,
+    /// Iterations unrolled so far, over every loop ([`MAX_UNROLLED`]).
+    unrolled_total: u64,
 }
 
 impl Specializer<'_> {
@@ -285,6 +320,14 @@ impl Specializer<'_> {
         self.loops.push(Some(var));
         let mut value = start;
         while value < end {
+            self.unrolled_total += 1;
+            if self.unrolled_total > MAX_UNROLLED {
+                return Err(self.error(format!(
+                    "the `#[unroll]` loops would unroll more than {MAX_UNROLLED} iterations in all \
+                     (nested loops multiply; `#[unroll] for {name}` passed it): drop `#[unroll]` \
+                     from an outer loop, or unroll fewer iterations"
+                )));
+            }
             let lit = eval::encode_int(ty, value).map_err(|e| self.error(e.message))?;
             self.unrolled.push((var, lit));
             // An error abandons the whole specialization, so the stacks need

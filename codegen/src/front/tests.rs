@@ -1669,6 +1669,38 @@ fn constrain_prunes_the_tune_product() {
 }
 
 #[test]
+fn unrolled_code_and_register_arrays_are_bounded() {
+    // Three nested loops, each under the per-loop limit, multiply to 10^9.
+    let def = parse_kernel_str(
+        "arch(sm_80)",
+        "fn k(x: &mut [f32]) { #[unroll] for i in 0..1000u32 { #[unroll] for j in 0..1000u32 { \
+         #[unroll] for l in 0..1000u32 { x[0] += (i + j + l) as f32; } } } }",
+    )
+    .unwrap();
+    let err = crate::compile_ptx(&def, &[], Arch::Sm80)
+        .unwrap_err()
+        .message;
+    assert!(
+        err.contains("would unroll more than 1048576 iterations in all"),
+        "{err}"
+    );
+    // A register array sized by a tune value: refused in the variant that is too large.
+    let def = parse_kernel_str(
+        "arch(sm_80), tune(N = [64, 65536])",
+        "fn k<const N: u32>(x: &mut [f32]) { let mut a = [0.0f32; N]; a[3] = 1.0; x[0] = a[3]; }",
+    )
+    .unwrap();
+    assert!(crate::compile_ptx(&def, &[64], Arch::Sm80).is_ok());
+    let err = crate::compile_ptx(&def, &[65536], Arch::Sm80)
+        .unwrap_err()
+        .message;
+    assert!(
+        err.contains("register array `a` (65536) has more elements than the limit of 4096"),
+        "{err}"
+    );
+}
+
+#[test]
 fn constrain_takes_constants_only_and_must_leave_a_variant() {
     assert_error(
         "arch(sm_80), tune(A = [1, 2]), constrain(A < n)",
