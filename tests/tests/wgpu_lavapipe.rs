@@ -17,7 +17,7 @@
 
 use warpforge::{BackendKind, Runtime};
 use warpforge_codegen::Target;
-use warpforge_kernels::gemm::gemm_f32;
+use warpforge_kernels::gemm::{self, gemm_f32};
 use warpforge_kernels::softmax;
 use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_sum, GemmCoverage,
@@ -129,4 +129,26 @@ fn gemm_f32() {
     check(|rt, inputs, report| {
         check_gemm::<gemm_f32::Consts>(rt, inputs, report, shapes, GemmCoverage::Sampled)
     });
+}
+
+#[test]
+fn a_nan_beta_reads_c_as_rust_and_blas_do() {
+    // beta = NaN is not 0, so C is read and every output is NaN, as on the
+    // PTX path (the WGSL `!=` of a NaN was false on lavapipe: beta skipped).
+    let rt = lavapipe();
+    let ones = rt.upload(&[1.0f32; 16]).unwrap();
+    let mut c = rt.upload(&[0.0f32; 16]).unwrap();
+    gemm::gemm_f32_with(
+        &rt,
+        gemm::DEFAULT_F32,
+        &ones,
+        &ones,
+        &mut c,
+        (4, 4, 4),
+        1.0,
+        f32::NAN,
+    )
+    .unwrap();
+    let out = rt.download(&c).unwrap();
+    assert!(out.iter().all(|v| v.is_nan()), "{out:?}");
 }

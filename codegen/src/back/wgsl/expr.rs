@@ -228,6 +228,13 @@ impl Emitter<'_> {
         } else {
             (x, y)
         };
+        if op == BinaryOp::Ne && ty.is_float() {
+            // Rust's `!=` holds for NaN. WGSL leaves NaN comparisons to the
+            // implementation, and lavapipe's `!=` is false for NaN (a GEMM with
+            // beta = NaN then skipped C); its `==` is false for NaN, so `!(==)`
+            // keeps Rust's meaning.
+            return Ok(Code::atom(format!("!({} == {})", x.operand(), y.operand())));
+        }
         let code = Code::binary(format!("{} {sym} {}", x.operand(), y.operand()));
         let may_leave_range = matches!(
             op,
