@@ -234,24 +234,11 @@ impl Lowerer<'_> {
         // 16- and 32-bit elements).
         if let Ok(Literal::Bool(taken)) = crate::eval::eval(&cond, &[], &[]) {
             let mut body = Block::new();
-            let lowered = match (taken, i.else_branch.as_ref().map(|(_, e)| &**e)) {
-                (true, _) => {
-                    self.block(&i.then_branch.stmts, &mut body);
-                    Ok(())
-                }
-                (false, None) => Ok(()),
-                (false, Some(syn::Expr::If(elif))) => {
-                    self.hoisting(&mut body, |this, out| this.if_stmt(elif, out))
-                }
-                (false, Some(syn::Expr::Block(b))) => {
-                    self.block(&b.block.stmts, &mut body);
-                    Ok(())
-                }
-                (false, Some(other)) => {
-                    self.err(other, "write the `else` branch as a block `else { .. }`")
-                }
-            };
-            lowered?;
+            if taken {
+                self.block(&i.then_branch.stmts, &mut body);
+            } else {
+                self.else_branch(i, &mut body)?;
+            }
             out.push(Stmt::If {
                 cond: Expr::literal(Scalar::Bool, Literal::Bool(true)),
                 then_body: body,
@@ -271,17 +258,7 @@ impl Lowerer<'_> {
             });
         }
         let mut else_body = Block::new();
-        let else_lowered = match i.else_branch.as_ref().map(|(_, e)| &**e) {
-            None => Ok(()),
-            Some(syn::Expr::If(elif)) => {
-                self.hoisting(&mut else_body, |this, out| this.if_stmt(elif, out))
-            }
-            Some(syn::Expr::Block(b)) => {
-                self.block(&b.block.stmts, &mut else_body);
-                Ok(())
-            }
-            Some(other) => self.err(other, "write the `else` branch as a block `else { .. }`"),
-        };
+        let else_lowered = self.else_branch(i, &mut else_body);
         self.guards.truncate(outer_guards);
         else_lowered?;
         out.push(Stmt::If {
@@ -290,6 +267,19 @@ impl Lowerer<'_> {
             else_body,
         });
         Ok(())
+    }
+
+    /// The `else` branch of `i` (none, a block, or an `else if`) into `body`.
+    fn else_branch(&mut self, i: &syn::ExprIf, body: &mut Block) -> Lowered<()> {
+        match i.else_branch.as_ref().map(|(_, e)| &**e) {
+            None => Ok(()),
+            Some(syn::Expr::If(elif)) => self.hoisting(body, |this, out| this.if_stmt(elif, out)),
+            Some(syn::Expr::Block(b)) => {
+                self.block(&b.block.stmts, body);
+                Ok(())
+            }
+            Some(other) => self.err(other, "write the `else` branch as a block `else { .. }`"),
+        }
     }
 
     /// Adds to the guards the conjuncts of `cond` (split at `&&` and `&`)

@@ -210,16 +210,13 @@ impl Lowerer<'_> {
             let kind = self.generic_sparse_mma_kind(c, &name)?;
             return self.sparse_mma(c, kind, ordered, &name);
         }
-        if name == GENERIC_MMA {
-            let kind = self.generic_mma_kind(c)?;
-            self.arity(c, &c.args, 3, &name)?;
-            let acc = self.fragment(&c.args[0], kind.accumulator(), &name, "accumulator", true)?;
-            let a = self.fragment(&c.args[1], Scalar::U32, &name, "A fragment", false)?;
-            let b = self.fragment(&c.args[2], Scalar::U32, &name, "B fragment", false)?;
-            return Ok(Stmt::Matrix(MatrixOp::Mma { kind, acc, a, b }));
-        }
-        self.no_generic_arguments(c)?;
-        if let Some(kind) = MmaKind::ALL.into_iter().find(|k| k.function() == name) {
+        let dense = if name == GENERIC_MMA {
+            Some(self.generic_mma_kind(c)?)
+        } else {
+            self.no_generic_arguments(c)?;
+            MmaKind::ALL.into_iter().find(|k| k.function() == name)
+        };
+        if let Some(kind) = dense {
             self.arity(c, &c.args, 3, &name)?;
             let acc = self.fragment(&c.args[0], kind.accumulator(), &name, "accumulator", true)?;
             let a = self.fragment(&c.args[1], Scalar::U32, &name, "A fragment", false)?;
