@@ -19,15 +19,26 @@ pub enum Target {
 }
 
 impl Target {
-    /// Every target, in the order a kernel without `arch(..)` is built for.
-    pub const ALL: [Target; 4] = [
+    /// Every target `arch(..)` can name.
+    pub const ALL: [Target; 5] = [
+        Target::Ptx(Arch::Sm70),
+        Target::Ptx(Arch::Sm80),
+        Target::Ptx(Arch::Sm90),
+        Target::Ptx(Arch::Sm90a),
+        Target::Wgsl,
+    ];
+
+    /// The targets of a kernel without `arch(..)`, in order: every target
+    /// but the arch-specific `sm_90a`, which a kernel asks for by name (its
+    /// PTX runs on compute capability 9.0 only).
+    pub const DEFAULT: [Target; 4] = [
         Target::Ptx(Arch::Sm70),
         Target::Ptx(Arch::Sm80),
         Target::Ptx(Arch::Sm90),
         Target::Wgsl,
     ];
 
-    /// The spelling of `arch(..)`: `sm_70`, `sm_80`, `sm_90`, `wgsl`.
+    /// The spelling of `arch(..)`: `sm_70`, `sm_80`, `sm_90`, `sm_90a`, `wgsl`.
     pub fn name(self) -> &'static str {
         match self {
             Target::Ptx(arch) => arch.name(),

@@ -107,22 +107,28 @@ impl Scalar {
 }
 
 /// A CUDA architecture that a PTX variant targets.
+///
+/// `Sm90a` is Hopper's arch-specific target: everything `Sm90` has, plus
+/// the instructions only compute capability 9.0 runs (wgmma, setmaxnreg).
+/// Its PTX loads on 9.0 devices only, never on a later architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Arch {
     Sm70,
     Sm80,
     Sm90,
+    Sm90a,
 }
 
 impl Arch {
-    pub const ALL: [Arch; 3] = [Arch::Sm70, Arch::Sm80, Arch::Sm90];
+    pub const ALL: [Arch; 4] = [Arch::Sm70, Arch::Sm80, Arch::Sm90, Arch::Sm90a];
 
-    /// `sm_70`, `sm_80`, `sm_90`: the spelling of PTX `.target` and of the DSL.
+    /// `sm_70`, `sm_80`, `sm_90`, `sm_90a`: the spelling of PTX `.target` and of the DSL.
     pub fn name(self) -> &'static str {
         match self {
             Arch::Sm70 => "sm_70",
             Arch::Sm80 => "sm_80",
             Arch::Sm90 => "sm_90",
+            Arch::Sm90a => "sm_90a",
         }
     }
 
@@ -135,7 +141,24 @@ impl Arch {
         match self {
             Arch::Sm70 => (7, 0),
             Arch::Sm80 => (8, 0),
-            Arch::Sm90 => (9, 0),
+            Arch::Sm90 | Arch::Sm90a => (9, 0),
+        }
+    }
+
+    /// Whether this is an arch-specific target (`sm_90a`), whose code runs
+    /// only on its own compute capability.
+    pub fn is_arch_specific(self) -> bool {
+        self == Arch::Sm90a
+    }
+
+    /// Whether code built for this arch runs on a device of compute
+    /// capability `device`: the same or a higher one (the driver compiles
+    /// PTX forward), and exactly its own for an arch-specific target.
+    pub fn runs_on(self, device: (u32, u32)) -> bool {
+        if self.is_arch_specific() {
+            self.compute_capability() == device
+        } else {
+            self.compute_capability() <= device
         }
     }
 }

@@ -114,10 +114,11 @@ impl DeviceInfo {
         }
     }
 
-    /// Whether PTX built for `arch` runs here (the driver JIT-compiles PTX
-    /// for any device of the same or a higher compute capability).
+    /// Whether PTX built for `arch` runs here: the driver JIT-compiles PTX
+    /// for any device of the same or a higher compute capability, and an
+    /// arch-specific target (`sm_90a`) for its own compute capability only.
     pub fn supports(&self, arch: Arch) -> bool {
-        arch.compute_capability() <= self.compute_capability
+        arch.runs_on(self.compute_capability)
     }
 
     /// `sm_90`-style spelling of the device's compute capability.

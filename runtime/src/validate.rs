@@ -27,7 +27,8 @@ pub struct LaunchDims {
     pub shared_bytes: u32,
 }
 
-/// The arch to load: the highest PTX target of `def` that the device runs.
+/// The arch to load: the highest PTX target of `def` that the device runs
+/// (`sm_90a` above `sm_90`, on compute capability 9.0 only).
 pub fn select_arch(def: &KernelDef, device: &DeviceInfo) -> Result<Arch, Error> {
     let best = def
         .targets
@@ -38,10 +39,24 @@ pub fn select_arch(def: &KernelDef, device: &DeviceInfo) -> Result<Arch, Error> 
     best.ok_or_else(|| {
         let built: Vec<&str> = def.targets.iter().map(|t| t.name()).collect();
         let built = if built.is_empty() { "no target".to_string() } else { built.join(", ") };
+        let specific = def
+            .targets
+            .iter()
+            .filter_map(|target| target.arch())
+            .find(|arch| arch.is_arch_specific());
+        let specific = match specific {
+            Some(arch) => format!(
+                " ({} runs only on compute capability {}.{})",
+                arch.name(),
+                arch.compute_capability().0,
+                arch.compute_capability().1
+            ),
+            None => String::new(),
+        };
         invalid(
             &def.ir.name,
             format!(
-                "it is built for {built}, and none runs on {} (compute capability {}.{}, {}): add an \
+                "it is built for {built}, and none runs on {} (compute capability {}.{}, {}){specific}: add an \
                  arch at or below {} to the kernel's `arch(..)`, or run on a newer GPU",
                 device.name,
                 device.compute_capability.0,

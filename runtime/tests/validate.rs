@@ -555,7 +555,19 @@ fn no_block_shape_at_all() {
 #[test]
 fn target_selection_takes_the_highest_supported_arch() {
     let all = saxpy_for(Arch::ALL.map(Target::Ptx).to_vec());
-    assert_eq!(select_arch(&all, &h200()).unwrap(), Arch::Sm90);
+    assert_eq!(select_arch(&all, &h200()).unwrap(), Arch::Sm90a);
+    let without_sm90a = saxpy_for(
+        [Arch::Sm70, Arch::Sm80, Arch::Sm90]
+            .map(Target::Ptx)
+            .to_vec(),
+    );
+    assert_eq!(select_arch(&without_sm90a, &h200()).unwrap(), Arch::Sm90);
+    // sm_90a PTX runs on compute capability 9.0 only: a later GPU takes sm_90.
+    let blackwell = DeviceInfo {
+        compute_capability: (10, 0),
+        ..h200()
+    };
+    assert_eq!(select_arch(&all, &blackwell).unwrap(), Arch::Sm90);
     let ampere = DeviceInfo {
         compute_capability: (8, 6),
         ..h200()
@@ -565,6 +577,24 @@ fn target_selection_takes_the_highest_supported_arch() {
     // Declaration order does not matter.
     let reversed = saxpy_for(vec![Target::Ptx(Arch::Sm90), Target::Ptx(Arch::Sm70)]);
     assert_eq!(select_arch(&reversed, &ampere).unwrap(), Arch::Sm70);
+}
+
+#[test]
+fn an_sm_90a_kernel_runs_on_compute_capability_9_0_only() {
+    let hopper_only = saxpy_for(vec![Target::Ptx(Arch::Sm90a)]);
+    assert_eq!(select_arch(&hopper_only, &h200()).unwrap(), Arch::Sm90a);
+    let blackwell = DeviceInfo {
+        compute_capability: (10, 0),
+        ..h200()
+    };
+    let message = match select_arch(&hopper_only, &blackwell) {
+        Err(err @ Error::InvalidLaunch { .. }) => err.to_string(),
+        other => panic!("expected an invalid launch, got {other:?}"),
+    };
+    assert!(
+        message.contains("sm_90a runs only on compute capability 9.0"),
+        "{message}"
+    );
 }
 
 #[test]

@@ -48,7 +48,7 @@ pub fn print_variant(kernel: &str, consts: &str, arch: &str) -> Result<()> {
         );
     };
     let Some(arch) = Arch::from_name(arch) else {
-        bail!("unknown arch `{arch}`: use sm_70, sm_80 or sm_90");
+        bail!("unknown arch `{arch}`: use sm_70, sm_80, sm_90 or sm_90a");
     };
     let given: BTreeMap<&str, &str> = consts
         .split(',')

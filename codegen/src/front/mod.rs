@@ -149,7 +149,7 @@ pub fn stub_instances(
         };
         stubs.push((
             name,
-            KernelDef::new(ir, Target::ALL.to_vec(), tune, Vec::new()),
+            KernelDef::new(ir, Target::DEFAULT.to_vec(), tune, Vec::new()),
         ));
     }
     stubs
@@ -397,10 +397,10 @@ pub fn parse_kernel_str(attr: &str, item: &str) -> Result<KernelDef, String> {
     parse_kernel(attr, &item).map_err(render)
 }
 
-/// The targets in declared order; all of them when no `arch(..)` names them.
+/// The targets in declared order; [`Target::DEFAULT`] when no `arch(..)` names them.
 fn targets(arch: Option<&Vec<proc_macro2::Ident>>, errors: &mut Errors) -> Vec<Target> {
     let Some(names) = arch else {
-        return Target::ALL.to_vec();
+        return Target::DEFAULT.to_vec();
     };
     let mut targets = Vec::new();
     for ident in names {

@@ -69,7 +69,7 @@ fn saxpy() {
             }
         }",
     );
-    assert_eq!(def.targets, Target::ALL.to_vec());
+    assert_eq!(def.targets, Target::DEFAULT.to_vec());
     assert!(def.tune.is_empty());
     let k = &def.ir;
     assert_eq!(k.name, "saxpy");
@@ -259,7 +259,7 @@ fn attribute_errors() {
     assert_error(
         "arch(sm_75)",
         "fn k() {}",
-        &["unknown architecture `sm_75`", "sm_70, sm_80, sm_90, wgsl"],
+        &["unknown architecture `sm_75`", "sm_70, sm_80, sm_90, sm_90a, wgsl"],
     );
     assert_error(
         "arch(sm_80, sm_80)",
@@ -1618,7 +1618,15 @@ fn let_underscore_keeps_only_effects() {
 #[test]
 fn targets_are_every_one_by_default_or_those_listed() {
     let item = "fn k(x: &mut [f32]) { x[0] = 1.0; }";
-    assert_eq!(parse("", item).targets, Target::ALL.to_vec());
+    assert_eq!(parse("", item).targets, Target::DEFAULT.to_vec());
+    assert!(
+        !Target::DEFAULT.contains(&Target::Ptx(Arch::Sm90a)),
+        "sm_90a is built only when `arch(..)` names it"
+    );
+    assert_eq!(
+        parse("arch(sm_90a)", item).targets,
+        vec![Target::Ptx(Arch::Sm90a)]
+    );
     assert_eq!(
         parse("arch(wgsl, sm_80)", item).targets,
         vec![Target::Wgsl, Target::Ptx(Arch::Sm80)]
@@ -1635,7 +1643,7 @@ fn a_wgsl_target_needs_a_kernel_wgsl_can_express() {
     assert_eq!(error("arch(sm_80, wgsl)", item), expected);
     assert_eq!(
         parse("arch(sm_70, sm_80, sm_90)", item).targets,
-        Arch::ALL.map(Target::Ptx).to_vec()
+        [Arch::Sm70, Arch::Sm80, Arch::Sm90].map(Target::Ptx).to_vec()
     );
     // The check sees the whole family: a construct in a branch that some
     // variants drop still counts.

@@ -125,12 +125,26 @@ impl Feature {
     }
 }
 
+impl FeatureInfo {
+    /// Whether PTX for `arch` may use the construct.
+    pub fn on(&self, arch: Arch) -> bool {
+        arch.compute_capability() >= self.min_arch
+    }
+
+    /// The targets that have the construct, for messages: `sm_80 or newer`, `sm_90a`.
+    pub fn targets(&self) -> String {
+        let (major, minor) = self.min_arch;
+        format!("sm_{major}{minor} or newer")
+    }
+}
+
 /// The lowest `.version` that knows the target itself.
 pub fn base_version(arch: Arch) -> (u32, u32) {
     match arch {
         Arch::Sm70 => (6, 0),
         Arch::Sm80 => (7, 0),
         Arch::Sm90 => (7, 8),
+        Arch::Sm90a => (8, 0),
     }
 }
 
@@ -141,7 +155,7 @@ pub fn max_shared_bytes(arch: Arch) -> u32 {
     match arch {
         Arch::Sm70 => 96 * 1024,
         Arch::Sm80 => 163 * 1024,
-        Arch::Sm90 => 227 * 1024,
+        Arch::Sm90 | Arch::Sm90a => 227 * 1024,
     }
 }
 
@@ -161,7 +175,7 @@ impl FeatureUse {
 
     /// Whether the target has `feature` (without using it).
     pub fn available(&self, feature: Feature) -> bool {
-        self.arch.compute_capability() >= feature.info().min_arch
+        feature.info().on(self.arch)
     }
 
     /// Records a use of `feature`, or says why the target lacks it.
@@ -169,11 +183,10 @@ impl FeatureUse {
         let info = feature.info();
         if !self.available(feature) {
             return Err(format!(
-                "{}: needs sm_{}{} or newer, and this variant targets {}; \
+                "{}: needs {}, and this variant targets {}; \
                  drop {} from `arch(..)` or avoid the construct on it",
                 info.construct,
-                info.min_arch.0,
-                info.min_arch.1,
+                info.targets(),
                 self.arch.name(),
                 self.arch.name()
             ));
@@ -209,6 +222,10 @@ mod tests {
             (7, 8),
             "never below the target's own base version"
         );
+        // sm_90a has everything sm_90 has, from PTX 8.0, which introduced it.
+        let mut sm90a = FeatureUse::new(Arch::Sm90a);
+        sm90a.require(Feature::AtomAddBf16).unwrap();
+        assert_eq!(sm90a.version(), (8, 0));
     }
 
     #[test]
