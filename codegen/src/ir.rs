@@ -301,6 +301,161 @@ pub enum Stmt {
         /// A `u32` constant expression (a literal after specialization).
         pending: Expr,
     },
+    /// An operation of this thread on an mbarrier (sm_90).
+    Mbarrier(MbarrierOp),
+    /// `fence.proxy.async.shared::cta`: orders this thread's earlier
+    /// ordinary shared-memory accesses before later ones of the async
+    /// proxy (wgmma operand reads, TMA), once a barrier has handed them over.
+    ProxyFence,
+    /// A warpgroup-collective operation (sm_90a `wgmma`): the 128 threads
+    /// of a warpgroup (4 consecutive warps, the first a multiple of 4)
+    /// execute it together, so it must be reached by warpgroup-uniform
+    /// control flow.
+    Warpgroup(WarpgroupOp),
+}
+
+/// An mbarrier is an element of a `u64` shared array: a phase counter, the
+/// arrivals still expected in the current phase, the count they re-arm to
+/// and a transaction count of bytes still expected. A phase completes when
+/// both its arrivals and its transaction bytes reach zero; the phase then
+/// flips and the arrival count re-arms.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum MbarrierOp {
+    /// Sets the mbarrier to phase 0 expecting `count` arrivals (a `u32` in
+    /// 1..2^20). One thread initializes; other threads use it only after
+    /// [`MbarrierOp::InitFence`] and a barrier.
+    Init { bar: Place, count: Expr },
+    /// One arrival of this thread (release semantics at CTA scope).
+    Arrive { bar: Place },
+    /// One arrival that also expects `bytes` (a `u32`) more transaction
+    /// bytes in the current phase, which asynchronous copies complete.
+    ArriveExpectTx { bar: Place, bytes: Expr },
+    /// Blocks until the phase of parity `parity` (a `u32`, 0 or 1) has
+    /// completed (acquire semantics at CTA scope): `try_wait.parity` in a
+    /// loop. The phase before the current one counts as completed.
+    Wait { bar: Place, parity: Expr },
+    /// `fence.mbarrier_init.release.cluster`: makes this thread's earlier
+    /// inits visible to the async proxy and to the threads that synchronize
+    /// with it afterwards.
+    InitFence,
+}
+
+/// The input type of a [`Wgmma`]: f32 accumulators, m64nNk16.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum WgmmaKind {
+    F16,
+    Bf16,
+}
+
+impl WgmmaKind {
+    pub const ALL: [WgmmaKind; 2] = [WgmmaKind::F16, WgmmaKind::Bf16];
+
+    /// The DSL function: `wgmma_m64k16_f16`, `wgmma_m64k16_bf16`.
+    pub fn function(self) -> &'static str {
+        match self {
+            WgmmaKind::F16 => "wgmma_m64k16_f16",
+            WgmmaKind::Bf16 => "wgmma_m64k16_bf16",
+        }
+    }
+
+    /// The element type of the shared tiles of A and B.
+    pub fn element(self) -> Scalar {
+        match self {
+            WgmmaKind::F16 => Scalar::F16,
+            WgmmaKind::Bf16 => Scalar::Bf16,
+        }
+    }
+
+    /// The k of one instruction, in elements.
+    pub fn k(self) -> u32 {
+        16
+    }
+}
+
+/// How the rows of a shared operand tile are swizzled, as the wgmma
+/// descriptor declares it: the 16-byte chunks of each row of `bytes()`
+/// bytes are XOR-permuted by the row's position in its 8-row group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Swizzle {
+    /// No swizzle: the tile is made of 8-row x 16-byte core matrices.
+    None,
+    B32,
+    B64,
+    B128,
+}
+
+impl Swizzle {
+    pub const ALL: [Swizzle; 4] = [Swizzle::None, Swizzle::B32, Swizzle::B64, Swizzle::B128];
+
+    /// The span of the pattern in bytes, as the DSL writes it: 0 (none),
+    /// 32, 64 or 128.
+    pub fn bytes(self) -> u32 {
+        match self {
+            Swizzle::None => 0,
+            Swizzle::B32 => 32,
+            Swizzle::B64 => 64,
+            Swizzle::B128 => 128,
+        }
+    }
+
+    pub fn from_bytes(bytes: i64) -> Option<Swizzle> {
+        Swizzle::ALL.into_iter().find(|s| s.bytes() as i64 == bytes)
+    }
+
+    /// The alignment a tile with this swizzle needs, in bytes: the pattern
+    /// repeats every 8 rows and starts on that boundary (16 without one).
+    pub fn alignment(self) -> u32 {
+        match self {
+            Swizzle::None => 16,
+            s => 8 * s.bytes(),
+        }
+    }
+}
+
+/// A K-major operand of a [`Wgmma`] in shared memory, from which the
+/// backend builds the 64-bit matrix descriptor. The tile is a shared array
+/// whose innermost dimension is one row of k: `swizzle.bytes()` bytes when
+/// swizzled, 16 bytes (8 16-bit elements) without a swizzle, where the
+/// dimension outside the rows steps k by 8 elements. `start` is the
+/// operand's first element (row 0, k 0 of this instruction).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MatrixDescriptor {
+    pub start: Place,
+    pub swizzle: Swizzle,
+}
+
+/// `d = a b (+ d)`: one `wgmma.mma_async` m64nNk16 with A (64 x 16) and B
+/// (N x 16) read from shared memory, both K-major, and f32 accumulators.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Wgmma {
+    pub kind: WgmmaKind,
+    /// N: a `u32` constant expression, 8..=256 in steps of 8 after
+    /// specialization.
+    pub n: Expr,
+    /// N / 2 `f32` per thread: element `4j + 2h + i` of thread `t` (warp
+    /// `w = t / 32`, lane `l`) is D[16w + l / 4 + 8h][8j + 2 (l % 4) + i].
+    pub acc: Fragment,
+    pub a: MatrixDescriptor,
+    pub b: MatrixDescriptor,
+    /// A `bool`: add to the accumulators (`true`) or overwrite them.
+    pub accumulate: Expr,
+}
+
+/// Warpgroup-collective operations (see [`Stmt::Warpgroup`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum WarpgroupOp {
+    /// `wgmma.fence`: orders earlier register accesses to accumulators
+    /// before the wgmmas that follow; needed before the first wgmma and
+    /// after the accumulators are touched by ordinary code.
+    Fence,
+    /// `wgmma.commit_group`: closes the group of the wgmmas issued since
+    /// the previous commit.
+    Commit,
+    /// `wgmma.wait_group`: waits until at most `pending` (a `u32` constant)
+    /// of the committed groups are in flight. Accumulators of a group are
+    /// read only after a wait covers it.
+    Wait { pending: Expr },
+    Mma(Wgmma),
 }
 
 /// A fragment: the innermost row of a register array, `local[indices..]`
@@ -736,6 +891,55 @@ impl MatrixOp {
                 a_layout, b_layout, ..
             } => format!("wmma_mma_{}_{}", a_layout.name(), b_layout.name()),
             MatrixOp::WmmaStore { layout, .. } => format!("wmma_store_{}", layout.name()),
+        }
+    }
+}
+
+impl MbarrierOp {
+    /// The DSL function that wrote the operation (for messages).
+    pub fn function(&self) -> &'static str {
+        match self {
+            MbarrierOp::Init { .. } => "mbarrier_init",
+            MbarrierOp::Arrive { .. } => "mbarrier_arrive",
+            MbarrierOp::ArriveExpectTx { .. } => "mbarrier_arrive_expect_tx",
+            MbarrierOp::Wait { .. } => "mbarrier_wait",
+            MbarrierOp::InitFence => "fence_mbarrier_init",
+        }
+    }
+
+    /// The mbarrier and the `u32` operand (count, bytes or parity), where
+    /// the operation has them.
+    pub fn operands(&self) -> (Option<&Place>, Option<&Expr>) {
+        match self {
+            MbarrierOp::Init { bar, count: e }
+            | MbarrierOp::ArriveExpectTx { bar, bytes: e }
+            | MbarrierOp::Wait { bar, parity: e } => (Some(bar), Some(e)),
+            MbarrierOp::Arrive { bar } => (Some(bar), None),
+            MbarrierOp::InitFence => (None, None),
+        }
+    }
+
+    /// Whether the operation writes the mbarrier (all but a wait).
+    pub fn writes(&self) -> bool {
+        !matches!(self, MbarrierOp::Wait { .. })
+    }
+}
+
+/// The DSL function of [`Stmt::ProxyFence`].
+pub const PROXY_FENCE_FUNCTION: &str = "fence_proxy_async";
+
+/// The DSL builtin that makes a [`MatrixDescriptor`], written as an
+/// operand of a wgmma: `matrix_desc(&tile[r][c], SWIZZLE)`.
+pub const MATRIX_DESC_FUNCTION: &str = "matrix_desc";
+
+impl WarpgroupOp {
+    /// The DSL function that wrote the operation (for messages).
+    pub fn function(&self) -> &'static str {
+        match self {
+            WarpgroupOp::Fence => "wgmma_fence",
+            WarpgroupOp::Commit => "wgmma_commit",
+            WarpgroupOp::Wait { .. } => "wgmma_wait",
+            WarpgroupOp::Mma(mma) => mma.kind.function(),
         }
     }
 }

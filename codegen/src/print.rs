@@ -57,8 +57,9 @@ use std::fmt::{self, Write};
 
 use crate::def::KernelDef;
 use crate::ir::{
-    Axis, BinaryOp, ConstParam, Expr, ExprKind, Fragment, Kernel, Literal, Local, MatrixOp, Param,
-    ParamType, Place, Requirement, Scalar, Space, Special, Stmt, UnaryOp,
+    Axis, BinaryOp, ConstParam, Expr, ExprKind, Fragment, Kernel, Literal, Local, MatrixDescriptor,
+    MatrixOp, Param, ParamType, Place, Requirement, Scalar, Space, Special, Stmt, UnaryOp,
+    WarpgroupOp, MATRIX_DESC_FUNCTION, PROXY_FENCE_FUNCTION,
 };
 use crate::valid::{atomic_name, intrinsic_name};
 
@@ -243,6 +244,8 @@ enum Arg<'e> {
     Frag(&'e Fragment),
     FragMut(&'e Fragment),
     Number(u32),
+    /// `matrix_desc(&tile[..], SWIZZLE)`.
+    Descriptor(&'e MatrixDescriptor),
 }
 
 struct Printer<'k> {
@@ -527,8 +530,42 @@ impl<'k> Printer<'k> {
             )?,
             Stmt::AsyncCommit => self.call(w, "cp_async_commit", &[])?,
             Stmt::AsyncWait { pending } => self.call(w, "cp_async_wait", &[Arg::Expr(pending)])?,
+            Stmt::Mbarrier(op) => {
+                let (bar, operand) = op.operands();
+                let mut args = Vec::new();
+                match bar {
+                    Some(bar) if op.writes() => args.push(Arg::RefMut(bar)),
+                    Some(bar) => args.push(Arg::Ref(bar)),
+                    None => {}
+                }
+                args.extend(operand.map(Arg::Expr));
+                self.call(w, op.function(), &args)?
+            }
+            Stmt::ProxyFence => self.call(w, PROXY_FENCE_FUNCTION, &[])?,
+            Stmt::Warpgroup(op) => self.warpgroup(w, op)?,
         }
         w.write_str("\n")
+    }
+
+    /// A warpgroup operation as its DSL call: a wgmma with its `::<N>` and
+    /// its operands as `matrix_desc(..)`.
+    fn warpgroup(&self, w: &mut dyn Write, op: &WarpgroupOp) -> fmt::Result {
+        match op {
+            WarpgroupOp::Fence | WarpgroupOp::Commit => self.call(w, op.function(), &[]),
+            WarpgroupOp::Wait { pending } => self.call(w, op.function(), &[Arg::Expr(pending)]),
+            WarpgroupOp::Mma(mma) => {
+                let mut name = format!("{}::<", op.function());
+                self.expr(&mut name, &mma.n, Prec::Any)?;
+                name.push('>');
+                let args = [
+                    Arg::FragMut(&mma.acc),
+                    Arg::Descriptor(&mma.a),
+                    Arg::Descriptor(&mma.b),
+                    Arg::Expr(&mma.accumulate),
+                ];
+                self.call(w, &name, &args)
+            }
+        }
     }
 
     /// A matrix operation as its DSL call; [`MatrixOp::function`] spells the
@@ -588,6 +625,13 @@ impl<'k> Printer<'k> {
             let (prefix, (name, indices)) = match arg {
                 Arg::Expr(e) => return self.expr(w, e, Prec::Any),
                 Arg::Number(n) => return write!(w, "{n}"),
+                Arg::Descriptor(d) => {
+                    return self.call(
+                        w,
+                        MATRIX_DESC_FUNCTION,
+                        &[Arg::Ref(&d.start), Arg::Number(d.swizzle.bytes())],
+                    )
+                }
                 Arg::Ref(p) => ("&", self.place_parts(p)),
                 Arg::RefMut(p) => ("&mut ", self.place_parts(p)),
                 Arg::Frag(f) => ("&", self.fragment_parts(f)),

@@ -21,8 +21,8 @@
 
 use crate::eval;
 use crate::ir::{
-    BinaryOp, Expr, ExprKind, Fragment, Kernel, Literal, LocalId, MatrixOp, Place, Scalar, Space,
-    Stmt,
+    BinaryOp, Expr, ExprKind, Fragment, Kernel, Literal, LocalId, MatrixDescriptor, MatrixOp,
+    MbarrierOp, Place, Scalar, Space, Stmt, WarpgroupOp, Wgmma,
 };
 use crate::Error;
 
@@ -266,6 +266,9 @@ impl Specializer<'_> {
             Stmt::AsyncWait { pending } => out.push(Stmt::AsyncWait {
                 pending: self.expr(pending)?,
             }),
+            Stmt::Mbarrier(op) => out.push(Stmt::Mbarrier(self.mbarrier(op)?)),
+            Stmt::ProxyFence => out.push(Stmt::ProxyFence),
+            Stmt::Warpgroup(op) => out.push(Stmt::Warpgroup(self.warpgroup(op)?)),
         }
         Ok(())
     }
@@ -364,6 +367,52 @@ impl Specializer<'_> {
                 .iter()
                 .map(|i| self.expr(i))
                 .collect::<Result<_, _>>()?,
+        })
+    }
+
+    fn mbarrier(&mut self, op: &MbarrierOp) -> Result<MbarrierOp, Error> {
+        Ok(match op {
+            MbarrierOp::Init { bar, count } => MbarrierOp::Init {
+                bar: self.place(bar)?,
+                count: self.expr(count)?,
+            },
+            MbarrierOp::Arrive { bar } => MbarrierOp::Arrive {
+                bar: self.place(bar)?,
+            },
+            MbarrierOp::ArriveExpectTx { bar, bytes } => MbarrierOp::ArriveExpectTx {
+                bar: self.place(bar)?,
+                bytes: self.expr(bytes)?,
+            },
+            MbarrierOp::Wait { bar, parity } => MbarrierOp::Wait {
+                bar: self.place(bar)?,
+                parity: self.expr(parity)?,
+            },
+            MbarrierOp::InitFence => MbarrierOp::InitFence,
+        })
+    }
+
+    fn warpgroup(&mut self, op: &WarpgroupOp) -> Result<WarpgroupOp, Error> {
+        Ok(match op {
+            WarpgroupOp::Fence => WarpgroupOp::Fence,
+            WarpgroupOp::Commit => WarpgroupOp::Commit,
+            WarpgroupOp::Wait { pending } => WarpgroupOp::Wait {
+                pending: self.expr(pending)?,
+            },
+            WarpgroupOp::Mma(mma) => WarpgroupOp::Mma(Wgmma {
+                kind: mma.kind,
+                n: self.expr(&mma.n)?,
+                acc: self.fragment(&mma.acc)?,
+                a: self.descriptor(&mma.a)?,
+                b: self.descriptor(&mma.b)?,
+                accumulate: self.expr(&mma.accumulate)?,
+            }),
+        })
+    }
+
+    fn descriptor(&mut self, d: &MatrixDescriptor) -> Result<MatrixDescriptor, Error> {
+        Ok(MatrixDescriptor {
+            start: self.place(&d.start)?,
+            swizzle: d.swizzle,
         })
     }
 

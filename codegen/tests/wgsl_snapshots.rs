@@ -18,6 +18,7 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
         "`cp_async` (asynchronous copies to shared memory)",
     ),
     ("atomics", "parameter `xl: &mut [i64]`"),
+    ("mbarrier", "shared array `full` of type u64"),
     ("bf16_arith", "parameter `x_bf16: &mut [bf16]`"),
     (
         "block_reduce",
@@ -50,6 +51,7 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
         "tensor_core",
         "parameter `q: &[i8]` (WGSL storage has no 8-bit elements)",
     ),
+    ("wgmma", "shared array `a_plain` of type bf16"),
     (
         "wmma",
         "`wmma_load_c_row` (Tensor Core and warp matrix operations)",

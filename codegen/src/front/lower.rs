@@ -23,7 +23,8 @@
 //! - `peek`: types seen without lowering, for literal inference;
 //! - `syntax`: helpers over `syn` trees;
 //! - `call`: calls of `#[device]` functions, inlined;
-//! - `warp`: the warp matrix and async copy statements, pipelines.
+//! - `warp`: the warp matrix and async copy statements, pipelines;
+//! - `hopper`: mbarriers, the async-proxy fence, wgmma and its descriptors.
 
 use proc_macro2::Ident;
 use quote::ToTokens;
@@ -40,6 +41,7 @@ mod call;
 mod check;
 mod decl;
 mod expr;
+mod hopper;
 mod peek;
 mod place;
 mod scope;

@@ -2163,3 +2163,116 @@ fn sparse_mma_shapes_and_selectors_are_checked_per_variant() {
         "{bad_selector}"
     );
 }
+
+// ---- Hopper: mbarriers, the async-proxy fence, wgmma -------------------------
+
+/// A kernel of one warpgroup that runs one f16 wgmma on 128-byte swizzled
+/// tiles, with `extra` statements before it.
+fn wgmma_kernel(extra: &str) -> String {
+    format!(
+        "fn k(c: &mut [f32]) {{
+            let mut a: [[f16; 64]; 64] = shared();
+            let mut b: [[f16; 64]; 64] = shared();
+            let mut acc = [0.0f32; 32];
+            {extra}
+            wgmma_fence();
+            wgmma_m64k16_f16::<64>(&mut acc, matrix_desc(&a[0][0], 128), matrix_desc(&b[0][16], 128), false);
+            wgmma_commit();
+            wgmma_wait(0);
+            c[thread_idx().x] = acc[0];
+        }}"
+    )
+}
+
+#[test]
+fn hopper_statements_need_their_arch() {
+    let wgmma = wgmma_kernel("");
+    assert!(parse("arch(sm_90a)", &wgmma).targets == vec![Target::Ptx(Arch::Sm90a)]);
+    assert_error(
+        "arch(sm_90, sm_90a)",
+        &wgmma,
+        &["kernel `k` (sm_90): `wgmma_fence`, `wgmma_commit` and `wgmma_wait` (`wgmma`): needs sm_90a, \
+           and this variant targets sm_90; drop sm_90 from `arch(..)`"],
+    );
+    let waits = "fn k() {
+        let mut bar: [u64; 1] = shared();
+        mbarrier_init(&mut bar[0], 32);
+        mbarrier_wait(&bar[0], 0);
+    }";
+    parse("arch(sm_90, sm_90a)", waits);
+    assert_error(
+        "arch(sm_80)",
+        waits,
+        &["`mbarrier_wait` (`mbarrier.try_wait.parity`): needs sm_90 or newer, and this variant targets sm_80"],
+    );
+    assert_error(
+        "arch(sm_70)",
+        waits,
+        &["`mbarrier_init` (`mbarrier.init`): needs sm_80 or newer, and this variant targets sm_70"],
+    );
+    assert_error(
+        "arch(sm_80)",
+        "fn k() { fence_proxy_async(); }",
+        &["`fence_proxy_async` (`fence.proxy.async.shared::cta`): needs sm_90 or newer"],
+    );
+    assert_error(
+        "arch(sm_90a, wgsl)",
+        &wgmma,
+        &["WGSL cannot express `wgmma_fence` (warpgroup matrix operations)"],
+    );
+    assert_error(
+        "arch(wgsl)",
+        "fn k() { fence_proxy_async(); }",
+        &["WGSL cannot express `fence_proxy_async` (the async proxy)"],
+    );
+}
+
+#[test]
+fn hopper_statement_errors_say_what_to_write() {
+    let sm90a = "arch(sm_90a)";
+    assert_error(
+        sm90a,
+        "fn k() { let mut bar: [u32; 1] = shared(); mbarrier_arrive(&mut bar[0]); }",
+        &["`mbarrier_arrive` works on an mbarrier: an element of a `u64` shared array"],
+    );
+    assert_error(
+        sm90a,
+        "fn k() { let mut bar: [u64; 1] = shared(); mbarrier_wait(&mut bar[0], 0); }",
+        &["the first argument of `mbarrier_wait` is the mbarrier, written `&bar[i]`"],
+    );
+    assert_error(
+        sm90a,
+        "fn k(n: i32) { let mut bar: [u64; 1] = shared(); mbarrier_init(&mut bar[0], n); }",
+        &["the expected arrival count of `mbarrier_init` must be `u32`, but this is `i32`"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_kernel("").replace("wgmma_m64k16_f16::<64>", "wgmma_m64k16_f16"),
+        &["`wgmma_m64k16_f16::<N>` names its N"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_kernel("").replace("matrix_desc(&a[0][0], 128)", "a[0][0]"),
+        &["A of `wgmma_m64k16_f16` is a shared tile given as `matrix_desc(&tile[r][c], SWIZZLE)`"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_kernel("").replace("&a[0][0], 128", "&a[0][0], 16"),
+        &["the swizzle of a matrix descriptor is written as a literal: 0 (none), 32, 64 or 128"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_kernel("").replace("wgmma_m64k16_f16", "wgmma_m64k16_bf16"),
+        &["A of `wgmma_m64k16_bf16` holds `bf16`, but this tile holds `f16`"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_kernel("let d = matrix_desc(&a[0][0], 128);"),
+        &["is written only as the A or B argument of a `wgmma_m64k16_*` call"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_kernel("").replace(", false);", ", 1);"),
+        &["whether to add to the accumulators) must be `bool`"],
+    );
+}

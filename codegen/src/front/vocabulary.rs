@@ -57,6 +57,8 @@ pub enum Construct {
     Shared,
     /// `let pipe = pipeline(STAGES);`: a pipeline of async copies.
     Pipeline,
+    /// `matrix_desc(&tile[r][c], SWIZZLE)`: a wgmma operand in shared memory.
+    MatrixDesc,
 }
 
 pub struct Function {
@@ -66,7 +68,7 @@ pub struct Function {
     pub near_miss: bool,
 }
 
-pub static FUNCTIONS: [Function; 4] = [
+pub static FUNCTIONS: [Function; 5] = [
     Function {
         name: "lane_id",
         construct: Construct::LaneId,
@@ -85,6 +87,11 @@ pub static FUNCTIONS: [Function; 4] = [
     Function {
         name: "pipeline",
         construct: Construct::Pipeline,
+        near_miss: false,
+    },
+    Function {
+        name: crate::ir::MATRIX_DESC_FUNCTION,
+        construct: Construct::MatrixDesc,
         near_miss: false,
     },
 ];
@@ -183,7 +190,7 @@ pub struct WarpFamily {
     pub forms: &'static str,
 }
 
-pub static WARP_STATEMENTS: [WarpFamily; 4] = [
+pub static WARP_STATEMENTS: [WarpFamily; 7] = [
     WarpFamily {
         prefix: "ldmatrix_",
         forms: "ldmatrix_x1/x2/x4[_trans]",
@@ -200,6 +207,18 @@ pub static WARP_STATEMENTS: [WarpFamily; 4] = [
     WarpFamily {
         prefix: "cp_async",
         forms: "cp_async, cp_async_commit, cp_async_wait",
+    },
+    WarpFamily {
+        prefix: "mbarrier_",
+        forms: "mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_wait",
+    },
+    WarpFamily {
+        prefix: "fence_",
+        forms: "fence_mbarrier_init, fence_proxy_async",
+    },
+    WarpFamily {
+        prefix: "wgmma_",
+        forms: "wgmma_fence, wgmma_commit, wgmma_wait, wgmma_m64k16_{f16,bf16}::<N>",
     },
 ];
 
@@ -311,14 +330,14 @@ pub fn warp_statement_list() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{MmaKind, SparseMmaKind};
+    use crate::ir::{MmaKind, SparseMmaKind, WgmmaKind};
     use crate::valid::{atomic_name, intrinsic_name};
 
     #[test]
     fn the_lists_are_the_ones_the_messages_always_gave() {
         assert_eq!(
             callable_list(),
-            "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), pipeline(), \
+            "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), pipeline(), matrix_desc(), \
              shfl_xor, shfl_down, pack_f16x2, pack_bf16x2, to_tf32, f32::from_bits, atomic_add, atomic_min, atomic_max, atomic_and, atomic_or, \
              atomic_xor, atomic_exchange, atomic_compare_exchange, and the warp matrix and async copy statements"
         );
@@ -339,7 +358,9 @@ mod tests {
             "ldmatrix_x1/x2/x4[_trans], mma_m16n8k16_f16, mma_m16n8k16_bf16, \
              mma_m16n8k8_tf32, mma_m16n8k32_s8, mma_m16n8k32_u8, mma_m16n8::<T>, mma_sp[_ordered]_m16n8k32_{f16,bf16}, mma_sp[_ordered]_m16n8k32::<T>, \
              wmma_load_{a,b,c}_{row,col}, \
-             wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait"
+             wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait, \
+             mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_wait, \
+             fence_mbarrier_init, fence_proxy_async, wgmma_fence, wgmma_commit, wgmma_wait, wgmma_m64k16_{f16,bf16}::<N>"
         );
     }
 
@@ -392,7 +413,8 @@ mod tests {
             .into_iter()
             .flat_map(|k| [k.function(false), k.function(true)]);
         let dense = MmaKind::ALL.into_iter().map(|k| k.function().to_string());
-        for name in dense.chain(sparse) {
+        let wgmma = WgmmaKind::ALL.into_iter().map(|k| k.function().to_string());
+        for name in dense.chain(sparse).chain(wgmma) {
             assert!(matches!(builtin(&name), Some(Builtin::WarpStatement)));
         }
     }

@@ -407,6 +407,9 @@ impl Validator<'_> {
                     ));
                 }
             }
+            Stmt::Mbarrier(op) => self.mbarrier(op)?,
+            Stmt::ProxyFence => {}
+            Stmt::Warpgroup(op) => self.warpgroup(op)?,
         }
         Ok(())
     }
@@ -825,6 +828,7 @@ impl Validator<'_> {
 }
 
 pub mod targets;
+mod hopper;
 mod warp;
 
 #[cfg(test)]

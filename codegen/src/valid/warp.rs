@@ -192,7 +192,7 @@ impl Validator<'_> {
         Some(flat * decl.ty.size_bytes() as i64)
     }
 
-    fn require_shared(&self, place: &Place, function: &str, role: &str) -> Result<(), Error> {
+    pub(super) fn require_shared(&self, place: &Place, function: &str, role: &str) -> Result<(), Error> {
         match place {
             Place::Local { local, .. }
                 if self.kernel.locals[*local as usize].space == Space::Shared =>
@@ -247,7 +247,7 @@ impl Validator<'_> {
     }
 
     /// A fragment: a row of `len` elements of type `elem` of a register array in scope.
-    fn fragment(
+    pub(super) fn fragment(
         &mut self,
         fragment: &Fragment,
         elem: Scalar,

@@ -8,7 +8,7 @@
 //! confirmed by ptxas 12.9 refusing the construct one version or one target
 //! below.
 
-use crate::ir::{Arch, MmaKind, SparseMmaKind};
+use crate::ir::{Arch, MmaKind, SparseMmaKind, WgmmaKind};
 
 /// A PTX construct that not every target or version has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,6 +43,22 @@ pub enum Feature {
     CvtBf16x2,
     /// `cvt.rna.tf32.f32`.
     CvtTf32,
+    /// `mbarrier.init`.
+    MbarrierInit,
+    /// `mbarrier.arrive`.
+    MbarrierArrive,
+    /// `mbarrier.arrive.expect_tx`.
+    MbarrierExpectTx,
+    /// `mbarrier.try_wait.parity`.
+    MbarrierTryWait,
+    /// `fence.mbarrier_init.release.cluster`.
+    MbarrierInitFence,
+    /// `fence.proxy.async.shared::cta`.
+    ProxyFence,
+    /// `wgmma.fence`, `wgmma.commit_group` and `wgmma.wait_group`.
+    WgmmaSync,
+    /// `wgmma.mma_async` m64nNk16 of one input type, f32 accumulators.
+    Wgmma(WgmmaKind),
 }
 
 /// One row of the table.
@@ -53,6 +69,9 @@ pub struct FeatureInfo {
     pub min_version: (u32, u32),
     /// Lowest compute capability, (major, minor).
     pub min_arch: (u32, u32),
+    /// Whether only the arch-specific target of `min_arch` has it
+    /// (`sm_90a`: ptxas refuses wgmma for plain `sm_90`).
+    pub arch_specific: bool,
 }
 
 impl Feature {
@@ -116,11 +135,46 @@ impl Feature {
             Feature::CvtF16x2 => ("`pack_f16x2` (`cvt.rn.f16x2.f32`)", (7, 0), (8, 0)),
             Feature::CvtBf16x2 => ("`pack_bf16x2` (`cvt.rn.bf16x2.f32`)", (7, 0), (8, 0)),
             Feature::CvtTf32 => ("`to_tf32` (`cvt.rna.tf32.f32`)", (7, 0), (8, 0)),
+            Feature::MbarrierInit => ("`mbarrier_init` (`mbarrier.init`)", (7, 0), (8, 0)),
+            Feature::MbarrierArrive => ("`mbarrier_arrive` (`mbarrier.arrive`)", (7, 0), (8, 0)),
+            Feature::MbarrierExpectTx => (
+                "`mbarrier_arrive_expect_tx` (`mbarrier.arrive.expect_tx`)",
+                (8, 0),
+                (9, 0),
+            ),
+            Feature::MbarrierTryWait => (
+                "`mbarrier_wait` (`mbarrier.try_wait.parity`)",
+                (7, 8),
+                (9, 0),
+            ),
+            Feature::MbarrierInitFence => (
+                "`fence_mbarrier_init` (`fence.mbarrier_init`)",
+                (8, 0),
+                (9, 0),
+            ),
+            Feature::ProxyFence => (
+                "`fence_proxy_async` (`fence.proxy.async.shared::cta`)",
+                (8, 0),
+                (9, 0),
+            ),
+            Feature::WgmmaSync => (
+                "`wgmma_fence`, `wgmma_commit` and `wgmma_wait` (`wgmma`)",
+                (8, 0),
+                (9, 0),
+            ),
+            Feature::Wgmma(kind) => {
+                let construct = match kind {
+                    WgmmaKind::F16 => "`wgmma_m64k16_f16` (`wgmma.mma_async` f16)",
+                    WgmmaKind::Bf16 => "`wgmma_m64k16_bf16` (`wgmma.mma_async` bf16)",
+                };
+                (construct, (8, 0), (9, 0))
+            }
         };
         FeatureInfo {
             construct,
             min_version,
             min_arch,
+            arch_specific: matches!(self, Feature::WgmmaSync | Feature::Wgmma(_)),
         }
     }
 }
@@ -128,13 +182,22 @@ impl Feature {
 impl FeatureInfo {
     /// Whether PTX for `arch` may use the construct.
     pub fn on(&self, arch: Arch) -> bool {
-        arch.compute_capability() >= self.min_arch
+        let cc = arch.compute_capability();
+        if self.arch_specific {
+            arch.is_arch_specific() && cc == self.min_arch
+        } else {
+            cc >= self.min_arch
+        }
     }
 
     /// The targets that have the construct, for messages: `sm_80 or newer`, `sm_90a`.
     pub fn targets(&self) -> String {
         let (major, minor) = self.min_arch;
-        format!("sm_{major}{minor} or newer")
+        if self.arch_specific {
+            format!("sm_{major}{minor}a")
+        } else {
+            format!("sm_{major}{minor} or newer")
+        }
     }
 }
 

@@ -16,7 +16,7 @@ use crate::Error;
 pub const SHARED_SYMBOL: &str = "smem";
 
 /// The alignment of the shared block and of each array in it, in bytes:
-/// one row of the 32 four-byte banks.
+/// one row of the 32 four-byte banks (more for swizzled wgmma tiles).
 pub const SHARED_ALIGN: u32 = 128;
 
 /// A source operand: a register or an immediate spelled for its type.
@@ -69,6 +69,9 @@ pub struct Emitter<'k> {
     /// Per local in shared space: its byte offset in the shared block.
     pub shared_offsets: Vec<Option<u32>>,
     pub shared_bytes: u32,
+    /// The alignment of the shared block: [`SHARED_ALIGN`], or more for
+    /// swizzled wgmma tiles.
+    pub shared_align: u32,
     /// The 32-bit shared-window address of the shared block.
     pub shared_base: Option<Reg>,
     pub params: Vec<ParamRegs>,
@@ -132,8 +135,10 @@ pub fn scalar_param_name(kernel: &Kernel, index: usize) -> String {
 
 impl<'k> Emitter<'k> {
     pub fn new(kernel: &'k Kernel, arch: Arch) -> Emitter<'k> {
+        let usage = Usage::of(kernel);
         let mut shared_offsets = vec![None; kernel.locals.len()];
         let mut shared_bytes = 0u32;
+        let mut shared_align = SHARED_ALIGN;
         for (id, local) in kernel.locals.iter().enumerate() {
             if local.space == Space::Shared {
                 let elements: u32 = local
@@ -143,7 +148,11 @@ impl<'k> Emitter<'k> {
                     .product();
                 // 128-byte aligned starts: a swizzle computed on offsets within
                 // an array then spreads accesses over the banks as planned.
-                shared_bytes = shared_bytes.next_multiple_of(SHARED_ALIGN);
+                // Tiles of swizzled wgmma descriptors start on their pattern's
+                // boundary (up to 1024 bytes), and so does the block.
+                let align = SHARED_ALIGN.max(usage.shared_align[id]);
+                shared_align = shared_align.max(align);
+                shared_bytes = shared_bytes.next_multiple_of(align);
                 shared_offsets[id] = Some(shared_bytes);
                 shared_bytes += elements * local.ty.size_bytes();
             }
@@ -155,13 +164,14 @@ impl<'k> Emitter<'k> {
             arch,
             features,
             regs: RegAlloc::default(),
-            usage: Usage::of(kernel),
+            usage,
             lines: Vec::new(),
             next_label: 0,
             loops: Vec::new(),
             locals: vec![None; kernel.locals.len()],
             shared_offsets,
             shared_bytes,
+            shared_align,
             shared_base: None,
             params: vec![ParamRegs::Unused; kernel.params.len()],
             staging,

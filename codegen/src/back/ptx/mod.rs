@@ -7,7 +7,8 @@
 //!   `.address_size 64`;
 //! - `.extern .shared .align 128 .b8 smem[]` when the kernel has shared
 //!   arrays: all of them live in this one dynamic block, each at a 128-byte
-//!   aligned offset, so a kernel may use more than the 48 KB of static
+//!   aligned offset (the block and a swizzled wgmma tile at its pattern's
+//!   boundary, up to 1024 bytes), so a kernel may use more than the 48 KB of static
 //!   shared memory (the launcher passes [`PtxModule::shared_bytes`]);
 //! - the entry: scalars as `.param .<type>` (bool as `.u32`, 0 or 1), each
 //!   slice as a `.u64` pointer and a `.u32` length; `.reqntid` when the
@@ -20,7 +21,8 @@
 //! `usage` (a pre-pass over the body), `vectorize` (adjacent shared-memory
 //! moves as one vector access), `warp` (Tensor Core operations, `ldmatrix`,
 //! operand packing, async copies), `staging` (the sm_70 form of async
-//! copies: register staging, planned over the kernel) and [`features`] (what
+//! copies: register staging, planned over the kernel), `hopper` (mbarriers,
+//! the async-proxy fence, wgmma and its matrix descriptors) and [`features`] (what
 //! each construct needs of the target, in one table, which
 //! `crate::valid::targets` also checks a kernel family against for the
 //! front). A new statement is a new case in `stmt`, its operands come from
@@ -31,6 +33,7 @@ pub mod features;
 
 mod expr;
 mod function;
+mod hopper;
 mod math;
 mod memory;
 mod regs;
@@ -40,7 +43,7 @@ mod usage;
 mod vectorize;
 mod warp;
 
-use function::{param_names, param_type, scalar_param_name, Emitter, SHARED_ALIGN, SHARED_SYMBOL};
+use function::{param_names, param_type, scalar_param_name, Emitter, SHARED_SYMBOL};
 
 use crate::ir::{Arch, Kernel, ParamType};
 use crate::Error;
@@ -97,6 +100,7 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     e.ins("ret");
     let version = e.features.version();
     let shared_bytes = e.shared_bytes;
+    let shared_align = e.shared_align;
     let (declarations, body) = e.finish();
 
     let mut params = Vec::new();
@@ -131,7 +135,7 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     line("");
     if shared_bytes > 0 {
         line(&format!(
-            ".extern .shared .align {SHARED_ALIGN} .b8 {SHARED_SYMBOL}[];"
+            ".extern .shared .align {shared_align} .b8 {SHARED_SYMBOL}[];"
         ));
         line("");
     }

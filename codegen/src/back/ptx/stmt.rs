@@ -85,6 +85,9 @@ impl Emitter<'_> {
             } => self.async_copy(stmt, dst, src, *bytes, src_bytes),
             Stmt::AsyncCommit => self.async_commit(),
             Stmt::AsyncWait { pending } => self.async_wait(stmt, pending),
+            Stmt::Mbarrier(op) => self.mbarrier(op),
+            Stmt::ProxyFence => self.proxy_fence(),
+            Stmt::Warpgroup(op) => self.warpgroup(op),
         }
     }
 

@@ -1,8 +1,9 @@
-//! A pre-pass over the body: which parameters the kernel reads and which
+//! A pre-pass over the body: which parameters the kernel reads, which
 //! slices it writes (a slice never written is read through the read-only
-//! cache, `ld.global.nc`).
+//! cache, `ld.global.nc`), and which shared arrays need more than the
+//! default alignment (the swizzled tiles of wgmma descriptors).
 
-use crate::ir::{Block, Expr, ExprKind, Kernel, MatrixOp, Place, Stmt};
+use crate::ir::{Block, Expr, ExprKind, Kernel, MatrixDescriptor, MatrixOp, Place, Stmt, WarpgroupOp};
 
 pub struct Usage {
     /// Per parameter: read as a scalar, or its pointer used.
@@ -11,6 +12,11 @@ pub struct Usage {
     pub len_read: Vec<bool>,
     /// Per parameter: a slice element stored to or updated atomically.
     pub written: Vec<bool>,
+    /// Per local: the alignment in bytes its start needs (1 when nothing
+    /// asks for one): a swizzled tile read through a wgmma descriptor
+    /// starts on its pattern's boundary, as the hardware swizzles absolute
+    /// shared addresses.
+    pub shared_align: Vec<u32>,
 }
 
 impl Usage {
@@ -20,6 +26,7 @@ impl Usage {
             used: vec![false; n],
             len_read: vec![false; n],
             written: vec![false; n],
+            shared_align: vec![1; kernel.locals.len()],
         };
         usage.block(&kernel.body);
         usage
@@ -71,6 +78,20 @@ impl Usage {
                     self.expr(src_bytes);
                 }
                 Stmt::AsyncWait { pending } => self.expr(pending),
+                Stmt::Mbarrier(op) => {
+                    let (bar, operand) = op.operands();
+                    bar.iter().for_each(|p| self.place(p, op.writes()));
+                    operand.iter().for_each(|e| self.expr(e));
+                }
+                Stmt::ProxyFence => {}
+                Stmt::Warpgroup(op) => match op {
+                    WarpgroupOp::Mma(mma) => {
+                        self.descriptor(&mma.a);
+                        self.descriptor(&mma.b);
+                        self.expr(&mma.accumulate);
+                    }
+                    WarpgroupOp::Fence | WarpgroupOp::Commit | WarpgroupOp::Wait { .. } => {}
+                },
             }
         }
     }
@@ -94,6 +115,14 @@ impl Usage {
             }
             // Fragment indices are literals: they use nothing.
             MatrixOp::Mma { .. } | MatrixOp::Wmma { .. } => {}
+        }
+    }
+
+    fn descriptor(&mut self, d: &MatrixDescriptor) {
+        self.place(&d.start, false);
+        if let Place::Local { local, .. } = d.start {
+            let align = &mut self.shared_align[local as usize];
+            *align = (*align).max(d.swizzle.alignment());
         }
     }
 

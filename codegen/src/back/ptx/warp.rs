@@ -28,7 +28,7 @@ pub(super) fn brace(regs: &[Reg]) -> String {
 
 impl Emitter<'_> {
     /// The registers of a fragment: one row of a register array.
-    fn fragment_regs(&mut self, fragment: &Fragment) -> Result<Vec<Reg>, Error> {
+    pub(super) fn fragment_regs(&mut self, fragment: &Fragment) -> Result<Vec<Reg>, Error> {
         let decl = &self.kernel.locals[fragment.local as usize];
         let dims: Vec<usize> = decl
             .dims

@@ -368,7 +368,10 @@ impl Count {
                 Stmt::Matrix(_)
                 | Stmt::AsyncCopy { .. }
                 | Stmt::AsyncCommit
-                | Stmt::AsyncWait { .. } => {}
+                | Stmt::AsyncWait { .. }
+                | Stmt::Mbarrier(_)
+                | Stmt::ProxyFence
+                | Stmt::Warpgroup(_) => {}
             }
         }
     }

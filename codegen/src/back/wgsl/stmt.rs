@@ -99,9 +99,14 @@ impl Emitter<'_> {
             Stmt::Matrix(_)
             | Stmt::AsyncCopy { .. }
             | Stmt::AsyncCommit
-            | Stmt::AsyncWait { .. } => {
+            | Stmt::AsyncWait { .. }
+            | Stmt::Mbarrier(_)
+            | Stmt::ProxyFence
+            | Stmt::Warpgroup(_) => {
                 // `valid::targets::check` rejects these before emission starts.
-                Err(self.error("Tensor Core operations and async copies have no WGSL form"))
+                Err(self.error(
+                    "Tensor Core operations, async copies, mbarriers and wgmma have no WGSL form",
+                ))
             }
         }
     }

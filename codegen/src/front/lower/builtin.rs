@@ -99,6 +99,10 @@ impl Lowerer<'_> {
                 c,
                 "`pipeline(STAGES)` declares a pipeline and is only allowed as the value of a `let`: `let pipe = pipeline(STAGES);`",
             ),
+            Some(Builtin::Function(Construct::MatrixDesc)) => self.err(
+                c,
+                "`matrix_desc(&tile[r][c], SWIZZLE)` describes a wgmma operand in shared memory and is written only as the A or B argument of a `wgmma_m64k16_*` call",
+            ),
             Some(Builtin::Intrinsic(intrinsic)) => self.intrinsic_call(c, intrinsic, n, hint),
             Some(Builtin::Atomic(op)) => self.atomic(c, n, op),
             Some(Builtin::WarpStatement) => self.err(

@@ -451,7 +451,7 @@ impl Lowerer<'_> {
     }
 
     /// The value of the const argument `arg` for the const parameter `param`.
-    fn const_argument(
+    pub(super) fn const_argument(
         &mut self,
         arg: &syn::GenericArgument,
         param: &Ident,

@@ -186,6 +186,9 @@ impl Lowerer<'_> {
     /// ([`vocabulary::WARP_STATEMENTS`]).
     pub(super) fn warp_statement(&mut self, c: &syn::ExprCall) -> Lowered<Stmt> {
         let name = call_name(c).unwrap_or_default();
+        if let Some(stmt) = self.hopper_statement(c, &name) {
+            return stmt;
+        }
         if let Some(rest) = name.strip_prefix("ldmatrix_x") {
             let (count, transpose) = match rest {
                 "1" => (1, false),
@@ -409,7 +412,7 @@ impl Lowerer<'_> {
         self.err(
             &c.func,
             format!(
-                "unknown function `{name}`: the warp matrix and async copy functions are {}",
+                "unknown function `{name}`: the warp matrix, async copy, mbarrier and wgmma functions are {}",
                 vocabulary::warp_statement_list()
             ),
         )
@@ -517,7 +520,7 @@ impl Lowerer<'_> {
     }
 
     /// The count of a wait: a `u32` constant over const params.
-    fn wait_count(&mut self, arg: &syn::Expr, function: &str) -> Lowered<Expr> {
+    pub(super) fn wait_count(&mut self, arg: &syn::Expr, function: &str) -> Lowered<Expr> {
         let pending = self.expr(arg, Some(Scalar::U32))?;
         self.check_type(
             arg,
@@ -630,12 +633,12 @@ impl Lowerer<'_> {
         }
     }
 
-    fn is_shared(&self, place: &Place) -> bool {
+    pub(super) fn is_shared(&self, place: &Place) -> bool {
         matches!(place, Place::Local { local, .. } if self.locals[*local as usize].space == Space::Shared)
     }
 
     /// `&mut frag` or `&frag[i]`: a row of a register array of element type `elem`.
-    fn fragment(
+    pub(super) fn fragment(
         &mut self,
         arg: &syn::Expr,
         elem: Scalar,
@@ -808,7 +811,7 @@ const GENERIC_SPARSE_MMA: [(&str, bool); 2] = [
 type Args = syn::punctuated::Punctuated<syn::Expr, syn::Token![,]>;
 
 /// The operand of `&mut x`.
-fn mut_ref(e: &syn::Expr) -> Option<&syn::Expr> {
+pub(super) fn mut_ref(e: &syn::Expr) -> Option<&syn::Expr> {
     match peel(e) {
         syn::Expr::Reference(r) if r.mutability.is_some() => Some(&r.expr),
         _ => None,
@@ -816,7 +819,7 @@ fn mut_ref(e: &syn::Expr) -> Option<&syn::Expr> {
 }
 
 /// The operand of `&x`.
-fn shared_ref(e: &syn::Expr) -> Option<&syn::Expr> {
+pub(super) fn shared_ref(e: &syn::Expr) -> Option<&syn::Expr> {
     match peel(e) {
         syn::Expr::Reference(r) if r.mutability.is_none() => Some(&r.expr),
         _ => None,

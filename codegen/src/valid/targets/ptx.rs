@@ -10,7 +10,9 @@
 //! reported when a variant is emitted.
 
 use crate::back::ptx::features::{Feature, FeatureUse};
-use crate::ir::{Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, Stmt};
+use crate::ir::{
+    Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, MbarrierOp, Stmt, WarpgroupOp,
+};
 use crate::Error;
 
 /// Checks that `arch` has every instruction `kernel` uses that it cannot emulate.
@@ -51,6 +53,26 @@ fn block(body: &Block, need: &mut Need) -> Result<(), Error> {
                 MatrixOp::MmaSparse { kind, ordered, .. } => Feature::MmaSparse(*kind, *ordered),
                 MatrixOp::WmmaLoad { .. } | MatrixOp::Wmma { .. } | MatrixOp::WmmaStore { .. } => {
                     Feature::Wmma
+                }
+            })?,
+            Stmt::Mbarrier(op) => {
+                let (feature, operand) = match op {
+                    MbarrierOp::Init { count, .. } => (Feature::MbarrierInit, Some(count)),
+                    MbarrierOp::Arrive { .. } => (Feature::MbarrierArrive, None),
+                    MbarrierOp::ArriveExpectTx { bytes, .. } => {
+                        (Feature::MbarrierExpectTx, Some(bytes))
+                    }
+                    MbarrierOp::Wait { parity, .. } => (Feature::MbarrierTryWait, Some(parity)),
+                    MbarrierOp::InitFence => (Feature::MbarrierInitFence, None),
+                };
+                need(feature)?;
+                operand.iter().try_for_each(|e| expr(e, need))?;
+            }
+            Stmt::ProxyFence => need(Feature::ProxyFence)?,
+            Stmt::Warpgroup(op) => need(match op {
+                WarpgroupOp::Mma(mma) => Feature::Wgmma(mma.kind),
+                WarpgroupOp::Fence | WarpgroupOp::Commit | WarpgroupOp::Wait { .. } => {
+                    Feature::WgmmaSync
                 }
             })?,
             Stmt::Break

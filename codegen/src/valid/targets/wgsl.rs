@@ -13,7 +13,10 @@
 //!   packing functions and asynchronous copies (`cp_async*`).
 
 use crate::back::wgsl::support::{atomic_type, storage_type, value_type};
-use crate::ir::{Block, Expr, ExprKind, Intrinsic, Kernel, ParamType, Place, Scalar, Space, Stmt};
+use crate::ir::{
+    Block, Expr, ExprKind, Intrinsic, Kernel, ParamType, Place, Scalar, Space, Stmt,
+    PROXY_FENCE_FUNCTION,
+};
 use crate::valid::{atomic_name, intrinsic_name};
 use crate::Error;
 
@@ -125,6 +128,18 @@ impl Checker<'_> {
                     "`cp_async` (asynchronous copies to shared memory)",
                 ))
             }
+            Stmt::Mbarrier(op) => Err(unsupported(
+                self.kernel,
+                format!("`{}` (mbarriers)", op.function()),
+            )),
+            Stmt::ProxyFence => Err(unsupported(
+                self.kernel,
+                format!("`{PROXY_FENCE_FUNCTION}` (the async proxy)"),
+            )),
+            Stmt::Warpgroup(op) => Err(unsupported(
+                self.kernel,
+                format!("`{}` (warpgroup matrix operations)", op.function()),
+            )),
         }
     }
 

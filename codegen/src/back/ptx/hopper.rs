@@ -1,0 +1,165 @@
+//! Hopper's statements: mbarriers, the async-proxy fence and the warpgroup
+//! MMA (`wgmma`) with its shared-memory matrix descriptors.
+//!
+//! A descriptor is built in registers where its wgmma is: the operand's
+//! shared-window address in units of 16 bytes (bits 0-13) or-ed with a
+//! constant of the fields the tile's declaration fixes: the leading byte
+//! offset (bits 16-29, in 16 bytes), the stride byte offset (bits 32-45)
+//! and the swizzle mode (bits 62-63). Base offset (bits 49-51) stays 0:
+//! swizzled tiles start on their pattern's boundary (`usage`). K-major
+//! tiles only: `imm-trans-a` and `imm-trans-b` are 0.
+
+use super::features::Feature;
+use super::function::Emitter;
+use super::regs::Reg;
+use super::warp::brace;
+use crate::ir::{
+    MatrixDescriptor, MbarrierOp, Place, Scalar, Swizzle, WarpgroupOp, Wgmma, WgmmaKind,
+};
+use crate::Error;
+
+impl Emitter<'_> {
+    pub fn mbarrier(&mut self, op: &MbarrierOp) -> Result<(), Error> {
+        match op {
+            MbarrierOp::Init { bar, count } => {
+                self.require(Feature::MbarrierInit)?;
+                let count = self.expr(count)?;
+                let bar = self.address(bar)?;
+                self.ins(format!("mbarrier.init.shared.b64 {bar}, {count}"));
+            }
+            MbarrierOp::Arrive { bar } => {
+                self.require(Feature::MbarrierArrive)?;
+                let bar = self.address(bar)?;
+                let state = self.fresh(Scalar::U64);
+                self.ins(format!("mbarrier.arrive.shared.b64 {state}, {bar}"));
+            }
+            MbarrierOp::ArriveExpectTx { bar, bytes } => {
+                self.require(Feature::MbarrierExpectTx)?;
+                let bytes = self.expr(bytes)?;
+                let bar = self.address(bar)?;
+                let state = self.fresh(Scalar::U64);
+                self.ins(format!(
+                    "mbarrier.arrive.expect_tx.shared.b64 {state}, {bar}, {bytes}"
+                ));
+            }
+            MbarrierOp::Wait { bar, parity } => {
+                self.require(Feature::MbarrierTryWait)?;
+                let parity = self.expr(parity)?;
+                let bar = self.address(bar)?;
+                // `try_wait` returns false when its time limit passes first: retry.
+                let retry = format!("$mbarrier{}_wait", self.label_id());
+                let done = self.fresh(Scalar::Bool);
+                self.place_label(&retry);
+                self.ins(format!(
+                    "mbarrier.try_wait.parity.shared.b64 {done}, {bar}, {parity}"
+                ));
+                self.ins(format!("@!{done} bra {retry}"));
+            }
+            MbarrierOp::InitFence => {
+                self.require(Feature::MbarrierInitFence)?;
+                self.ins("fence.mbarrier_init.release.cluster");
+            }
+        }
+        Ok(())
+    }
+
+    pub fn proxy_fence(&mut self) -> Result<(), Error> {
+        self.require(Feature::ProxyFence)?;
+        self.ins("fence.proxy.async.shared::cta");
+        Ok(())
+    }
+
+    pub fn warpgroup(&mut self, op: &WarpgroupOp) -> Result<(), Error> {
+        let text = match op {
+            WarpgroupOp::Mma(mma) => return self.wgmma(mma),
+            WarpgroupOp::Fence => "wgmma.fence.sync.aligned".to_string(),
+            WarpgroupOp::Commit => "wgmma.commit_group.sync.aligned".to_string(),
+            WarpgroupOp::Wait { pending } => match pending.as_int() {
+                Some(n) => format!("wgmma.wait_group.sync.aligned {n}"),
+                None => {
+                    return Err(self.error(
+                        "the count of `wgmma_wait` is not a constant: validate the kernel first",
+                    ))
+                }
+            },
+        };
+        self.require(Feature::WgmmaSync)?;
+        self.ins(text);
+        Ok(())
+    }
+
+    fn wgmma(&mut self, mma: &Wgmma) -> Result<(), Error> {
+        self.require(Feature::Wgmma(mma.kind))?;
+        let Some(n) = mma.n.as_int() else {
+            return Err(self.error("the N of a wgmma is not a constant: validate the kernel first"));
+        };
+        let acc = brace(&self.fragment_regs(&mma.acc)?);
+        let a = self.descriptor(&mma.a)?;
+        let b = self.descriptor(&mma.b)?;
+        let accumulate = self.expr(&mma.accumulate)?;
+        let accumulate = self.in_reg(accumulate, Scalar::Bool);
+        let ty = match mma.kind {
+            WgmmaKind::F16 => "f16",
+            WgmmaKind::Bf16 => "bf16",
+        };
+        // scale-d, then imm-scale-a and -b (1: not negated), then imm-trans-a
+        // and -b (0: K-major).
+        self.ins(format!(
+            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {acc}, {a}, {b}, {accumulate}, 1, 1, 0, 0"
+        ));
+        Ok(())
+    }
+
+    /// The 64-bit matrix descriptor of a tile, in a register.
+    fn descriptor(&mut self, d: &MatrixDescriptor) -> Result<Reg, Error> {
+        let fields = self.descriptor_fields(d)?;
+        let addr = self.address(&d.start)?;
+        let start = match addr.offset {
+            0 => addr.base,
+            offset => {
+                let r = self.fresh(Scalar::U32);
+                self.ins(format!("add.u32 {r}, {}, {offset}", addr.base));
+                r
+            }
+        };
+        // The shared window is below 2^18 bytes: 14 bits of 16-byte units.
+        let units = self.fresh(Scalar::U32);
+        self.ins(format!("shr.u32 {units}, {start}, 4"));
+        self.ins(format!("and.b32 {units}, {units}, 16383"));
+        let desc = self.fresh(Scalar::U64);
+        self.ins(format!("cvt.u64.u32 {desc}, {units}"));
+        self.ins(format!("or.b64 {desc}, {desc}, 0x{fields:016X}"));
+        Ok(desc)
+    }
+
+    /// The bits of a descriptor that the tile's declaration fixes.
+    /// K-major: without a swizzle the tile is `[K / 8][ROWS][8]`, core
+    /// matrices of 8 rows x 16 bytes, so the 8-row groups are 128 bytes
+    /// apart (stride offset) and the groups of 8 elements of k `ROWS x 16`
+    /// bytes apart (leading offset). Swizzled, a row is the pattern's span
+    /// of k and the 8-row groups are 8 spans apart; the leading offset is
+    /// unused (1, as CUTLASS writes it).
+    fn descriptor_fields(&self, d: &MatrixDescriptor) -> Result<u64, Error> {
+        let Place::Local { local, .. } = &d.start else {
+            return Err(self.error("a wgmma tile is not in shared memory: validate the kernel first"));
+        };
+        let dims = &self.kernel.locals[*local as usize].dims;
+        let rows = dims
+            .len()
+            .checked_sub(2)
+            .and_then(|axis| dims[axis].as_int())
+            .ok_or_else(|| self.error("a wgmma tile has no rows: validate the kernel first"))?;
+        let (leading, stride, mode) = match d.swizzle {
+            Swizzle::None => ((rows as u64 * 16) >> 4, 128 >> 4, 0),
+            Swizzle::B128 => (1, (8 * 128) >> 4, 1),
+            Swizzle::B64 => (1, (8 * 64) >> 4, 2),
+            Swizzle::B32 => (1, (8 * 32) >> 4, 3),
+        };
+        if leading >= 1 << 14 {
+            return Err(self.error(format!(
+                "a wgmma tile without a swizzle has {rows} rows, more than its descriptor can step over (16383): use fewer rows per tile"
+            )));
+        }
+        Ok(leading << 16 | stride << 32 | mode << 62)
+    }
+}
