@@ -454,7 +454,9 @@ pub enum WarpgroupOp {
     /// `wgmma.wait_group`: waits until at most `pending` (a `u32` constant)
     /// of the committed groups are in flight. Accumulators of a group are
     /// read only after a wait covers it.
-    Wait { pending: Expr },
+    Wait {
+        pending: Expr,
+    },
     Mma(Wgmma),
 }
 

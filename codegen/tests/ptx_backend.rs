@@ -453,14 +453,30 @@ fn wgmma_shapes_are_checked_per_variant() {
     let ok = wgmma_source(64, "[0.0f32; 32]", tiles, ("[0][0]", "[0][48]"), 128);
     let m = compile(&ok, Arch::Sm90a).unwrap();
     assert_eq!(m.version, (8, 0));
-    assert!(m.text.contains(".extern .shared .align 1024 .b8 smem[];"), "{}", m.text);
-    let error = |source: String| compile_error(&source, Arch::Sm90a);
     assert!(
-        error(wgmma_source(64, "[0.0f32; 16]", tiles, ("[0][0]", "[0][0]"), 128))
-            .contains("the accumulator of `wgmma_m64k16_f16` is 32 `f32` per lane, but a row of `acc` is 16"),
+        m.text.contains(".extern .shared .align 1024 .b8 smem[];"),
+        "{}",
+        m.text
     );
-    assert!(error(wgmma_source(12, "[0.0f32; 6]", tiles, ("[0][0]", "[0][0]"), 128))
-        .contains("`wgmma_m64k16_f16::<12>`: N is 8 to 256 in steps of 8"));
+    let error = |source: String| compile_error(&source, Arch::Sm90a);
+    assert!(error(wgmma_source(
+        64,
+        "[0.0f32; 16]",
+        tiles,
+        ("[0][0]", "[0][0]"),
+        128
+    ))
+    .contains(
+        "the accumulator of `wgmma_m64k16_f16` is 32 `f32` per lane, but a row of `acc` is 16"
+    ),);
+    assert!(error(wgmma_source(
+        12,
+        "[0.0f32; 6]",
+        tiles,
+        ("[0][0]", "[0][0]"),
+        128
+    ))
+    .contains("`wgmma_m64k16_f16::<12>`: N is 8 to 256 in steps of 8"));
     assert!(error(wgmma_source(
         64,
         "[0.0f32; 32]",
@@ -469,16 +485,36 @@ fn wgmma_shapes_are_checked_per_variant() {
         128
     ))
     .contains("the A tile `a` of `wgmma_m64k16_f16` is [64][32] with swizzle 128: declare it `[[f16; 64]; ROWS]`"));
-    assert!(error(wgmma_source(64, "[0.0f32; 32]", tiles, ("[0][56]", "[0][0]"), 128))
-        .contains("starts at element 56 of a row of `a`"));
-    assert!(error(wgmma_source(128, "[0.0f32; 64]", tiles, ("[0][0]", "[0][0]"), 128))
-        .contains("the B tile of `wgmma_m64k16_f16` starts at row 0 of `b` (64 rows) and takes 128 rows"));
+    assert!(error(wgmma_source(
+        64,
+        "[0.0f32; 32]",
+        tiles,
+        ("[0][56]", "[0][0]"),
+        128
+    ))
+    .contains("starts at element 56 of a row of `a`"));
+    assert!(error(wgmma_source(
+        128,
+        "[0.0f32; 64]",
+        tiles,
+        ("[0][0]", "[0][0]"),
+        128
+    ))
+    .contains(
+        "the B tile of `wgmma_m64k16_f16` starts at row 0 of `b` (64 rows) and takes 128 rows"
+    ));
     let plain = ("[[[f16; 8]; 64]; 2]", "[[[f16; 8]; 64]; 2]");
     compile(
         &wgmma_source(64, "[0.0f32; 32]", plain, ("[0][0][0]", "[0][0][0]"), 0),
         Arch::Sm90a,
     )
     .unwrap();
-    assert!(error(wgmma_source(64, "[0.0f32; 32]", plain, ("[1][0][0]", "[0][0][0]"), 0))
-        .contains("starts at k group 1 of `a`, which has 2"));
+    assert!(error(wgmma_source(
+        64,
+        "[0.0f32; 32]",
+        plain,
+        ("[1][0][0]", "[0][0][0]"),
+        0
+    ))
+    .contains("starts at k group 1 of `a`, which has 2"));
 }

@@ -18,7 +18,7 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
         "`cp_async` (asynchronous copies to shared memory)",
     ),
     ("atomics", "parameter `xl: &mut [i64]`"),
-    ("mbarrier", "shared array `full` of type u64"),
+    ("mbarrier", "shared array `bars` of type u64"),
     ("bf16_arith", "parameter `x_bf16: &mut [bf16]`"),
     (
         "block_reduce",

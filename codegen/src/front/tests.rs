@@ -259,7 +259,10 @@ fn attribute_errors() {
     assert_error(
         "arch(sm_75)",
         "fn k() {}",
-        &["unknown architecture `sm_75`", "sm_70, sm_80, sm_90, sm_90a, wgsl"],
+        &[
+            "unknown architecture `sm_75`",
+            "sm_70, sm_80, sm_90, sm_90a, wgsl",
+        ],
     );
     assert_error(
         "arch(sm_80, sm_80)",
@@ -1643,7 +1646,9 @@ fn a_wgsl_target_needs_a_kernel_wgsl_can_express() {
     assert_eq!(error("arch(sm_80, wgsl)", item), expected);
     assert_eq!(
         parse("arch(sm_70, sm_80, sm_90)", item).targets,
-        [Arch::Sm70, Arch::Sm80, Arch::Sm90].map(Target::Ptx).to_vec()
+        [Arch::Sm70, Arch::Sm80, Arch::Sm90]
+            .map(Target::Ptx)
+            .to_vec()
     );
     // The check sees the whole family: a construct in a branch that some
     // variants drop still counts.

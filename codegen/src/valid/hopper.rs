@@ -35,9 +35,8 @@ impl Validator<'_> {
                 self.u32_operand(pending, op.function())?;
                 match pending.as_int() {
                     Some(_) => Ok(()),
-                    None => Err(self.error(
-                        "the count of `wgmma_wait` must be a `u32` compile-time constant",
-                    )),
+                    None => Err(self
+                        .error("the count of `wgmma_wait` must be a `u32` compile-time constant")),
                 }
             }
             WarpgroupOp::Mma(mma) => self.wgmma(mma),

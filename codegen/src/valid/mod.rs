@@ -827,8 +827,8 @@ impl Validator<'_> {
     }
 }
 
-pub mod targets;
 mod hopper;
+pub mod targets;
 mod warp;
 
 #[cfg(test)]

@@ -192,7 +192,12 @@ impl Validator<'_> {
         Some(flat * decl.ty.size_bytes() as i64)
     }
 
-    pub(super) fn require_shared(&self, place: &Place, function: &str, role: &str) -> Result<(), Error> {
+    pub(super) fn require_shared(
+        &self,
+        place: &Place,
+        function: &str,
+        role: &str,
+    ) -> Result<(), Error> {
         match place {
             Place::Local { local, .. }
                 if self.kernel.locals[*local as usize].space == Space::Shared =>

@@ -12,7 +12,9 @@
 //! the transposed operand loads of the Tensor Core GEMMs; for 2:4
 //! sparsity: `mma_sp`, the sparse Tensor Core layout; `sparse`, the device
 //! prune/compress/decompress kernels; `gemm_sparse_f16`,
-//! `gemm_sparse_bf16`). Without a
+//! `gemm_sparse_bf16`; on compute capability 9.0: `wgmma`, the wgmma
+//! descriptors, swizzles and accumulator layout, and `mbarrier`, the
+//! mbarrier phases, from `warpforge_tests::hopper`). Without a
 //! GPU it says so, lists the variants it would have
 //! checked and how many lines each dense GEMM check prints, and exits with
 //! status 2: not run is never passed.
@@ -26,6 +28,7 @@ use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
     dense_gemm_lines, GemmCoverage,
 };
+use warpforge_tests::hopper::{check_mbarrier_phases, check_wgmma_layouts};
 use warpforge_tests::ldmatrix::check_ldmatrix_trans;
 use warpforge_tests::report::Report;
 use warpforge_tests::sparse::{
@@ -202,6 +205,15 @@ fn main() -> ExitCode {
                     &tc_shapes,
                     coverage,
                 );
+            }
+        }
+        // wgmma runs on compute capability 9.0 only (sm_90a), mbarrier waits from 9.0 on.
+        if rt.device().compute_capability == (9, 0) {
+            if wanted("wgmma") {
+                check_wgmma_layouts(&rt, &mut inputs, &mut report);
+            }
+            if wanted("mbarrier") {
+                check_mbarrier_phases(&rt, &mut report);
             }
         }
     }

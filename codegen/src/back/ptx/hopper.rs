@@ -70,19 +70,18 @@ impl Emitter<'_> {
     }
 
     pub fn warpgroup(&mut self, op: &WarpgroupOp) -> Result<(), Error> {
-        let text = match op {
-            WarpgroupOp::Mma(mma) => return self.wgmma(mma),
-            WarpgroupOp::Fence => "wgmma.fence.sync.aligned".to_string(),
-            WarpgroupOp::Commit => "wgmma.commit_group.sync.aligned".to_string(),
-            WarpgroupOp::Wait { pending } => match pending.as_int() {
-                Some(n) => format!("wgmma.wait_group.sync.aligned {n}"),
-                None => {
-                    return Err(self.error(
+        let text =
+            match op {
+                WarpgroupOp::Mma(mma) => return self.wgmma(mma),
+                WarpgroupOp::Fence => "wgmma.fence.sync.aligned".to_string(),
+                WarpgroupOp::Commit => "wgmma.commit_group.sync.aligned".to_string(),
+                WarpgroupOp::Wait { pending } => match pending.as_int() {
+                    Some(n) => format!("wgmma.wait_group.sync.aligned {n}"),
+                    None => return Err(self.error(
                         "the count of `wgmma_wait` is not a constant: validate the kernel first",
-                    ))
-                }
-            },
-        };
+                    )),
+                },
+            };
         self.require(Feature::WgmmaSync)?;
         self.ins(text);
         Ok(())
@@ -141,7 +140,9 @@ impl Emitter<'_> {
     /// unused (1, as CUTLASS writes it).
     fn descriptor_fields(&self, d: &MatrixDescriptor) -> Result<u64, Error> {
         let Place::Local { local, .. } = &d.start else {
-            return Err(self.error("a wgmma tile is not in shared memory: validate the kernel first"));
+            return Err(
+                self.error("a wgmma tile is not in shared memory: validate the kernel first")
+            );
         };
         let dims = &self.kernel.locals[*local as usize].dims;
         let rows = dims

@@ -3,7 +3,9 @@
 //! cache, `ld.global.nc`), and which shared arrays need more than the
 //! default alignment (the swizzled tiles of wgmma descriptors).
 
-use crate::ir::{Block, Expr, ExprKind, Kernel, MatrixDescriptor, MatrixOp, Place, Stmt, WarpgroupOp};
+use crate::ir::{
+    Block, Expr, ExprKind, Kernel, MatrixDescriptor, MatrixOp, Place, Stmt, WarpgroupOp,
+};
 
 pub struct Usage {
     /// Per parameter: read as a scalar, or its pointer used.

@@ -16,9 +16,12 @@ use super::syntax::{call_name, generic_arguments};
 use super::warp::{mut_ref, shared_ref};
 use super::{Lowered, Lowerer};
 use crate::ir::{
-    Expr, MatrixDescriptor, MbarrierOp, Place, Scalar, Stmt, Swizzle, WarpgroupOp, Wgmma, WgmmaKind,
-    MATRIX_DESC_FUNCTION,
+    Expr, MatrixDescriptor, MbarrierOp, Place, Scalar, Stmt, Swizzle, WarpgroupOp, Wgmma,
+    WgmmaKind, MATRIX_DESC_FUNCTION,
 };
+
+/// The wgmma whose form follows from its element type: `wgmma_m64k16::<T, N>`.
+const GENERIC_WGMMA: &str = "wgmma_m64k16";
 
 impl Lowerer<'_> {
     /// Lowers a call statement of the `mbarrier_`, `fence_` or `wgmma_`
@@ -29,16 +32,31 @@ impl Lowerer<'_> {
         name: &str,
     ) -> Option<Lowered<Stmt>> {
         if let Some(kind) = WgmmaKind::ALL.into_iter().find(|k| k.function() == name) {
-            return Some(self.wgmma(c, kind));
+            return Some(self.wgmma(c, kind, 0));
+        }
+        if name == GENERIC_WGMMA {
+            return Some(
+                self.generic_wgmma_kind(c)
+                    .and_then(|kind| self.wgmma(c, kind, 1)),
+            );
         }
         let stmt = match name {
-            "mbarrier_init" => self.mbarrier(c, name, Access::Write, Some("the expected arrival count"))
+            "mbarrier_init" => self
+                .mbarrier(c, name, Access::Write, Some("the expected arrival count"))
                 .map(|(bar, count)| MbarrierOp::Init { bar, count }),
-            "mbarrier_arrive" => self.mbarrier(c, name, Access::Write, None)
+            "mbarrier_arrive" => self
+                .mbarrier(c, name, Access::Write, None)
                 .map(|(bar, _)| MbarrierOp::Arrive { bar }),
-            "mbarrier_arrive_expect_tx" => self.mbarrier(c, name, Access::Write, Some("the expected transaction bytes"))
+            "mbarrier_arrive_expect_tx" => self
+                .mbarrier(
+                    c,
+                    name,
+                    Access::Write,
+                    Some("the expected transaction bytes"),
+                )
                 .map(|(bar, bytes)| MbarrierOp::ArriveExpectTx { bar, bytes }),
-            "mbarrier_wait" => self.mbarrier(c, name, Access::Read, Some("the phase parity"))
+            "mbarrier_wait" => self
+                .mbarrier(c, name, Access::Read, Some("the phase parity"))
                 .map(|(bar, parity)| MbarrierOp::Wait { bar, parity }),
             "fence_mbarrier_init" => self.no_arguments(c, name).map(|()| MbarrierOp::InitFence),
             "fence_proxy_async" => {
@@ -86,7 +104,12 @@ impl Lowerer<'_> {
             return Ok((bar, Expr::u32(0)));
         };
         let operand = self.expr(&c.args[1], Some(Scalar::U32))?;
-        self.check_type(&c.args[1], operand.ty, Scalar::U32, &format!("{what} of `{name}`"))?;
+        self.check_type(
+            &c.args[1],
+            operand.ty,
+            Scalar::U32,
+            &format!("{what} of `{name}`"),
+        )?;
         Ok((bar, operand))
     }
 
@@ -113,19 +136,51 @@ impl Lowerer<'_> {
         Ok(place)
     }
 
-    /// `wgmma_m64k16_f16::<N>(&mut acc, matrix_desc(..), matrix_desc(..), accumulate)`.
-    fn wgmma(&mut self, c: &syn::ExprCall, kind: WgmmaKind) -> Lowered<Stmt> {
-        let name = kind.function();
-        let n = match generic_arguments(c).map(|a| a.args.iter().collect::<Vec<_>>()) {
-            Some(args) if args.len() == 1 => {
-                let param = proc_macro2::Ident::new("N", proc_macro2::Span::call_site());
-                self.const_argument(args[0], &param, Scalar::U32, name)?
-            }
+    /// The form `wgmma_m64k16::<T, N>` takes for its element type `T`.
+    fn generic_wgmma_kind(&mut self, c: &syn::ExprCall) -> Lowered<WgmmaKind> {
+        let ty = match generic_arguments(c).and_then(|a| a.args.first()) {
+            Some(syn::GenericArgument::Type(t)) => match self.scalar(t) {
+                Ok(ty) => ty,
+                Err(msg) => return self.err(t, msg),
+            },
             _ => {
                 return self.err(
                     &c.func,
-                    format!("`{name}::<N>` names its N, the columns of B and of the accumulator (8 to 256 in steps of 8): `{name}::<128>(..)` or `{name}::<BN>(..)`"),
+                    format!("`{GENERIC_WGMMA}::<T, N>` names its element type (f16 or bf16, or a type parameter) and its N: `{GENERIC_WGMMA}::<T, 128>(..)`"),
                 )
+            }
+        };
+        match WgmmaKind::ALL.into_iter().find(|k| k.element() == ty) {
+            Some(kind) => Ok(kind),
+            None => self.err(
+                &c.func,
+                format!(
+                    "`{GENERIC_WGMMA}` has no form for `{}`: its element types are f16 and bf16",
+                    ty.name()
+                ),
+            ),
+        }
+    }
+
+    /// `wgmma_m64k16_f16::<N>(&mut acc, matrix_desc(..), matrix_desc(..), accumulate)`,
+    /// or the generic form with the element type before N (`n_at` = 1).
+    fn wgmma(&mut self, c: &syn::ExprCall, kind: WgmmaKind, n_at: usize) -> Lowered<Stmt> {
+        let name = if n_at == 0 {
+            kind.function()
+        } else {
+            GENERIC_WGMMA
+        };
+        let n = match generic_arguments(c).map(|a| a.args.iter().collect::<Vec<_>>()) {
+            Some(args) if args.len() == n_at + 1 => {
+                let param = proc_macro2::Ident::new("N", proc_macro2::Span::call_site());
+                self.const_argument(args[n_at], &param, Scalar::U32, name)?
+            }
+            _ => {
+                let form = if n_at == 0 { "" } else { "T, " };
+                return self.err(
+                    &c.func,
+                    format!("`{name}::<{form}N>` names its N, the columns of B and of the accumulator (8 to 256 in steps of 8): `{name}::<{form}128>(..)` or `{name}::<{form}BN>(..)`"),
+                );
             }
         };
         self.arity(c, &c.args, 4, name)?;
@@ -193,7 +248,12 @@ impl Lowerer<'_> {
             );
         }
         let swizzle = self.expr(&call.args[1], Some(Scalar::U32))?;
-        self.check_type(&call.args[1], swizzle.ty, Scalar::U32, "the swizzle of a matrix descriptor")?;
+        self.check_type(
+            &call.args[1],
+            swizzle.ty,
+            Scalar::U32,
+            "the swizzle of a matrix descriptor",
+        )?;
         self.check_constant(
             &call.args[1],
             &swizzle,
