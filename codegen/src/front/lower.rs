@@ -23,6 +23,7 @@
 //! - `peek`: types seen without lowering, for literal inference;
 //! - `syntax`: helpers over `syn` trees;
 //! - `call`: calls of `#[device]` functions, inlined;
+//! - `tuple`: tuples of scalars, their parts and destructuring;
 //! - `warp`: the warp matrix and async copy statements, pipelines;
 //! - `hopper`: mbarriers, the async-proxy fence, wgmma and its descriptors.
 
@@ -47,6 +48,7 @@ mod place;
 mod scope;
 mod stmt;
 mod syntax;
+mod tuple;
 mod value;
 mod warp;
 
@@ -153,6 +155,8 @@ struct Lowerer<'e> {
     inlining: Vec<usize>,
     /// The arrays bound to device function parameters.
     views: Vec<View>,
+    /// The parts of each tuple ([`Binding::Tuple`]).
+    tuples: Vec<Vec<Binding>>,
     /// Per statement being lowered, innermost last: the statements of the
     /// device functions its expressions call, which run before it.
     hoisted: Vec<Block>,
@@ -193,6 +197,7 @@ impl<'e> Lowerer<'e> {
             caller: None,
             inlining: Vec::new(),
             views: Vec::new(),
+            tuples: Vec::new(),
             hoisted: Vec::new(),
             hoist_barrier: None,
             calls: Vec::new(),

@@ -88,6 +88,9 @@ pub struct DeviceParamDecl {
 pub enum DeviceParamKind {
     /// `x: f32` (a copy; `mut x: f32` may be assigned in the body).
     Scalar { ty: Scalar, mutable: bool },
+    /// `x: (u32, f32, ..)`: a tuple of scalars, bound part by part as
+    /// scalars are.
+    Tuple { parts: Vec<Scalar> },
     /// `x: &[T]` or `x: &mut [T]`: a slice parameter of the kernel.
     Slice { elem: Scalar, mutable: bool },
     /// `a: &[[T; N]; M]` or `&mut ..`: a register array, or with `#[shared]`
@@ -375,6 +378,13 @@ fn device_param_type(
         _ if space == Space::Shared => Err(shared_misplaced()),
         syn::Type::Array(_) => Err("arrays are passed by reference: write `&[T; N]` or `&mut [T; N]`".into()),
         syn::Type::Ptr(_) => Err("raw pointers are not supported: use a slice `&[T]` or an array reference `&mut [T; N]`".into()),
+        syn::Type::Tuple(t) if t.elems.len() > 1 => {
+            if mutable {
+                return Err("a tuple parameter is immutable: remove the `mut`, and destructure it into what changes, `let (mut a, b) = x;`".into());
+            }
+            let parts = t.elems.iter().map(|e| types::scalar_in(e, args));
+            Ok(DeviceParamKind::Tuple { parts: parts.collect::<Result<_, _>>()? })
+        }
         _ => types::scalar_in(ty, args).map(|ty| DeviceParamKind::Scalar { ty, mutable }),
     }
 }

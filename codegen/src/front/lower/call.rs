@@ -190,6 +190,16 @@ pub fn check_device(linked: &Linked, f: usize, errors: &mut Errors) {
                     false => Argument::Value(value),
                 }
             }
+            DeviceParamKind::Tuple { parts } => {
+                let parts = parts.iter().enumerate().map(|(i, ty)| {
+                    let id = lower.unbound_const_param(format!("{}.{i}", decl.ident), *ty);
+                    Argument::Value(Expr {
+                        ty: *ty,
+                        kind: ExprKind::Const(id),
+                    })
+                });
+                Argument::Tuple(parts.collect())
+            }
             DeviceParamKind::Slice { elem, mutable } => {
                 let ty = ParamType::Slice {
                     elem: *elem,
@@ -255,6 +265,8 @@ enum Argument {
         mutable: bool,
     },
     Array(View),
+    /// A tuple's parts, each bound as a scalar argument is.
+    Tuple(Vec<Argument>),
 }
 
 /// What the caller hands over: the arguments, the explicit const arguments
@@ -362,7 +374,11 @@ impl Lowerer<'_> {
                 _ => None,
             })
             .collect();
-        for arg in &mut args {
+        let scalars = args.iter_mut().flat_map(|arg| match arg {
+            Argument::Tuple(parts) => parts.iter_mut().collect(),
+            other => vec![other],
+        });
+        for arg in scalars {
             if let Argument::Copy {
                 value,
                 mutable: false,
@@ -569,6 +585,15 @@ impl Lowerer<'_> {
                     value,
                     mutable: *mutable,
                 })
+            }
+            DeviceParamKind::Tuple { parts } => {
+                let what = format!("the argument `{pname}` of `{function}`");
+                let values = self.tuple_values(arg, Some(parts), &what, None)?;
+                let parts = values.into_iter().map(|value| Argument::Copy {
+                    value,
+                    mutable: false,
+                });
+                Ok(Argument::Tuple(parts.collect()))
             }
             DeviceParamKind::Slice { elem, mutable } => {
                 let form = if *mutable { "&mut x" } else { "&x" };
@@ -786,25 +811,6 @@ impl Lowerer<'_> {
         let mut shape_checks = Vec::new();
         for (decl, arg) in sig.params.iter().zip(site.args) {
             let binding = match arg {
-                Argument::Value(value) => {
-                    self.named.push(value);
-                    Binding::Argument(self.named.len() - 1)
-                }
-                Argument::Copy { value, mutable } => {
-                    let id = self.new_local(
-                        decl.ident.to_string(),
-                        value.ty,
-                        Space::Register,
-                        Vec::new(),
-                        mutable,
-                    );
-                    body.push(Stmt::Let {
-                        local: id,
-                        init: Some(value),
-                    });
-                    Binding::Local(id)
-                }
-                Argument::Slice { param, mutable } => Binding::Slice { param, mutable },
                 Argument::Array(view) => {
                     if let DeviceParamKind::Array { dims, .. } = &decl.kind {
                         shape_checks.push((decl.ident.clone(), dims, view.clone()));
@@ -812,6 +818,15 @@ impl Lowerer<'_> {
                     self.views.push(view);
                     Binding::View(self.views.len() - 1)
                 }
+                Argument::Tuple(parts) => {
+                    let parts = parts.into_iter().enumerate().map(|(i, part)| {
+                        self.bind_argument(part, format!("{}.{i}", decl.ident), &mut body)
+                    });
+                    let parts = parts.collect();
+                    self.tuples.push(parts);
+                    Binding::Tuple(self.tuples.len() - 1)
+                }
+                other => self.bind_argument(other, decl.ident.to_string(), &mut body),
             };
             self.bind(&decl.ident, binding);
         }
@@ -841,6 +856,24 @@ impl Lowerer<'_> {
             }
         }
         Ok(values)
+    }
+
+    /// The binding of a scalar or slice argument (named `name`): read in
+    /// place, or copied into a new local by a `let` in `body`.
+    fn bind_argument(&mut self, arg: Argument, name: String, body: &mut Block) -> Binding {
+        match arg {
+            Argument::Value(value) => {
+                self.named.push(value);
+                Binding::Argument(self.named.len() - 1)
+            }
+            Argument::Copy { value, mutable } => {
+                Binding::Local(self.copy_into_local(value, name, mutable, body))
+            }
+            Argument::Slice { param, mutable } => Binding::Slice { param, mutable },
+            Argument::Array(_) | Argument::Tuple(_) => {
+                unreachable!("arrays and tuples are bound by `inline`")
+            }
+        }
     }
 
     /// That each array argument has the sizes its parameter declares, in
@@ -913,6 +946,11 @@ impl Lowerer<'_> {
         name: &Ident,
         out: &mut Block,
     ) -> Lowered<Vec<Expr>> {
+        if types.len() != 1 && !matches!(peel(tail), syn::Expr::Tuple(_)) && self.makes_tuple(tail)
+        {
+            let what = format!("the result of `{name}`");
+            return self.tuple_values(tail, Some(types), &what, Some(out));
+        }
         let parts: Vec<&syn::Expr> = match (peel(tail), types.len()) {
             (syn::Expr::Tuple(t), n) if n != 1 => t.elems.iter().collect(),
             (_, 1) => vec![tail],
@@ -940,65 +978,6 @@ impl Lowerer<'_> {
             values.push(value);
         }
         Ok(values)
-    }
-
-    /// `let (a, b) = f(..);`: binds each name to a value of the call.
-    pub(super) fn let_tuple(
-        &mut self,
-        tuple: &syn::PatTuple,
-        init: &syn::Expr,
-        out: &mut Block,
-    ) -> Lowered<()> {
-        let syn::Expr::Call(c) = peel(init) else {
-            return self.err(tuple, "destructuring is not supported, except of the results of a device function: `let (a, b) = f(..);`");
-        };
-        if device_path(c).is_none() {
-            return self.err(tuple, "destructuring is not supported, except of the results of a device function: `let (a, b) = f(..);`");
-        }
-        let values = self.device_call(c)?;
-        if values.len() != tuple.elems.len() {
-            return self.err(
-                tuple,
-                format!(
-                    "this call returns {} value(s), but the pattern has {}",
-                    values.len(),
-                    tuple.elems.len()
-                ),
-            );
-        }
-        let mut names = Vec::new();
-        for (pat, value) in tuple.elems.iter().zip(values) {
-            match pat {
-                syn::Pat::Wild(_) => {}
-                syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-                    let mutable = p.mutability.is_some();
-                    let id = match immutable_local(&value, &self.locals) {
-                        // The function's own local: no copy.
-                        Some(id) if !mutable => id,
-                        _ => {
-                            let id = self.new_local(
-                                p.ident.to_string(),
-                                value.ty,
-                                Space::Register,
-                                Vec::new(),
-                                mutable,
-                            );
-                            out.push(Stmt::Let {
-                                local: id,
-                                init: Some(value),
-                            });
-                            id
-                        }
-                    };
-                    names.push((p.ident.clone(), id));
-                }
-                other => return self.err(other, "each part of the pattern is a name or `_`"),
-            }
-        }
-        for (ident, id) in names {
-            self.bind(&ident, Binding::Local(id));
-        }
-        Ok(())
     }
 
     /// The type of scalar parameter `k` of the device function `c` calls,
@@ -1034,6 +1013,18 @@ impl Lowerer<'_> {
             DeviceParamKind::Scalar { ty, .. } => Some(ty),
             _ => None,
         }
+    }
+
+    /// Whether `c` calls a device function that returns several values.
+    pub(super) fn returns_tuple(&self, c: &syn::ExprCall) -> bool {
+        let Some(path) = device_path(c) else {
+            return false;
+        };
+        let Some(f) = self.linked.resolve(self.caller, &path_key(path)) else {
+            return false;
+        };
+        matches!(&self.linked.functions[f].item.sig.output,
+            syn::ReturnType::Type(_, ty) if matches!(&**ty, syn::Type::Tuple(t) if t.elems.len() != 1))
     }
 
     /// Whether `c` calls a device function (rather than a built-in one).
@@ -1098,21 +1089,6 @@ fn reads_in_place(e: &Expr, locals: &[crate::ir::Local], aliased: &[LocalId]) ->
         ExprKind::Select(c, a, b) => in_place(c) && in_place(a) && in_place(b),
         ExprKind::Call(_, args) => args.iter().all(in_place),
         ExprKind::Atomic { .. } => false,
-    }
-}
-
-/// The local `e` reads, if it is a plain read of an immutable scalar.
-fn immutable_local(e: &Expr, locals: &[crate::ir::Local]) -> Option<LocalId> {
-    match &e.kind {
-        ExprKind::Load(place) => match &**place {
-            Place::Local { local, indices }
-                if indices.is_empty() && !locals[*local as usize].mutable =>
-            {
-                Some(*local)
-            }
-            _ => None,
-        },
-        _ => None,
     }
 }
 

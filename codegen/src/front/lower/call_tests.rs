@@ -79,6 +79,105 @@ fn statements_run_before_the_caller_and_tuples_bind_the_results() {
 }
 
 #[test]
+fn tuples_name_their_parts_without_copies() {
+    // A tuple of locals, of a constant and of an expression, passed to a
+    // tuple parameter, read by part and destructured in the callee, and
+    // returned whole: the PTX of the scalars written out.
+    let functions = [
+        "fn at(slot: (u32, u32, u32), l: u32) -> u32 { let (first, step, _) = slot; first + l * step + slot.2 }",
+        "fn both(slot: (u32, u32, u32)) -> (u32, u32, u32) { slot }",
+    ];
+    same_ptx(
+        "arch(sm_80), tune(STEP = [4, 8])",
+        "fn k<const STEP: u32>(y: &mut [u32], n: u32) {
+            let first = thread_idx().x * n;
+            let slot = (first, STEP, n + 1);
+            let copy = both(slot);
+            let (f, _, last) = copy;
+            y[at(slot, 2)] = at((f, 1, last), 3) + copy.1;
+        }",
+        &functions,
+        "fn k<const STEP: u32>(y: &mut [u32], n: u32) {
+            let first = thread_idx().x * n;
+            let last = n + 1;
+            y[first + 2 * STEP + last] = first + 3 * 1 + last + STEP;
+        }",
+    );
+}
+
+#[test]
+fn a_tuple_keeps_the_values_it_was_made_of() {
+    // As in Rust: a tuple holds copies, so a variable changed after it was
+    // made does not change it.
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(y: &mut [u32]) {
+            let mut x = thread_idx().x;
+            let pair = (x, 2u32);
+            x += 1;
+            y[x] = pair.0 * pair.1;
+        }",
+        &[],
+        "fn k(y: &mut [u32]) {
+            let mut x = thread_idx().x;
+            let pair_0 = x;
+            x += 1;
+            y[x] = pair_0 * 2u32;
+        }",
+    );
+}
+
+#[test]
+fn tuple_mistakes_are_reported() {
+    let at = "fn at(slot: (u32, u32), l: u32) -> u32 { slot.0 + l * slot.1 }";
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let t = (1u32, 2u32); y[0] = t; }",
+        &[],
+        &["`t` is a tuple of 2 values, not one value: read a part, `t.0`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let t = (1u32, 2u32); y[0] = t.2; }",
+        &[],
+        &["`t` is a tuple of 2 values: its parts are `t.0` to `t.1`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let mut t = (1u32, 2u32); y[0] = t.0; }",
+        &[],
+        &["a tuple is immutable: remove the `mut`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let t = (1u32, 2u32); t = (3u32, 4u32); y[0] = t.0; }",
+        &[],
+        &["`t` is a tuple, which is immutable"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = at((1, 2, 3), 0); }",
+        &[at],
+        &["the argument `slot` of `at` is a tuple of 2 values, but this has 3"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = at((1, 2.0f32), 0); }",
+        &[at],
+        &["part 1 of the argument `slot` of `at` must be `u32`, but this is `f32`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = at(5, 0); }",
+        &[at],
+        &["the argument `slot` of `at` is a tuple: write `(a, b, ..)`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let t: (u32, f32) = (1u32, 2u32); y[0] = t.0; }",
+        &[],
+        &["part 1 of `t` must be `f32`, but this is `u32`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { y[0] = bump((1, 2)); }",
+        &["fn bump(mut slot: (u32, u32)) -> u32 { slot.0 }"],
+        &["a tuple parameter is immutable"],
+    );
+}
+
+#[test]
 fn arrays_rows_and_slices_are_bound_to_the_callers() {
     let functions = [
         "fn scale_row<const N: u32>(row: &mut [f32; N], s: f32) { #[unroll] for j in 0..N { row[j] *= s; } }",
@@ -211,7 +310,7 @@ fn call_mistakes_are_reported() {
     assert_call_error(
         "fn k(y: &mut [u32]) { let (a, b, c) = pair(); y[a] = b + c; }",
         &["fn pair() -> (u32, u32) { (1, 2) }"],
-        &["this call returns 2 value(s), but the pattern has 3"],
+        &["this tuple has 2 value(s), but the pattern has 3"],
     );
     assert_call_error(
         "fn k(y: &mut [u32]) { y[0] = pair(); }",

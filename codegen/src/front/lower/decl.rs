@@ -1,5 +1,5 @@
 //! Declarations: `let` (scalars, register and shared arrays, pipelines,
-//! the results of a device function as a tuple) with the type an untyped
+//! tuples, in `tuple`) with the type an untyped
 //! literal takes from the code after it, the annotations of `let`, and the
 //! body's `const` items.
 
@@ -87,7 +87,10 @@ impl Lowerer<'_> {
             syn::Pat::Wild(_) => (None, false),
             syn::Pat::Tuple(t) if annotation.is_none() => {
                 let Some(init) = local.init.as_ref().filter(|i| i.diverge.is_none()) else {
-                    return self.err(t, "a tuple is bound from the results of a device function: `let (a, b) = f(..);`");
+                    return self.err(
+                        t,
+                        "a tuple pattern needs a tuple: `let (a, b) = f(..);` or `let (a, b) = t;`",
+                    );
                 };
                 return self.let_tuple(t, &init.expr, out);
             }
@@ -98,6 +101,15 @@ impl Lowerer<'_> {
                 )
             }
         };
+        if let (Some(ident), Some(init)) = (ident, &local.init) {
+            if init.diverge.is_none() && self.makes_tuple(&init.expr) {
+                let result = self.let_tuple_name(ident, mutable, annotation, &init.expr, out);
+                if result.is_err() {
+                    self.bind(ident, Binding::Broken);
+                }
+                return result;
+            }
+        }
         if let Some(syn::Expr::Call(c)) = local.init.as_ref().map(|init| peel(&init.expr)) {
             if matches!(
                 call_builtin(c),

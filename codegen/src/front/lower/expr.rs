@@ -22,7 +22,10 @@ impl Lowerer<'_> {
             syn::Expr::Unary(u) => self.unary(u, hint),
             syn::Expr::Binary(b) => self.binary(b, hint),
             syn::Expr::Cast(c) => self.cast(c),
-            syn::Expr::Field(f) => self.special(f),
+            syn::Expr::Field(f) => match self.tuple_part(f)? {
+                Some(part) => Ok(part),
+                None => self.special(f),
+            },
             syn::Expr::Call(c) => self.call(c, hint),
             syn::Expr::MethodCall(m) => self.method(m, hint),
             other => self.err(other, unsupported_expr_message(other)),
@@ -170,6 +173,13 @@ impl Lowerer<'_> {
                         e,
                         format!("the slice `{ident}` is not a value: read an element `{ident}[i]` or its length `{ident}.len()`"),
                     )
+                }
+                Binding::Tuple(t) => {
+                    let count = self.tuples[t].len();
+                    return self.err(
+                        e,
+                        format!("`{ident}` is a tuple of {count} values, not one value: read a part, `{ident}.0`, or destructure it, `let (a, b, ..) = {ident};`"),
+                    );
                 }
                 Binding::Local(_) | Binding::View(_) | Binding::Pipeline(_) | Binding::Broken => {}
             }
@@ -395,7 +405,7 @@ fn unsupported_expr_message(e: &syn::Expr) -> String {
         syn::Expr::Block(_) | syn::Expr::Unsafe(_) => "blocks are not values in kernels: compute the value with `let`",
         syn::Expr::Match(_) => "`match` is not supported: use `if` / `else if` / `else`",
         syn::Expr::Range(_) => "ranges are only supported in `for` loops: `for i in a..b`",
-        syn::Expr::Tuple(_) => "tuples are not supported in kernels: use one variable per value",
+        syn::Expr::Tuple(_) => "a tuple is not one value: name it, `let t = (a, b);`, and read its parts, `t.0`, or pass it to a device function's tuple parameter",
         syn::Expr::Struct(_) => "structs are not supported in kernels: use one variable per field",
         syn::Expr::Let(_) => "`let` in a condition (`if let`, `while let`) is not supported: use a `bool` condition",
         syn::Expr::Return(_) | syn::Expr::Break(_) | syn::Expr::Continue(_) => {

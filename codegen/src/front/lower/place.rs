@@ -48,6 +48,10 @@ impl Lowerer<'_> {
                 e,
                 format!("`{ident}` is a pipeline, not a value: use its statements `{ident}.copy(..)`, `{ident}.commit()` and `{ident}.wait(N)`"),
             ),
+            Binding::Tuple(_) => self.err(
+                e,
+                format!("`{ident}` is a tuple, which is immutable: make a new one, `let {ident} = (..);`, or copy a part into a `let mut`"),
+            ),
             Binding::Argument(_) => self.err(
                 e,
                 format!("`{ident}` is a parameter, a copy of its argument: declare it `mut {ident}: ..` in the function to assign it"),

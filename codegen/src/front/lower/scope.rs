@@ -38,6 +38,9 @@ pub(super) enum Binding {
     /// An array parameter of a device function: an index into
     /// `Lowerer::views`.
     View(usize),
+    /// A tuple of scalars: an index into `Lowerer::tuples`, which holds the
+    /// binding of each part.
+    Tuple(usize),
     /// A declaration that failed; uses are not reported again.
     Broken,
 }
@@ -78,13 +81,16 @@ impl Lowerer<'_> {
 
     /// Declares and binds a const parameter.
     pub(super) fn const_param(&mut self, ident: &Ident, ty: Scalar) -> ConstId {
-        self.const_params.push(ConstParam {
-            name: ident.to_string(),
-            ty,
-        });
-        let id = (self.const_params.len() - 1) as ConstId;
+        let id = self.unbound_const_param(ident.to_string(), ty);
         self.bind(ident, Binding::Const(id));
         id
+    }
+
+    /// Declares a const parameter that no name binds (a part of a tuple
+    /// parameter, bound through its tuple).
+    pub(super) fn unbound_const_param(&mut self, name: String, ty: Scalar) -> ConstId {
+        self.const_params.push(ConstParam { name, ty });
+        (self.const_params.len() - 1) as ConstId
     }
 
     pub(super) fn bind(&mut self, ident: &Ident, binding: Binding) {
