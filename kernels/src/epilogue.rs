@@ -93,7 +93,8 @@ pub fn apply_phase<const PHASE: u32, const N: u32, S: Number, O: Number>(
 /// warps hold `NI x NJ` accumulator fragments of `m16n8` tiles (`acc`, in the
 /// scale type `S`): every phase over this thread's outputs, then C (of `O`)
 /// written. The warp's tile starts at row `wm0` and column `wn0` of the
-/// block's `BM x BN` tile at `row0`, `col0`; C is row-major, or column-major
+/// block's `BM x BN` tile, which a kernel launched on the plain grid takes in
+/// [`grouped_tile_order`](crate::tile::grouped_tile_order); C is row-major, or column-major
 /// where `c_col_major` is 1 (the sparse GEMM's; the dense GEMMs store a
 /// column-major C as `C^T = B^T A^T` and pass 0).
 ///
@@ -137,9 +138,10 @@ pub fn mma_epilogue<
     lane: u32,
     wm0: u32,
     wn0: u32,
-    row0: u32,
-    col0: u32,
 ) {
+    // The block's tile computed again here, so that the kernel does not
+    // keep it live through its main loop.
+    let (row0, col0) = crate::tile::grouped_tile_order::<BM, BN>();
     let g = lane / 4;
     let t4 = lane % 4;
     // The batch read here rather than kept from the start, so that nothing

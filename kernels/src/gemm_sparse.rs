@@ -203,39 +203,10 @@ pub fn gemm_sparse<
     let mut b_frag = [[0u32; 4]; WARP / 8];
     let mut e = [0u32; WARP / 16];
 
-    // Copy slots, computed once (the dense family's scheme): thread `tid`
-    // copies chunk `tid % CHUNKS` of rows `tid / CHUNKS + l * ROWS`; that row
-    // step is a multiple of the swizzle period, so the swizzled chunk is the
-    // same for every row a thread copies. Its row `l` of A starts at `a_first
-    // + l * a_step` in global memory (kept values `t * BK / 2 ..` added per
-    // tile): a base and a stride, not a register per row, as in `gemm_tc`.
-    let a_ch = tid % (BK / 16);
-    let a_row = tid / (BK / 16);
-    let a_col = (a_ch ^ tile::swizzle::<BK>(a_row)) * 8;
-    let a_first = a_at + (row0 + a_row) * kv;
-    let a_step = A_ROWS * kv;
-    // B column-major: chunk `b_ch` (k) of n rows `b_row + l * B_ROWS`, from
-    // `b_first + l * b_step`, k added per tile. B row-major: chunk `b_ch` (n)
-    // of k rows `b_row + l * B_ROWS` of the first tile, at column `b_gn` of
-    // C, k times n added per tile.
-    let b_ch = tid % B_CHUNKS;
-    let b_row = tid / B_CHUNKS;
-    let b_col = if B_ROW_MAJOR {
-        (b_ch ^ tile::swizzle::<{ BN * 2 }>(b_row)) * 8
-    } else {
-        (b_ch ^ tile::swizzle::<{ BK * 2 }>(b_row)) * 8
-    };
-    let b_gn = col0 + b_ch * 8;
-    let b_first = if B_ROW_MAJOR {
-        b_at + b_row * n + b_gn
-    } else {
-        b_at + (col0 + b_row) * k
-    };
-    let b_step = if B_ROW_MAJOR { B_ROWS * n } else { B_ROWS * k };
-    // How many of the block's rows, from the thread's first copied one, are
-    // inside the matrix (A: of m; column-major B: of n), as in `gemm_tc`.
-    let a_room = tile::room(row0 + a_row, m);
-    let b_room = tile::room(col0 + b_row, n);
+    // How the thread copies A's kept values (tiles of BM rows by BK / 2)
+    // and B's k-tiles ([`tile::operand_copy`], as in `gemm_tc`).
+    let a_copy = tile::operand_copy::<BM, { BK / 2 }, THREADS, false, T>(tid, row0, m, kv, a_at);
+    let b_copy = tile::operand_copy::<BN, BK, THREADS, B_ROW_MAJOR, T>(tid, col0, n, k, b_at);
     // Metadata: thread `tid < BM / 16 * (BK / 8)` copies chunk `m_ch` (4
     // words) of 16-row tile `m_tile_row`; a tile's words of one k-tile are
     // contiguous in memory.
@@ -265,46 +236,15 @@ pub fn gemm_sparse<
     let mut ns = 2 % STAGES;
     for t in 0..k_tiles + STAGES - 1 {
         let k0 = t * BK;
-        // A: kept values `t * BK / 2 ..`; metadata: words `t * BK / 2 ..` of
-        // each 16-row tile (both in whole 16-byte chunks: rows are padded to
-        // 64-column blocks).
-        let ga = t * (BK / 2) + a_ch * 8;
-        let gm = t * (BK / 2) + m_ch * 4;
+        // Metadata: words `t * BK / 2 ..` of each 16-row tile (in whole
+        // 16-byte chunks: rows are padded to 64-column blocks).
+        let kept0 = t * (BK / 2);
+        let gm = kept0 + m_ch * 4;
         if !ALIGNED && t < k_tiles {
             // B element by element, through registers, all at the top of the
             // step (as in `gemm_tc`). Tiles past the last are not copied
             // (their stage is never read).
-            if B_ROW_MAJOR {
-                tile::load_chunks::<B_COPIES, B_ROWS, true>(
-                    &mut b_tile[ws],
-                    b,
-                    b_row,
-                    b_col,
-                    b_first,
-                    b_step,
-                    k0 * n,
-                    0,
-                    b_gn,
-                    n,
-                    k0,
-                    k,
-                );
-            } else {
-                tile::load_chunks::<B_COPIES, B_ROWS, false>(
-                    &mut b_tile[ws],
-                    b,
-                    b_row,
-                    b_col,
-                    b_first,
-                    b_step,
-                    k0 + b_ch * 8,
-                    b_room,
-                    0,
-                    0,
-                    0,
-                    k,
-                );
-            }
+            tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(&mut b_tile[ws], b, b_copy, k0, k);
         }
         let full = ALIGNED && interior && k0 + BK <= k;
         let computing = t >= STAGES - 1;
@@ -360,141 +300,51 @@ pub fn gemm_sparse<
                             }
                         }
                     }
+                    // Slice `kk` of the step's copies: A's kept values, B's
+                    // (16-byte copies only: the element-wise form loaded it
+                    // at the top of the step) and the metadata chunk.
                     if kk < COPY_SLICES {
-                        if path == 0 {
-                            tile::copy_slice::<A_COPIES, A_ROWS>(
-                                &mut a_tile[ws],
-                                a,
-                                a_row,
-                                a_col,
-                                a_first,
-                                a_step,
-                                ga,
-                                kk,
-                                0,
-                                COPY_SLICES,
-                                COPIES,
-                            );
-                            if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
-                                cp_async(
-                                    &mut m_tile[ws][m_tile_row][m_ch * 4],
-                                    &a_meta[m_row_at + gm],
-                                    16,
-                                    16,
-                                );
-                            }
-                            let gk = if B_ROW_MAJOR { k0 * n } else { k0 + b_ch * 8 };
-                            tile::copy_slice::<B_COPIES, B_ROWS>(
-                                &mut b_tile[ws],
-                                b,
-                                b_row,
-                                b_col,
-                                b_first,
-                                b_step,
-                                gk,
-                                kk,
-                                A_COPIES + 1,
-                                COPY_SLICES,
-                                COPIES,
-                            );
-                        } else {
-                            // At an edge: A rows past `m` and values past the
-                            // row read nothing and zero-fill; metadata past the
-                            // matrix reads the first block instead (any word is
-                            // legal; the zero values make its product zero).
-                            let a_in = ga < kv;
-                            tile::copy_slice_edge::<A_COPIES, A_ROWS, false>(
-                                &mut a_tile[ws],
-                                a,
-                                a_row,
-                                a_col,
-                                a_first,
-                                a_step,
-                                ga,
-                                16,
-                                a_room,
-                                a_in,
-                                0,
-                                0,
-                                kk,
-                                0,
-                                COPY_SLICES,
-                                COPIES,
-                            );
-                            if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
-                                let at = if m_row_in && gm < kv {
-                                    m_row_at + gm
-                                } else {
-                                    0
-                                };
-                                cp_async(
-                                    &mut m_tile[ws][m_tile_row][m_ch * 4],
-                                    &a_meta[at],
-                                    16,
-                                    16,
-                                );
-                            }
-                            // B (16-byte copies only: the element-wise form
-                            // loaded it at the top of the step). A row-major
-                            // B's n is a multiple of 8: a chunk is wholly in
-                            // or out.
-                            let gk = k0 + b_ch * 8;
-                            let k_bytes = if gk < k { (k - gk).min(8) * 2 } else { 0 };
-                            let k_at = if gk < k { gk } else { 0 };
-                            if ALIGNED && B_ROW_MAJOR {
-                                tile::copy_slice_edge::<B_COPIES, B_ROWS, true>(
-                                    &mut b_tile[ws],
-                                    b,
-                                    b_row,
-                                    b_col,
-                                    b_first,
-                                    b_step,
-                                    k0 * n,
-                                    16,
-                                    0,
-                                    b_gn < n,
-                                    k0,
-                                    k,
-                                    kk,
-                                    A_COPIES + 1,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            } else if ALIGNED {
-                                tile::copy_slice_edge::<B_COPIES, B_ROWS, false>(
-                                    &mut b_tile[ws],
-                                    b,
-                                    b_row,
-                                    b_col,
-                                    b_first,
-                                    b_step,
-                                    k_at,
-                                    k_bytes,
-                                    b_room,
-                                    true,
-                                    0,
-                                    0,
-                                    kk,
-                                    A_COPIES + 1,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            }
+                        tile::copy_slices::<
+                            A_COPIES,
+                            A_ROWS,
+                            false,
+                            B_COPIES,
+                            B_ROWS,
+                            B_ROW_MAJOR,
+                            { A_COPIES + 1 },
+                            COPY_SLICES,
+                            COPIES,
+                        >(
+                            &mut a_tile[ws],
+                            &mut b_tile[ws],
+                            a,
+                            b,
+                            a_copy,
+                            b_copy,
+                            (kept0, k0),
+                            k,
+                            (true, ALIGNED),
+                            path,
+                            kk,
+                        );
+                        if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
+                            // At an edge, metadata past the matrix reads the
+                            // first block instead (any word is legal; the zero
+                            // values make its product zero).
+                            let inside = path == 0 || m_row_in && gm < kv;
+                            let at = if inside { m_row_at + gm } else { 0 };
+                            cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
                         }
                     }
                     tile::end_k_step::<STEPS, COPY_SLICES, STAGES>(kk, path, t);
                 }
             }
         }
-        // The stages rotate: this step's read stage is the next step's write
-        // stage.
         ws = rs;
         rs = ns;
         ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
     }
 
-    // The block's tile again, so that it is not live through the main loop.
-    let (row0, col0) = tile::grouped_tile_order::<BM, BN>();
     // C is stored in either layout: a column-major C cannot be computed as
     // C^T = B^T A^T (as the dense family does) when A is the sparse operand.
     // (`c_col_major` is a u32, 1 for column-major: a bool parameter becomes a
@@ -518,8 +368,6 @@ pub fn gemm_sparse<
         lane,
         wm0,
         wn0,
-        row0,
-        col0,
     );
 }
 

@@ -160,18 +160,19 @@ pub fn gemm_tc<
     b_row_major: bool,
 ) {
     // Elements per 16-byte chunk; the block's threads; each thread's 16-byte
-    // copies per k-tile, of A, of B and in all; the rows of a k-contiguous
-    // tile that one pass of the threads copies, and the k rows of an m- or
-    // n-contiguous one; the MMA k steps (32 bytes of k) per k-tile; and the
+    // copies per k-tile, of A, of B and in all; the rows of A's and of B's
+    // tile that one pass of the threads copies (k rows of an m- or
+    // n-contiguous one); the MMA k steps (32 bytes of k) per k-tile; and the
     // slices a tile's copies are issued in ([`tile`]).
     const CH: u32 = 16 / T::BYTES;
     const THREADS: u32 = BM / WARP * (BN / WARP) * 32;
     const A_COPIES: u32 = BM * (BK / CH) / THREADS;
     const B_COPIES: u32 = BN * (BK / CH) / THREADS;
     const COPIES: u32 = A_COPIES + B_COPIES;
-    const ROWS: u32 = THREADS / (BK / CH);
-    const A_K_ROWS: u32 = THREADS / (BM / CH);
-    const B_K_ROWS: u32 = THREADS / (BN / CH);
+    const A_ROWS: u32 =
+        THREADS / (BK / CH) * (1 - A_COL_MAJOR as u32) + THREADS / (BM / CH) * A_COL_MAJOR as u32;
+    const B_ROWS: u32 =
+        THREADS / (BK / CH) * (1 - B_ROW_MAJOR as u32) + THREADS / (BN / CH) * B_ROW_MAJOR as u32;
     const STEPS: u32 = BK / (2 * CH);
     const COPY_SLICES: u32 = STEPS - 1 - (STEPS - 2) * (STAGES == 2) as u32;
     // A: BM rows of BK, or BK rows of BM when column-major; B: BN rows of
@@ -199,58 +200,12 @@ pub fn gemm_tc<
     let mut b_pair = [[0u32; 4]; WARP / 16];
     let mut b_frag = [[[0u32; 2]; WARP / 8]; 2];
 
-    // Copy slots of k-contiguous tiles: thread `tid` copies chunk `cp_ch` of
-    // rows `cp_row + l * ROWS` of each tile. ROWS is a multiple of the
-    // swizzle period, so the swizzled chunk is the same for all of them, and
-    // only the k offset changes from tile to tile: everything else is
-    // computed once, here.
-    let cp_ch = tid % (BK / CH);
-    let cp_row = tid / (BK / CH);
-    let cp_col = (cp_ch ^ tile::swizzle::<{ BK * T::BYTES }>(cp_row)) * CH;
-    // Copy slots of m- or n-contiguous tiles: chunk `a_cp_ch` (m) of k rows
-    // `a_cp_row + l * A_K_ROWS`; the constraints make that step a multiple
-    // of 8, so the swizzle `a_cp_row % 8` holds for every row.
-    let a_cp_ch = if A_COL_MAJOR { tid % (BM / CH) } else { 0 };
-    let a_cp_row = if A_COL_MAJOR { tid / (BM / CH) } else { 0 };
-    let a_cp_col = if A_COL_MAJOR {
-        (a_cp_ch ^ tile::swizzle::<{ BM * T::BYTES }>(a_cp_row)) * CH
-    } else {
-        0
-    };
-    let a_gm = if A_COL_MAJOR { row0 + a_cp_ch * CH } else { 0 };
-    let b_cp_ch = if B_ROW_MAJOR { tid % (BN / CH) } else { 0 };
-    let b_cp_row = if B_ROW_MAJOR { tid / (BN / CH) } else { 0 };
-    let b_cp_col = if B_ROW_MAJOR {
-        (b_cp_ch ^ tile::swizzle::<{ BN * T::BYTES }>(b_cp_row)) * CH
-    } else {
-        0
-    };
-    let b_gn = if B_ROW_MAJOR { col0 + b_cp_ch * CH } else { 0 };
-    // Where the thread's copied rows start in global memory: its row `l` of
-    // a tile at `a_first + l * a_step` (k-contiguous: row `cp_row + l *
-    // ROWS` of the block's rows, k added per tile; m- or n-contiguous: k row
-    // `a_cp_row + l * A_K_ROWS` at the thread's chunk, k times the leading
-    // dimension added per tile). Two registers per operand, not one per row:
-    // the copies are issued among the MMAs, whose fragments and accumulators
+    // How the thread copies A's and B's k-tiles ([`tile::operand_copy`]):
+    // a base and a stride per operand, not a register per copied row: the
+    // copies are issued among the MMAs, whose fragments and accumulators
     // hold nearly all of the registers.
-    let mut a_first = a_at + (row0 + cp_row) * k;
-    let mut a_step = ROWS * k;
-    let mut b_first = b_at + (col0 + cp_row) * k;
-    let mut b_step = ROWS * k;
-    // How many of the block's rows, from the thread's first copied one, are
-    // inside the matrix (k-contiguous A: of m; B: of n): the edge copies test
-    // `l * ROWS < room` rather than keep the tile's origin live through the
-    // main loop.
-    let a_room = tile::room(row0 + cp_row, m);
-    let b_room = tile::room(col0 + cp_row, n);
-    if A_COL_MAJOR {
-        a_first = a_at + a_cp_row * m + a_gm;
-        a_step = A_K_ROWS * m;
-    }
-    if B_ROW_MAJOR {
-        b_first = b_at + b_cp_row * n + b_gn;
-        b_step = B_K_ROWS * n;
-    }
+    let a_copy = tile::operand_copy::<BM, BK, THREADS, A_COL_MAJOR, T>(tid, row0, m, k, a_at);
+    let b_copy = tile::operand_copy::<BN, BK, THREADS, B_ROW_MAJOR, T>(tid, col0, n, k, b_at);
 
     // ldmatrix rows ([`tile::load_fragments`]): A lane `lane` reads row
     // `lane % 16` of a 16-row block, B lane row `lane % 8 + 8 (lane / 16)`
@@ -290,68 +245,8 @@ pub fn gemm_tc<
             // step: among the MMAs, the loaded values would stay live beside
             // the fragments, and the 64 x 64 warp tiles spill. Tiles past the
             // last are not copied (their stage is never read).
-            if A_COL_MAJOR {
-                tile::load_chunks::<A_COPIES, A_K_ROWS, true>(
-                    &mut a_tile[ws],
-                    a,
-                    a_cp_row,
-                    a_cp_col,
-                    a_first,
-                    a_step,
-                    k0 * m,
-                    0,
-                    a_gm,
-                    m,
-                    k0,
-                    k,
-                );
-            } else {
-                tile::load_chunks::<A_COPIES, ROWS, false>(
-                    &mut a_tile[ws],
-                    a,
-                    cp_row,
-                    cp_col,
-                    a_first,
-                    a_step,
-                    k0 + cp_ch * CH,
-                    a_room,
-                    0,
-                    0,
-                    0,
-                    k,
-                );
-            }
-            if B_ROW_MAJOR {
-                tile::load_chunks::<B_COPIES, B_K_ROWS, true>(
-                    &mut b_tile[ws],
-                    b,
-                    b_cp_row,
-                    b_cp_col,
-                    b_first,
-                    b_step,
-                    k0 * n,
-                    0,
-                    b_gn,
-                    n,
-                    k0,
-                    k,
-                );
-            } else {
-                tile::load_chunks::<B_COPIES, ROWS, false>(
-                    &mut b_tile[ws],
-                    b,
-                    cp_row,
-                    cp_col,
-                    b_first,
-                    b_step,
-                    k0 + cp_ch * CH,
-                    b_room,
-                    0,
-                    0,
-                    0,
-                    k,
-                );
-            }
+            tile::load_chunks::<A_COPIES, A_ROWS, A_COL_MAJOR>(&mut a_tile[ws], a, a_copy, k0, k);
+            tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(&mut b_tile[ws], b, b_copy, k0, k);
         }
         let full = ALIGNED && interior && k0 + BK <= k;
         let computing = t >= STAGES - 1;
@@ -422,158 +317,32 @@ pub fn gemm_tc<
                             }
                         }
                     }
+                    // Slice `kk` of the step's copies (16-byte copies only:
+                    // the element-wise form loaded the tile at the top).
                     if kk < COPY_SLICES {
-                        if path == 0 {
-                            let gk = k0 + cp_ch * CH;
-                            if A_COL_MAJOR {
-                                tile::copy_slice::<A_COPIES, A_K_ROWS>(
-                                    &mut a_tile[ws],
-                                    a,
-                                    a_cp_row,
-                                    a_cp_col,
-                                    a_first,
-                                    a_step,
-                                    k0 * m,
-                                    kk,
-                                    0,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            } else {
-                                tile::copy_slice::<A_COPIES, ROWS>(
-                                    &mut a_tile[ws],
-                                    a,
-                                    cp_row,
-                                    cp_col,
-                                    a_first,
-                                    a_step,
-                                    gk,
-                                    kk,
-                                    0,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            }
-                            if B_ROW_MAJOR {
-                                tile::copy_slice::<B_COPIES, B_K_ROWS>(
-                                    &mut b_tile[ws],
-                                    b,
-                                    b_cp_row,
-                                    b_cp_col,
-                                    b_first,
-                                    b_step,
-                                    k0 * n,
-                                    kk,
-                                    A_COPIES,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            } else {
-                                tile::copy_slice::<B_COPIES, ROWS>(
-                                    &mut b_tile[ws],
-                                    b,
-                                    cp_row,
-                                    cp_col,
-                                    b_first,
-                                    b_step,
-                                    gk,
-                                    kk,
-                                    A_COPIES,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            }
-                        } else if ALIGNED {
-                            // At an edge: a chunk past the matrix reads nothing
-                            // (and names element 0) and zero-fills. The leading
-                            // dimensions are multiples of the chunk, so a chunk
-                            // is wholly in or out.
-                            let gk = k0 + cp_ch * CH;
-                            let k_bytes = if gk < k {
-                                (k - gk).min(CH) * T::BYTES
-                            } else {
-                                0
-                            };
-                            let k_at = if gk < k { gk } else { 0 };
-                            if A_COL_MAJOR {
-                                tile::copy_slice_edge::<A_COPIES, A_K_ROWS, true>(
-                                    &mut a_tile[ws],
-                                    a,
-                                    a_cp_row,
-                                    a_cp_col,
-                                    a_first,
-                                    a_step,
-                                    k0 * m,
-                                    16,
-                                    0,
-                                    a_gm < m,
-                                    k0,
-                                    k,
-                                    kk,
-                                    0,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            } else {
-                                tile::copy_slice_edge::<A_COPIES, ROWS, false>(
-                                    &mut a_tile[ws],
-                                    a,
-                                    cp_row,
-                                    cp_col,
-                                    a_first,
-                                    a_step,
-                                    k_at,
-                                    k_bytes,
-                                    a_room,
-                                    true,
-                                    0,
-                                    0,
-                                    kk,
-                                    0,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            }
-                            if B_ROW_MAJOR {
-                                tile::copy_slice_edge::<B_COPIES, B_K_ROWS, true>(
-                                    &mut b_tile[ws],
-                                    b,
-                                    b_cp_row,
-                                    b_cp_col,
-                                    b_first,
-                                    b_step,
-                                    k0 * n,
-                                    16,
-                                    0,
-                                    b_gn < n,
-                                    k0,
-                                    k,
-                                    kk,
-                                    A_COPIES,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            } else {
-                                tile::copy_slice_edge::<B_COPIES, ROWS, false>(
-                                    &mut b_tile[ws],
-                                    b,
-                                    cp_row,
-                                    cp_col,
-                                    b_first,
-                                    b_step,
-                                    k_at,
-                                    k_bytes,
-                                    b_room,
-                                    true,
-                                    0,
-                                    0,
-                                    kk,
-                                    A_COPIES,
-                                    COPY_SLICES,
-                                    COPIES,
-                                );
-                            }
-                        }
+                        tile::copy_slices::<
+                            A_COPIES,
+                            A_ROWS,
+                            A_COL_MAJOR,
+                            B_COPIES,
+                            B_ROWS,
+                            B_ROW_MAJOR,
+                            A_COPIES,
+                            COPY_SLICES,
+                            COPIES,
+                        >(
+                            &mut a_tile[ws],
+                            &mut b_tile[ws],
+                            a,
+                            b,
+                            a_copy,
+                            b_copy,
+                            (k0, k0),
+                            k,
+                            (ALIGNED, ALIGNED),
+                            path,
+                            kk,
+                        );
                     }
                     tile::end_k_step::<STEPS, COPY_SLICES, STAGES>(kk, path, t);
                 }
@@ -586,11 +355,9 @@ pub fn gemm_tc<
         ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
     }
 
-    // The block's tile again, so that it is not live through the main loop.
-    let (row0, col0) = tile::grouped_tile_order::<BM, BN>();
     epilogue::mma_epilogue::<BM, BN, true>(
         &mut acc, c, bias, m, n, batches, stride_c, alpha, beta, bias_mode, activation, 0, lane,
-        wm0, wn0, row0, col0,
+        wm0, wn0,
     );
 }
 

@@ -9,7 +9,7 @@
 //! copies of k-tile `t` into stage `t % STAGES` and commits them as one
 //! group; from step `STAGES - 1` on it also computes k-tile `t - (STAGES -
 //! 1)`, in `STEPS` MMA k steps, and issues its copies among those MMAs, a
-//! slice per k step ([`copy_slice`]; all at the first k step with two
+//! slice per k step ([`copy_slices`]; all at the first k step with two
 //! stages). Each k step's fragments are loaded one k step before its MMAs.
 //! Before the tile's last k step the block waits until at most `STAGES - 2`
 //! groups are in flight and meets at a barrier ([`end_k_step`]): that lands
@@ -19,7 +19,7 @@
 //! uniform over the block, each one block of straight-line code for ptxas
 //! to schedule: 0 computes and copies a tile wholly inside the matrices with
 //! plain 16-byte copies, 1 computes and copies at an edge with zero-filling
-//! ones ([`copy_slice_edge`]), 2 (the first `STAGES - 1` steps) only copies.
+//! ones, 2 (the first `STAGES - 1` steps) only copies.
 
 use warpforge::prelude::*;
 
@@ -68,80 +68,152 @@ pub fn room(from: u32, end: u32) -> u32 {
     }
 }
 
-/// One slice of this thread's 16-byte copies of a k-tile into `tile` (a
-/// stage), all inside the matrix: copy `l` of `N` writes row `row + l *
-/// ROWS`, chunk start `col`, from `src[first + l * step + at]`. The copies
-/// of a step are numbered across its operands (these are `before .. before
-/// + N` of `all`), and copy `e` is issued in slice `e * slices / all`,
-/// among the MMAs of k step `slice` ([the main loop](self)).
+/// How this thread copies the k-tiles of an operand whose tiles are `MN`
+/// rows (of m or n) by `BK` values of k, in a block of `THREADS` threads:
+/// the `copy` of [`copy_slice`]. The tile's 16-byte chunks are numbered
+/// along its rows, of k (or, `K_ROWS`, of m or n): thread `tid` copies
+/// chunk `tid % C` (`C` chunks per row) of rows `tid / C + l * THREADS / C`,
+/// which is a multiple of the swizzle's period, so the swizzled chunk is the
+/// same in every row it copies and in every tile. The block's tile starts at
+/// row (or column) `mn0` of `mn`; the operand's matrix at `src[at]`, `k`
+/// values deep.
 #[device]
-pub fn copy_slice<const N: u32, const ROWS: u32, const W: u32, const R: u32, T>(
-    #[shared] tile: &mut [[T; W]; R],
-    src: &[T],
-    row: u32,
-    col: u32,
-    first: u32,
-    step: u32,
+pub fn operand_copy<
+    const MN: u32,
+    const BK: u32,
+    const THREADS: u32,
+    const K_ROWS: bool,
+    T: Number,
+>(
+    tid: u32,
+    mn0: u32,
+    mn: u32,
+    k: u32,
     at: u32,
+) -> (u32, u32, u32, u32, u32, u32, u32) {
+    const CH: u32 = 16 / T::BYTES;
+    const CHUNKS: u32 = MN / CH * K_ROWS as u32 + BK / CH * (1 - K_ROWS as u32);
+    let ch = tid % CHUNKS;
+    let row = tid / CHUNKS;
+    let col = (ch ^ swizzle::<{ CHUNKS * 16 }>(row)) * CH;
+    // K_ROWS: the chunk's first m or n index; rows of k, `mn` apart.
+    let first_mn = mn0 + ch * CH;
+    let ld = if K_ROWS { mn } else { k };
+    let first = if K_ROWS {
+        at + row * mn + first_mn
+    } else {
+        at + (mn0 + row) * k
+    };
+    let rows_in = if K_ROWS { 0 } else { room(mn0 + row, mn) };
+    let chunk = if K_ROWS { first_mn } else { ch * CH };
+    (row, col, first, THREADS / CHUNKS * ld, rows_in, chunk, ld)
+}
+
+/// Slice `slice` of a main-loop step's 16-byte copies of A's and of B's
+/// k-tiles (at k `k0.0` and `k0.1`) in the step's form `path`, of the
+/// operands `copied` names (an operand loaded element by element in this
+/// step is not copied here): [`copy_slice`] for each. A's copies are the
+/// step's first, B's are numbered from `B_BEFORE`, `ALL` in all.
+#[device]
+pub fn copy_slices<
+    const A_N: u32,
+    const A_ROWS: u32,
+    const A_K_ROWS: bool,
+    const B_N: u32,
+    const B_ROWS: u32,
+    const B_K_ROWS: bool,
+    const B_BEFORE: u32,
+    const SLICES: u32,
+    const ALL: u32,
+    const AW: u32,
+    const AR: u32,
+    const BW: u32,
+    const BR: u32,
+    T: Number,
+>(
+    #[shared] a_tile: &mut [[T; AW]; AR],
+    #[shared] b_tile: &mut [[T; BW]; BR],
+    a: &[T],
+    b: &[T],
+    a_copy: (u32, u32, u32, u32, u32, u32, u32),
+    b_copy: (u32, u32, u32, u32, u32, u32, u32),
+    k0: (u32, u32),
+    k: u32,
+    copied: (bool, bool),
+    path: u32,
     slice: u32,
-    before: u32,
-    slices: u32,
-    all: u32,
 ) {
-    #[unroll]
-    for l in 0..N {
-        if (before + l) * slices / all == slice {
-            let r = row + l * ROWS;
-            cp_async(&mut tile[r][col], &src[first + l * step + at], 16, 16);
-        }
+    let order = (slice, SLICES, ALL);
+    if copied.0 {
+        copy_slice::<A_N, A_ROWS, A_K_ROWS, 0>(a_tile, a, a_copy, k0.0, k, path, order);
+    }
+    if copied.1 {
+        copy_slice::<B_N, B_ROWS, B_K_ROWS, B_BEFORE>(b_tile, b, b_copy, k0.1, k, path, order);
     }
 }
 
-/// [`copy_slice`] at an edge of the matrix: a chunk inside it reads its
-/// first `bytes` (and zero-fills the rest); one past it reads nothing,
-/// names element 0 and zero-fills. Row `l` of a k-contiguous tile (rows of
-/// k values) is inside when `l * ROWS < room` and `in_mn` (`true`, or the
-/// sparse A's test that the chunk is inside its row); of a tile of k rows
-/// (`K_ROWS`) when `in_mn` (the thread's chunk is inside m or n) and its k,
-/// `k0 + row + l * ROWS`, is below `k`.
+/// One slice of this thread's 16-byte copies of an operand's k-tile at k
+/// `k0` into `tile` (a stage), in the main loop's form `path`.
+///
+/// `copy` says how the thread copies the operand, worked out once before
+/// the main loop: `(row, col, first, step, room, chunk, end)`. Its copy `l`
+/// writes row `row + l * ROWS` of the stage from element `col` and reads
+/// `src[first + l * step + at]`, where the tile's offset `at` is
+/// - in a k-contiguous tile (rows of k values) `k0 + chunk` (`chunk`: the
+///   k of the thread's chunk within a tile); `room` of the rows from `row`
+///   are inside the matrix (of m or n), and a row has `end` values;
+/// - in a tile of k rows (`K_ROWS`: m- or n-contiguous) `k0 * end`: the
+///   chunk starts at m or n index `chunk` of `end` (the leading dimension),
+///   and row `l` holds k `k0 + row + l * ROWS`, inside below `k`.
+///
+/// Form 0 copies a tile inside the matrix; form 1 one at an edge, where a
+/// chunk outside reads nothing, names element 0 and zero-fills. The leading
+/// dimensions and `end` are multiples of the chunk (16-byte copies need
+/// it), so a chunk is wholly in or out. The copies of a step are numbered across its
+/// operands, these `BEFORE .. BEFORE + N` of `order.2`, and copy `e` is
+/// issued in slice `e * order.1 / order.2`, among the MMAs of k step
+/// `order.0` ([the main loop](self)).
 #[device]
-pub fn copy_slice_edge<
+pub fn copy_slice<
     const N: u32,
     const ROWS: u32,
     const K_ROWS: bool,
+    const BEFORE: u32,
     const W: u32,
     const R: u32,
-    T,
+    T: Number,
 >(
     #[shared] tile: &mut [[T; W]; R],
     src: &[T],
-    row: u32,
-    col: u32,
-    first: u32,
-    step: u32,
-    at: u32,
-    bytes: u32,
-    room: u32,
-    in_mn: bool,
+    copy: (u32, u32, u32, u32, u32, u32, u32),
     k0: u32,
     k: u32,
-    slice: u32,
-    before: u32,
-    slices: u32,
-    all: u32,
+    path: u32,
+    order: (u32, u32, u32),
 ) {
+    let (row, col, first, step, room, chunk, end) = copy;
+    let (slice, slices, all) = order;
+    let at = if K_ROWS { k0 * end } else { k0 + chunk };
     #[unroll]
     for l in 0..N {
-        if (before + l) * slices / all == slice {
+        if (BEFORE + l) * slices / all == slice {
             let r = row + l * ROWS;
-            if K_ROWS {
-                let inside = in_mn && k0 + r < k;
+            if path == 0 {
+                cp_async(&mut tile[r][col], &src[first + l * step + at], 16, 16);
+            } else if K_ROWS {
+                let inside = chunk < end && k0 + r < k;
                 let from = if inside { first + l * step + at } else { 0 };
-                let read = if inside { bytes } else { 0 };
+                let read = if inside { 16u32 } else { 0 };
                 cp_async(&mut tile[r][col], &src[from], 16, read);
             } else {
-                let inside = l * ROWS < room && in_mn;
-                let from = if inside { first + l * step + at } else { 0 };
+                let bytes = if at < end {
+                    (end - at).min(16 / T::BYTES) * T::BYTES
+                } else {
+                    0
+                };
+                let k_at = if at < end { at } else { 0 };
+                let inside = l * ROWS < room;
+                let from = if inside { first + l * step + k_at } else { 0 };
                 let read = if inside { bytes } else { 0 };
                 cp_async(&mut tile[r][col], &src[from], 16, read);
             }
@@ -149,14 +221,11 @@ pub fn copy_slice_edge<
     }
 }
 
-/// This thread's chunks of a k-tile copied element by element through
-/// registers (for leading dimensions without 16-byte alignment): element
-/// `q` of chunk `l` (of `N`) goes to `tile[row + l * ROWS][col + q]`, read
-/// where it is inside the matrix and zero otherwise. A k-contiguous tile
-/// reads `src[first + l * step + at + q]` for `l * ROWS < room` (the row)
-/// and `at + q < k` (the element's k: `at` is the chunk's); a tile of k rows
-/// (`K_ROWS`) reads `src[first + l * step + at + q]` for `mn0 + q < mn`
-/// (the element's m or n) and `k0 + row + l * ROWS < k` (the row's k).
+/// This thread's chunks of a k-tile at k `k0` copied element by element
+/// through registers (for leading dimensions without 16-byte alignment),
+/// as [`copy_slice`] copies them (`copy` is the same): element `q` of chunk
+/// `l` (of `N`) goes to `tile[row + l * ROWS][col + q]`, read where it is
+/// inside the matrix and zero otherwise.
 #[device]
 pub fn load_chunks<
     const N: u32,
@@ -168,31 +237,25 @@ pub fn load_chunks<
 >(
     #[shared] tile: &mut [[T; W]; R],
     src: &[T],
-    row: u32,
-    col: u32,
-    first: u32,
-    step: u32,
-    at: u32,
-    room: u32,
-    mn0: u32,
-    mn: u32,
+    copy: (u32, u32, u32, u32, u32, u32, u32),
     k0: u32,
     k: u32,
 ) {
+    let (row, col, first, step, room, chunk, end) = copy;
     #[unroll]
     for l in 0..N {
         let r = row + l * ROWS;
         #[unroll]
         for q in 0..16 / T::BYTES {
             if K_ROWS {
-                tile[r][col + q] = if mn0 + q < mn && k0 + r < k {
-                    src[first + l * step + at + q]
+                tile[r][col + q] = if chunk + q < end && k0 + r < k {
+                    src[first + l * step + k0 * end + q]
                 } else {
                     T::ZERO
                 };
             } else {
-                let gk = at + q;
-                tile[r][col + q] = if l * ROWS < room && gk < k {
+                let gk = k0 + chunk + q;
+                tile[r][col + q] = if l * ROWS < room && gk < end {
                     src[first + l * step + gk]
                 } else {
                     T::ZERO

@@ -106,6 +106,35 @@ fn tuples_name_their_parts_without_copies() {
 }
 
 #[test]
+fn constant_parts_stay_constants() {
+    // A part made of const parameters and `#[unroll]` variables is read in
+    // place: it indexes registers and bounds unrolled loops.
+    same_ptx(
+        "arch(sm_80), tune(N = [2, 4])",
+        "fn k<const N: u32>(y: &mut [f32]) {
+            let mut acc = [1.0f32; 8];
+            #[unroll]
+            for i in 0..2 {
+                let at = (N / 2 + i, N);
+                #[unroll]
+                for j in 0..at.1 { acc[at.0 + j] += 1.0; }
+            }
+            y[0] = acc[3];
+        }",
+        &[],
+        "fn k<const N: u32>(y: &mut [f32]) {
+            let mut acc = [1.0f32; 8];
+            #[unroll]
+            for i in 0..2 {
+                #[unroll]
+                for j in 0..N { acc[N / 2 + i + j] += 1.0; }
+            }
+            y[0] = acc[3];
+        }",
+    );
+}
+
+#[test]
 fn a_tuple_keeps_the_values_it_was_made_of() {
     // As in Rust: a tuple holds copies, so a variable changed after it was
     // made does not change it.

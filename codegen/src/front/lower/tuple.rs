@@ -4,8 +4,9 @@
 //! = slot;`).
 //!
 //! A tuple has no storage of its own: each part is bound as a name is, to
-//! the immutable local it was made from, to a constant read in place, or
-//! else to a new immutable local holding the value. So handing a tuple on
+//! a constant read in place (literals, const parameters, `#[unroll]`
+//! variables and expressions of them), to the immutable local it was made
+//! from, or else to a new immutable local holding the value. So handing a tuple on
 //! costs nothing, and it is immutable: its parts are the values they had
 //! when it was made, as in Rust when a variable it was made from changes
 //! later.
@@ -15,6 +16,7 @@ use proc_macro2::Ident;
 use super::scope::Binding;
 use super::syntax::peel;
 use super::{Lowered, Lowerer};
+use crate::front::constness;
 use crate::ir::{Block, Expr, ExprKind, Place, Scalar, Space, Stmt};
 
 impl Lowerer<'_> {
@@ -257,11 +259,14 @@ impl Lowerer<'_> {
     /// How a part made of `value` is bound: to the immutable local it
     /// reads, to a constant read in place, or to a new immutable local.
     fn part_binding(&mut self, value: Expr, name: String, out: &mut Block) -> Binding {
+        // A constant (`BK / 2`, an `#[unroll]` variable) stays one where it
+        // is read: a loop bound, a register index, a test ptxas folds.
+        let constant = constness::non_constant_part(&value, &self.names(), &self.unroll_vars);
+        if constant.is_none() {
+            self.named.push(value);
+            return Binding::Named(self.named.len() - 1);
+        }
         match &value.kind {
-            ExprKind::Literal(_) | ExprKind::Const(_) => {
-                self.named.push(value);
-                Binding::Named(self.named.len() - 1)
-            }
             ExprKind::Load(place) => match &**place {
                 Place::Local { local, indices }
                     if indices.is_empty() && !self.locals[*local as usize].mutable =>
