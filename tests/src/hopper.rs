@@ -12,7 +12,7 @@
 //!   A wrong descriptor field, swizzle or fragment layout moves whole rows,
 //!   columns or chunks, which the float64 comparison reports by element.
 //! - `mbarrier_phases`: warps 1-3 hand a buffer to warp 0 through a `full`
-//!   mbarrier of 96 arrivals and get it back through a `free` one, over
+//!   mbarrier of 96 arrivals and get it back through a `free` one of 32, over
 //!   several phases: a phase that completed early, a parity that did not
 //!   flip, or a first wait on the phase before phase 0 that blocked would
 //!   show as stale values or a hang.
@@ -125,7 +125,10 @@ pub fn mbarrier_phases(rounds: u32, out: &mut [u32]) {
     let t = thread_idx().x;
     if t == 0 {
         mbarrier_init(&mut full[0], 96);
-        mbarrier_init(&mut free[0], 1);
+        // Every reader arrives: an arrival releases only its own thread's
+        // loads, so one elected arrival would leave the other lanes' loads
+        // unordered before the next round's stores.
+        mbarrier_init(&mut free[0], 32);
         fence_mbarrier_init();
     }
     sync_threads();
@@ -141,9 +144,7 @@ pub fn mbarrier_phases(rounds: u32, out: &mut [u32]) {
             out[r * 96 + t] = buffer[t];
             out[r * 96 + t + 32] = buffer[t + 32];
             out[r * 96 + t + 64] = buffer[t + 64];
-            if t == 0 {
-                mbarrier_arrive_expect_tx(&mut free[0], 0);
-            }
+            mbarrier_arrive_expect_tx(&mut free[0], 0);
         }
         parity ^= 1;
     }
