@@ -340,21 +340,57 @@ pub enum MbarrierOp {
     InitFence,
 }
 
-/// The input type of a [`Wgmma`]: f32 accumulators, m64nNk16.
+/// The input type of a [`Wgmma`], which fixes its k, its accumulator type
+/// and its legal N. One instruction reads 32 bytes of k of each row: k16
+/// for the 16-bit types, k8 for tf32 (`f32` tiles whose low 13 bits the
+/// hardware ignores), k32 for the 8-bit ones. The DSL has no fp8 scalar:
+/// e4m3 and e5m2 tiles are `u8` arrays holding the bit patterns, and only
+/// the function's name says how the bytes are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WgmmaKind {
     F16,
     Bf16,
+    Tf32,
+    S8,
+    U8,
+    E4m3,
+    E5m2,
 }
 
 impl WgmmaKind {
-    pub const ALL: [WgmmaKind; 2] = [WgmmaKind::F16, WgmmaKind::Bf16];
+    pub const ALL: [WgmmaKind; 7] = [
+        WgmmaKind::F16,
+        WgmmaKind::Bf16,
+        WgmmaKind::Tf32,
+        WgmmaKind::S8,
+        WgmmaKind::U8,
+        WgmmaKind::E4m3,
+        WgmmaKind::E5m2,
+    ];
 
-    /// The DSL function: `wgmma_m64k16_f16`, `wgmma_m64k16_bf16`.
+    /// The DSL function: `wgmma_m64k16_f16`, `wgmma_m64k8_tf32`,
+    /// `wgmma_m64k32_s8`, `wgmma_m64k32_e4m3`, ..
     pub fn function(self) -> &'static str {
         match self {
             WgmmaKind::F16 => "wgmma_m64k16_f16",
             WgmmaKind::Bf16 => "wgmma_m64k16_bf16",
+            WgmmaKind::Tf32 => "wgmma_m64k8_tf32",
+            WgmmaKind::S8 => "wgmma_m64k32_s8",
+            WgmmaKind::U8 => "wgmma_m64k32_u8",
+            WgmmaKind::E4m3 => "wgmma_m64k32_e4m3",
+            WgmmaKind::E5m2 => "wgmma_m64k32_e5m2",
+        }
+    }
+
+    /// The generic function whose element type picks this form
+    /// (`wgmma_m64k16::<T, N>`, `wgmma_m64k8::<f32, N>`,
+    /// `wgmma_m64k32::<i8, N>`); none for fp8, whose tiles are `u8`.
+    pub fn generic_function(self) -> Option<&'static str> {
+        match self {
+            WgmmaKind::F16 | WgmmaKind::Bf16 => Some("wgmma_m64k16"),
+            WgmmaKind::Tf32 => Some("wgmma_m64k8"),
+            WgmmaKind::S8 | WgmmaKind::U8 => Some("wgmma_m64k32"),
+            WgmmaKind::E4m3 | WgmmaKind::E5m2 => None,
         }
     }
 
@@ -363,12 +399,54 @@ impl WgmmaKind {
         match self {
             WgmmaKind::F16 => Scalar::F16,
             WgmmaKind::Bf16 => Scalar::Bf16,
+            WgmmaKind::Tf32 => Scalar::F32,
+            WgmmaKind::S8 => Scalar::I8,
+            WgmmaKind::U8 | WgmmaKind::E4m3 | WgmmaKind::E5m2 => Scalar::U8,
         }
     }
 
-    /// The k of one instruction, in elements.
+    /// The type of the accumulators: `i32` for the integer forms, else `f32`.
+    pub fn accumulator(self) -> Scalar {
+        match self {
+            WgmmaKind::S8 | WgmmaKind::U8 => Scalar::I32,
+            _ => Scalar::F32,
+        }
+    }
+
+    /// The type of A and B as PTX names it.
+    pub fn ptx_type(self) -> &'static str {
+        match self {
+            WgmmaKind::F16 => "f16",
+            WgmmaKind::Bf16 => "bf16",
+            WgmmaKind::Tf32 => "tf32",
+            WgmmaKind::S8 => "s8",
+            WgmmaKind::U8 => "u8",
+            WgmmaKind::E4m3 => "e4m3",
+            WgmmaKind::E5m2 => "e5m2",
+        }
+    }
+
+    /// The k of one instruction, in elements: 32 bytes of each row.
     pub fn k(self) -> u32 {
-        16
+        32 / self.element().size_bytes()
+    }
+
+    /// Whether `n` is a legal N: 8 to 256 in steps of 8, except that the
+    /// integer forms take 8, 16, 24, then 32 to 256 in steps of 16.
+    pub fn legal_n(self, n: i64) -> bool {
+        let steps_of_8 = (8..=256).contains(&n) && n % 8 == 0;
+        match self.accumulator() {
+            Scalar::I32 => steps_of_8 && (n <= 24 || n % 16 == 0),
+            _ => steps_of_8,
+        }
+    }
+
+    /// The legal N, in words.
+    pub fn n_rule(self) -> &'static str {
+        match self.accumulator() {
+            Scalar::I32 => "8, 16, 24, then 32 to 256 in steps of 16",
+            _ => "8 to 256 in steps of 8",
+        }
     }
 }
 
@@ -415,8 +493,9 @@ impl Swizzle {
 /// A K-major operand of a [`Wgmma`] in shared memory, from which the
 /// backend builds the 64-bit matrix descriptor. The tile is a shared array
 /// whose innermost dimension is one row of k: `swizzle.bytes()` bytes when
-/// swizzled, 16 bytes (8 16-bit elements) without a swizzle, where the
-/// dimension outside the rows steps k by 8 elements. `start` is the
+/// swizzled, 16 bytes (8 16-bit, 4 `f32` or 16 8-bit elements) without a
+/// swizzle, where the dimension outside the rows steps k by those 16 bytes.
+/// `start` is the
 /// operand's first element (row 0, k 0 of this instruction).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MatrixDescriptor {
@@ -424,15 +503,16 @@ pub struct MatrixDescriptor {
     pub swizzle: Swizzle,
 }
 
-/// `d = a b (+ d)`: one `wgmma.mma_async` m64nNk16 with A (64 x 16) and B
-/// (N x 16) read from shared memory, both K-major, and f32 accumulators.
+/// `d = a b (+ d)`: one `wgmma.mma_async` m64nNk (k = [`WgmmaKind::k`])
+/// with A (64 x k) and B (N x k) read from shared memory, both K-major, and
+/// the accumulators of [`WgmmaKind::accumulator`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Wgmma {
     pub kind: WgmmaKind,
-    /// N: a `u32` constant expression, 8..=256 in steps of 8 after
+    /// N: a `u32` constant expression, [`WgmmaKind::legal_n`] after
     /// specialization.
     pub n: Expr,
-    /// N / 2 `f32` per thread: element `4j + 2h + i` of thread `t` (warp
+    /// N / 2 accumulators per thread: element `4j + 2h + i` of thread `t` (warp
     /// `w = t / 32`, lane `l`) is D[16w + l / 4 + 8h][8j + 2 (l % 4) + i].
     pub acc: Fragment,
     pub a: MatrixDescriptor,

@@ -432,16 +432,28 @@ fn sm_70_zero_fills_past_src_bytes_in_registers() {
 /// shared array declaration) through descriptors at `a_at` and `b_at` with
 /// swizzle `swizzle`.
 fn wgmma_source(n: u32, acc: &str, tiles: (&str, &str), at: (&str, &str), swizzle: u32) -> String {
+    wgmma_call_source("wgmma_m64k16_f16", n, acc, tiles, at, swizzle)
+}
+
+/// [`wgmma_source`] for the wgmma function `call`.
+fn wgmma_call_source(
+    call: &str,
+    n: u32,
+    acc: &str,
+    tiles: (&str, &str),
+    at: (&str, &str),
+    swizzle: u32,
+) -> String {
     format!(
         "#[kernel(arch(sm_90a), block(128))] fn k(c: &mut [f32]) {{
             let mut a: {} = shared();
             let mut b: {} = shared();
             let mut acc = {acc};
             wgmma_fence();
-            wgmma_m64k16_f16::<{n}>(&mut acc, matrix_desc(&a{}, {swizzle}), matrix_desc(&b{}, {swizzle}), false);
+            {call}::<{n}>(&mut acc, matrix_desc(&a{}, {swizzle}), matrix_desc(&b{}, {swizzle}), false);
             wgmma_commit();
             wgmma_wait(0);
-            c[thread_idx().x] = acc[0];
+            c[thread_idx().x] = acc[0] as f32;
         }}",
         tiles.0, tiles.1, at.0, at.1
     )
@@ -517,4 +529,78 @@ fn wgmma_shapes_are_checked_per_variant() {
         0
     ))
     .contains("starts at k group 1 of `a`, which has 2"));
+}
+
+/// [`wgmma_call_source`] with both operands from element 0.
+fn wgmma_form_source(call: &str, n: u32, acc: &str, tiles: (&str, &str), swizzle: u32) -> String {
+    let at = if swizzle == 0 { "[0][0][0]" } else { "[0][0]" };
+    wgmma_call_source(call, n, acc, tiles, (at, at), swizzle)
+}
+
+#[test]
+fn wgmma_forms_of_every_type_are_checked_per_variant() {
+    let error = |source: String| compile_error(&source, Arch::Sm90a);
+    let text = |source: String| compile(&source, Arch::Sm90a).unwrap().text;
+    let bytes8 = ("[[i8; 128]; 64]", "[[i8; 128]; 256]");
+    for n in [8, 16, 24, 32, 48, 64, 240, 256] {
+        let acc = format!("[0i32; {}]", n / 2);
+        let m = text(wgmma_form_source("wgmma_m64k32_s8", n, &acc, bytes8, 128));
+        assert!(m.contains(&format!("m64n{n}k32.s32.s8.s8")), "{m}");
+    }
+    assert!(error(wgmma_form_source(
+        "wgmma_m64k32_s8",
+        40,
+        "[0i32; 20]",
+        bytes8,
+        128
+    ))
+    .contains("`wgmma_m64k32_s8::<40>`: N is 8, 16, 24, then 32 to 256 in steps of 16 (m64nNk32)"));
+    // The fp8 forms take every N in steps of 8, as tf32 does.
+    let fp8 = ("[[u8; 128]; 64]", "[[u8; 128]; 64]");
+    let m = text(wgmma_form_source(
+        "wgmma_m64k32_e5m2",
+        40,
+        "[0.0f32; 20]",
+        fp8,
+        128,
+    ));
+    assert!(m.contains("m64n40k32.f32.e5m2.e5m2"), "{m}");
+    assert!(error(wgmma_form_source(
+        "wgmma_m64k32_u8",
+        64,
+        "[0i32; 16]",
+        fp8,
+        128
+    ))
+    .contains(
+        "the accumulator of `wgmma_m64k32_u8` is 32 `i32` per lane, but a row of `acc` is 16"
+    ));
+    let tf32 = ("[[f32; 32]; 64]", "[[f32; 32]; 64]");
+    text(wgmma_form_source(
+        "wgmma_m64k8_tf32",
+        64,
+        "[0.0f32; 32]",
+        tf32,
+        128,
+    ));
+    assert!(error(wgmma_form_source("wgmma_m64k8_tf32", 64, "[0.0f32; 32]", ("[[f32; 64]; 64]", tf32.1), 128))
+        .contains("the A tile `a` of `wgmma_m64k8_tf32` is [64][64] with swizzle 128: declare it `[[f32; 32]; ROWS]`"));
+    let plain = ("[[[f32; 4]; 64]; 2]", "[[[f32; 4]; 64]; 2]");
+    text(wgmma_form_source(
+        "wgmma_m64k8_tf32",
+        64,
+        "[0.0f32; 32]",
+        plain,
+        0,
+    ));
+    assert!(error(wgmma_form_source("wgmma_m64k8_tf32", 64, "[0.0f32; 32]", ("[[[f32; 8]; 64]; 2]", plain.1), 0))
+        .contains("declare it `[[[f32; 4]; ROWS]; K / 4]`: core matrices of 8 rows of 16 bytes, the outer dimension stepping k by 4"));
+    let plain8 = ("[[[u8; 16]; 64]; 2]", "[[[u8; 16]; 64]; 2]");
+    text(wgmma_form_source(
+        "wgmma_m64k32_e4m3",
+        64,
+        "[0.0f32; 32]",
+        plain8,
+        0,
+    ));
 }

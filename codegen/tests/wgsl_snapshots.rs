@@ -53,6 +53,10 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
     ),
     ("wgmma", "shared array `a_plain` of type bf16"),
     (
+        "wgmma_types",
+        "parameter `q: &[i8]` (WGSL storage has no 8-bit elements)",
+    ),
+    (
         "wmma",
         "`wmma_load_c_row` (Tensor Core and warp matrix operations)",
     ),

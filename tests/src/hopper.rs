@@ -2,15 +2,23 @@
 //! before any kernel relies on them: what the PTX ISA describes but only a
 //! device can confirm.
 //!
-//! - `wgmma_sw128` and `wgmma_plain`: one warpgroup stores a 64 x 64 tile
-//!   of A and an N x 64 tile of B (both K-major: rows of k) in shared
-//!   memory in the layout a swizzle needs (128-byte swizzle: chunk `c` of
-//!   row `r` at `c ^ (r % 8)`; none: core matrices `[k / 8][row][k % 8]`),
-//!   runs `STEPS` chained m64nNk16 wgmmas (k = 16 STEPS) from descriptors
-//!   and stores the accumulators through their fragment layout (element
-//!   `4j + 2h + i` of thread `t` is D[16 (t / 32) + t % 32 / 4 + 8h][8j + 2 (t % 4) + i]).
+//! - `wgmma_sw128` and `wgmma_plain`, one instance per element type (f16,
+//!   bf16, tf32 on `f32` tiles, s8, u8, and e4m3/e5m2 on `u8` tiles): one
+//!   warpgroup stores a 64 x K tile of A and an N x K tile of B (both
+//!   K-major: rows of K = 128 bytes of k) in shared memory in the layout a
+//!   swizzle needs (128-byte swizzle: 16-byte chunk `c` of row `r` at
+//!   `c ^ (r % 8)`; none: core matrices `[k / E][row][k % E]`, E elements
+//!   in 16 bytes), runs `STEPS` chained wgmmas (32 bytes of k each: k16,
+//!   k8 for tf32, k32 for the 8-bit types) from descriptors and stores the
+//!   accumulators (`f32`, `i32` for s8/u8) through their fragment layout
+//!   (element `4j + 2h + i` of thread `t` is D[16 (t / 32) + t % 32 / 4 + 8h][8j + 2 (t % 4) + i]).
 //!   A wrong descriptor field, swizzle or fragment layout moves whole rows,
-//!   columns or chunks, which the float64 comparison reports by element.
+//!   columns or chunks, which the float64 comparison reports by element:
+//!   exact for s8/u8 (every value drawn), within 1e-5 of the magnitude sum
+//!   for f16/bf16 and for fp8 (values drawn so that the sums are exact in
+//!   f32), 1e-3 for tf32, whose unrounded f32 inputs are compared with both readings of
+//!   tf32 (rounded to nearest, truncated), the report giving each one's
+//!   largest error.
 //! - `mbarrier_phases`: warps 1-3 hand a buffer to warp 0 through a `full`
 //!   mbarrier of 96 arrivals and get it back through a `free` one of 32, over
 //!   several phases: a phase that completed early, a parity that did not
@@ -22,10 +30,10 @@ use warpforge::prelude::*;
 use crate::report::Report;
 use crate::Inputs;
 
-/// Writes a warpgroup's m64nN f32 accumulators (`H = N / 2` per thread) to
-/// `c`, row-major 64 x N, through the wgmma fragment layout.
+/// Writes a warpgroup's m64nN accumulators (`H = N / 2` per thread, `f32`
+/// or `i32`) to `c`, row-major 64 x N, through the wgmma fragment layout.
 #[device]
-pub fn store_wgmma_accumulators<const H: u32>(acc: &[f32; H], c: &mut [f32]) {
+pub fn store_wgmma_accumulators<D: Number, const H: u32>(acc: &[D; H], c: &mut [D]) {
     let t = thread_idx().x;
     let w = t / 32;
     let g = t % 32 / 4;
@@ -36,40 +44,91 @@ pub fn store_wgmma_accumulators<const H: u32>(acc: &[f32; H], c: &mut [f32]) {
     }
 }
 
-/// `c` (64 x N) = A (64 x 64) times B (N x 64) transposed over the first
-/// `16 STEPS` columns of k, through 128-byte swizzled tiles.
+/// `c` (64 x N) = A (64 x K) times B (N x K) transposed over the first
+/// `STEPS` instructions' k (32 bytes each), through 128-byte swizzled tiles
+/// of rows of K = 128 bytes. `T` is the tiles' element type and `D` the
+/// accumulators': the instance picks the wgmma form (`u8` tiles with `f32`
+/// accumulators are fp8, e5m2 when `E5M2`, else e4m3).
 #[kernel(
     arch(sm_90a),
     block(128),
-    tune(N = [64, 128, 256], STEPS = [1, 4]),
-    instances(wgmma_sw128_f16 = <f16>, wgmma_sw128_bf16 = <bf16>)
+    tune(N = [64, 128, 256], STEPS = [1, 4], E5M2 = [false, true]),
+    constrain(!E5M2 || T::BYTES == 1 && D::IS_FLOAT),
+    instances(
+        wgmma_sw128_f16 = <f16, f32>,
+        wgmma_sw128_bf16 = <bf16, f32>,
+        wgmma_sw128_tf32 = <f32, f32>,
+        wgmma_sw128_s8 = <i8, i32>,
+        wgmma_sw128_u8 = <u8, i32>,
+        wgmma_sw128_fp8 = <u8, f32>
+    )
 )]
-pub fn wgmma_sw128<T: Half, const N: u32, const STEPS: u32>(a: &[T], b: &[T], c: &mut [f32]) {
-    let mut a_tile: [[T; 64]; 64] = shared();
-    let mut b_tile: [[T; 64]; N] = shared();
+pub fn wgmma_sw128<T: Number, D: Number, const N: u32, const STEPS: u32, const E5M2: bool>(
+    a: &[T],
+    b: &[T],
+    c: &mut [D],
+) {
+    // Elements per 16-byte chunk, per 128-byte row, per instruction's k.
+    const E: u32 = 16 / T::BYTES;
+    const ROW: u32 = 8 * E;
+    const KS: u32 = 2 * E;
+    let mut a_tile: [[T; ROW]; 64] = shared();
+    let mut b_tile: [[T; ROW]; N] = shared();
     let t = thread_idx().x;
-    for i in (t..64 * 64).step_by(128) {
-        let r = i / 64;
-        let k = i % 64;
-        a_tile[r][(k / 8 ^ r % 8) * 8 + k % 8] = a[i];
+    for i in (t..64 * ROW).step_by(128) {
+        let r = i / ROW;
+        let k = i % ROW;
+        a_tile[r][(k / E ^ r % 8) * E + k % E] = a[i];
     }
-    for i in (t..N * 64).step_by(128) {
-        let r = i / 64;
-        let k = i % 64;
-        b_tile[r][(k / 8 ^ r % 8) * 8 + k % 8] = b[i];
+    for i in (t..N * ROW).step_by(128) {
+        let r = i / ROW;
+        let k = i % ROW;
+        b_tile[r][(k / E ^ r % 8) * E + k % E] = b[i];
     }
     fence_proxy_async();
     sync_threads();
-    let mut acc = [0.0f32; N / 2];
+    let mut acc = [D::ZERO; N / 2];
     wgmma_fence();
     #[unroll]
     for s in 0..STEPS {
-        wgmma_m64k16::<T, N>(
-            &mut acc,
-            matrix_desc(&a_tile[0][s * 16], 128),
-            matrix_desc(&b_tile[0][s * 16], 128),
-            s > 0,
-        );
+        if T::BYTES == 1 && D::IS_FLOAT {
+            if E5M2 {
+                wgmma_m64k32_e5m2::<N>(
+                    &mut acc,
+                    matrix_desc(&a_tile[0][s * KS], 128),
+                    matrix_desc(&b_tile[0][s * KS], 128),
+                    s > 0,
+                );
+            } else {
+                wgmma_m64k32_e4m3::<N>(
+                    &mut acc,
+                    matrix_desc(&a_tile[0][s * KS], 128),
+                    matrix_desc(&b_tile[0][s * KS], 128),
+                    s > 0,
+                );
+            }
+        } else if T::BYTES == 4 {
+            wgmma_m64k8::<T, N>(
+                &mut acc,
+                matrix_desc(&a_tile[0][s * KS], 128),
+                matrix_desc(&b_tile[0][s * KS], 128),
+                s > 0,
+            );
+        } else if T::BYTES == 2 {
+            wgmma_m64k16::<T, N>(
+                &mut acc,
+                matrix_desc(&a_tile[0][s * KS], 128),
+                matrix_desc(&b_tile[0][s * KS], 128),
+                s > 0,
+            );
+        } else {
+            wgmma_m64k32::<T, N>(
+                &mut acc,
+                matrix_desc(&a_tile[0][s * KS], 128),
+                matrix_desc(&b_tile[0][s * KS], 128),
+                s > 0,
+            );
+        }
     }
     wgmma_commit();
     wgmma_wait(0);
@@ -80,35 +139,81 @@ pub fn wgmma_sw128<T: Half, const N: u32, const STEPS: u32>(a: &[T], b: &[T], c:
 #[kernel(
     arch(sm_90a),
     block(128),
-    tune(N = [64, 128, 256], STEPS = [1, 4]),
-    instances(wgmma_plain_f16 = <f16>, wgmma_plain_bf16 = <bf16>)
+    tune(N = [64, 128, 256], STEPS = [1, 4], E5M2 = [false, true]),
+    constrain(!E5M2 || T::BYTES == 1 && D::IS_FLOAT),
+    instances(
+        wgmma_plain_f16 = <f16, f32>,
+        wgmma_plain_bf16 = <bf16, f32>,
+        wgmma_plain_tf32 = <f32, f32>,
+        wgmma_plain_s8 = <i8, i32>,
+        wgmma_plain_u8 = <u8, i32>,
+        wgmma_plain_fp8 = <u8, f32>
+    )
 )]
-pub fn wgmma_plain<T: Half, const N: u32, const STEPS: u32>(a: &[T], b: &[T], c: &mut [f32]) {
-    let mut a_tile: [[[T; 8]; 64]; 8] = shared();
-    let mut b_tile: [[[T; 8]; N]; 8] = shared();
+pub fn wgmma_plain<T: Number, D: Number, const N: u32, const STEPS: u32, const E5M2: bool>(
+    a: &[T],
+    b: &[T],
+    c: &mut [D],
+) {
+    const E: u32 = 16 / T::BYTES;
+    const ROW: u32 = 8 * E;
+    let mut a_tile: [[[T; E]; 64]; 8] = shared();
+    let mut b_tile: [[[T; E]; N]; 8] = shared();
     let t = thread_idx().x;
-    for i in (t..64 * 64).step_by(128) {
-        let r = i / 64;
-        let k = i % 64;
-        a_tile[k / 8][r][k % 8] = a[i];
+    for i in (t..64 * ROW).step_by(128) {
+        let r = i / ROW;
+        let k = i % ROW;
+        a_tile[k / E][r][k % E] = a[i];
     }
-    for i in (t..N * 64).step_by(128) {
-        let r = i / 64;
-        let k = i % 64;
-        b_tile[k / 8][r][k % 8] = b[i];
+    for i in (t..N * ROW).step_by(128) {
+        let r = i / ROW;
+        let k = i % ROW;
+        b_tile[k / E][r][k % E] = b[i];
     }
     fence_proxy_async();
     sync_threads();
-    let mut acc = [0.0f32; N / 2];
+    let mut acc = [D::ZERO; N / 2];
     wgmma_fence();
     #[unroll]
     for s in 0..STEPS {
-        wgmma_m64k16::<T, N>(
-            &mut acc,
-            matrix_desc(&a_tile[s * 2][0][0], 0),
-            matrix_desc(&b_tile[s * 2][0][0], 0),
-            s > 0,
-        );
+        if T::BYTES == 1 && D::IS_FLOAT {
+            if E5M2 {
+                wgmma_m64k32_e5m2::<N>(
+                    &mut acc,
+                    matrix_desc(&a_tile[s * 2][0][0], 0),
+                    matrix_desc(&b_tile[s * 2][0][0], 0),
+                    s > 0,
+                );
+            } else {
+                wgmma_m64k32_e4m3::<N>(
+                    &mut acc,
+                    matrix_desc(&a_tile[s * 2][0][0], 0),
+                    matrix_desc(&b_tile[s * 2][0][0], 0),
+                    s > 0,
+                );
+            }
+        } else if T::BYTES == 4 {
+            wgmma_m64k8::<T, N>(
+                &mut acc,
+                matrix_desc(&a_tile[s * 2][0][0], 0),
+                matrix_desc(&b_tile[s * 2][0][0], 0),
+                s > 0,
+            );
+        } else if T::BYTES == 2 {
+            wgmma_m64k16::<T, N>(
+                &mut acc,
+                matrix_desc(&a_tile[s * 2][0][0], 0),
+                matrix_desc(&b_tile[s * 2][0][0], 0),
+                s > 0,
+            );
+        } else {
+            wgmma_m64k32::<T, N>(
+                &mut acc,
+                matrix_desc(&a_tile[s * 2][0][0], 0),
+                matrix_desc(&b_tile[s * 2][0][0], 0),
+                s > 0,
+            );
+        }
     }
     wgmma_commit();
     wgmma_wait(0);
@@ -153,112 +258,285 @@ pub fn mbarrier_phases(rounds: u32, out: &mut [u32]) {
 /// The consts of one wgmma test variant: N and STEPS.
 type WgmmaConsts = (u32, u32);
 
+/// How the proofs draw one element type of the wgmma tiles and read it on
+/// the host.
+struct WgmmaType<T: 'static> {
+    /// The type in the report's lines.
+    name: &'static str,
+    /// k per instruction, in elements (32 bytes); a tile row is 4 of them.
+    k: usize,
+    /// `n` fresh random elements.
+    draw: fn(&mut Inputs, usize) -> Vec<T>,
+    /// What the hardware may read an element as: the product passes when
+    /// it matches one of these readings, and the report gives the largest
+    /// error of each.
+    readings: &'static [(&'static str, fn(T) -> f64)],
+    /// The largest error allowed, relative to the sum of the magnitudes of
+    /// an element's terms (0: exact).
+    tolerance: f64,
+}
+
 /// One run of a wgmma test kernel (`launch` with its inputs) for each N
-/// and step count, on fresh random inputs rounded to `T`, against the
-/// float64 product: one line per variant.
-fn check_wgmma<T: Copy>(
+/// and step count, on fresh random inputs of `ty`, against the float64
+/// product: one line per variant.
+fn check_wgmma<T: Copy + 'static>(
     report: &mut Report,
     inputs: &mut Inputs,
-    what: &str,
-    round: impl Fn(f32) -> T,
-    widen: impl Fn(T) -> f64,
-    launch: impl Fn(WgmmaConsts, &[T], &[T]) -> Result<Vec<f32>, Error>,
+    layout: &str,
+    ty: &WgmmaType<T>,
+    launch: impl Fn(WgmmaConsts, &[T], &[T]) -> Result<Vec<f64>, Error>,
 ) {
+    let row = 4 * ty.k;
     for n in [64u32, 128, 256] {
         for steps in [1u32, 4] {
-            let what = format!("{what} N={n} STEPS={steps} (k = {})", 16 * steps);
-            let a: Vec<T> = inputs.f32s(64 * 64).into_iter().map(&round).collect();
-            let b: Vec<T> = inputs
-                .f32s(n as usize * 64)
-                .into_iter()
-                .map(&round)
-                .collect();
-            let k = 16 * steps as usize;
+            let k = ty.k * steps as usize;
+            let what = format!("wgmma {} {layout} N={n} STEPS={steps} (k = {k})", ty.name);
+            let a = (ty.draw)(inputs, 64 * row);
+            let b = (ty.draw)(inputs, n as usize * row);
             let n = n as usize;
             // The product and the sum of magnitudes of each element, in f64.
-            let reference = |m: usize, j: usize| {
-                let terms = (0..k).map(|p| widen(a[m * 64 + p]) * widen(b[j * 64 + p]));
+            let reference = |widen: fn(T) -> f64, m: usize, j: usize| {
+                let terms = (0..k).map(|p| widen(a[m * row + p]) * widen(b[j * row + p]));
                 terms.fold((0.0, 0.0), |(sum, abs): (f64, f64), x| {
                     (sum + x, abs + x.abs())
                 })
             };
-            match launch((n as u32, steps), &a, &b) {
-                Ok(out) => {
-                    // f32 accumulation in an unspecified order: a few ulps of the
-                    // magnitude sum. A layout error is off by O(1).
-                    let wrong = (0..64 * n).find(|&at| {
-                        let (want, abs) = reference(at / n, at % n);
-                        !((f64::from(out[at]) - want).abs() <= 1e-5 * (abs + 1e-30))
-                    });
-                    let detail = match wrong {
-                        None => {
-                            format!("all {} elements within 1e-5 of the float64 product", 64 * n)
-                        }
-                        Some(at) => format!(
-                            "element (row {}, column {}) is {}, float64 gives {}",
-                            at / n,
-                            at % n,
-                            out[at],
-                            reference(at / n, at % n).0
-                        ),
-                    };
-                    report.check(&what, wrong.is_none(), detail);
+            let out = match launch((n as u32, steps), &a, &b) {
+                Ok(out) => out,
+                Err(e) => {
+                    report.error(&what, e);
+                    continue;
                 }
-                Err(e) => report.error(&what, e),
-            }
+            };
+            // Per reading: the largest relative error and the first element
+            // beyond the tolerance. Accumulation order is unspecified: a few
+            // ulps of the magnitude sum; a layout error is off by O(1).
+            let judged: Vec<(&str, f64, Option<usize>)> = ty
+                .readings
+                .iter()
+                .map(|&(reading, widen)| {
+                    let mut worst = 0.0f64;
+                    let mut wrong = None;
+                    for at in 0..64 * n {
+                        let (want, abs) = reference(widen, at / n, at % n);
+                        let err = (out[at] - want).abs() / (abs + 1e-30);
+                        if !(err <= ty.tolerance) && wrong.is_none() {
+                            wrong = Some(at);
+                        }
+                        worst = if err.is_nan() {
+                            f64::INFINITY
+                        } else {
+                            worst.max(err)
+                        };
+                    }
+                    (reading, worst, wrong)
+                })
+                .collect();
+            let matched: Vec<&str> = judged
+                .iter()
+                .filter(|j| j.2.is_none())
+                .map(|j| j.0)
+                .collect();
+            let errors = judged
+                .iter()
+                .map(|(reading, worst, _)| {
+                    let reading = if reading.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" ({reading})")
+                    };
+                    format!("largest error {worst:.1e}{reading}")
+                })
+                .collect::<Vec<_>>()
+                .join(", ");
+            let limit = if ty.tolerance == 0.0 {
+                "exactly".to_string()
+            } else {
+                format!("within {:.0e}", ty.tolerance)
+            };
+            let detail = if matched.is_empty() {
+                let (_, widen) = ty.readings[0];
+                let at = judged[0].2.unwrap_or(0);
+                format!(
+                    "element (row {}, column {}) is {}, float64 gives {}; {errors}",
+                    at / n,
+                    at % n,
+                    out[at],
+                    reference(widen, at / n, at % n).0
+                )
+            } else {
+                let reading = matched.iter().find(|r| !r.is_empty());
+                let reading = reading.map_or(String::new(), |r| format!(" as {r}"));
+                format!(
+                    "all {} elements {limit} of the float64 product{reading}; {errors}",
+                    64 * n
+                )
+            };
+            report.check(&what, !matched.is_empty(), detail);
         }
     }
 }
 
-/// Runs a wgmma test kernel's launcher on uploaded inputs; NaN-poisoned output.
+/// Runs a wgmma test kernel's launcher on uploaded inputs with `E5M2` =
+/// `$e5m2`; the output is poisoned with `$poison` and read as f64.
 macro_rules! wgmma_launch {
-    ($rt:expr, $kernel:ident) => {
-        |(n, steps): WgmmaConsts, a: &[_], b: &[_]| -> Result<Vec<f32>, Error> {
+    ($rt:expr, $kernel:ident, $e5m2:expr, $poison:expr) => {
+        |(n, steps): WgmmaConsts, a: &[_], b: &[_]| -> Result<Vec<f64>, Error> {
             let (da, db) = ($rt.upload(a)?, $rt.upload(b)?);
-            let mut dc = $rt.upload(&vec![f32::NAN; 64 * n as usize])?;
-            let consts = $kernel::Consts { N: n, STEPS: steps };
+            let mut dc = $rt.upload(&vec![$poison; 64 * n as usize])?;
+            let consts = $kernel::Consts {
+                N: n,
+                STEPS: steps,
+                E5M2: $e5m2,
+            };
             $kernel::launch($rt, consts, Grid::blocks([1, 1, 1]), &da, &db, &mut dc)?;
-            $rt.download(&dc)
+            Ok($rt.download(&dc)?.into_iter().map(f64::from).collect())
         }
     };
 }
 
-/// Every wgmma test variant: both swizzle modes, f16 and bf16, N of 64,
-/// 128 and 256, one wgmma and a chain of four.
+/// Runs `check_wgmma` for each element type through both test kernels:
+/// `TYPE => SW128_KERNEL, PLAIN_KERNEL, E5M2, OUTPUT_POISON;`.
+macro_rules! check_wgmma_types {
+    ($rt:expr, $inputs:expr, $report:expr, $($ty:expr => $sw128:ident, $plain:ident, $e5m2:expr, $poison:expr;)*) => {
+        $(
+            let sw128 = wgmma_launch!($rt, $sw128, $e5m2, $poison);
+            check_wgmma($report, $inputs, "128-byte swizzle", &$ty, sw128);
+            let plain = wgmma_launch!($rt, $plain, $e5m2, $poison);
+            check_wgmma($report, $inputs, "no swizzle", &$ty, plain);
+        )*
+    };
+}
+
+/// `x` as tf32 reads it: the low 13 bits of the mantissa rounded to nearest
+/// (ties to even) or dropped.
+fn tf32_nearest(x: f32) -> f64 {
+    let bits = x.to_bits();
+    let rounded = (bits + 0xFFF + (bits >> 13 & 1)) & !0x1FFF;
+    f64::from(f32::from_bits(rounded))
+}
+
+fn tf32_truncated(x: f32) -> f64 {
+    f64::from(f32::from_bits(x.to_bits() & !0x1FFF))
+}
+
+/// The value of an e4m3 byte (sign, 4 exponent bits of bias 7, 3 mantissa
+/// bits; S.1111.111 is NaN).
+fn e4m3(b: u8) -> f64 {
+    fp8(b, 3, 7)
+}
+
+/// The value of an e5m2 byte (sign, 5 exponent bits of bias 15, 2 mantissa
+/// bits; an all-ones exponent is infinity or NaN).
+fn e5m2(b: u8) -> f64 {
+    fp8(b, 2, 15)
+}
+
+fn fp8(b: u8, mantissa_bits: u32, bias: i32) -> f64 {
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exponent = i32::from(b & 0x7F) >> mantissa_bits;
+    let mantissa = f64::from(b & ((1 << mantissa_bits) - 1)) / f64::from(1u32 << mantissa_bits);
+    let top = (1 << (7 - mantissa_bits)) - 1;
+    if mantissa_bits == 2 && exponent == top || mantissa_bits == 3 && b & 0x7F == 0x7F {
+        return f64::NAN;
+    }
+    match exponent {
+        0 => sign * mantissa * 2f64.powi(1 - bias),
+        e => sign * (1.0 + mantissa) * 2f64.powi(e - bias),
+    }
+}
+
+/// `n` random fp8 bytes whose values (read by `value`) are multiples of
+/// 1/2 up to 7 in magnitude: every product is a multiple of 1/4 below 50,
+/// so the sums of up to 128 of them are exact in f32 whatever the order.
+fn fp8_draw(inputs: &mut Inputs, n: usize, value: fn(u8) -> f64) -> Vec<u8> {
+    let codes: Vec<u8> = (0..=255u8)
+        .filter(|&b| {
+            let v = value(b);
+            v.abs() <= 7.0 && (2.0 * v).fract() == 0.0
+        })
+        .collect();
+    inputs
+        .u32s(n)
+        .into_iter()
+        .map(|r| codes[r as usize % codes.len()])
+        .collect()
+}
+
+const F16: WgmmaType<f16> = WgmmaType {
+    name: "f16",
+    k: 16,
+    draw: |inputs, n| inputs.f32s(n).into_iter().map(f16::from_f32).collect(),
+    readings: &[("", |x| x.to_f64())],
+    tolerance: 1e-5,
+};
+
+const BF16: WgmmaType<bf16> = WgmmaType {
+    name: "bf16",
+    k: 16,
+    draw: |inputs, n| inputs.f32s(n).into_iter().map(bf16::from_f32).collect(),
+    readings: &[("", |x| x.to_f64())],
+    tolerance: 1e-5,
+};
+
+/// Unrounded f32 inputs, compared with both readings of tf32.
+const TF32: WgmmaType<f32> = WgmmaType {
+    name: "tf32",
+    k: 8,
+    draw: Inputs::f32s,
+    readings: &[
+        ("tf32 rounded to nearest", tf32_nearest),
+        ("tf32 truncated", tf32_truncated),
+    ],
+    tolerance: 1e-3,
+};
+
+/// Every i8 value.
+const S8: WgmmaType<i8> = WgmmaType {
+    name: "s8",
+    k: 32,
+    draw: Inputs::i8s,
+    readings: &[("", |x| f64::from(x))],
+    tolerance: 0.0,
+};
+
+/// Every u8 value.
+const U8: WgmmaType<u8> = WgmmaType {
+    name: "u8",
+    k: 32,
+    draw: |inputs, n| inputs.i8s(n).into_iter().map(|x| x as u8).collect(),
+    readings: &[("", |x| f64::from(x))],
+    tolerance: 0.0,
+};
+
+const E4M3: WgmmaType<u8> = WgmmaType {
+    name: "e4m3",
+    k: 32,
+    draw: |inputs, n| fp8_draw(inputs, n, e4m3),
+    readings: &[("", e4m3)],
+    tolerance: 1e-5,
+};
+
+const E5M2: WgmmaType<u8> = WgmmaType {
+    name: "e5m2",
+    k: 32,
+    draw: |inputs, n| fp8_draw(inputs, n, e5m2),
+    readings: &[("", e5m2)],
+    tolerance: 1e-5,
+};
+
+/// Every wgmma test variant: both swizzle modes, every element type, N of
+/// 64, 128 and 256, one wgmma and a chain of four.
 pub fn check_wgmma_layouts(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
-    let (f16_of, bf16_of) = (f16::from_f32, bf16::from_f32);
-    let (f16_wide, bf16_wide) = (|x: f16| x.to_f64(), |x: bf16| x.to_f64());
-    check_wgmma(
-        report,
-        inputs,
-        "wgmma_sw128_f16 (128-byte swizzle)",
-        f16_of,
-        f16_wide,
-        wgmma_launch!(rt, wgmma_sw128_f16),
-    );
-    check_wgmma(
-        report,
-        inputs,
-        "wgmma_sw128_bf16 (128-byte swizzle)",
-        bf16_of,
-        bf16_wide,
-        wgmma_launch!(rt, wgmma_sw128_bf16),
-    );
-    check_wgmma(
-        report,
-        inputs,
-        "wgmma_plain_f16 (no swizzle)",
-        f16_of,
-        f16_wide,
-        wgmma_launch!(rt, wgmma_plain_f16),
-    );
-    check_wgmma(
-        report,
-        inputs,
-        "wgmma_plain_bf16 (no swizzle)",
-        bf16_of,
-        bf16_wide,
-        wgmma_launch!(rt, wgmma_plain_bf16),
+    let nan = f32::NAN;
+    check_wgmma_types!(rt, inputs, report,
+        F16 => wgmma_sw128_f16, wgmma_plain_f16, false, nan;
+        BF16 => wgmma_sw128_bf16, wgmma_plain_bf16, false, nan;
+        TF32 => wgmma_sw128_tf32, wgmma_plain_tf32, false, nan;
+        S8 => wgmma_sw128_s8, wgmma_plain_s8, false, i32::MIN;
+        U8 => wgmma_sw128_u8, wgmma_plain_u8, false, i32::MIN;
+        E4M3 => wgmma_sw128_fp8, wgmma_plain_fp8, false, nan;
+        E5M2 => wgmma_sw128_fp8, wgmma_plain_fp8, true, nan;
     );
 }
 
@@ -299,18 +577,66 @@ mod tests {
 
     #[test]
     fn the_proofs_build_for_sm_90a_with_their_wgmmas() {
-        for def in [wgmma_sw128_f16::def(), wgmma_plain_bf16::def()] {
-            for consts in def.variants() {
+        let defs = [
+            (wgmma_sw128_f16::def(), "k16.f32.f16.f16"),
+            (wgmma_plain_bf16::def(), "k16.f32.bf16.bf16"),
+            (wgmma_sw128_tf32::def(), "k8.f32.tf32.tf32"),
+            (wgmma_plain_tf32::def(), "k8.f32.tf32.tf32"),
+            (wgmma_sw128_s8::def(), "k32.s32.s8.s8"),
+            (wgmma_plain_u8::def(), "k32.s32.u8.u8"),
+            (wgmma_sw128_fp8::def(), "k32.f32.e"),
+            (wgmma_plain_fp8::def(), "k32.f32.e"),
+        ];
+        for (def, form) in defs {
+            let variants = def.variants();
+            let fp8 = form.ends_with(".e");
+            assert_eq!(variants.len(), if fp8 { 12 } else { 6 }, "{}", def.ir.name);
+            for consts in variants {
                 let ptx = compile_ptx(def, &consts, Arch::Sm90a)
                     .unwrap_or_else(|e| panic!("{}", e.message))
                     .text;
+                let form = match (fp8, consts[2]) {
+                    (false, _) => form.to_string(),
+                    (true, 0) => format!("{form}4m3.e4m3"),
+                    (true, _) => format!("{form}5m2.e5m2"),
+                };
                 let wgmmas = ptx
                     .lines()
                     .filter(|l| l.contains("wgmma.mma_async"))
+                    .inspect(|l| assert!(l.contains(&form), "{l}"))
                     .count();
                 assert_eq!(wgmmas as i64, consts[1], "{}", def.variant_name(&consts));
             }
         }
         compile_ptx(mbarrier_phases::def(), &[], Arch::Sm90).unwrap();
+    }
+
+    #[test]
+    fn the_host_reads_fp8_and_tf32_as_the_formats_define_them() {
+        assert_eq!(e4m3(0x38), 1.0);
+        assert_eq!(e4m3(0x7E), 448.0);
+        assert_eq!(e4m3(0x01), 2f64.powi(-9));
+        assert_eq!(e4m3(0xC4), -3.0);
+        assert!(e4m3(0x7F).is_nan() && !e4m3(0x78).is_nan());
+        assert_eq!(e5m2(0x3C), 1.0);
+        assert_eq!(e5m2(0x7B), 57344.0);
+        assert_eq!(e5m2(0x01), 2f64.powi(-16));
+        assert!(e5m2(0x7C).is_nan() && e5m2(0xFF).is_nan());
+        let mut inputs = Inputs::new(1);
+        for value in [e4m3 as fn(u8) -> f64, e5m2] {
+            let values: Vec<f64> = fp8_draw(&mut inputs, 4096, value)
+                .into_iter()
+                .map(value)
+                .collect();
+            assert!(values
+                .iter()
+                .all(|v| v.abs() <= 7.0 && (2.0 * v).fract() == 0.0));
+            assert!(values.contains(&7.0) && values.contains(&-0.5) && values.contains(&2.5));
+        }
+        let x = f32::from_bits(0x3F80_1000); // 1 + 2^-11: a tie, to even (down)
+        assert_eq!(tf32_nearest(x), 1.0);
+        let y = f32::from_bits(0x3F80_1001);
+        assert_eq!(tf32_nearest(y), 1.0 + 2f64.powi(-10));
+        assert_eq!(tf32_truncated(y), 1.0);
     }
 }

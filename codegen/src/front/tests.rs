@@ -2273,11 +2273,97 @@ fn hopper_statement_errors_say_what_to_write() {
     assert_error(
         sm90a,
         &wgmma_kernel("let d = matrix_desc(&a[0][0], 128);"),
-        &["is written only as the A or B argument of a `wgmma_m64k16_*` call"],
+        &["is written only as the A or B argument of a `wgmma_m64k*` call"],
     );
     assert_error(
         sm90a,
         &wgmma_kernel("").replace(", false);", ", 1);"),
         &["whether to add to the accumulators) must be `bool`"],
+    );
+}
+
+/// A kernel whose only warpgroup statement is `call`, a wgmma of N = 64
+/// into `acc` (an `f32` or `i32` register row) from the 128-byte swizzled
+/// tiles `a` and `b` of `elem`.
+fn wgmma_form_kernel(call: &str, elem: &str, acc: &str) -> String {
+    format!(
+        "fn k(c: &mut [f32]) {{
+            let mut a: [[{elem}; 32]; 64] = shared();
+            let mut b: [[{elem}; 32]; 64] = shared();
+            let mut acc = {acc};
+            {call}(&mut acc, matrix_desc(&a[0][0], 128), matrix_desc(&b[0][0], 128), false);
+            c[thread_idx().x] = acc[0] as f32;
+        }}"
+    )
+}
+
+#[test]
+fn every_wgmma_form_needs_sm_90a_and_has_no_wgsl() {
+    let forms = [
+        ("wgmma_m64k8_tf32::<64>", "f32", "[0.0f32; 32]", "tf32"),
+        ("wgmma_m64k32_s8::<64>", "i8", "[0i32; 32]", "s8"),
+        ("wgmma_m64k32_u8::<64>", "u8", "[0i32; 32]", "u8"),
+        ("wgmma_m64k32_e4m3::<64>", "u8", "[0.0f32; 32]", "e4m3"),
+        ("wgmma_m64k32_e5m2::<64>", "u8", "[0.0f32; 32]", "e5m2"),
+        ("wgmma_m64k8::<f32, 64>", "f32", "[0.0f32; 32]", "tf32"),
+        ("wgmma_m64k32::<i8, 64>", "i8", "[0i32; 32]", "s8"),
+        ("wgmma_m64k32::<u8, 64>", "u8", "[0i32; 32]", "u8"),
+    ];
+    for (call, elem, acc, ty) in forms {
+        let source = wgmma_form_kernel(call, elem, acc);
+        let function = call.split("::").next().unwrap();
+        parse("arch(sm_90a)", &source);
+        for arch in ["sm_90", "sm_80"] {
+            assert_error(
+                &format!("arch({arch})"),
+                &source,
+                &[&format!(
+                    "(`wgmma.mma_async` {ty}): needs sm_90a, and this variant targets {arch}"
+                )],
+            );
+        }
+        assert_error(
+            "arch(wgsl)",
+            &source,
+            &[
+                &format!("WGSL cannot express `{function}"),
+                &format!("_{ty}` (warpgroup matrix operations)"),
+            ],
+        );
+    }
+}
+
+#[test]
+fn wgmma_forms_check_their_types() {
+    let sm90a = "arch(sm_90a)";
+    assert_error(
+        sm90a,
+        &wgmma_form_kernel("wgmma_m64k32::<f16, 64>", "f16", "[0i32; 32]"),
+        &["`wgmma_m64k32` has no form for `f16`: its element types are i8 or u8"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_form_kernel("wgmma_m64k8::<u8, 64>", "u8", "[0.0f32; 32]"),
+        &["`wgmma_m64k8` has no form for `u8`: its element types are f32"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_form_kernel("wgmma_m64k32_s8::<64>", "i8", "[0.0f32; 32]"),
+        &["accumulator of `wgmma_m64k32_s8`"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_form_kernel("wgmma_m64k32_e4m3::<64>", "i8", "[0.0f32; 32]"),
+        &["A of `wgmma_m64k32_e4m3` holds `u8`, but this tile holds `i8`"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_form_kernel("wgmma_m64k8_tf32", "f32", "[0.0f32; 32]"),
+        &["`wgmma_m64k8_tf32::<N>` names its N"],
+    );
+    assert_error(
+        sm90a,
+        &wgmma_form_kernel("wgmma_m64k32_u8", "u8", "[0i32; 32]"),
+        &["(8, 16, 24, then 32 to 256 in steps of 16)"],
     );
 }

@@ -1,6 +1,6 @@
 //! Invariants of Hopper's statements: mbarriers are elements of `u64`
-//! shared arrays, and a wgmma has a legal N, an accumulator of N / 2 `f32`
-//! per thread, and operand tiles whose shape its descriptors can describe
+//! shared arrays, and a wgmma has a legal N for its type, an accumulator of
+//! N / 2 `f32` (`i32` for the integer forms) per thread, and operand tiles whose shape its descriptors can describe
 //! (see [`crate::ir::MatrixDescriptor`]), with literal starts that the
 //! descriptor encoding and the swizzle pattern allow.
 
@@ -58,10 +58,12 @@ impl Validator<'_> {
         let function = mma.kind.function();
         self.expr(&mma.n)?;
         let n = match mma.n.as_int() {
-            Some(n) if (8..=256).contains(&n) && n % 8 == 0 => n as u32,
+            Some(n) if mma.kind.legal_n(n) => n as u32,
             Some(n) => {
                 return Err(self.error(format!(
-                    "`{function}::<{n}>`: N is 8 to 256 in steps of 8 (m64nNk16)"
+                    "`{function}::<{n}>`: N is {} (m64nNk{})",
+                    mma.kind.n_rule(),
+                    mma.kind.k()
                 )))
             }
             None => {
@@ -70,7 +72,14 @@ impl Validator<'_> {
                 )))
             }
         };
-        self.fragment(&mma.acc, Scalar::F32, n / 2, function, "accumulator", true)?;
+        self.fragment(
+            &mma.acc,
+            mma.kind.accumulator(),
+            n / 2,
+            function,
+            "accumulator",
+            true,
+        )?;
         self.descriptor(&mma.a, mma, 64, "A")?;
         self.descriptor(&mma.b, mma, n, "B")?;
         self.expr(&mma.accumulate)?;
@@ -83,7 +92,7 @@ impl Validator<'_> {
         Ok(())
     }
 
-    /// Operand `which` of `mma`, `rows` rows of 16 elements of k.
+    /// Operand `which` of `mma`, `rows` rows of the instruction's k (32 bytes).
     fn descriptor(
         &mut self,
         d: &MatrixDescriptor,
@@ -111,7 +120,8 @@ impl Validator<'_> {
         let size = i64::from(elem.size_bytes());
         let row_bytes = dims.last().copied().unwrap_or(0) * size;
         // The innermost dimension is one row of k; without a swizzle a row is
-        // 16 bytes and the dimension outside the rows steps k by 8.
+        // 16 bytes and the dimension outside the rows steps k by 16 bytes.
+        let per_chunk = 16 / size;
         let (want_row, min_dims) = match d.swizzle {
             Swizzle::None => (16, 3),
             s => (i64::from(s.bytes()), 2),
@@ -123,7 +133,7 @@ impl Validator<'_> {
         if row_bytes != want_row || dims.len() < min_dims {
             let fix = match d.swizzle {
                 Swizzle::None => format!(
-                    "`[[[{0}; 8]; ROWS]; K / 8]`: core matrices of 8 rows of 16 bytes, the outer dimension stepping k by 8",
+                    "`[[[{0}; {per_chunk}]; ROWS]; K / {per_chunk}]`: core matrices of 8 rows of 16 bytes, the outer dimension stepping k by {per_chunk}",
                     elem.name()
                 ),
                 s => format!(
@@ -154,7 +164,8 @@ impl Validator<'_> {
             if !fits {
                 return Err(self.error(format!(
                     "the {which} tile of `{function}` starts at element {k0} of a row of `{name}`: \
-                     start at a multiple of 8 elements that leaves the instruction's 16 elements of k inside the row{}",
+                     start at a multiple of {per_chunk} elements that leaves the instruction's {} elements of k inside the row{}",
+                    mma.kind.k(),
                     if d.swizzle == Swizzle::None { " (0 without a swizzle: the outer dimension steps k)" } else { "" }
                 )));
             }
@@ -173,7 +184,7 @@ impl Validator<'_> {
                 if g + 2 > dims[rank - 3] {
                     return Err(self.error(format!(
                         "the {which} tile of `{function}` starts at k group {g} of `{name}`, which has {}: \
-                         an instruction reads two groups of 8 elements of k",
+                         an instruction reads two groups of {per_chunk} elements of k",
                         dims[rank - 3]
                     )));
                 }

@@ -13,7 +13,7 @@
 //! sparsity: `mma_sp`, the sparse Tensor Core layout; `sparse`, the device
 //! prune/compress/decompress kernels; `gemm_sparse_f16`,
 //! `gemm_sparse_bf16`; on compute capability 9.0: `wgmma`, the wgmma
-//! descriptors, swizzles and accumulator layout, and `mbarrier`, the
+//! descriptors, swizzles and accumulator layouts of every element type, and `mbarrier`, the
 //! mbarrier phases, from `warpforge_tests::hopper`). Without a
 //! GPU it says so, lists the variants it would have
 //! checked and how many lines each dense GEMM check prints, and exits with

@@ -57,7 +57,7 @@ pub enum Feature {
     ProxyFence,
     /// `wgmma.fence`, `wgmma.commit_group` and `wgmma.wait_group`.
     WgmmaSync,
-    /// `wgmma.mma_async` m64nNk16 of one input type, f32 accumulators.
+    /// `wgmma.mma_async` m64nNk of one input type.
     Wgmma(WgmmaKind),
 }
 
@@ -166,6 +166,11 @@ impl Feature {
                 let construct = match kind {
                     WgmmaKind::F16 => "`wgmma_m64k16_f16` (`wgmma.mma_async` f16)",
                     WgmmaKind::Bf16 => "`wgmma_m64k16_bf16` (`wgmma.mma_async` bf16)",
+                    WgmmaKind::Tf32 => "`wgmma_m64k8_tf32` (`wgmma.mma_async` tf32)",
+                    WgmmaKind::S8 => "`wgmma_m64k32_s8` (`wgmma.mma_async` s8)",
+                    WgmmaKind::U8 => "`wgmma_m64k32_u8` (`wgmma.mma_async` u8)",
+                    WgmmaKind::E4m3 => "`wgmma_m64k32_e4m3` (`wgmma.mma_async` e4m3)",
+                    WgmmaKind::E5m2 => "`wgmma_m64k32_e5m2` (`wgmma.mma_async` e5m2)",
                 };
                 (construct, (8, 0), (9, 0))
             }

@@ -97,14 +97,22 @@ impl Emitter<'_> {
         let b = self.descriptor(&mma.b)?;
         let accumulate = self.expr(&mma.accumulate)?;
         let accumulate = self.in_reg(accumulate, Scalar::Bool);
-        let ty = match mma.kind {
-            WgmmaKind::F16 => "f16",
-            WgmmaKind::Bf16 => "bf16",
+        let ty = mma.kind.ptx_type();
+        let d = match mma.kind.accumulator() {
+            Scalar::I32 => "s32",
+            _ => "f32",
         };
-        // scale-d, then imm-scale-a and -b (1: not negated), then imm-trans-a
-        // and -b (0: K-major).
+        // scale-d, then for the float forms imm-scale-a and -b (1: not
+        // negated), then for the 16-bit forms imm-trans-a and -b (0: K-major;
+        // the other forms are K-major only and take no transpose).
+        let immediates = match mma.kind {
+            WgmmaKind::F16 | WgmmaKind::Bf16 => ", 1, 1, 0, 0",
+            WgmmaKind::Tf32 | WgmmaKind::E4m3 | WgmmaKind::E5m2 => ", 1, 1",
+            WgmmaKind::S8 | WgmmaKind::U8 => "",
+        };
+        let k = mma.kind.k();
         self.ins(format!(
-            "wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {acc}, {a}, {b}, {accumulate}, 1, 1, 0, 0"
+            "wgmma.mma_async.sync.aligned.m64n{n}k{k}.{d}.{ty}.{ty} {acc}, {a}, {b}, {accumulate}{immediates}"
         ));
         Ok(())
     }
@@ -132,10 +140,10 @@ impl Emitter<'_> {
     }
 
     /// The bits of a descriptor that the tile's declaration fixes.
-    /// K-major: without a swizzle the tile is `[K / 8][ROWS][8]`, core
-    /// matrices of 8 rows x 16 bytes, so the 8-row groups are 128 bytes
-    /// apart (stride offset) and the groups of 8 elements of k `ROWS x 16`
-    /// bytes apart (leading offset). Swizzled, a row is the pattern's span
+    /// K-major: without a swizzle the tile is `[K / E][ROWS][E]` (E
+    /// elements in 16 bytes), core matrices of 8 rows x 16 bytes, so the
+    /// 8-row groups are 128 bytes apart (stride offset) and the 16-byte
+    /// groups of k `ROWS x 16` bytes apart (leading offset). Swizzled, a row is the pattern's span
     /// of k and the 8-row groups are 8 spans apart; the leading offset is
     /// unused (1, as CUTLASS writes it).
     fn descriptor_fields(&self, d: &MatrixDescriptor) -> Result<u64, Error> {

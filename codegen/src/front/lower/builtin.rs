@@ -101,7 +101,7 @@ impl Lowerer<'_> {
             ),
             Some(Builtin::Function(Construct::MatrixDesc)) => self.err(
                 c,
-                "`matrix_desc(&tile[r][c], SWIZZLE)` describes a wgmma operand in shared memory and is written only as the A or B argument of a `wgmma_m64k16_*` call",
+                "`matrix_desc(&tile[r][c], SWIZZLE)` describes a wgmma operand in shared memory and is written only as the A or B argument of a `wgmma_m64k*` call",
             ),
             Some(Builtin::Intrinsic(intrinsic)) => self.intrinsic_call(c, intrinsic, n, hint),
             Some(Builtin::Atomic(op)) => self.atomic(c, n, op),

@@ -2,7 +2,7 @@
 //! fences that hand shared memory to the async proxy (`fence_*`) and the
 //! warpgroup MMA (`wgmma_*`) with its shared-memory matrix descriptors
 //! (`matrix_desc(&tile[r][c], SWIZZLE)`, written only as an operand of a
-//! `wgmma_m64k16_*`).
+//! `wgmma_m64k*`).
 //!
 //! The front checks what the syntax and the types decide: an mbarrier is
 //! an element of a `u64` shared array, a descriptor's tile an element of a
@@ -20,9 +20,6 @@ use crate::ir::{
     WgmmaKind, MATRIX_DESC_FUNCTION,
 };
 
-/// The wgmma whose form follows from its element type: `wgmma_m64k16::<T, N>`.
-const GENERIC_WGMMA: &str = "wgmma_m64k16";
-
 impl Lowerer<'_> {
     /// Lowers a call statement of the `mbarrier_`, `fence_` or `wgmma_`
     /// families named `name`; `None` when `name` is none of their members.
@@ -34,9 +31,13 @@ impl Lowerer<'_> {
         if let Some(kind) = WgmmaKind::ALL.into_iter().find(|k| k.function() == name) {
             return Some(self.wgmma(c, kind, 0));
         }
-        if name == GENERIC_WGMMA {
+        if let Some(generic) = WgmmaKind::ALL
+            .into_iter()
+            .filter_map(WgmmaKind::generic_function)
+            .find(|g| *g == name)
+        {
             return Some(
-                self.generic_wgmma_kind(c)
+                self.generic_wgmma_kind(c, generic)
                     .and_then(|kind| self.wgmma(c, kind, 1)),
             );
         }
@@ -136,8 +137,18 @@ impl Lowerer<'_> {
         Ok(place)
     }
 
-    /// The form `wgmma_m64k16::<T, N>` takes for its element type `T`.
-    fn generic_wgmma_kind(&mut self, c: &syn::ExprCall) -> Lowered<WgmmaKind> {
+    /// The form the generic `generic::<T, N>` (`wgmma_m64k16`, `wgmma_m64k8`,
+    /// `wgmma_m64k32`) takes for its element type `T`.
+    fn generic_wgmma_kind(&mut self, c: &syn::ExprCall, generic: &str) -> Lowered<WgmmaKind> {
+        let forms: Vec<WgmmaKind> = WgmmaKind::ALL
+            .into_iter()
+            .filter(|k| k.generic_function() == Some(generic))
+            .collect();
+        let types = forms
+            .iter()
+            .map(|k| k.element().name())
+            .collect::<Vec<_>>()
+            .join(" or ");
         let ty = match generic_arguments(c).and_then(|a| a.args.first()) {
             Some(syn::GenericArgument::Type(t)) => match self.scalar(t) {
                 Ok(ty) => ty,
@@ -146,29 +157,29 @@ impl Lowerer<'_> {
             _ => {
                 return self.err(
                     &c.func,
-                    format!("`{GENERIC_WGMMA}::<T, N>` names its element type (f16 or bf16, or a type parameter) and its N: `{GENERIC_WGMMA}::<T, 128>(..)`"),
+                    format!("`{generic}::<T, N>` names its element type ({types}, or a type parameter) and its N: `{generic}::<T, 128>(..)`"),
                 )
             }
         };
-        match WgmmaKind::ALL.into_iter().find(|k| k.element() == ty) {
+        match forms.into_iter().find(|k| k.element() == ty) {
             Some(kind) => Ok(kind),
             None => self.err(
                 &c.func,
                 format!(
-                    "`{GENERIC_WGMMA}` has no form for `{}`: its element types are f16 and bf16",
+                    "`{generic}` has no form for `{}`: its element types are {types}",
                     ty.name()
                 ),
             ),
         }
     }
 
-    /// `wgmma_m64k16_f16::<N>(&mut acc, matrix_desc(..), matrix_desc(..), accumulate)`,
-    /// or the generic form with the element type before N (`n_at` = 1).
+    /// `wgmma_m64k16_f16::<N>(&mut acc, matrix_desc(..), matrix_desc(..), accumulate)`
+    /// (any form's name), or the generic form with the element type before N
+    /// (`n_at` = 1).
     fn wgmma(&mut self, c: &syn::ExprCall, kind: WgmmaKind, n_at: usize) -> Lowered<Stmt> {
-        let name = if n_at == 0 {
-            kind.function()
-        } else {
-            GENERIC_WGMMA
+        let name = match kind.generic_function() {
+            Some(generic) if n_at == 1 => generic,
+            _ => kind.function(),
         };
         let n = match generic_arguments(c).map(|a| a.args.iter().collect::<Vec<_>>()) {
             Some(args) if args.len() == n_at + 1 => {
@@ -179,12 +190,12 @@ impl Lowerer<'_> {
                 let form = if n_at == 0 { "" } else { "T, " };
                 return self.err(
                     &c.func,
-                    format!("`{name}::<{form}N>` names its N, the columns of B and of the accumulator (8 to 256 in steps of 8): `{name}::<{form}128>(..)` or `{name}::<{form}BN>(..)`"),
+                    format!("`{name}::<{form}N>` names its N, the columns of B and of the accumulator ({}): `{name}::<{form}128>(..)` or `{name}::<{form}BN>(..)`", kind.n_rule()),
                 );
             }
         };
         self.arity(c, &c.args, 4, name)?;
-        let acc = self.fragment(&c.args[0], Scalar::F32, name, "accumulator", true)?;
+        let acc = self.fragment(&c.args[0], kind.accumulator(), name, "accumulator", true)?;
         let a = self.matrix_descriptor(&c.args[1], kind, name, "A")?;
         let b = self.matrix_descriptor(&c.args[2], kind, name, "B")?;
         let accumulate = self.expr(&c.args[3], Some(Scalar::Bool))?;
