@@ -192,6 +192,28 @@ pub struct ConstParam {
 pub struct Param {
     pub name: String,
     pub ty: ParamType,
+    /// `#[tensor_map(..)]` on a slice: the launcher also passes a TMA
+    /// tensor map over the slice (sm_90), which [`TmaOp`]s name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tensor_map: Option<TensorMap>,
+}
+
+/// How the launcher views a slice parameter as a tensor for the TMA: the
+/// tensor's shape and the strides of its outer dimensions (in elements,
+/// the innermost dimension dense), and the tile one copy moves. All lists
+/// are outermost first (as Rust's array types); the backends and the
+/// driver take them innermost first. `shape` and `strides` are `u32`
+/// expressions over literals, const params and scalar parameters,
+/// evaluated at each launch; `tile` is over literals and const params.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TensorMap {
+    pub shape: Vec<Expr>,
+    /// One per dimension but the innermost: `strides[i]` steps dimension `i`.
+    pub strides: Vec<Expr>,
+    pub tile: Vec<Expr>,
+    /// How a copy lays each tile row out in shared memory: the row is the
+    /// innermost tile dimension, at most the pattern's span when swizzled.
+    pub swizzle: Swizzle,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -312,6 +334,54 @@ pub enum Stmt {
     /// execute it together, so it must be reached by warpgroup-uniform
     /// control flow.
     Warpgroup(WarpgroupOp),
+    /// A TMA bulk tensor copy between shared memory and a tensor-mapped
+    /// slice (sm_90), issued by the one thread that executes it.
+    Tma(TmaOp),
+    /// `setmaxnreg` (sm_90a): the warpgroup executing it, together, gives
+    /// registers back to the block's pool (`grow == false`) or takes them
+    /// from it, so that each of its threads has `count` (a `u32` constant
+    /// expression, in 24..=256 and a multiple of 8 after specialization).
+    SetMaxRegisters {
+        grow: bool,
+        count: Expr,
+    },
+}
+
+/// The TMA copies. A tile is the tensor map's `tile` of elements, which
+/// shared memory holds row-major (the innermost tile dimension a row)
+/// from `smem`, an element of a shared array of the slice's type whose
+/// trailing indices are zero and whose trailing dimensions hold exactly the
+/// tile; `coords` (32-bit integers, outermost first, one per dimension) is
+/// the tensor element at the tile's origin.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum TmaOp {
+    /// Global to shared: elements outside the tensor read as zero, the
+    /// whole tile's bytes complete on the mbarrier `bar` (a transaction the
+    /// phase must expect: [`MbarrierOp::ArriveExpectTx`]).
+    Load {
+        smem: Place,
+        map: ParamId,
+        coords: Vec<Expr>,
+        bar: Place,
+    },
+    /// Shared to global: rows and outer dimensions outside the tensor are
+    /// not written, but along the innermost dimension the copy writes whole
+    /// 16-byte chunks: past the tensor's edge, the rest of a row's last
+    /// chunk gets the tile's values (measured on the H200). The copy joins
+    /// this thread's open bulk group ([`TmaOp::Commit`]).
+    Store {
+        smem: Place,
+        map: ParamId,
+        coords: Vec<Expr>,
+    },
+    /// Closes this thread's group of stores issued since the previous one.
+    Commit,
+    /// Waits until at most `pending` (a `u32` constant expression) of this
+    /// thread's store groups still read their shared memory, which may be
+    /// written again after it.
+    WaitRead { pending: Expr },
+    /// Waits until at most `pending` of them are still writing global memory.
+    Wait { pending: Expr },
 }
 
 /// An mbarrier is an element of a `u64` shared array: a phase counter, the

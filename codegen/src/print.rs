@@ -58,8 +58,8 @@ use std::fmt::{self, Write};
 use crate::def::KernelDef;
 use crate::ir::{
     Axis, BinaryOp, ConstParam, Expr, ExprKind, Fragment, Kernel, Literal, Local, MatrixDescriptor,
-    MatrixOp, Param, ParamType, Place, Requirement, Scalar, Space, Special, Stmt, UnaryOp,
-    WarpgroupOp, MATRIX_DESC_FUNCTION, PROXY_FENCE_FUNCTION,
+    MatrixOp, Param, ParamId, ParamType, Place, Requirement, Scalar, Space, Special, Stmt,
+    TensorMap, TmaOp, UnaryOp, WarpgroupOp, MATRIX_DESC_FUNCTION, PROXY_FENCE_FUNCTION,
 };
 use crate::valid::{atomic_name, intrinsic_name};
 
@@ -246,6 +246,10 @@ enum Arg<'e> {
     Number(u32),
     /// `matrix_desc(&tile[..], SWIZZLE)`.
     Descriptor(&'e MatrixDescriptor),
+    /// A parameter's name.
+    Param(ParamId),
+    /// `(a, b, ..)`.
+    Tuple(&'e [Expr]),
 }
 
 struct Printer<'k> {
@@ -298,7 +302,14 @@ impl<'k> Printer<'k> {
         }
         w.write_str("(")?;
         comma_list(w, params, |w, p| {
-            let Param { name, ty } = p;
+            let Param {
+                name,
+                ty,
+                tensor_map,
+            } = p;
+            if let Some(map) = tensor_map {
+                self.tensor_map(w, map)?;
+            }
             match ty {
                 ParamType::Scalar(t) => write!(w, "{name}: {}", t.name()),
                 ParamType::Slice { elem, mutable } => {
@@ -543,8 +554,60 @@ impl<'k> Printer<'k> {
             }
             Stmt::ProxyFence => self.call(w, PROXY_FENCE_FUNCTION, &[])?,
             Stmt::Warpgroup(op) => self.warpgroup(w, op)?,
+            Stmt::Tma(op) => self.tma(w, op)?,
+            Stmt::SetMaxRegisters { grow, count } => {
+                let name = if *grow {
+                    "setmaxnreg_inc"
+                } else {
+                    "setmaxnreg_dec"
+                };
+                self.call(w, name, &[Arg::Expr(count)])?
+            }
         }
         w.write_str("\n")
+    }
+
+    fn tensor_map(&self, w: &mut dyn Write, map: &TensorMap) -> fmt::Result {
+        let list = |w: &mut dyn Write, key: &str, exprs: &[Expr]| -> fmt::Result {
+            write!(w, "{key} = [")?;
+            comma_list(w, exprs, |w, e| self.expr(w, e, Prec::Any))?;
+            w.write_str("], ")
+        };
+        w.write_str("#[tensor_map(")?;
+        list(w, "shape", &map.shape)?;
+        list(w, "strides", &map.strides)?;
+        list(w, "tile", &map.tile)?;
+        write!(w, "swizzle = {})] ", map.swizzle.bytes())
+    }
+
+    fn tma(&self, w: &mut dyn Write, op: &TmaOp) -> fmt::Result {
+        match op {
+            TmaOp::Load {
+                smem,
+                map,
+                coords,
+                bar,
+            } => self.call(
+                w,
+                "tma_load",
+                &[
+                    Arg::RefMut(smem),
+                    Arg::Param(*map),
+                    Arg::Tuple(coords),
+                    Arg::RefMut(bar),
+                ],
+            ),
+            TmaOp::Store { smem, map, coords } => self.call(
+                w,
+                "tma_store",
+                &[Arg::Ref(smem), Arg::Param(*map), Arg::Tuple(coords)],
+            ),
+            TmaOp::Commit => self.call(w, "tma_store_commit", &[]),
+            TmaOp::WaitRead { pending } => {
+                self.call(w, "tma_store_wait_read", &[Arg::Expr(pending)])
+            }
+            TmaOp::Wait { pending } => self.call(w, "tma_store_wait", &[Arg::Expr(pending)]),
+        }
     }
 
     /// A warpgroup operation as its DSL call: a wgmma with its `::<N>` and
@@ -625,6 +688,12 @@ impl<'k> Printer<'k> {
             let (prefix, (name, indices)) = match arg {
                 Arg::Expr(e) => return self.expr(w, e, Prec::Any),
                 Arg::Number(n) => return write!(w, "{n}"),
+                Arg::Param(id) => return w.write_str(&self.params[*id as usize]),
+                Arg::Tuple(parts) => {
+                    w.write_str("(")?;
+                    comma_list(w, *parts, |w, e| self.expr(w, e, Prec::Any))?;
+                    return w.write_str(")");
+                }
                 Arg::Descriptor(d) => {
                     return self.call(
                         w,
@@ -835,6 +904,7 @@ mod tests {
         let scalar = |name: &str, ty| Param {
             name: name.into(),
             ty: ParamType::Scalar(ty),
+            tensor_map: None,
         };
         Kernel {
             name: "k".into(),
@@ -855,6 +925,7 @@ mod tests {
                         elem: Scalar::F32,
                         mutable: true,
                     },
+                    tensor_map: None,
                 },
             ],
             locals: Vec::new(),

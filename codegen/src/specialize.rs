@@ -22,7 +22,7 @@
 use crate::eval;
 use crate::ir::{
     BinaryOp, Expr, ExprKind, Fragment, Kernel, Literal, LocalId, MatrixDescriptor, MatrixOp,
-    MbarrierOp, Place, Scalar, Space, Stmt, WarpgroupOp, Wgmma,
+    MbarrierOp, Place, Scalar, Space, Stmt, TensorMap, TmaOp, WarpgroupOp, Wgmma,
 };
 use crate::Error;
 
@@ -106,6 +106,11 @@ pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
     }
     for (req, decl) in out.requires.iter_mut().zip(&kernel.requires) {
         req.cond = s.expr(&decl.cond)?;
+    }
+    for (param, decl) in out.params.iter_mut().zip(&kernel.params) {
+        if let (Some(map), Some(decl)) = (&mut param.tensor_map, &decl.tensor_map) {
+            s.tensor_map(map, decl)?;
+        }
     }
     out.body = s.block(&kernel.body)?;
     for (local, decl) in out.locals.iter().zip(&kernel.locals) {
@@ -269,6 +274,11 @@ impl Specializer<'_> {
             Stmt::Mbarrier(op) => out.push(Stmt::Mbarrier(self.mbarrier(op)?)),
             Stmt::ProxyFence => out.push(Stmt::ProxyFence),
             Stmt::Warpgroup(op) => out.push(Stmt::Warpgroup(self.warpgroup(op)?)),
+            Stmt::Tma(op) => out.push(Stmt::Tma(self.tma(op)?)),
+            Stmt::SetMaxRegisters { grow, count } => out.push(Stmt::SetMaxRegisters {
+                grow: *grow,
+                count: self.expr(count)?,
+            }),
         }
         Ok(())
     }
@@ -407,6 +417,48 @@ impl Specializer<'_> {
                 accumulate: self.expr(&mma.accumulate)?,
             }),
         })
+    }
+
+    fn tma(&mut self, op: &TmaOp) -> Result<TmaOp, Error> {
+        Ok(match op {
+            TmaOp::Load {
+                smem,
+                map,
+                coords,
+                bar,
+            } => TmaOp::Load {
+                smem: self.place(smem)?,
+                map: *map,
+                coords: self.exprs(coords)?,
+                bar: self.place(bar)?,
+            },
+            TmaOp::Store { smem, map, coords } => TmaOp::Store {
+                smem: self.place(smem)?,
+                map: *map,
+                coords: self.exprs(coords)?,
+            },
+            TmaOp::Commit => TmaOp::Commit,
+            TmaOp::WaitRead { pending } => TmaOp::WaitRead {
+                pending: self.expr(pending)?,
+            },
+            TmaOp::Wait { pending } => TmaOp::Wait {
+                pending: self.expr(pending)?,
+            },
+        })
+    }
+
+    /// Folds a tensor map's expressions: the tile becomes literals (the
+    /// validator checks its sizes), the shape and strides keep the scalar
+    /// parameters the launcher reads.
+    fn tensor_map(&mut self, out: &mut TensorMap, decl: &TensorMap) -> Result<(), Error> {
+        out.shape = self.exprs(&decl.shape)?;
+        out.strides = self.exprs(&decl.strides)?;
+        out.tile = self.exprs(&decl.tile)?;
+        Ok(())
+    }
+
+    fn exprs(&mut self, exprs: &[Expr]) -> Result<Vec<Expr>, Error> {
+        exprs.iter().map(|e| self.expr(e)).collect()
     }
 
     fn descriptor(&mut self, d: &MatrixDescriptor) -> Result<MatrixDescriptor, Error> {
@@ -685,6 +737,7 @@ mod tests {
                     elem: Scalar::F32,
                     mutable: false,
                 },
+                tensor_map: None,
             }],
             locals: vec![
                 local("acc", Scalar::F32, vec![konst(0)], true),
@@ -839,6 +892,7 @@ mod tests {
         k.params.push(Param {
             name: "n".into(),
             ty: ParamType::Scalar(Scalar::U32),
+            tensor_map: None,
         });
         k.body = vec![Stmt::For {
             var: 1,
@@ -920,6 +974,7 @@ mod tests {
         k.params.push(Param {
             name: "n".into(),
             ty: ParamType::Scalar(Scalar::U32),
+            tensor_map: None,
         });
         k.locals[0].dims = vec![Expr {
             ty: Scalar::U32,

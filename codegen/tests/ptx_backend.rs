@@ -198,6 +198,7 @@ fn atomic_16bit(ty: Scalar, op: AtomicOp) -> Kernel {
                 elem: ty,
                 mutable: true,
             },
+            tensor_map: None,
         }],
         locals: vec![],
         block: None,

@@ -51,6 +51,7 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
         "tensor_core",
         "parameter `q: &[i8]` (WGSL storage has no 8-bit elements)",
     ),
+    ("tma", "the tensor map of parameter `a` (TMA)"),
     ("wgmma", "shared array `a_plain` of type bf16"),
     (
         "wgmma_types",

@@ -10,6 +10,7 @@ pub mod gemm;
 pub mod gemm_problem;
 pub mod gemm_sparse;
 pub mod gemm_tc;
+pub mod gemm_wgmma;
 pub mod gemm_wmma;
 pub mod reduce;
 pub mod simple;
@@ -35,6 +36,8 @@ pub fn all() -> Vec<&'static KernelDef> {
         gemm_tc::gemm_s8::def(),
         gemm_tc::gemm_tf32::def(),
         gemm_wmma::gemm_f16_wmma::def(),
+        gemm_wgmma::gemm_wgmma_f16::def(),
+        gemm_wgmma::gemm_wgmma_bf16::def(),
         gemm_sparse::gemm_sparse_f16::def(),
         gemm_sparse::gemm_sparse_bf16::def(),
         sparse::device::prune_2_4_f16::def(),

@@ -50,6 +50,7 @@ use warpforge::{
 use crate::gemm::{gemm_f32, DEFAULT_F32};
 use crate::gemm_problem::GemmProblem;
 use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
+use crate::gemm_wgmma::{gemm_wgmma_bf16, gemm_wgmma_f16};
 use crate::gemm_wmma::gemm_f16_wmma;
 
 /// One GEMM family, with input element `I` and output element `O`.
@@ -103,8 +104,9 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
 );
 
 /// The f16 Tensor Core GEMM (row-major A, column-major B, f16 C, f32
-/// accumulation): the sm_80 `mma.sync` kernel [`gemm_f16`] and the sm_70
-/// `wmma` kernel [`gemm_f16_wmma`] compete. Heuristic default: `gemm_f16`
+/// accumulation): the sm_80 `mma.sync` kernel [`gemm_f16`], the sm_70
+/// `wmma` kernel [`gemm_f16_wmma`] and on Hopper the sm_90a `wgmma`
+/// kernel [`gemm_wgmma_f16`] compete. Heuristic default: `gemm_f16`
 /// 128 x 128 x 64, 64 x 64 warp tiles, 2 stages, 16-byte copies (the fastest
 /// at 8192^3 on an H200 before tuning existed); for k not a multiple of 8 the
 /// same tiles with BK = 32 and element copies; on sm_70, `gemm_f16_wmma` 64 x
@@ -113,7 +115,7 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
     "gemm_f16",
     GemmPrecision::F16,
     MatrixLayout::ColMajor,
-    || vec![gemm_f16::def(), gemm_f16_wmma::def()],
+    || vec![gemm_f16::def(), gemm_f16_wmma::def(), gemm_wgmma_f16::def()],
     || {
         let wmma = gemm_f16_wmma::Consts {
             BM: 64,
@@ -129,13 +131,14 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
     },
 );
 
-/// The bf16 Tensor Core GEMM (layouts as [`GEMM_F16`]); heuristic default
-/// as `gemm_f16`'s, from the same kernel source.
+/// The bf16 Tensor Core GEMM (layouts as [`GEMM_F16`]; the sm_80 kernel
+/// and on Hopper [`gemm_wgmma_bf16`]); heuristic default as `gemm_f16`'s,
+/// from the same kernel source.
 pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     "gemm_bf16",
     GemmPrecision::Bf16,
     MatrixLayout::ColMajor,
-    || vec![gemm_bf16::def()],
+    || vec![gemm_bf16::def(), gemm_wgmma_bf16::def()],
     || {
         vec![
             (gemm_bf16::def(), tensor_core_default(true)),

@@ -8,6 +8,7 @@ use warpforge_codegen::{Arch, KernelDef};
 
 use crate::buffer::{ArgInfo, Grid};
 use crate::device::{DeviceBackend, DeviceInfo};
+use crate::tensor_map::plan_tensor_maps;
 use crate::Error;
 
 /// What the compiled variant fixes about its launch.
@@ -82,18 +83,20 @@ pub fn validate_launch(
     check_args(def, consts, args)?;
     check_binding_limits(def, consts, args, device)?;
     check_requirements(def, consts, args)?;
+    plan_tensor_maps(def, consts, args)?;
     launch_dims(def, consts, facts, grid, device)
 }
 
 /// Whether the variant `consts` of `def` can take a call with these
-/// arguments: the const values, the argument types and every `requires`
-/// clause. The part of [`validate_launch`] that needs neither the compiled
+/// arguments: the const values, the argument types, every `requires`
+/// clause and the tensor maps. The part of [`validate_launch`] that needs neither the compiled
 /// variant nor a device; the tuner and the dispatcher use it to rule out
 /// variants that cannot take a problem (alignment, divisibility).
 pub fn check_call(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), Error> {
     check_consts(def, consts)?;
     check_args(def, consts, args)?;
-    check_requirements(def, consts, args)
+    check_requirements(def, consts, args)?;
+    plan_tensor_maps(def, consts, args).map(drop)
 }
 
 /// The number of const values and that each fits its parameter's type. The

@@ -2,12 +2,12 @@
 
 use warpforge_codegen::ir::{
     BinaryOp, Block, ConstParam, Expr, ExprKind, Kernel, Literal, Param, ParamType, Requirement,
-    Scalar,
+    Scalar, Swizzle, TensorMap,
 };
 use warpforge_codegen::{Arch, KernelDef, Target, TuneAxis};
 use warpforge_runtime::{
-    select_arch, validate_launch, ArgInfo, DeviceBackend, DeviceInfo, Error, Grid, HostValue,
-    LaunchDims, VariantFacts, WgpuDeviceInfo,
+    check_call, plan_tensor_maps, select_arch, validate_launch, ArgInfo, DeviceBackend, DeviceInfo,
+    Error, Grid, HostValue, LaunchDims, TensorMapPlan, VariantFacts, WgpuDeviceInfo,
 };
 
 fn h200() -> DeviceInfo {
@@ -78,6 +78,7 @@ fn param(name: &str, ty: ParamType) -> Param {
     Param {
         name: name.into(),
         ty,
+        tensor_map: None,
     }
 }
 
@@ -705,4 +706,150 @@ fn a_wgsl_only_kernel_has_no_ptx_target() {
     assert!(message.contains("built for wgsl"), "{message}");
     let mixed = saxpy_for(vec![Target::Wgsl, Target::Ptx(Arch::Sm80)]);
     assert_eq!(select_arch(&mixed, &h200()).unwrap(), Arch::Sm80);
+}
+
+/// `copy(#[tensor_map(shape = [m, k], strides = [ld], tile = [64, BK],
+/// swizzle = 128)] a: &[f16], m: u32, k: u32, ld: u32)` for sm_90.
+fn tensor_mapped() -> KernelDef {
+    let u32_param = |id| expr(Scalar::U32, ExprKind::Param(id));
+    let mut a = param(
+        "a",
+        ParamType::Slice {
+            elem: Scalar::F16,
+            mutable: false,
+        },
+    );
+    a.tensor_map = Some(TensorMap {
+        shape: vec![u32_param(1), u32_param(2)],
+        strides: vec![u32_param(3)],
+        tile: vec![
+            expr(Scalar::U32, ExprKind::Literal(Literal::Int(64))),
+            expr(Scalar::U32, ExprKind::Const(0)),
+        ],
+        swizzle: Swizzle::B128,
+    });
+    KernelDef::new(
+        Kernel {
+            name: "copy".into(),
+            const_params: vec![ConstParam {
+                name: "BK".into(),
+                ty: Scalar::U32,
+            }],
+            params: vec![
+                a,
+                param("m", ParamType::Scalar(Scalar::U32)),
+                param("k", ParamType::Scalar(Scalar::U32)),
+                param("ld", ParamType::Scalar(Scalar::U32)),
+            ],
+            locals: vec![],
+            block: None,
+            requires: vec![],
+            body: Block::new(),
+        },
+        vec![Target::Ptx(Arch::Sm90)],
+        vec![TuneAxis {
+            name: "BK".into(),
+            values: vec![64],
+        }],
+        vec![],
+    )
+}
+
+fn tensor_args(len: u64, m: u32, k: u32, ld: u32) -> Vec<ArgInfo> {
+    vec![
+        buffer(Scalar::F16, len, false),
+        u32_arg(m),
+        u32_arg(k),
+        u32_arg(ld),
+    ]
+}
+
+#[test]
+fn tensor_maps_are_planned_innermost_first_in_bytes() {
+    let def = tensor_mapped();
+    let plans = plan_tensor_maps(&def, &[64], &tensor_args(100 * 208, 100, 200, 208)).unwrap();
+    assert_eq!(
+        plans,
+        vec![TensorMapPlan {
+            param: 0,
+            elem: Scalar::F16,
+            shape: vec![200, 100],
+            strides: vec![416],
+            tile: vec![64, 64],
+            swizzle: Swizzle::B128,
+        }]
+    );
+    // The last row needs only its k elements, not a whole stride.
+    assert!(plan_tensor_maps(&def, &[64], &tensor_args(99 * 208 + 200, 100, 200, 208)).is_ok());
+}
+
+#[test]
+fn tensor_maps_the_tma_cannot_take_are_refused_before_the_launch() {
+    let def = tensor_mapped();
+    let refused = |args: Vec<ArgInfo>, consts: &[i64], expected: &str| {
+        let e = plan_tensor_maps(&def, consts, &args)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(expected), "expected `{expected}` in: {e}");
+        assert!(e.contains("the tensor map of `a` cannot be made"), "{e}");
+        // The tuner and the dispatcher see the same refusal.
+        assert!(check_call(&def, consts, &args).is_err());
+    };
+    refused(
+        tensor_args(100 * 201, 100, 200, 201),
+        &[64],
+        "a stride is 402 bytes, and the TMA needs multiples of 16 bytes (8 elements of f16)",
+    );
+    refused(
+        tensor_args(99 * 208 + 199, 100, 200, 208),
+        &[64],
+        "its shape and strides reach past the end of the slice (20791 elements)",
+    );
+    refused(
+        tensor_args(0, 0, 200, 208),
+        &[64],
+        "a dimension of its shape is 0, and the TMA takes 1 to 2^32",
+    );
+    refused(
+        tensor_args(100 * 208, 100, 200, 208),
+        &[512],
+        "a tile dimension is 512, and the TMA takes 1 to 256",
+    );
+}
+
+#[test]
+fn a_written_tensor_needs_room_for_the_last_rows_whole_chunk() {
+    let read = tensor_mapped();
+    let mut written = tensor_mapped();
+    written.ir.params[0].ty = ParamType::Slice {
+        elem: Scalar::F16,
+        mutable: true,
+    };
+    // The last row holds 201 elements (402 bytes), which a TMA store
+    // writes up to 416 bytes (208 elements).
+    let args = |len| {
+        vec![
+            buffer(Scalar::F16, len, true),
+            u32_arg(100),
+            u32_arg(201),
+            u32_arg(208),
+        ]
+    };
+    let read_args = |len| {
+        vec![
+            buffer(Scalar::F16, len, false),
+            u32_arg(100),
+            u32_arg(201),
+            u32_arg(208),
+        ]
+    };
+    assert!(plan_tensor_maps(&read, &[64], &read_args(99 * 208 + 201)).is_ok());
+    let e = plan_tensor_maps(&written, &[64], &args(99 * 208 + 201))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("and the rest of its last 16-byte chunk, which a TMA store writes"),
+        "{e}"
+    );
+    assert!(plan_tensor_maps(&written, &[64], &args(99 * 208 + 208)).is_ok());
 }

@@ -7,7 +7,7 @@
 
 use warpforge::{DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
 use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant, VariantLayouts, VariantTakes};
-use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, reduce, simple, softmax, stream};
+use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, reduce, simple, softmax, stream};
 
 use crate::compare::{self, deviation, GemmTolerance};
 use crate::reference::{Activation, GemmBatch, GemmProducts, GemmReference, GemmSpec};
@@ -429,6 +429,14 @@ impl CheckedGemm for gemm_tc::gemm_tf32::Consts {
 
 impl CheckedGemm for gemm_tc::gemm_s8::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::I8;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_f16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::F16;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_bf16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::Bf16;
 }
 
 impl CheckedGemm for gemm_wmma::gemm_f16_wmma::Consts {

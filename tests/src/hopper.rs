@@ -18,6 +18,15 @@
 //!   for f16/bf16 and for fp8 (values drawn so that the sums are exact in
 //!   f32), and for tf32, whose unrounded f32 inputs wgmma reads with the
 //!   low 13 mantissa bits dropped (measured on the H200).
+//! - `tma_load_sw128`: TMA loads of a ragged f16 matrix into 128-byte
+//!   swizzled tiles, read back through the swizzle the wgmma proofs use:
+//!   a wrong coordinate order, swizzle or out-of-bounds fill (zeros) shows
+//!   as misplaced or non-zero elements; a transaction count that clipped
+//!   tiles did not complete would hang the wait.
+//! - `tma_roundtrip`: a 3-D tensor (strided batches) loaded without a
+//!   swizzle, changed by ordinary shared stores and stored back through
+//!   the TMA after the async-proxy fence: clipped stores must leave every
+//!   element outside the tensor as it was.
 //! - `mbarrier_phases`: warps 1-3 hand a buffer to warp 0 through a `full`
 //!   mbarrier of 96 arrivals and get it back through a `free` one of 32, over
 //!   several phases: a phase that completed early, a parity that did not
@@ -251,6 +260,86 @@ pub fn mbarrier_phases(rounds: u32, out: &mut [u32]) {
             mbarrier_arrive_expect_tx(&mut free[0], 0);
         }
         parity ^= 1;
+    }
+}
+
+/// Loads the 64 x 64 tile at block (x, y) of the row-major m x k matrix
+/// `a` (rows `ld` apart) into a 128-byte swizzled shared tile through its
+/// tensor map, and writes it unswizzled to `out`, a 64 * grid rows x 64 *
+/// grid columns matrix: a tile reaching past the matrix reads zeros there.
+#[kernel(arch(sm_90a), block(128))]
+pub fn tma_load_sw128(
+    #[tensor_map(shape = [m, k], strides = [ld], tile = [64, 64], swizzle = 128)] a: &[f16],
+    m: u32,
+    k: u32,
+    ld: u32,
+    out: &mut [f16],
+) {
+    let mut tile: [[f16; 64]; 64] = shared();
+    let mut bar: [u64; 1] = shared();
+    let t = thread_idx().x;
+    if t == 0 {
+        mbarrier_init(&mut bar[0], 1);
+        fence_mbarrier_init();
+    }
+    sync_threads();
+    let (row0, col0) = (block_idx().y * 64, block_idx().x * 64);
+    if t == 0 {
+        // The whole tile's bytes, those outside the matrix included.
+        mbarrier_arrive_expect_tx(&mut bar[0], 64 * 64 * 2);
+        tma_load(&mut tile[0][0], a, (row0, col0), &mut bar[0]);
+    }
+    mbarrier_wait(&bar[0], 0);
+    let width = grid_dim().x * 64;
+    for i in (t..64 * 64).step_by(128) {
+        let r = i / 64;
+        let c = i % 64;
+        out[(row0 + r) * width + col0 + c] = tile[r][(c / 8 ^ r % 8) * 8 + c % 8];
+    }
+}
+
+/// Loads a 2 x 16 x 8 tile of the batched tensor `a` (`batches` matrices
+/// of m x n, rows `ld` apart, matrices `batch_stride` apart) without a
+/// swizzle, maps each element x to 2x + 1 with ordinary shared stores and
+/// stores the tile to `c` (the same layout) through the TMA, which writes
+/// only the elements inside the tensor.
+#[kernel(arch(sm_90, sm_90a), block(32))]
+pub fn tma_roundtrip(
+    #[tensor_map(shape = [batches, m, n], strides = [batch_stride, ld], tile = [2, 16, 8])]
+    a: &[f32],
+    #[tensor_map(shape = [batches, m, n], strides = [batch_stride, ld], tile = [2, 16, 8])]
+    c: &mut [f32],
+    batches: u32,
+    m: u32,
+    n: u32,
+    ld: u32,
+    batch_stride: u32,
+) {
+    let mut tile: [[[f32; 8]; 16]; 2] = shared();
+    let mut bar: [u64; 1] = shared();
+    let t = thread_idx().x;
+    if t == 0 {
+        mbarrier_init(&mut bar[0], 1);
+        fence_mbarrier_init();
+    }
+    sync_threads();
+    let origin = (block_idx().z * 2, block_idx().y * 16, block_idx().x * 8);
+    if t == 0 {
+        mbarrier_arrive_expect_tx(&mut bar[0], 2 * 16 * 8 * 4);
+        tma_load(&mut tile[0][0][0], a, origin, &mut bar[0]);
+    }
+    mbarrier_wait(&bar[0], 0);
+    for i in (t..2 * 16 * 8).step_by(32) {
+        let x = tile[i / 128][i / 8 % 16][i % 8];
+        tile[i / 128][i / 8 % 16][i % 8] = 2.0 * x + 1.0;
+    }
+    // The TMA reads the tile through the async proxy.
+    fence_proxy_async();
+    sync_threads();
+    if t == 0 {
+        tma_store(&tile[0][0][0], c, origin);
+        tma_store_commit();
+        tma_store_wait(0);
     }
 }
 
@@ -533,6 +622,130 @@ pub fn check_mbarrier_phases(rt: &Runtime, report: &mut Report) {
     }
 }
 
+/// `tma_load_sw128` over a ragged 100 x 150 f16 matrix (rows 152 apart)
+/// in 2 x 3 tiles: every element read back unswizzled, zeros outside.
+pub fn check_tma_load(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
+    let what = "tma_load_sw128 (100 x 150 f16, rows 152 apart, 64 x 64 tiles, 128-byte swizzle)";
+    let (m, k, ld) = (100usize, 150usize, 152usize);
+    let (rows, width) = (128usize, 192usize);
+    let a: Vec<f16> = inputs.f32s(m * ld).into_iter().map(f16::from_f32).collect();
+    let run = || -> Result<Vec<f16>, Error> {
+        let da = rt.upload(&a)?;
+        let mut out = rt.upload(&vec![f16::NAN; rows * width])?;
+        let grid = Grid::blocks([3, 2, 1]);
+        tma_load_sw128::launch(rt, grid, &da, m as u32, k as u32, ld as u32, &mut out)?;
+        rt.download(&out)
+    };
+    match run() {
+        Ok(out) => {
+            let want = |r: usize, c: usize| {
+                if r < m && c < k {
+                    a[r * ld + c]
+                } else {
+                    f16::ZERO
+                }
+            };
+            let wrong =
+                (0..out.len()).find(|&i| out[i].to_bits() != want(i / width, i % width).to_bits());
+            let detail = match wrong {
+                None => format!(
+                    "all {} elements, {} of them zeros outside the matrix",
+                    out.len(),
+                    out.len() - m * k
+                ),
+                Some(i) => format!(
+                    "element (row {}, column {}) is {}, the matrix gives {}",
+                    i / width,
+                    i % width,
+                    out[i],
+                    want(i / width, i % width)
+                ),
+            };
+            report.check(what, wrong.is_none(), detail);
+        }
+        Err(e) => report.error(what, e),
+    }
+}
+
+/// `tma_roundtrip` over 3 ragged 37 x 17 f32 matrices (rows 24 apart,
+/// matrices 40 rows apart) in 2 x 3 x 3 tiles: 2x + 1 inside the tensor,
+/// the rows past m and the matrices past the last untouched. Past n, the
+/// TMA store writes the rest of a row's last 16-byte chunk (columns 17 to
+/// 19 here, with the tile's values: 1, from the zeros the load read) and
+/// nothing after it (measured on the H200: at n = 21 it wrote columns 21
+/// to 23, at n = 17 this check says whether it stops at 19).
+pub fn check_tma_roundtrip(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
+    let what =
+        "tma_roundtrip (3 x 37 x 17 f32, rows 24 apart, matrices 960 apart, 2 x 16 x 8 tiles)";
+    let (batches, m, n, ld, batch_stride) = (3usize, 37usize, 17usize, 24usize, 960usize);
+    let a = inputs.f32s(batches * batch_stride);
+    let poison = -7.0f32;
+    let run = || -> Result<Vec<f32>, Error> {
+        let da = rt.upload(&a)?;
+        let mut dc = rt.upload(&vec![poison; a.len()])?;
+        let grid = Grid::blocks([3, 3, 2]);
+        tma_roundtrip::launch(
+            rt,
+            grid,
+            &da,
+            &mut dc,
+            batches as u32,
+            m as u32,
+            n as u32,
+            ld as u32,
+            batch_stride as u32,
+        )?;
+        rt.download(&dc)
+    };
+    match run() {
+        Ok(out) => {
+            let inside = |i: usize| i % batch_stride / ld < m && i % ld < n;
+            let chunk_end = n.next_multiple_of(16 / 4);
+            let in_last_chunk =
+                |i: usize| i % batch_stride / ld < m && (n..chunk_end).contains(&(i % ld));
+            let want = |i: usize| match (inside(i), in_last_chunk(i)) {
+                (true, _) => 2.0 * a[i] + 1.0,
+                (false, true) => 1.0,
+                (false, false) => poison,
+            };
+            let wrong: Vec<usize> = (0..out.len())
+                .filter(|&i| out[i].to_bits() != want(i).to_bits())
+                .collect();
+            // Where the wrong elements lie says which rule broke: columns
+            // past n, rows past m, matrices past the last, or values inside.
+            let mut columns: Vec<usize> = wrong.iter().map(|i| i % ld).collect();
+            let mut rows: Vec<usize> = wrong.iter().map(|i| i % batch_stride / ld).collect();
+            columns.dedup();
+            columns.sort_unstable();
+            columns.dedup();
+            rows.sort_unstable();
+            rows.dedup();
+            let detail = match wrong.first() {
+                None => format!(
+                    "all {} elements inside written, the {} in rows' last 16-byte chunks past n \
+                     written with the tile's, the {} outside untouched",
+                    batches * m * n,
+                    batches * m * (chunk_end - n),
+                    out.len() - batches * m * chunk_end
+                ),
+                Some(&i) => format!(
+                    "{} elements wrong, {} of them inside, in columns {columns:?} and rows {rows:?}; \
+                     the first: element {i} (matrix {}, row {}, column {}) is {}, expected {}",
+                    wrong.len(),
+                    wrong.iter().filter(|&&i| inside(i)).count(),
+                    i / batch_stride,
+                    i % batch_stride / ld,
+                    i % ld,
+                    out[i],
+                    want(i)
+                ),
+            };
+            report.check(what, wrong.is_empty(), detail);
+        }
+        Err(e) => report.error(what, e),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,6 +785,17 @@ mod tests {
             }
         }
         compile_ptx(mbarrier_phases::def(), &[], Arch::Sm90).unwrap();
+        for (def, arch, copies) in [
+            (
+                tma_load_sw128::def(),
+                Arch::Sm90a,
+                "cp.async.bulk.tensor.2d",
+            ),
+            (tma_roundtrip::def(), Arch::Sm90, "cp.async.bulk.tensor.3d"),
+        ] {
+            let ptx = compile_ptx(def, &[], arch).unwrap_or_else(|e| panic!("{}", e.message));
+            assert!(ptx.text.contains(copies), "{}", ptx.text);
+        }
     }
 
     #[test]

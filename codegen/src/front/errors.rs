@@ -23,7 +23,11 @@ type Location = ((usize, usize), (usize, usize));
 impl Errors {
     /// Records an error spanning `at` and returns the marker to propagate.
     pub fn push(&mut self, at: impl ToTokens, message: impl std::fmt::Display) -> Reported {
-        let error = syn::Error::new_spanned(at, message);
+        self.push_error(syn::Error::new_spanned(at, message))
+    }
+
+    /// Records an error made elsewhere (a parser's) and returns the marker.
+    pub fn push_error(&mut self, error: syn::Error) -> Reported {
         let span = error.span();
         let location = (
             (span.start().line, span.start().column),

@@ -35,7 +35,9 @@ use super::constness;
 use super::errors::{Errors, Reported};
 use super::signature::Signature;
 use super::types::TypeArgs;
-use crate::ir::{Block, ConstParam, Expr, Kernel, Local, LocalId, Param, Requirement, Scalar};
+use crate::ir::{
+    Block, ConstParam, Expr, Kernel, Local, LocalId, Param, ParamId, Requirement, Scalar,
+};
 
 mod builtin;
 mod call;
@@ -107,6 +109,15 @@ pub fn lower_kernel(
         .as_ref()
         .map(|dims| lower.block_shape(dims))
         .transpose();
+    let mut tensor_maps: Lowered<()> = Ok(());
+    for (id, p) in sig.params.iter().enumerate() {
+        let Some(map) = &p.tensor_map else { continue };
+        if let Err(reported) = lower.tensor_map(id as ParamId, map) {
+            // Its copies would only repeat that the map is missing.
+            lower.bind(&p.ident, Binding::Broken);
+            tensor_maps = Err(reported);
+        }
+    }
     let requires: Vec<Lowered<Requirement>> =
         attr.requires.iter().map(|r| lower.requirement(r)).collect();
     let constraints: Vec<Lowered<Requirement>> =
@@ -121,6 +132,7 @@ pub fn lower_kernel(
     }
     lower.block(stmts, &mut body);
 
+    tensor_maps?;
     let requires = requires.into_iter().collect::<Lowered<Vec<_>>>()?;
     let constraints = constraints.into_iter().collect::<Lowered<Vec<_>>>()?;
     let block = block?;
@@ -187,6 +199,10 @@ struct Lowerer<'e> {
     /// constant bounds. A variant that fails one never runs the statement.
     guards: Vec<Expr>,
     variant_checks: Vec<VariantCheck>,
+    /// Whether this lowers a device function's body at its definition
+    /// (`call::check_device`), where its slices have no tensor maps yet:
+    /// a TMA copy's map is checked at each call instead.
+    checking_definition: bool,
 }
 
 impl<'e> Lowerer<'e> {
@@ -213,6 +229,7 @@ impl<'e> Lowerer<'e> {
             named: Vec::new(),
             guards: Vec::new(),
             variant_checks: Vec::new(),
+            checking_definition: false,
         }
     }
 }

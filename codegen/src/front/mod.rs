@@ -140,6 +140,7 @@ pub fn stub_instances(
                 .map(|p| crate::ir::Param {
                     name: p.ident.to_string(),
                     ty: p.ty,
+                    tensor_map: None,
                 })
                 .collect(),
             locals: Vec::new(),

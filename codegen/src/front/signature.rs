@@ -16,6 +16,57 @@ pub struct ConstParamDecl {
 pub struct ParamDecl {
     pub ident: Ident,
     pub ty: ParamType,
+    pub tensor_map: Option<TensorMapAttr>,
+}
+
+/// `#[tensor_map(shape = [..], strides = [..], tile = [..], swizzle = S)]`
+/// on a slice parameter, as written; the lowering checks the expressions.
+pub struct TensorMapAttr {
+    pub attr: syn::Attribute,
+    pub shape: Vec<syn::Expr>,
+    pub strides: Vec<syn::Expr>,
+    pub tile: Vec<syn::Expr>,
+    pub swizzle: Option<syn::Expr>,
+}
+
+const TENSOR_MAP_FORM: &str = "write `#[tensor_map(shape = [rows, cols], strides = [row_stride], tile = [TILE_ROWS, TILE_COLS], swizzle = 128)]`: lists outermost first, strides in elements for every dimension but the innermost, swizzle 0, 32, 64 or 128 (optional, 0 by default)";
+
+fn tensor_map_attr(attr: &syn::Attribute) -> syn::Result<TensorMapAttr> {
+    let mut out = TensorMapAttr {
+        attr: attr.clone(),
+        shape: Vec::new(),
+        strides: Vec::new(),
+        tile: Vec::new(),
+        swizzle: None,
+    };
+    let (mut shape, mut tile) = (false, false);
+    attr.parse_nested_meta(|meta| {
+        let list = |meta: &syn::meta::ParseNestedMeta| -> syn::Result<Vec<syn::Expr>> {
+            let array: syn::ExprArray = meta.value()?.parse()?;
+            Ok(array.elems.into_iter().collect())
+        };
+        if meta.path.is_ident("shape") {
+            out.shape = list(&meta)?;
+            shape = true;
+        } else if meta.path.is_ident("strides") {
+            out.strides = list(&meta)?;
+        } else if meta.path.is_ident("tile") {
+            out.tile = list(&meta)?;
+            tile = true;
+        } else if meta.path.is_ident("swizzle") {
+            out.swizzle = Some(meta.value()?.parse()?);
+        } else {
+            return Err(meta.error(format!("unknown tensor map option: {TENSOR_MAP_FORM}")));
+        }
+        Ok(())
+    })?;
+    if !(shape && tile) {
+        return Err(syn::Error::new_spanned(
+            attr,
+            format!("a tensor map needs its `shape` and its `tile`: {TENSOR_MAP_FORM}"),
+        ));
+    }
+    Ok(out)
 }
 
 /// A type parameter `T: Bound`.
@@ -59,8 +110,29 @@ pub fn parse_signature(item: &syn::ItemFn, args: &TypeArgs, errors: &mut Errors)
         let Some((ident, _, arg)) = typed_input(input, false, &mut names, errors) else {
             continue;
         };
+        let mut tensor_map = None;
+        for attr in &arg.attrs {
+            if !attr.path().is_ident("tensor_map") {
+                errors.push(attr, "the only attribute on a kernel parameter is `#[tensor_map(..)]`, on a slice the TMA copies tiles of");
+                continue;
+            }
+            match tensor_map_attr(attr) {
+                Ok(_) if tensor_map.is_some() => {
+                    errors.push(attr, "a slice has one tensor map: remove this one");
+                }
+                Ok(map) => tensor_map = Some(map),
+                Err(e) => {
+                    errors.push_error(e);
+                    out.broken.push(ident.clone());
+                }
+            }
+        }
         match param_type(&arg.ty, args) {
-            Ok(ty) => out.params.push(ParamDecl { ident, ty }),
+            Ok(ty) => out.params.push(ParamDecl {
+                ident,
+                ty,
+                tensor_map,
+            }),
             Err(msg) => {
                 errors.push(&arg.ty, msg);
                 out.broken.push(ident);

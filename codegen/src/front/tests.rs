@@ -78,21 +78,24 @@ fn saxpy() {
         vec![
             Param {
                 name: "a".into(),
-                ty: ParamType::Scalar(Scalar::F32)
+                ty: ParamType::Scalar(Scalar::F32),
+                tensor_map: None,
             },
             Param {
                 name: "x".into(),
                 ty: ParamType::Slice {
                     elem: Scalar::F32,
                     mutable: false
-                }
+                },
+                tensor_map: None,
             },
             Param {
                 name: "y".into(),
                 ty: ParamType::Slice {
                     elem: Scalar::F32,
                     mutable: true
-                }
+                },
+                tensor_map: None,
             },
         ]
     );
@@ -2365,5 +2368,246 @@ fn wgmma_forms_check_their_types() {
         sm90a,
         &wgmma_form_kernel("wgmma_m64k32_u8", "u8", "[0i32; 32]"),
         &["(8, 16, 24, then 32 to 256 in steps of 16)"],
+    );
+}
+
+/// A kernel that loads one 64 x 64 tile of `a` through its tensor map and
+/// stores it to `c` through its own, with `extra` statements at the end.
+fn tma_kernel(a_map: &str, c_map: &str, extra: &str) -> String {
+    format!(
+        "fn k({a_map} a: &[f16], {c_map} c: &mut [f16], m: u32, k: u32) {{
+            let mut tile: [[f16; 64]; 64] = shared();
+            let mut bar: [u64; 1] = shared();
+            if thread_idx().x == 0 {{
+                mbarrier_init(&mut bar[0], 1);
+                fence_mbarrier_init();
+                mbarrier_arrive_expect_tx(&mut bar[0], 8192);
+                tma_load(&mut tile[0][0], a, (block_idx().y * 64, block_idx().x * 64), &mut bar[0]);
+            }}
+            mbarrier_wait(&bar[0], 0);
+            if thread_idx().x == 0 {{
+                tma_store(&tile[0][0], c, (block_idx().y * 64, block_idx().x * 64));
+                tma_store_commit();
+                tma_store_wait(0);
+            }}
+            {extra}
+        }}"
+    )
+}
+
+const TILE_MAP: &str =
+    "#[tensor_map(shape = [m, k], strides = [k], tile = [64, 64], swizzle = 128)]";
+
+#[test]
+fn tma_copies_name_their_tensor_maps() {
+    let def = parse("arch(sm_90, sm_90a)", &tma_kernel(TILE_MAP, TILE_MAP, ""));
+    let map = def.ir.params[0]
+        .tensor_map
+        .as_ref()
+        .expect("a's tensor map");
+    assert_eq!(map.shape.len(), 2);
+    assert_eq!(map.strides.len(), 1);
+    assert_eq!(map.swizzle, Swizzle::B128);
+    assert!(def.ir.params[2].tensor_map.is_none());
+    for arch in [Arch::Sm90, Arch::Sm90a] {
+        let ptx = crate::compile_ptx(&def, &[], arch).unwrap().text;
+        assert!(ptx.contains(".param .align 64 .b8 p0_a_map[128]"), "{ptx}");
+        assert!(
+            ptx.contains(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            ),
+            "{ptx}"
+        );
+        assert!(
+            ptx.contains("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group"),
+            "{ptx}"
+        );
+        // The 128-byte swizzle repeats every 1024 bytes of shared addresses.
+        assert!(ptx.contains(".shared .align 1024"), "{ptx}");
+    }
+    assert_error(
+        "arch(sm_80)",
+        &tma_kernel(TILE_MAP, TILE_MAP, ""),
+        &["`#[tensor_map(..)]` (a TMA tensor map): needs sm_90 or newer, and this variant targets sm_80"],
+    );
+    assert_error(
+        "arch(sm_90, wgsl)",
+        &tma_kernel(TILE_MAP, TILE_MAP, ""),
+        &["WGSL cannot express the tensor map of parameter `a` (TMA)"],
+    );
+}
+
+#[test]
+fn tma_mistakes_are_reported_at_their_span() {
+    let sm90 = "arch(sm_90)";
+    let err = |a: &str, c: &str, extra: &str, expected: &str| {
+        assert_error(sm90, &tma_kernel(a, c, extra), &[expected]);
+    };
+    err(
+        TILE_MAP,
+        "",
+        "",
+        "`c` has no tensor map: declare the parameter `#[tensor_map(",
+    );
+    err(
+        "#[tensor_map(shape = [m, k], strides = [k])]",
+        TILE_MAP,
+        "",
+        "a tensor map needs its `shape` and its `tile`",
+    );
+    err(
+        "#[tensor_map(shape = [m, k], tile = [64, 64])]",
+        TILE_MAP,
+        "",
+        "a tensor map of 2 dimension(s) has 1 stride(s)",
+    );
+    err(
+        "#[tensor_map(shape = [m, k], strides = [k], tile = [64, 64], order = 1)]",
+        TILE_MAP,
+        "",
+        "unknown tensor map option",
+    );
+    err(
+        "#[tensor_map(shape = [m, thread_idx().x], strides = [k], tile = [64, 64])]",
+        TILE_MAP,
+        "",
+        "a tensor map's shape is computed on the host at each launch",
+    );
+    err(
+        "#[tensor_map(shape = [m, k], strides = [k], tile = [m, 64])]",
+        TILE_MAP,
+        "",
+        "a tensor map's tile size",
+    );
+    err(
+        "#[tensor_map(shape = [m, k], strides = [k], tile = [64, 64], swizzle = 16)]",
+        TILE_MAP,
+        "",
+        "the swizzle of a tensor map is written as a literal: 0 (none), 32, 64 or 128",
+    );
+    err(
+        "#[shared]",
+        TILE_MAP,
+        "",
+        "the only attribute on a kernel parameter is `#[tensor_map(..)]`",
+    );
+    err(
+        &TILE_MAP.replace("shape = [m, k]", "shape = [m, k, k]"),
+        TILE_MAP,
+        "",
+        "a tensor map of 3 dimension(s) has 2 stride(s)",
+    );
+    err(
+        &TILE_MAP.replace("shape = [m, k], strides = [k], tile = [64, 64]", "shape = [m, k, k], strides = [k, k], tile = [1, 64, 64]"),
+        TILE_MAP,
+        "",
+        "the tensor map of this slice has 3 dimension(s), so `tma_load` takes 3 coordinates (outermost first), but 2 were given",
+    );
+    assert_error(
+        sm90,
+        &tma_kernel(TILE_MAP, TILE_MAP, "").replace("a: &[f16]", "a: &[bf16]"),
+        &["`tma_load` copies between elements of one type, but the tile holds `f16` and `a` holds `bf16`"],
+    );
+    assert_error(
+        sm90,
+        &tma_kernel(TILE_MAP, TILE_MAP, "").replace("c: &mut [f16]", "c: &[f16]"),
+        &["`tma_store` writes `c`: make it `&mut [f16]`"],
+    );
+    assert_error(
+        sm90,
+        &tma_kernel(TILE_MAP, TILE_MAP, "").replace("tma_load(&mut tile[0][0]", "tma_load(&tile[0][0]"),
+        &["the first argument of `tma_load` is the shared tile's first element, written `&mut tile[s][0][0]`"],
+    );
+    assert_error(
+        sm90,
+        &tma_kernel(TILE_MAP, TILE_MAP, "").replace(
+            "(block_idx().y * 64, block_idx().x * 64), &mut bar[0]",
+            "(1.0, 2.0), &mut bar[0]",
+        ),
+        &["the coordinates of `tma_load` are `u32` or `i32` element indices, but one is `f32`"],
+    );
+    assert_error(
+        "arch(sm_90)",
+        "fn k() { setmaxnreg_dec(40); }",
+        &["`setmaxnreg_inc`/`setmaxnreg_dec` (`setmaxnreg`): needs sm_90a, and this variant targets sm_90"],
+    );
+    assert_error(
+        "arch(sm_90a)",
+        "fn k(n: u32) { setmaxnreg_inc(n); }",
+        &["the register count of `setmaxnreg`"],
+    );
+}
+
+#[test]
+fn tma_tiles_and_register_counts_are_checked_per_variant() {
+    let compile = |attr: &str, item: &str, consts: &[i64]| {
+        let def = parse(attr, item);
+        crate::compile_ptx(&def, consts, Arch::Sm90a).map_err(|e| e.message)
+    };
+    // A tile whose rows are not the tensor map's: 64 x 64 loaded into rows of 32.
+    let err = compile(
+        "arch(sm_90a)",
+        &tma_kernel(TILE_MAP, TILE_MAP, "").replace("[[f16; 64]; 64]", "[[f16; 32]; 128]"),
+        &[],
+    )
+    .unwrap_err();
+    assert!(err.contains("whose trailing dimensions (indexed by zeros) hold exactly the tile with rows of 64 elements"), "{err}");
+    // A swizzled row longer than the pattern's span.
+    let wide = TILE_MAP.replace(
+        "tile = [64, 64], swizzle = 128",
+        "tile = [32, 128], swizzle = 128",
+    );
+    let err = compile("arch(sm_90a)", &tma_kernel(&wide, TILE_MAP, ""), &[]).unwrap_err();
+    assert!(
+        err.contains("is 256 bytes: TMA needs a multiple of 16 and at most the swizzle's 128"),
+        "{err}"
+    );
+    // Stages of a ring whose size is not a multiple of the swizzle's 1024 bytes.
+    let ring = tma_kernel(TILE_MAP, TILE_MAP, "")
+        .replace(
+            "let mut tile: [[f16; 64]; 64] = shared();",
+            "let mut tile: [[[f16; 64]; R]; 2] = shared();",
+        )
+        .replace("&mut tile[0][0]", "&mut tile[m % 2][0][0]")
+        .replace("&tile[0][0]", "&tile[0][0][0]")
+        .replace("fn k(", "fn k<const R: u32>(");
+    let ring_map = TILE_MAP.replace("tile = [64, 64]", "tile = [R, 64]");
+    let ring = ring.replacen(TILE_MAP, &ring_map, 2);
+    assert!(compile("arch(sm_90a), tune(R = [8, 4])", &ring, &[8]).is_ok());
+    let err = compile("arch(sm_90a), tune(R = [8, 4])", &ring, &[4]).unwrap_err();
+    assert!(
+        err.contains("does not start on a 1024-byte boundary (TMA with swizzle 128 needs it)"),
+        "{err}"
+    );
+    let err = compile(
+        "arch(sm_90a), block(128), tune(N = [40, 100])",
+        "fn k<const N: u32>() { setmaxnreg_dec(N); }",
+        &[100],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("`setmaxnreg` to 100 registers: the count is 24 to 256, a multiple of 8"),
+        "{err}"
+    );
+    let err = compile("arch(sm_90a)", "fn k() { setmaxnreg_dec(40); }", &[]).unwrap_err();
+    assert!(
+        err.contains("`setmaxnreg` needs the block shape fixed: declare `block(..)`"),
+        "{err}"
+    );
+    let ptx = compile(
+        "arch(sm_90a), block(384)",
+        "fn k() { setmaxnreg_dec(40); }",
+        &[],
+    )
+    .unwrap();
+    assert!(
+        ptx.text.contains(".reqntid 384, 1, 1\n.minnctapersm 1\n"),
+        "{}",
+        ptx.text
+    );
+    assert!(
+        ptx.text.contains("setmaxnreg.dec.sync.aligned.u32 40;"),
+        "{}",
+        ptx.text
     );
 }

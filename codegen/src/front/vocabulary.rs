@@ -190,7 +190,7 @@ pub struct WarpFamily {
     pub forms: &'static str,
 }
 
-pub static WARP_STATEMENTS: [WarpFamily; 7] = [
+pub static WARP_STATEMENTS: [WarpFamily; 9] = [
     WarpFamily {
         prefix: "ldmatrix_",
         forms: "ldmatrix_x1/x2/x4[_trans]",
@@ -219,6 +219,14 @@ pub static WARP_STATEMENTS: [WarpFamily; 7] = [
     WarpFamily {
         prefix: "wgmma_",
         forms: "wgmma_fence, wgmma_commit, wgmma_wait, wgmma_m64k16_{f16,bf16}::<N>, wgmma_m64k8_tf32::<N>, wgmma_m64k32_{s8,u8,e4m3,e5m2}::<N>, wgmma_m64k{16,8,32}::<T, N>",
+    },
+    WarpFamily {
+        prefix: "tma_",
+        forms: "tma_load, tma_store, tma_store_commit, tma_store_wait_read, tma_store_wait",
+    },
+    WarpFamily {
+        prefix: "setmaxnreg_",
+        forms: "setmaxnreg_inc, setmaxnreg_dec",
     },
 ];
 
@@ -360,7 +368,9 @@ mod tests {
              wmma_load_{a,b,c}_{row,col}, \
              wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait, \
              mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_wait, \
-             fence_mbarrier_init, fence_proxy_async, wgmma_fence, wgmma_commit, wgmma_wait, wgmma_m64k16_{f16,bf16}::<N>, wgmma_m64k8_tf32::<N>, wgmma_m64k32_{s8,u8,e4m3,e5m2}::<N>, wgmma_m64k{16,8,32}::<T, N>"
+             fence_mbarrier_init, fence_proxy_async, wgmma_fence, wgmma_commit, wgmma_wait, wgmma_m64k16_{f16,bf16}::<N>, wgmma_m64k8_tf32::<N>, wgmma_m64k32_{s8,u8,e4m3,e5m2}::<N>, wgmma_m64k{16,8,32}::<T, N>, \
+             tma_load, tma_store, tma_store_commit, tma_store_wait_read, tma_store_wait, \
+             setmaxnreg_inc, setmaxnreg_dec"
         );
     }
 

@@ -5,7 +5,10 @@
 //! descriptor encoding and the swizzle pattern allow.
 
 use super::Validator;
-use crate::ir::{Expr, MatrixDescriptor, MbarrierOp, Place, Scalar, Swizzle, WarpgroupOp, Wgmma};
+use crate::ir::{
+    Expr, MatrixDescriptor, MbarrierOp, ParamId, ParamType, Place, Scalar, Swizzle, TensorMap,
+    TmaOp, WarpgroupOp, Wgmma,
+};
 use crate::Error;
 
 impl Validator<'_> {
@@ -43,6 +46,207 @@ impl Validator<'_> {
         }
     }
 
+    pub(super) fn tma(&mut self, op: &TmaOp) -> Result<(), Error> {
+        let (function, smem, map, coords, bar) = match op {
+            TmaOp::Load {
+                smem,
+                map,
+                coords,
+                bar,
+            } => ("tma_load", smem, *map, coords, Some(bar)),
+            TmaOp::Store { smem, map, coords } => ("tma_store", smem, *map, coords, None),
+            TmaOp::Commit => return Ok(()),
+            TmaOp::WaitRead { pending } | TmaOp::Wait { pending } => {
+                let function = match op {
+                    TmaOp::WaitRead { .. } => "tma_store_wait_read",
+                    _ => "tma_store_wait",
+                };
+                self.u32_operand(pending, function)?;
+                return match pending.as_int() {
+                    Some(_) => Ok(()),
+                    None => Err(self.error(format!(
+                        "the count of `{function}` must be a `u32` compile-time constant"
+                    ))),
+                };
+            }
+        };
+        let (elem, tensor_map) = self.tensor_map(map, function, bar.is_none())?;
+        if coords.len() != tensor_map.shape.len() {
+            return Err(self.error(format!(
+                "`{function}` gives {} coordinates to a tensor map of {} dimension(s)",
+                coords.len(),
+                tensor_map.shape.len()
+            )));
+        }
+        for c in coords {
+            self.expr(c)?;
+            if !matches!(c.ty, Scalar::U32 | Scalar::I32) {
+                return Err(self.error(format!(
+                    "the coordinates of `{function}` are `u32` or `i32`, not `{}`",
+                    c.ty.name()
+                )));
+            }
+        }
+        let ty = self.place(smem, bar.is_some())?;
+        self.require_shared(smem, function, "tile")?;
+        if ty != elem {
+            return Err(self.error(format!(
+                "`{function}` copies `{}` elements, but its shared tile holds `{}`",
+                elem.name(),
+                ty.name()
+            )));
+        }
+        self.tma_tile(smem, &tensor_map, function)?;
+        if let Some(bar) = bar {
+            let ty = self.place(bar, true)?;
+            self.require_shared(bar, function, "mbarrier")?;
+            if ty != Scalar::U64 {
+                return Err(self.error(format!(
+                    "the mbarrier of `{function}` must be a `u64` element, not `{}`",
+                    ty.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The element type and tensor map of slice `map`, which a store writes.
+    fn tensor_map(
+        &self,
+        map: ParamId,
+        function: &str,
+        writes: bool,
+    ) -> Result<(Scalar, TensorMap), Error> {
+        let param = self.kernel.params.get(map as usize).ok_or_else(|| {
+            self.error(format!(
+                "`{function}` names parameter #{map}, which does not exist"
+            ))
+        })?;
+        let (ParamType::Slice { elem, mutable }, Some(tensor_map)) = (param.ty, &param.tensor_map)
+        else {
+            return Err(self.error(format!(
+                "`{function}` copies through a tensor map, and `{}` is not a slice declared with `#[tensor_map(..)]`",
+                param.name
+            )));
+        };
+        if writes && !mutable {
+            return Err(self.error(format!(
+                "`{function}` writes `{}`, which is not `&mut`",
+                param.name
+            )));
+        }
+        let rank = tensor_map.shape.len();
+        if !(1..=5).contains(&rank)
+            || tensor_map.strides.len() + 1 != rank
+            || tensor_map.tile.len() != rank
+        {
+            return Err(self.error(format!(
+                "the tensor map of `{}` must have 1 to 5 dimensions, a stride for each but the innermost and a tile size for each",
+                param.name
+            )));
+        }
+        let size = i64::from(elem.size_bytes());
+        let mut tile = Vec::with_capacity(rank);
+        for t in &tensor_map.tile {
+            match t.as_int() {
+                Some(t) if (1..=256).contains(&t) => tile.push(t),
+                Some(t) => {
+                    return Err(self.error(format!(
+                        "the tile of the tensor map of `{}` is {t} elements along one dimension: TMA tiles are 1 to 256 elements along each",
+                        param.name
+                    )))
+                }
+                None => {
+                    return Err(self.error(format!(
+                        "the tile of the tensor map of `{}` must be compile-time constants",
+                        param.name
+                    )))
+                }
+            }
+        }
+        let row_bytes = tile[rank - 1] * size;
+        let span = i64::from(tensor_map.swizzle.bytes());
+        if row_bytes % 16 != 0 || (span > 0 && row_bytes > span) {
+            let swizzled = match span {
+                0 => String::new(),
+                _ => format!(" and at most the swizzle's {span}"),
+            };
+            return Err(self.error(format!(
+                "the innermost tile dimension of the tensor map of `{}` is {row_bytes} bytes: TMA needs a multiple of 16{swizzled}",
+                param.name
+            )));
+        }
+        Ok((elem, tensor_map.clone()))
+    }
+
+    /// A TMA copy's shared tile starts at an element whose trailing indices
+    /// are zero and whose trailing dimensions hold exactly the tile, rows
+    /// as long as the tile's innermost dimension, aligned for the swizzle.
+    fn tma_tile(&self, smem: &Place, map: &TensorMap, function: &str) -> Result<(), Error> {
+        let Place::Local { local, indices } = smem else {
+            return Err(self.error(format!("the tile of `{function}` is not shared")));
+        };
+        let decl = &self.kernel.locals[*local as usize];
+        let dims: Vec<i64> = decl.dims.iter().map(|e| e.as_int().unwrap_or(0)).collect();
+        let tile: Vec<i64> = map.tile.iter().map(|e| e.as_int().unwrap_or(0)).collect();
+        let zeros = indices
+            .iter()
+            .rev()
+            .take_while(|i| i.as_int() == Some(0))
+            .count();
+        let tile_elements: i64 = tile.iter().product();
+        let holds =
+            (1..=zeros).find(|&z| dims[dims.len() - z..].iter().product::<i64>() == tile_elements);
+        let form = |dims: &[i64]| {
+            let d: Vec<String> = dims.iter().map(i64::to_string).collect();
+            format!("[{}]", d.join("]["))
+        };
+        let Some(z) = holds.filter(|_| dims.last() == tile.last()) else {
+            return Err(self.error(format!(
+                "the tile of `{function}` is {} elements of `{}` {}: give its first element, `&{}[..][0][0]`, whose trailing dimensions (indexed by zeros) hold exactly the tile with rows of {} elements",
+                form(&tile),
+                decl.name,
+                form(&dims),
+                decl.name,
+                tile.last().copied().unwrap_or(0)
+            )));
+        };
+        let size = i64::from(decl.ty.size_bytes());
+        let tile_bytes = tile_elements * size;
+        let align = i64::from(map.swizzle.alignment().max(128));
+        let outer = &indices[..indices.len() - z];
+        let offset = outer
+            .iter()
+            .zip(&dims)
+            .try_fold(0i64, |at, (i, d)| Some(at * d + i.as_int()?));
+        let aligned = match offset {
+            Some(offset) => offset * tile_bytes % align == 0,
+            None => tile_bytes % align == 0,
+        };
+        if !aligned {
+            return Err(self.error(format!(
+                "the tile of `{function}` in `{}` does not start on a {align}-byte boundary (TMA with swizzle {} needs it): make the tiles of `{}` a multiple of {align} bytes",
+                decl.name,
+                map.swizzle.bytes(),
+                decl.name
+            )));
+        }
+        Ok(())
+    }
+
+    pub(super) fn set_max_registers(&mut self, count: &Expr) -> Result<(), Error> {
+        self.u32_operand(count, "setmaxnreg")?;
+        match count.as_int() {
+            Some(n) if (24..=256).contains(&n) && n % 8 == 0 => Ok(()),
+            Some(n) => Err(self.error(format!(
+                "`setmaxnreg` to {n} registers: the count is 24 to 256, a multiple of 8"
+            ))),
+            None => {
+                Err(self.error("the count of `setmaxnreg` must be a `u32` compile-time constant"))
+            }
+        }
+    }
+
     fn u32_operand(&mut self, e: &Expr, function: &str) -> Result<(), Error> {
         self.expr(e)?;
         if e.ty != Scalar::U32 {
@@ -72,12 +276,13 @@ impl Validator<'_> {
                 )))
             }
         };
-        self.fragment(
+        self.fragment_block(
             &mma.acc,
             mma.kind.accumulator(),
             n / 2,
             function,
             "accumulator",
+            true,
             true,
         )?;
         self.descriptor(&mma.a, mma, 64, "A")?;

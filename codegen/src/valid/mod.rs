@@ -410,6 +410,8 @@ impl Validator<'_> {
             Stmt::Mbarrier(op) => self.mbarrier(op)?,
             Stmt::ProxyFence => {}
             Stmt::Warpgroup(op) => self.warpgroup(op)?,
+            Stmt::Tma(op) => self.tma(op)?,
+            Stmt::SetMaxRegisters { count, .. } => self.set_max_registers(count)?,
         }
         Ok(())
     }

@@ -26,6 +26,7 @@ fn kernel(body: Vec<Stmt>) -> Kernel {
                     elem: Scalar::F32,
                     mutable: false,
                 },
+                tensor_map: None,
             },
             Param {
                 name: "y".into(),
@@ -33,10 +34,12 @@ fn kernel(body: Vec<Stmt>) -> Kernel {
                     elem: Scalar::F32,
                     mutable: true,
                 },
+                tensor_map: None,
             },
             Param {
                 name: "n".into(),
                 ty: ParamType::Scalar(Scalar::U32),
+                tensor_map: None,
             },
         ],
         locals: vec![

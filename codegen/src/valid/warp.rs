@@ -261,6 +261,24 @@ impl Validator<'_> {
         role: &str,
         write: bool,
     ) -> Result<(), Error> {
+        self.fragment_block(fragment, elem, len, function, role, write, false)
+    }
+
+    /// A fragment, or with `block` any sub-array of a register array (the
+    /// elements below its indices, row-major): a wgmma's accumulators,
+    /// which a kernel may keep as `[[[f32; 4]; N / 8]; ..]` for the `mma`
+    /// epilogue.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn fragment_block(
+        &mut self,
+        fragment: &Fragment,
+        elem: Scalar,
+        len: u32,
+        function: &str,
+        role: &str,
+        write: bool,
+        block: bool,
+    ) -> Result<(), Error> {
         self.check_local_id(fragment.local)?;
         let decl = &self.kernel.locals[fragment.local as usize];
         let name = &decl.name;
@@ -279,7 +297,19 @@ impl Validator<'_> {
                 "`{function}` writes `{name}`, which is not mutable: declare it with `let mut`"
             )));
         }
-        if fragment.indices.len() + 1 != decl.dims.len() {
+        if block && fragment.indices.len() + 1 < decl.dims.len() {
+            let below: i64 = decl.dims[fragment.indices.len()..]
+                .iter()
+                .map(|d| d.as_int().unwrap_or(0))
+                .product();
+            if decl.ty != elem || below != i64::from(len) {
+                return Err(self.error(format!(
+                    "the {role} of `{function}` is {len} `{}` per thread, but the part of `{name}` given holds {below} `{}`",
+                    elem.name(),
+                    decl.ty.name()
+                )));
+            }
+        } else if fragment.indices.len() + 1 != decl.dims.len() {
             return Err(self.error(format!(
                 "a fragment is one row of a register array: `{name}` has {} dimension(s), so it takes {} index(es), not {}",
                 decl.dims.len(),
@@ -306,7 +336,8 @@ impl Validator<'_> {
             }
         }
         let row = decl.dims.last().and_then(Expr::as_int).unwrap_or(0);
-        if decl.ty != elem || row != len as i64 {
+        let is_row = fragment.indices.len() + 1 == decl.dims.len();
+        if is_row && (decl.ty != elem || row != len as i64) {
             return Err(self.error(format!(
                 "the {role} of `{function}` is {len} `{}` per lane, but a row of `{name}` is {row} `{}`: declare `{name}` with rows of `[{}; {len}]`",
                 elem.name(),

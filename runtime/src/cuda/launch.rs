@@ -3,19 +3,22 @@
 //!
 //! The ABI: one `.param` per scalar parameter, of the scalar's type (`bool`
 //! as a `u32` 0 or 1); two per slice parameter, the `u64` device pointer and
-//! the `u32` length in elements.
+//! the `u32` length in elements, and a third, the 128-byte `CUtensorMap`,
+//! for a slice declared with `#[tensor_map(..)]`.
 
 use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::{result, SyncOnDrop};
+use cudarc::driver::{result, sys, SyncOnDrop};
 use warpforge_codegen::back::ptx::PtxModule;
+use warpforge_codegen::ir::{Scalar, Swizzle};
 use warpforge_codegen::{Arch, KernelDef, Target};
 
 use super::module::Variant;
 use super::CudaBackend;
 use crate::buffer::{ArgKind, KernelArg, MemoryRef};
 use crate::error::driver_error;
+use crate::tensor_map::{plan_tensor_maps, TensorMapPlan, ALIGN as TMA_ALIGN};
 use crate::validate::{check_consts, select_arch, validate_launch, LaunchDims};
 use crate::{Error, Grid};
 
@@ -40,8 +43,9 @@ impl CudaBackend {
         let variant = self.variant(def, consts, compile)?;
         let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
         let dims = validate_launch(def, consts, &variant.facts, &grid, &infos, &self.info)?;
+        let maps = plan_tensor_maps(def, consts, &infos)?;
         let function = variant.function(&self.ctx, self.info.shared_mem_per_block)?;
-        self.enqueue(function, &dims, args, &variant.variant_name)
+        self.enqueue(function, &dims, args, &maps, &variant.variant_name)
     }
 
     /// The variant of `def` for `consts` on the device's best arch, built
@@ -70,6 +74,7 @@ impl CudaBackend {
         function: cudarc::driver::sys::CUfunction,
         dims: &LaunchDims,
         args: &mut [KernelArg<'_>],
+        maps: &[TensorMapPlan],
         kernel: &str,
     ) -> Result<(), Error> {
         self.ctx
@@ -77,7 +82,9 @@ impl CudaBackend {
             .map_err(|e| driver_error("making the CUDA context current", e))?;
         // Each parameter gets a 64-bit slot holding its value in the low
         // bytes; the driver copies as many bytes as the parameter is wide.
+        // A tensor map is its own 128 bytes, after its slice's two slots.
         let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
+        let mut encoded: Vec<(usize, sys::CUtensorMap)> = Vec::with_capacity(maps.len());
         // Keep cudarc's read/write events in step; recorded when dropped after the launch.
         let mut guards: Vec<SyncOnDrop<'_>> = Vec::new();
         for (index, arg) in args.iter_mut().enumerate() {
@@ -106,13 +113,20 @@ impl CudaBackend {
                     // Validation guarantees the length fits a u32.
                     slots.push(*len as u64);
                     guards.push(guard);
+                    if let Some(plan) = maps.iter().find(|m| m.param == index) {
+                        encoded.push((slots.len(), encode_tensor_map(plan, ptr, &what())?));
+                    }
                 }
             }
         }
-        let mut params: Vec<*mut c_void> = slots
-            .iter_mut()
-            .map(|slot| slot as *mut u64 as *mut c_void)
-            .collect();
+        let mut params: Vec<*mut c_void> = Vec::with_capacity(slots.len() + encoded.len());
+        let mut maps_after = encoded.iter_mut().peekable();
+        for (at, slot) in slots.iter_mut().enumerate() {
+            params.push(slot as *mut u64 as *mut c_void);
+            if let Some((_, map)) = maps_after.next_if(|(after, _)| *after == at + 1) {
+                params.push(map as *mut sys::CUtensorMap as *mut c_void);
+            }
+        }
         let [bx, by, bz] = dims.blocks;
         let [tx, ty, tz] = dims.threads;
         // SAFETY: `function` is loaded in this context; `params` points at one
@@ -133,6 +147,69 @@ impl CudaBackend {
         launched.map_err(|e| driver_error(&format!("launching `{kernel}`"), e))?;
         self.check_recorded(&format!("launching `{kernel}`"))
     }
+}
+
+/// Encodes the tensor map `plan` describes over the slice at device address
+/// `ptr`: zeros read outside the tensor, no interleave, no L2 promotion.
+fn encode_tensor_map(
+    plan: &TensorMapPlan,
+    ptr: u64,
+    what: &str,
+) -> Result<sys::CUtensorMap, Error> {
+    use sys::CUtensorMapDataType_enum as Type;
+    use sys::CUtensorMapSwizzle_enum as Swizzled;
+    if ptr % TMA_ALIGN != 0 {
+        return Err(Error::Buffer(format!(
+            "{what} starts at device address {ptr:#x}, and a tensor map needs a multiple of              {TMA_ALIGN} bytes: pass a buffer (or a view) that starts aligned"
+        )));
+    }
+    let data_type = match plan.elem {
+        Scalar::F16 => Type::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        Scalar::Bf16 => Type::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        Scalar::F32 => Type::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        Scalar::F64 => Type::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
+        Scalar::I8 | Scalar::U8 | Scalar::Bool => Type::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        Scalar::I32 => Type::CU_TENSOR_MAP_DATA_TYPE_INT32,
+        Scalar::U32 => Type::CU_TENSOR_MAP_DATA_TYPE_UINT32,
+        Scalar::I64 => Type::CU_TENSOR_MAP_DATA_TYPE_INT64,
+        Scalar::U64 => Type::CU_TENSOR_MAP_DATA_TYPE_UINT64,
+    };
+    let swizzle = match plan.swizzle {
+        Swizzle::None => Swizzled::CU_TENSOR_MAP_SWIZZLE_NONE,
+        Swizzle::B32 => Swizzled::CU_TENSOR_MAP_SWIZZLE_32B,
+        Swizzle::B64 => Swizzled::CU_TENSOR_MAP_SWIZZLE_64B,
+        Swizzle::B128 => Swizzled::CU_TENSOR_MAP_SWIZZLE_128B,
+    };
+    let element_strides = vec![1u32; plan.shape.len()];
+    let mut map = sys::CUtensorMap { opaque: [0; 16] };
+    // SAFETY: every array holds `shape.len()` entries (strides one fewer),
+    // as the rank says; `map` is a live, aligned CUtensorMap.
+    let result = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            &mut map,
+            data_type,
+            plan.shape.len() as u32,
+            ptr as *mut c_void,
+            plan.shape.as_ptr(),
+            plan.strides.as_ptr(),
+            plan.tile.as_ptr(),
+            element_strides.as_ptr(),
+            sys::CUtensorMapInterleave_enum::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            sys::CUtensorMapL2promotion_enum::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            sys::CUtensorMapFloatOOBfill_enum::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    result.result().map_err(|e| {
+        driver_error(
+            &format!(
+                "encoding the tensor map of {what} (shape {:?}, strides {:?} bytes, tile {:?}, innermost first)",
+                plan.shape, plan.strides, plan.tile
+            ),
+            e,
+        )
+    })?;
+    Ok(map)
 }
 
 /// The launch path on hand-written PTX in the backend's ABI, so it is checked
@@ -164,6 +241,7 @@ mod tests {
                     .map(|(name, ty)| Param {
                         name: name.into(),
                         ty,
+                        tensor_map: None,
                     })
                     .collect(),
                 locals: vec![],

@@ -389,6 +389,7 @@ mod wgsl_tests {
                     .map(|(name, ty)| Param {
                         name: name.into(),
                         ty,
+                        tensor_map: None,
                     })
                     .collect(),
                 locals: vec![],

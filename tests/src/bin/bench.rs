@@ -15,9 +15,9 @@
 //! launch + wait, which include a submission (microseconds against milliseconds).
 //! Last, the host time a dispatched launch (the autotuner's `TunedGemm::run`)
 //! adds to a direct launch of the same variant.
-//! `bench --only PATTERN` runs only the 16-bit GEMM variants whose `Consts`
-//! debug text holds PATTERN (for profilers); `bench --sparse` only the sparse
-//! sections.
+//! `bench --only PATTERN` runs only the Tensor Core GEMM variants whose
+//! kernel name or `Consts` debug text holds PATTERN (for profilers); `bench --sparse` only the sparse
+//! sections; `--shape MxNxK` (or `N`) sets the shape of the GEMMs `--only` runs.
 
 use std::process::ExitCode;
 
@@ -27,7 +27,7 @@ use warpforge::{
 use warpforge_kernels::gemm_problem::{gemm_with, GemmProblem, GemmVariant};
 use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_with, SparseGemmVariant};
 use warpforge_kernels::sparse::device::{compress, decompress};
-use warpforge_kernels::{gemm, gemm_tc, gemm_wmma, stream};
+use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, stream};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::sparse::{
     mma_dense_rate, mma_sp_rate, rate_words, RATE_CHAINS, RATE_META, RATE_THREADS,
@@ -42,7 +42,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    // `--only PATTERN`: only the 16-bit GEMM variants whose `Consts` debug text holds
+    // `--only PATTERN`: only the Tensor Core GEMM variants whose kernel name or `Consts` debug text holds
     // PATTERN (for profilers), and nothing else.
     let args: Vec<String> = std::env::args().collect();
     let only = args
@@ -51,13 +51,28 @@ fn main() -> ExitCode {
         .and_then(|i| args.get(i + 1));
     // `--sparse`: only the 2:4 sparse sections (mma.sp rates, the sparse GEMM).
     let sparse_only = args.iter().any(|a| a == "--sparse");
+    // `--shape MxNxK` (or `N` for N^3): the shape of the GEMMs `--only` picks (8192^3 by default).
+    let shape = match args
+        .iter()
+        .position(|a| a == "--shape")
+        .map(|i| args.get(i + 1))
+    {
+        None => (8192, 8192, 8192),
+        Some(text) => match text.and_then(|t| parse_shape(t)) {
+            Some(shape) => shape,
+            None => {
+                println!("BENCH NOT RUN: `--shape` takes MxNxK or N (positive integers), e.g. `--shape 4096x11008x4096`");
+                return ExitCode::from(2);
+            }
+        },
+    };
     let result = match only {
-        Some(pattern) => bench_gemm_16bit(&rt, 8192, pattern),
+        Some(pattern) => bench_gemm_16bit(&rt, shape, pattern),
         None if sparse_only => bench_mma_sp(&rt).and_then(|()| bench_gemm_sparse(&rt, 8192)),
         None => bench_stream(&rt, 1 << 28)
             .and_then(|()| bench_mma_sp(&rt))
             .and_then(|()| bench_gemm_sparse(&rt, 8192))
-            .and_then(|()| bench_gemm_16bit(&rt, 8192, ""))
+            .and_then(|()| bench_gemm_16bit(&rt, (8192, 8192, 8192), ""))
             .and_then(|()| bench_gemm_f32(&rt, 8192))
             .and_then(|ptx_ms| bench_gemm_f32_wgpu(8192, ptx_ms))
             .and_then(|()| bench_dispatch_overhead(&rt)),
@@ -146,6 +161,19 @@ fn bench_dispatch_overhead(rt: &Runtime) -> Result<(), Box<dyn std::error::Error
 }
 
 /// Median of `reps` timed runs of `work`, after `warmup` untimed ones.
+/// `MxNxK` or `N` (N^3), each a positive integer.
+fn parse_shape(text: &str) -> Option<(usize, usize, usize)> {
+    let parts: Option<Vec<usize>> = text
+        .split('x')
+        .map(|p| p.parse().ok().filter(|&v| v > 0))
+        .collect();
+    match parts?[..] {
+        [n] => Some((n, n, n)),
+        [m, n, k] => Some((m, n, k)),
+        _ => None,
+    }
+}
+
 fn median_ms(
     rt: &Runtime,
     warmup: usize,
@@ -164,7 +192,12 @@ fn median_ms(
 }
 
 fn tflops(size: usize, ms: f32) -> f64 {
-    2.0 * (size as f64).powi(3) / (ms as f64 * 1e-3) / 1e12
+    gemm_tflops((size, size, size), ms)
+}
+
+/// TFLOP/s of an m x n x k GEMM (2 m n k operations) that took `ms`.
+fn gemm_tflops((m, n, k): (usize, usize, usize), ms: f32) -> f64 {
+    2.0 * m as f64 * n as f64 * k as f64 / (ms as f64 * 1e-3) / 1e12
 }
 
 /// Returns the best variant's median time in ms.
@@ -248,21 +281,23 @@ type Launch<'a, I, O> = dyn Fn(
     + 'a;
 
 /// Every `ALIGNED` variant of the f16, bf16, tf32 and s8 Tensor Core GEMMs,
-/// and every variant of the `wmma` GEMM, at `size`^3 whose name holds `only`.
+/// and every variant of the `wmma` GEMM, at `shape` (m, n, k) whose name holds `only`.
 fn bench_gemm_16bit(
     rt: &Runtime,
-    size: usize,
+    shape: (usize, usize, usize),
     only: &str,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    // One Tensor Core GEMM of `gemm_tc`: its `ALIGNED` variants that read A
-    // row-major and B column-major, launched with alpha = `$one` and beta = `$zero`.
-    macro_rules! bench_aligned {
-        ($kernel:ident, $precision:expr, $one:expr, $zero:expr, $values:expr, $agree:expr) => {{
-            // The 16-byte-copy variants that take the TN problem.
-            let problem = GemmProblem::new((size as u32, size as u32, size as u32), $one, $zero);
-            let variants: Vec<_> = gemm_tc::$kernel::Consts::variants_for(&problem)
+    let (m, n, k) = shape;
+    let dims = (m as u32, n as u32, k as u32);
+    // One Tensor Core GEMM `$module::$kernel`: its variants that read A
+    // row-major and B column-major and pass `$keep` (the 16-byte-copy ones
+    // of `gemm_tc`), launched with alpha = `$one` and beta = `$zero`.
+    macro_rules! bench_variants {
+        ($module:ident::$kernel:ident, $keep:expr, $precision:expr, $one:expr, $zero:expr, $values:expr, $agree:expr) => {{
+            let problem = GemmProblem::new(dims, $one, $zero);
+            let variants: Vec<_> = $module::$kernel::Consts::variants_for(&problem)
                 .into_iter()
-                .filter(|c| c.ALIGNED)
+                .filter($keep)
                 .collect();
             let names: Vec<(String, u32)> = variants
                 .iter()
@@ -270,7 +305,7 @@ fn bench_gemm_16bit(
                 .collect();
             bench_gemm_tc(
                 rt,
-                size,
+                shape,
                 only,
                 stringify!($kernel),
                 $precision,
@@ -280,6 +315,11 @@ fn bench_gemm_16bit(
                 $agree,
             )
         }};
+    }
+    macro_rules! bench_aligned {
+        ($kernel:ident, $($rest:tt)*) => {
+            bench_variants!(gemm_tc::$kernel, |c| c.ALIGNED, $($rest)*)
+        };
     }
     // f16: both round f32 sums of the same products to f16 (summation orders differ).
     bench_aligned!(
@@ -322,6 +362,27 @@ fn bench_gemm_16bit(
             )
         }
     )?;
+    // The sm_90a form (wgmma fed by the TMA, warp-specialized), on Hopper only.
+    if rt.device().compute_capability == (9, 0) {
+        bench_variants!(
+            gemm_wgmma::gemm_wgmma_f16,
+            |_| true,
+            GemmPrecision::F16,
+            1.0,
+            0.0,
+            &float_values::<f16>,
+            &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3)
+        )?;
+        bench_variants!(
+            gemm_wgmma::gemm_wgmma_bf16,
+            |_| true,
+            GemmPrecision::Bf16,
+            1.0,
+            0.0,
+            &float_values::<bf16>,
+            &|ours, theirs| agree_within::<bf16>(ours, theirs, 8e-3)
+        )?;
+    }
     // The sm_70 form: its copies are staged through registers, so STAGES
     // shows what that overlap is worth.
     let wmma_variants = gemm_wmma::gemm_f16_wmma::variants();
@@ -331,7 +392,7 @@ fn bench_gemm_16bit(
         .collect();
     bench_gemm_tc(
         rt,
-        size,
+        shape,
         only,
         "gemm_f16_wmma",
         GemmPrecision::F16,
@@ -357,14 +418,14 @@ fn agree_within<T: GemmFloat>(ours: &[T], theirs: &[T], tolerance: f64) -> (bool
 }
 
 /// The variants (debug name, stages) of one Tensor Core GEMM `kernel` at
-/// `size`^3 (A row-major, B column-major) whose name holds `only`, then the best beside
+/// `shape` (m, n, k; A row-major, B column-major) whose name holds `only`, then the best beside
 /// cuBLAS GemmEx of the same precision, alternating, then the best per
 /// pipeline depth. `values` draws the inputs; `agree` says whether our result
 /// matches cuBLAS's, and how far apart they are.
 #[allow(clippy::too_many_arguments)]
 fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     rt: &Runtime,
-    size: usize,
+    shape: (usize, usize, usize),
     only: &str,
     kernel: &str,
     precision: GemmPrecision,
@@ -374,36 +435,39 @@ fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     agree: &dyn Fn(&[O], &[O]) -> (bool, String),
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut inputs = Inputs::new(run_seed());
-    let a = rt.upload(&values(&mut inputs, size * size))?;
-    let b = rt.upload(&values(&mut inputs, size * size))?;
-    let mut c: DeviceBuffer<O> = rt.alloc_zeroed(size * size)?;
-    let s = size as u32;
+    let (m, n, k) = shape;
+    let a = rt.upload(&values(&mut inputs, m * k))?;
+    let b = rt.upload(&values(&mut inputs, n * k))?;
+    let mut c: DeviceBuffer<O> = rt.alloc_zeroed(m * n)?;
+    let dims = (m as u32, n as u32, k as u32);
+    let tflops = |ms: f32| gemm_tflops(shape, ms);
     let kind = precision.name();
-    println!("\n{kernel}, {kind} GEMM {size}^3 (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
+    println!("\n{kernel}, {kind} GEMM {m}x{n}x{k} (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
     let mut results = Vec::new();
     for (index, (name, stages)) in variants
         .iter()
         .enumerate()
-        .filter(|(_, (name, _))| name.contains(only))
+        .filter(|(_, (name, _))| kernel.contains(only) || name.contains(only))
     {
-        let ms = median_ms(rt, 2, 10, |rt| launch(rt, index, &a, &b, &mut c, (s, s, s)))?;
-        println!(
-            "  {name:<72} {ms:>8.3} ms {:>7.2} TFLOP/s",
-            tflops(size, ms)
-        );
+        let ms = median_ms(rt, 2, 10, |rt| launch(rt, index, &a, &b, &mut c, dims))?;
+        println!("  {name:<72} {ms:>8.3} ms {:>7.2} TFLOP/s", tflops(ms));
         results.push((ms, index, *stages));
     }
     results.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let &(_, best, _) = results.first().ok_or("no variant matched")?;
+    let Some(&(_, best, _)) = results.first() else {
+        // `--only` picked another family's variants.
+        println!("  (no variant of {kernel} matches `{only}`)");
+        return Ok(());
+    };
 
-    let mut reference: DeviceBuffer<O> = rt.alloc_zeroed(size * size)?;
+    let mut reference: DeviceBuffer<O> = rt.alloc_zeroed(m * n)?;
     // The same rounds with nothing in between: the alternating rounds below have
     // measured slower than this (and than the sweep) with unchanged SM clocks,
     // so both are printed; the ratio quoted is the alternating one.
     let mut alone = Vec::new();
     for _ in 0..5 {
         alone.push(median_ms(rt, 3, 20, |rt| {
-            launch(rt, best, &a, &b, &mut c, (s, s, s))
+            launch(rt, best, &a, &b, &mut c, dims)
         })?);
     }
     alone.sort_by(f32::total_cmp);
@@ -411,12 +475,12 @@ fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         ours.push(median_ms(rt, 3, 20, |rt| {
-            launch(rt, best, &a, &b, &mut c, (s, s, s))
+            launch(rt, best, &a, &b, &mut c, dims)
         })?);
         theirs.push(median_ms(rt, 3, 20, |rt| {
             rt.cublas_gemm(
                 precision,
-                (size, size, size),
+                shape,
                 (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
                 &a,
                 &b,
@@ -433,17 +497,17 @@ fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
     println!(
         "| warpforge {kernel} {} | {ours:.3} | {:.1} | {:.3}x |",
         variants[best].0,
-        tflops(size, ours),
+        tflops(ours),
         theirs / ours
     );
     println!(
         "| same, timed alone (not alternating) | {alone:.3} | {:.1} | {:.3}x |",
-        tflops(size, alone),
+        tflops(alone),
         theirs / alone
     );
     println!(
         "| cuBLAS GemmEx {kind} | {theirs:.3} | {:.1} | 1.000x |",
-        tflops(size, theirs)
+        tflops(theirs)
     );
     println!("\nwarpforge vs cuBLAS result: {difference}");
     if !agrees {
@@ -457,7 +521,7 @@ fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
             println!(
                 "| {stages} | {} | {ms:.3} | {:.1} |",
                 variants[*index].0,
-                tflops(size, *ms)
+                tflops(*ms)
             );
         }
     }

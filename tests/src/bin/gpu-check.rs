@@ -14,7 +14,9 @@
 //! prune/compress/decompress kernels; `gemm_sparse_f16`,
 //! `gemm_sparse_bf16`; on compute capability 9.0: `wgmma`, the wgmma
 //! descriptors, swizzles and accumulator layouts of every element type, and `mbarrier`, the
-//! mbarrier phases, from `warpforge_tests::hopper`). Without a
+//! mbarrier phases, and `tma`, TMA loads and stores through tensor maps,
+//! from `warpforge_tests::hopper`; and the sm_90a GEMMs `gemm_wgmma_f16`
+//! and `gemm_wgmma_bf16`). Without a
 //! GPU it says so, lists the variants it would have
 //! checked and how many lines each dense GEMM check prints, and exits with
 //! status 2: not run is never passed.
@@ -23,12 +25,14 @@ use std::process::ExitCode;
 
 use warpforge::{BackendKind, Runtime};
 use warpforge_kernels::softmax::softmax_rows;
-use warpforge_kernels::{gemm, gemm_sparse, gemm_tc, gemm_wmma};
+use warpforge_kernels::{gemm, gemm_sparse, gemm_tc, gemm_wgmma, gemm_wmma};
 use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
     dense_gemm_lines, GemmCoverage,
 };
-use warpforge_tests::hopper::{check_mbarrier_phases, check_wgmma_layouts};
+use warpforge_tests::hopper::{
+    check_mbarrier_phases, check_tma_load, check_tma_roundtrip, check_wgmma_layouts,
+};
 use warpforge_tests::ldmatrix::check_ldmatrix_trans;
 use warpforge_tests::report::Report;
 use warpforge_tests::sparse::{
@@ -212,6 +216,29 @@ fn main() -> ExitCode {
             if wanted("wgmma") {
                 check_wgmma_layouts(&rt, &mut inputs, &mut report);
             }
+            if wanted("tma") {
+                check_tma_load(&rt, &mut inputs, &mut report);
+                check_tma_roundtrip(&rt, &mut inputs, &mut report);
+            }
+            let tc_shapes = tensor_core_shapes(quick);
+            if wanted("gemm_wgmma_f16") {
+                check_gemm::<gemm_wgmma::gemm_wgmma_f16::Consts>(
+                    &rt,
+                    &mut inputs,
+                    &mut report,
+                    &tc_shapes,
+                    coverage,
+                );
+            }
+            if wanted("gemm_wgmma_bf16") {
+                check_gemm::<gemm_wgmma::gemm_wgmma_bf16::Consts>(
+                    &rt,
+                    &mut inputs,
+                    &mut report,
+                    &tc_shapes,
+                    coverage,
+                );
+            }
             if wanted("mbarrier") {
                 check_mbarrier_phases(&rt, &mut report);
             }
@@ -315,6 +342,20 @@ the dense GEMM checks would print (lines each, `--only NAME`):"
         (
             "gemm_s8",
             dense_gemm_lines::<gemm_tc::gemm_s8::Consts>(&s8_shapes(quick), gemm_coverage(quick)),
+        ),
+        (
+            "gemm_wgmma_f16",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_f16::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_wgmma_bf16",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_bf16::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
         ),
         (
             "gemm_f16_wmma",

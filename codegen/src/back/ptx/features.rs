@@ -59,6 +59,14 @@ pub enum Feature {
     WgmmaSync,
     /// `wgmma.mma_async` m64nNk of one input type.
     Wgmma(WgmmaKind),
+    /// A `.param` tensor map (`#[tensor_map(..)]`), read through `cvta.param`.
+    TensorMap,
+    /// `cp.async.bulk.tensor` global to shared, completing on an mbarrier.
+    TmaLoad,
+    /// `cp.async.bulk.tensor` shared to global, its bulk groups and waits.
+    TmaStore,
+    /// `setmaxnreg.{inc,dec}`.
+    SetMaxRegisters,
 }
 
 /// One row of the table.
@@ -174,12 +182,31 @@ impl Feature {
                 };
                 (construct, (8, 0), (9, 0))
             }
+            Feature::TensorMap => ("`#[tensor_map(..)]` (a TMA tensor map)", (8, 0), (9, 0)),
+            Feature::TmaLoad => (
+                "`tma_load` (`cp.async.bulk.tensor` global to shared)",
+                (8, 0),
+                (9, 0),
+            ),
+            Feature::TmaStore => (
+                "`tma_store` and its waits (`cp.async.bulk.tensor` shared to global)",
+                (8, 0),
+                (9, 0),
+            ),
+            Feature::SetMaxRegisters => (
+                "`setmaxnreg_inc`/`setmaxnreg_dec` (`setmaxnreg`)",
+                (8, 0),
+                (9, 0),
+            ),
         };
         FeatureInfo {
             construct,
             min_version,
             min_arch,
-            arch_specific: matches!(self, Feature::WgmmaSync | Feature::Wgmma(_)),
+            arch_specific: matches!(
+                self,
+                Feature::WgmmaSync | Feature::Wgmma(_) | Feature::SetMaxRegisters
+            ),
         }
     }
 }

@@ -40,10 +40,12 @@ impl fmt::Display for Operand {
 pub enum ParamRegs {
     Unused,
     Scalar(Reg),
-    /// The global-window address of the first element, and the length when read.
+    /// The global-window address of the first element, the length and
+    /// the generic address of the tensor map, each when read.
     Slice {
         ptr: Option<Reg>,
         len: Option<Reg>,
+        map: Option<Reg>,
     },
 }
 
@@ -127,6 +129,11 @@ pub fn is_half(ty: Scalar) -> bool {
 pub fn param_names(kernel: &Kernel, index: usize) -> (String, String) {
     let base = format!("p{index}_{}", kernel.params[index].name);
     (format!("{base}_ptr"), format!("{base}_len"))
+}
+
+/// The `.param` name of the tensor map of slice parameter `index`.
+pub fn tensor_map_param_name(kernel: &Kernel, index: usize) -> String {
+    format!("p{index}_{}_map", kernel.params[index].name)
 }
 
 pub fn scalar_param_name(kernel: &Kernel, index: usize) -> String {
@@ -314,7 +321,17 @@ impl<'k> Emitter<'k> {
                         self.ins(format!("ld.param.u32 {len}, [{len_name}]"));
                         len
                     });
-                    self.params[index] = ParamRegs::Slice { ptr, len };
+                    // TMA takes the map's generic address (ptxas refuses the
+                    // `.param` symbol itself).
+                    let map = self.usage.tensor_map_read[index].then(|| {
+                        let symbol = self.fresh(Scalar::U64);
+                        let name = tensor_map_param_name(kernel, index);
+                        self.ins(format!("mov.b64 {symbol}, {name}"));
+                        let generic = self.fresh(Scalar::U64);
+                        self.ins(format!("cvta.param.u64 {generic}, {symbol}"));
+                        generic
+                    });
+                    self.params[index] = ParamRegs::Slice { ptr, len, map };
                 }
             }
         }

@@ -1,5 +1,6 @@
-//! Hopper's statements: mbarriers, the async-proxy fence and the warpgroup
-//! MMA (`wgmma`) with its shared-memory matrix descriptors.
+//! Hopper's statements: mbarriers, the async-proxy fence, the warpgroup
+//! MMA (`wgmma`) with its shared-memory matrix descriptors, TMA copies
+//! through tensor maps and `setmaxnreg`.
 //!
 //! A descriptor is built in registers where its wgmma is: the operand's
 //! shared-window address in units of 16 bytes (bits 0-13) or-ed with a
@@ -10,11 +11,12 @@
 //! tiles only: `imm-trans-a` and `imm-trans-b` are 0.
 
 use super::features::Feature;
-use super::function::Emitter;
+use super::function::{Emitter, ParamRegs};
 use super::regs::Reg;
 use super::warp::brace;
 use crate::ir::{
-    MatrixDescriptor, MbarrierOp, Place, Scalar, Swizzle, WarpgroupOp, Wgmma, WgmmaKind,
+    Expr, MatrixDescriptor, MbarrierOp, ParamId, Place, Scalar, Swizzle, TmaOp, WarpgroupOp, Wgmma,
+    WgmmaKind,
 };
 use crate::Error;
 
@@ -60,6 +62,78 @@ impl Emitter<'_> {
                 self.ins("fence.mbarrier_init.release.cluster");
             }
         }
+        Ok(())
+    }
+
+    pub fn tma(&mut self, op: &TmaOp) -> Result<(), Error> {
+        let text = match op {
+            TmaOp::Load {
+                smem,
+                map,
+                coords,
+                bar,
+            } => {
+                self.require(Feature::TmaLoad)?;
+                let tensor = self.tensor_operand(*map, coords)?;
+                let dst = self.address(smem)?;
+                let bar = self.address(bar)?;
+                format!(
+                    "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {dst}, {tensor}, {bar}",
+                    coords.len()
+                )
+            }
+            TmaOp::Store { smem, map, coords } => {
+                self.require(Feature::TmaStore)?;
+                let tensor = self.tensor_operand(*map, coords)?;
+                let src = self.address(smem)?;
+                format!(
+                    "cp.async.bulk.tensor.{}d.global.shared::cta.tile.bulk_group {tensor}, {src}",
+                    coords.len()
+                )
+            }
+            TmaOp::Commit => {
+                self.require(Feature::TmaStore)?;
+                "cp.async.bulk.commit_group".to_string()
+            }
+            TmaOp::WaitRead { pending } | TmaOp::Wait { pending } => {
+                self.require(Feature::TmaStore)?;
+                let Some(n) = pending.as_int() else {
+                    return Err(self.error(
+                        "the count of a TMA store wait is not a constant: validate the kernel first",
+                    ));
+                };
+                match op {
+                    TmaOp::WaitRead { .. } => format!("cp.async.bulk.wait_group.read {n}"),
+                    _ => format!("cp.async.bulk.wait_group {n}"),
+                }
+            }
+        };
+        self.ins(text);
+        Ok(())
+    }
+
+    /// `[map, {c0, c1, ..}]`: the tensor map's generic address and the
+    /// coordinates in registers, innermost first as PTX takes them.
+    fn tensor_operand(&mut self, map: ParamId, coords: &[Expr]) -> Result<String, Error> {
+        let ParamRegs::Slice { map: Some(map), .. } = self.params[map as usize] else {
+            return Err(self.error("a TMA copy names a slice whose tensor map was not loaded"));
+        };
+        let mut regs = Vec::with_capacity(coords.len());
+        for c in coords.iter().rev() {
+            let value = self.expr(c)?;
+            regs.push(self.in_reg(value, c.ty).to_string());
+        }
+        Ok(format!("[{map}, {{{}}}]", regs.join(", ")))
+    }
+
+    pub fn set_max_registers(&mut self, grow: bool, count: &Expr) -> Result<(), Error> {
+        self.require(Feature::SetMaxRegisters)?;
+        let Some(n) = count.as_int() else {
+            return Err(self
+                .error("the count of `setmaxnreg` is not a constant: validate the kernel first"));
+        };
+        let direction = if grow { "inc" } else { "dec" };
+        self.ins(format!("setmaxnreg.{direction}.sync.aligned.u32 {n}"));
         Ok(())
     }
 

@@ -43,7 +43,9 @@ mod usage;
 mod vectorize;
 mod warp;
 
-use function::{param_names, param_type, scalar_param_name, Emitter, SHARED_SYMBOL};
+use function::{
+    param_names, param_type, scalar_param_name, tensor_map_param_name, Emitter, SHARED_SYMBOL,
+};
 
 use crate::ir::{Arch, Kernel, ParamType};
 use crate::Error;
@@ -99,6 +101,7 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     e.block(&kernel.body)?;
     e.ins("ret");
     let version = e.features.version();
+    let sets_max_registers = e.usage.sets_max_registers;
     let shared_bytes = e.shared_bytes;
     let shared_align = e.shared_align;
     let (declarations, body) = e.finish();
@@ -115,6 +118,11 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
                 let (ptr, len) = param_names(kernel, index);
                 params.push(format!(".param .u64 {ptr}"));
                 params.push(format!(".param .u32 {len}"));
+                if param.tensor_map.is_some() {
+                    // The CUtensorMap, by value: 128 opaque bytes, 64-aligned.
+                    let map = tensor_map_param_name(kernel, index);
+                    params.push(format!(".param .align 64 .b8 {map}[128]"));
+                }
             }
         }
     }
@@ -147,6 +155,17 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     line(")");
     if let Some([x, y, z]) = block {
         line(&format!(".reqntid {x}, {y}, {z}"));
+    }
+    if sets_max_registers {
+        // ptxas ignores `setmaxnreg` unless the register count at entry is
+        // fixed, which a bound on blocks per SM does (with `.reqntid`).
+        if block.is_none() {
+            return Err(Error::new(format!(
+                "kernel `{}`: `setmaxnreg` needs the block shape fixed: declare `block(..)` in `#[kernel(..)]`",
+                kernel.name
+            )));
+        }
+        line(".minnctapersm 1");
     }
     line("{");
     for d in &declarations {

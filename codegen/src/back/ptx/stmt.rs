@@ -88,6 +88,8 @@ impl Emitter<'_> {
             Stmt::Mbarrier(op) => self.mbarrier(op),
             Stmt::ProxyFence => self.proxy_fence(),
             Stmt::Warpgroup(op) => self.warpgroup(op),
+            Stmt::Tma(op) => self.tma(op),
+            Stmt::SetMaxRegisters { grow, count } => self.set_max_registers(*grow, count),
         }
     }
 

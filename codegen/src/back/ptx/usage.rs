@@ -1,10 +1,13 @@
 //! A pre-pass over the body: which parameters the kernel reads, which
 //! slices it writes (a slice never written is read through the read-only
 //! cache, `ld.global.nc`), and which shared arrays need more than the
-//! default alignment (the swizzled tiles of wgmma descriptors).
+//! default alignment (the swizzled tiles of wgmma descriptors and the
+//! tiles of TMA copies), which tensor maps the kernel copies through and
+//! whether it reallocates registers.
 
 use crate::ir::{
-    Block, Expr, ExprKind, Kernel, MatrixDescriptor, MatrixOp, Place, Stmt, WarpgroupOp,
+    Block, Expr, ExprKind, Kernel, MatrixDescriptor, MatrixOp, Place, Stmt, Swizzle, TmaOp,
+    WarpgroupOp,
 };
 
 pub struct Usage {
@@ -19,6 +22,13 @@ pub struct Usage {
     /// starts on its pattern's boundary, as the hardware swizzles absolute
     /// shared addresses.
     pub shared_align: Vec<u32>,
+    /// Per parameter: its tensor map named by a TMA copy.
+    pub tensor_map_read: Vec<bool>,
+    /// Whether the body has a `setmaxnreg`, which ptxas honours only when
+    /// the entry fixes the register count (`.minnctapersm`).
+    pub sets_max_registers: bool,
+    /// Per parameter: the swizzle of its tensor map (none without one).
+    tensor_map_swizzle: Vec<Swizzle>,
 }
 
 impl Usage {
@@ -29,6 +39,13 @@ impl Usage {
             len_read: vec![false; n],
             written: vec![false; n],
             shared_align: vec![1; kernel.locals.len()],
+            tensor_map_read: vec![false; n],
+            sets_max_registers: false,
+            tensor_map_swizzle: kernel
+                .params
+                .iter()
+                .map(|p| p.tensor_map.as_ref().map_or(Swizzle::None, |m| m.swizzle))
+                .collect(),
         };
         usage.block(&kernel.body);
         usage
@@ -94,6 +111,8 @@ impl Usage {
                     }
                     WarpgroupOp::Fence | WarpgroupOp::Commit | WarpgroupOp::Wait { .. } => {}
                 },
+                Stmt::Tma(op) => self.tma(op),
+                Stmt::SetMaxRegisters { .. } => self.sets_max_registers = true,
             }
         }
     }
@@ -117,6 +136,33 @@ impl Usage {
             }
             // Fragment indices are literals: they use nothing.
             MatrixOp::Mma { .. } | MatrixOp::Wmma { .. } => {}
+        }
+    }
+
+    fn tma(&mut self, op: &TmaOp) {
+        let (smem, map, coords, bar) = match op {
+            TmaOp::Load {
+                smem,
+                map,
+                coords,
+                bar,
+            } => (smem, *map, coords, Some(bar)),
+            TmaOp::Store { smem, map, coords } => (smem, *map, coords, None),
+            TmaOp::Commit | TmaOp::WaitRead { .. } | TmaOp::Wait { .. } => return,
+        };
+        self.tensor_map_read[map as usize] = true;
+        self.written[map as usize] |= bar.is_none();
+        coords.iter().for_each(|e| self.expr(e));
+        self.place(smem, bar.is_some());
+        if let Some(bar) = bar {
+            self.place(bar, true);
+        }
+        // The TMA writes and reads whole tiles from 128-byte boundaries, and
+        // swizzles absolute addresses as wgmma does.
+        if let Place::Local { local, .. } = smem {
+            let swizzle = self.tensor_map_swizzle[map as usize];
+            let align = &mut self.shared_align[*local as usize];
+            *align = (*align).max(swizzle.alignment()).max(128);
         }
     }
 

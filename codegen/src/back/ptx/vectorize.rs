@@ -650,6 +650,7 @@ mod tests {
         let param = |name: &str, ty| Param {
             name: name.into(),
             ty,
+            tensor_map: None,
         };
         let slice = |elem, mutable| ParamType::Slice { elem, mutable };
         Kernel {

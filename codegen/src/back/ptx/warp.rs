@@ -35,7 +35,11 @@ impl Emitter<'_> {
             .iter()
             .map(|d| d.as_int().unwrap_or(0) as usize)
             .collect();
-        let row_len = *dims.last().unwrap_or(&0);
+        // The elements below the indices, which are a row for every
+        // fragment but a wgmma's accumulators.
+        let row_len: usize = dims[fragment.indices.len().min(dims.len())..]
+            .iter()
+            .product();
         let mut row = 0usize;
         for (index, dim) in fragment.indices.iter().zip(&dims) {
             let Some(i) = index.as_int() else {

@@ -371,7 +371,9 @@ impl Count {
                 | Stmt::AsyncWait { .. }
                 | Stmt::Mbarrier(_)
                 | Stmt::ProxyFence
-                | Stmt::Warpgroup(_) => {}
+                | Stmt::Warpgroup(_)
+                | Stmt::Tma(_)
+                | Stmt::SetMaxRegisters { .. } => {}
             }
         }
     }

@@ -160,6 +160,7 @@ pub fn check_device(linked: &Linked, f: usize, errors: &mut Errors) {
         return;
     };
     let mut lower = Lowerer::new(errors, linked);
+    lower.checking_definition = true;
     let mut site = CallSite {
         at: &item.sig.ident,
         name: item.sig.ident.to_string(),

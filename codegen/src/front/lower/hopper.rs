@@ -11,13 +11,16 @@
 //! params; the validator checks them per variant.
 
 use super::check::ConstantRole;
+use super::constness;
 use super::place::Access;
+use super::scope::Binding;
 use super::syntax::{call_name, generic_arguments};
 use super::warp::{mut_ref, shared_ref};
 use super::{Lowered, Lowerer};
+use crate::front::signature::TensorMapAttr;
 use crate::ir::{
-    Expr, MatrixDescriptor, MbarrierOp, Place, Scalar, Stmt, Swizzle, WarpgroupOp, Wgmma,
-    WgmmaKind, MATRIX_DESC_FUNCTION,
+    Expr, MatrixDescriptor, MbarrierOp, ParamId, ParamType, Place, Scalar, Stmt, Swizzle,
+    TensorMap, TmaOp, WarpgroupOp, Wgmma, WgmmaKind, MATRIX_DESC_FUNCTION,
 };
 
 impl Lowerer<'_> {
@@ -63,6 +66,28 @@ impl Lowerer<'_> {
             "fence_proxy_async" => {
                 return Some(self.no_arguments(c, name).map(|()| Stmt::ProxyFence))
             }
+            "tma_load" => return Some(self.tma_copy(c, name, true)),
+            "tma_store" => return Some(self.tma_copy(c, name, false)),
+            "tma_store_commit" => {
+                return Some(
+                    self.no_arguments(c, name)
+                        .map(|()| Stmt::Tma(TmaOp::Commit)),
+                )
+            }
+            "tma_store_wait_read" | "tma_store_wait" => {
+                let read = name == "tma_store_wait_read";
+                return Some(self.no_generic_arguments(c).and_then(|()| {
+                    self.arity(c, &c.args, 1, name)?;
+                    let pending = self.wait_count(&c.args[0], name)?;
+                    Ok(Stmt::Tma(match read {
+                        true => TmaOp::WaitRead { pending },
+                        false => TmaOp::Wait { pending },
+                    }))
+                }));
+            }
+            "setmaxnreg_inc" | "setmaxnreg_dec" => {
+                return Some(self.set_max_registers(c, name, name == "setmaxnreg_inc"))
+            }
             _ => return self.warpgroup_statement(c, name),
         };
         Some(stmt.map(Stmt::Mbarrier))
@@ -81,6 +106,243 @@ impl Lowerer<'_> {
             _ => return None,
         };
         Some(op.map(Stmt::Warpgroup))
+    }
+
+    /// `tma_load(&mut tile[s][0][0], map, (row, col), &mut bar[s])` and
+    /// `tma_store(&tile[0][0], map, (row, col))`: the tile's first element,
+    /// a slice with a tensor map, the coordinates of the tile's origin in
+    /// the tensor (a tuple, outermost first) and, for a load, the mbarrier
+    /// its bytes complete on.
+    fn tma_copy(&mut self, c: &syn::ExprCall, name: &str, load: bool) -> Lowered<Stmt> {
+        self.no_generic_arguments(c)?;
+        self.arity(c, &c.args, if load { 4 } else { 3 }, name)?;
+        let (tile_ref, form) = match load {
+            true => (mut_ref(&c.args[0]), "&mut tile[s][0][0]"),
+            false => (shared_ref(&c.args[0]), "&tile[s][0][0]"),
+        };
+        let Some(tile) = tile_ref else {
+            return self.err(
+                &c.args[0],
+                format!("the first argument of `{name}` is the shared tile's first element, written `{form}`"),
+            );
+        };
+        let access = if load { Access::Write } else { Access::Read };
+        let (smem, elem) = self.place(tile, access)?;
+        if !self.is_shared(&smem) {
+            return self.err(
+                tile,
+                format!("`{name}` copies a tile of shared memory: the element must be of a `shared()` array"),
+            );
+        }
+        let map = self.tensor_mapped_slice(&c.args[1], name, elem, !load)?;
+        let rank = self.params[map as usize]
+            .tensor_map
+            .as_ref()
+            .map(|m| m.shape.len());
+        let coords = self.tuple_values(
+            &c.args[2],
+            None,
+            &format!("the coordinates of `{name}`"),
+            None,
+        )?;
+        if let Some(rank) = rank.filter(|&r| r != coords.len()) {
+            return self.err(
+                &c.args[2],
+                format!(
+                    "the tensor map of this slice has {rank} dimension(s), so `{name}` takes {rank} coordinates (outermost first), but {} were given",
+                    coords.len()
+                ),
+            );
+        }
+        for value in &coords {
+            if !matches!(value.ty, Scalar::U32 | Scalar::I32) {
+                return self.err(
+                    &c.args[2],
+                    format!(
+                        "the coordinates of `{name}` are `u32` or `i32` element indices, but one is `{}`",
+                        value.ty.name()
+                    ),
+                );
+            }
+        }
+        if !load {
+            return Ok(Stmt::Tma(TmaOp::Store { smem, map, coords }));
+        }
+        let bar = self.mbarrier_place(&c.args[3], name, Access::Write)?;
+        Ok(Stmt::Tma(TmaOp::Load {
+            smem,
+            map,
+            coords,
+            bar,
+        }))
+    }
+
+    /// The slice parameter `arg` names, which has a tensor map (unknown
+    /// while a device function's definition is checked) over elements of
+    /// `elem`, and which a store must be able to write.
+    fn tensor_mapped_slice(
+        &mut self,
+        arg: &syn::Expr,
+        name: &str,
+        elem: Scalar,
+        writes: bool,
+    ) -> Lowered<ParamId> {
+        let slice = match super::syntax::peel(arg) {
+            syn::Expr::Path(p) => match {
+                let ident = self.path_ident(p)?;
+                self.resolve(&ident)?
+            } {
+                Binding::Param(id) => Some((id, true)),
+                Binding::Slice { param, mutable } => Some((param, mutable)),
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some((id, mutable)) =
+            slice.filter(|(id, _)| matches!(self.params[*id as usize].ty, ParamType::Slice { .. }))
+        else {
+            return self.err(
+                arg,
+                format!("the second argument of `{name}` is a slice parameter declared with `#[tensor_map(..)]`"),
+            );
+        };
+        let param = &self.params[id as usize];
+        let ParamType::Slice {
+            elem: slice_elem,
+            mutable: slice_mutable,
+        } = param.ty
+        else {
+            unreachable!("filtered to slices above");
+        };
+        if param.tensor_map.is_none() && !self.checking_definition {
+            return self.err(
+                arg,
+                format!(
+                    "`{}` has no tensor map: declare the parameter `#[tensor_map(shape = [..], strides = [..], tile = [..], swizzle = 128)] {}: ..` on the kernel",
+                    param.name, param.name
+                ),
+            );
+        }
+        if slice_elem != elem {
+            return self.err(
+                arg,
+                format!(
+                    "`{name}` copies between elements of one type, but the tile holds `{}` and `{}` holds `{}`",
+                    elem.name(),
+                    param.name,
+                    slice_elem.name()
+                ),
+            );
+        }
+        if writes && !(mutable && slice_mutable) {
+            return self.err(
+                arg,
+                format!(
+                    "`{name}` writes `{}`: make it `&mut [{}]`",
+                    param.name,
+                    elem.name()
+                ),
+            );
+        }
+        Ok(id)
+    }
+
+    /// `setmaxnreg_inc(N)` / `setmaxnreg_dec(N)`: N a constant.
+    fn set_max_registers(&mut self, c: &syn::ExprCall, name: &str, grow: bool) -> Lowered<Stmt> {
+        self.no_generic_arguments(c)?;
+        self.arity(c, &c.args, 1, name)?;
+        let count = self.expr(&c.args[0], Some(Scalar::U32))?;
+        self.check_type(&c.args[0], count.ty, Scalar::U32, "the register count")?;
+        self.check_constant(
+            &c.args[0],
+            &count,
+            ConstantRole::Immediate(
+                "the register count of `setmaxnreg` (24 to 256, a multiple of 8)",
+            ),
+        )?;
+        Ok(Stmt::SetMaxRegisters { grow, count })
+    }
+
+    /// Lowers `#[tensor_map(..)]` of slice parameter `id` into its
+    /// [`TensorMap`]: the shape and strides over what the host knows at
+    /// launch, the tile over constants, each list as long as the shape.
+    pub(super) fn tensor_map(&mut self, id: ParamId, attr: &TensorMapAttr) -> Lowered<()> {
+        if !matches!(self.params[id as usize].ty, ParamType::Slice { .. }) {
+            return self.err(
+                &attr.attr,
+                "`#[tensor_map(..)]` views a slice as a tensor: put it on a `&[T]` or `&mut [T]` parameter",
+            );
+        }
+        let rank = attr.shape.len();
+        if !(1..=5).contains(&rank) {
+            return self.err(
+                &attr.attr,
+                format!("a tensor map has 1 to 5 dimensions, and this shape has {rank}"),
+            );
+        }
+        if attr.strides.len() != rank - 1 || attr.tile.len() != rank {
+            return self.err(
+                &attr.attr,
+                format!(
+                    "a tensor map of {rank} dimension(s) has {} stride(s) (every dimension but the innermost, which is dense) and {rank} tile size(s), but this one has {} and {}",
+                    rank - 1,
+                    attr.strides.len(),
+                    attr.tile.len()
+                ),
+            );
+        }
+        let host = |this: &mut Self, e: &syn::Expr, what: &str| -> Lowered<Expr> {
+            let value = this.expr(e, Some(Scalar::U32))?;
+            this.check_type(e, value.ty, Scalar::U32, what)?;
+            if let Some(part) = constness::non_host_part(&value, &this.names()) {
+                return this.err(
+                    e,
+                    format!("{what} is computed on the host at each launch, so it can only use scalar parameters, slice lengths (`x.len()`), const parameters and literals, but this uses {part}"),
+                );
+            }
+            Ok(value)
+        };
+        let shape = attr
+            .shape
+            .iter()
+            .map(|e| host(self, e, "a tensor map's shape"))
+            .collect::<Vec<_>>();
+        let strides = attr
+            .strides
+            .iter()
+            .map(|e| host(self, e, "a tensor map's stride"))
+            .collect::<Vec<_>>();
+        let tile = attr
+            .tile
+            .iter()
+            .map(|e| self.constant_size(e, "a tensor map's tile size"))
+            .collect::<Vec<_>>();
+        let swizzle = match &attr.swizzle {
+            None => Ok(Swizzle::None),
+            Some(e) => self.swizzle(e, "the swizzle of a tensor map"),
+        };
+        let map = TensorMap {
+            shape: shape.into_iter().collect::<Lowered<_>>()?,
+            strides: strides.into_iter().collect::<Lowered<_>>()?,
+            tile: tile.into_iter().collect::<Lowered<_>>()?,
+            swizzle: swizzle?,
+        };
+        self.params[id as usize].tensor_map = Some(map);
+        Ok(())
+    }
+
+    /// A swizzle written as a literal number of bytes: 0, 32, 64 or 128.
+    fn swizzle(&mut self, e: &syn::Expr, what: &str) -> Lowered<Swizzle> {
+        let swizzle = self.expr(e, Some(Scalar::U32))?;
+        self.check_type(e, swizzle.ty, Scalar::U32, what)?;
+        self.check_constant(e, &swizzle, ConstantRole::Immediate(what))?;
+        match swizzle.as_int().and_then(Swizzle::from_bytes) {
+            Some(swizzle) => Ok(swizzle),
+            None => self.err(
+                e,
+                format!("{what} is written as a literal: 0 (none), 32, 64 or 128 (bytes)"),
+            ),
+        }
     }
 
     fn no_arguments(&mut self, c: &syn::ExprCall, name: &str) -> Lowered<()> {
@@ -195,7 +457,14 @@ impl Lowerer<'_> {
             }
         };
         self.arity(c, &c.args, 4, name)?;
-        let acc = self.fragment(&c.args[0], kind.accumulator(), name, "accumulator", true)?;
+        let acc = self.fragment_block(
+            &c.args[0],
+            kind.accumulator(),
+            name,
+            "accumulator",
+            true,
+            true,
+        )?;
         let a = self.matrix_descriptor(&c.args[1], kind, name, "A")?;
         let b = self.matrix_descriptor(&c.args[2], kind, name, "B")?;
         let accumulate = self.expr(&c.args[3], Some(Scalar::Bool))?;
@@ -258,24 +527,7 @@ impl Lowerer<'_> {
                 ),
             );
         }
-        let swizzle = self.expr(&call.args[1], Some(Scalar::U32))?;
-        self.check_type(
-            &call.args[1],
-            swizzle.ty,
-            Scalar::U32,
-            "the swizzle of a matrix descriptor",
-        )?;
-        self.check_constant(
-            &call.args[1],
-            &swizzle,
-            ConstantRole::Immediate("the swizzle of a matrix descriptor"),
-        )?;
-        let Some(swizzle) = swizzle.as_int().and_then(Swizzle::from_bytes) else {
-            return self.err(
-                &call.args[1],
-                "the swizzle of a matrix descriptor is written as a literal: 0 (none), 32, 64 or 128 (bytes)",
-            );
-        };
+        let swizzle = self.swizzle(&call.args[1], "the swizzle of a matrix descriptor")?;
         Ok(MatrixDescriptor { start, swizzle })
     }
 }

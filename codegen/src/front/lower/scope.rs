@@ -73,6 +73,7 @@ impl Lowerer<'_> {
         self.params.push(Param {
             name: ident.to_string(),
             ty,
+            tensor_map: None,
         });
         let id = (self.params.len() - 1) as ParamId;
         self.bind(ident, Binding::Param(id));

@@ -646,6 +646,21 @@ impl Lowerer<'_> {
         role: &str,
         writes: bool,
     ) -> Lowered<Fragment> {
+        self.fragment_block(arg, elem, function, role, writes, false)
+    }
+
+    /// A fragment, or with `block` any part of a register array indexed by
+    /// some of its outer dimensions (`&mut acc[i]` of `[[[f32; 4]; 32]; 2]`):
+    /// the elements below, row-major, as a wgmma's accumulators.
+    pub(super) fn fragment_block(
+        &mut self,
+        arg: &syn::Expr,
+        elem: Scalar,
+        function: &str,
+        role: &str,
+        writes: bool,
+        block: bool,
+    ) -> Lowered<Fragment> {
         let inner = if writes {
             mut_ref(arg)
         } else {
@@ -684,7 +699,7 @@ impl Lowerer<'_> {
         if space != Space::Register || rank == 0 {
             return self.err(inner, format!("the {role} of `{function}` must be a register array (`let mut {ident} = [0{}; N];`), not a {}", elem.name(), if rank == 0 { "scalar" } else { "shared array" }));
         }
-        if index_exprs.len() + 1 != rank {
+        if !block && index_exprs.len() + 1 != rank || index_exprs.len() >= rank {
             return self.err(
                 inner,
                 format!("`{ident}` has {rank} dimension(s): a fragment is one row, indexed by all but the last dimension ({} index(es))", rank - 1),

@@ -11,14 +11,14 @@
 
 use crate::back::ptx::features::{Feature, FeatureUse};
 use crate::ir::{
-    Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, MbarrierOp, Stmt, WarpgroupOp,
+    Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, MbarrierOp, Stmt, TmaOp, WarpgroupOp,
 };
 use crate::Error;
 
 /// Checks that `arch` has every instruction `kernel` uses that it cannot emulate.
 pub(super) fn check(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
     let mut features = FeatureUse::new(arch);
-    block(&kernel.body, &mut |feature| {
+    let mut need = |feature| {
         features.require(feature).map_err(|reason| {
             Error::new(format!(
                 "kernel `{}` ({}): {reason}",
@@ -26,7 +26,11 @@ pub(super) fn check(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
                 arch.name()
             ))
         })
-    })
+    };
+    if kernel.params.iter().any(|p| p.tensor_map.is_some()) {
+        need(Feature::TensorMap)?;
+    }
+    block(&kernel.body, &mut need)
 }
 
 type Need<'a> = dyn FnMut(Feature) -> Result<(), Error> + 'a;
@@ -75,6 +79,14 @@ fn block(body: &Block, need: &mut Need) -> Result<(), Error> {
                     Feature::WgmmaSync
                 }
             })?,
+            Stmt::Tma(op) => need(match op {
+                TmaOp::Load { .. } => Feature::TmaLoad,
+                TmaOp::Store { .. }
+                | TmaOp::Commit
+                | TmaOp::WaitRead { .. }
+                | TmaOp::Wait { .. } => Feature::TmaStore,
+            })?,
+            Stmt::SetMaxRegisters { .. } => need(Feature::SetMaxRegisters)?,
             Stmt::Break
             | Stmt::Continue
             | Stmt::Return

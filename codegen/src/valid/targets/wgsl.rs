@@ -33,6 +33,12 @@ fn unsupported(kernel: &Kernel, construct: impl std::fmt::Display) -> Error {
 /// (specialized or not): its parameters, variables and body.
 pub(super) fn check(kernel: &Kernel) -> Result<(), Error> {
     for param in &kernel.params {
+        if param.tensor_map.is_some() {
+            return Err(unsupported(
+                kernel,
+                format!("the tensor map of parameter `{}` (TMA)", param.name),
+            ));
+        }
         match param.ty {
             ParamType::Scalar(ty) if value_type(ty).is_none() => {
                 return Err(unsupported(
@@ -139,6 +145,11 @@ impl Checker<'_> {
             Stmt::Warpgroup(op) => Err(unsupported(
                 self.kernel,
                 format!("`{}` (warpgroup matrix operations)", op.function()),
+            )),
+            Stmt::Tma(_) => Err(unsupported(self.kernel, "`tma_*` (TMA bulk tensor copies)")),
+            Stmt::SetMaxRegisters { .. } => Err(unsupported(
+                self.kernel,
+                "`setmaxnreg_*` (warpgroup register reallocation)",
             )),
         }
     }

@@ -1,0 +1,284 @@
+//! Hopper GEMMs (sm_90a): warpgroup MMA (`wgmma`) on shared tiles that the
+//! TMA fills, one producer warpgroup and two consumer warpgroups that
+//! hand stages to each other through mbarriers, written in the DSL over
+//! the device functions below, [`crate::tile`] and [`crate::epilogue`].
+//! Built as `gemm_wgmma_f16` and `gemm_wgmma_bf16`.
+
+use warpforge::prelude::*;
+use warpforge::MatrixLayout;
+
+use crate::gemm_problem::{GemmVariant, VariantLayouts, VariantTakes};
+use crate::{epilogue, tile};
+
+/// The producer's loop: for each k-tile of 128 bytes of k, wait until the
+/// consumers have released stage `s` (the ring of `STAGES` starts empty:
+/// the first wait is on the phase before the first, which counts as
+/// completed), expect the bytes of both tiles on `full[s]`, and issue the
+/// TMA loads of A's `BM x BK` and B's `BN x BK` tile of the batch into it.
+/// Run by one thread.
+#[device]
+pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u32, T: Number>(
+    #[shared] a_tiles: &mut [[[T; BK]; BM]; STAGES],
+    #[shared] b_tiles: &mut [[[T; BK]; BN]; STAGES],
+    #[shared] full: &mut [u64; STAGES],
+    #[shared] empty: &mut [u64; STAGES],
+    a: &[T],
+    b: &[T],
+    origin: (u32, u32, u32),
+    k_tiles: u32,
+) {
+    let (batch, row0, col0) = origin;
+    let mut s = 0u32;
+    let mut phase = 0u32;
+    for kt in 0..k_tiles {
+        mbarrier_wait(&empty[s], phase ^ 1);
+        mbarrier_arrive_expect_tx(&mut full[s], (BM + BN) * BK * T::BYTES);
+        tma_load(
+            &mut a_tiles[s][0][0],
+            a,
+            (batch, row0, kt * BK),
+            &mut full[s],
+        );
+        tma_load(
+            &mut b_tiles[s][0][0],
+            b,
+            (batch, col0, kt * BK),
+            &mut full[s],
+        );
+        s += 1;
+        if s == STAGES {
+            s = 0;
+            phase ^= 1;
+        }
+    }
+}
+
+/// A consumer warpgroup's loop: for each k-tile, wait for stage `s` to be
+/// full, accumulate its 64 rows from `m0` times B's `BN` rows with wgmmas
+/// of 16 k each, and once the previous k-tile's wgmmas are done (the wait
+/// leaves this one's in flight) release that stage to the producer: every
+/// thread of both consumers arrives on `empty` (256 arrivals).
+#[device]
+pub fn multiply_stages<
+    const BM: u32,
+    const BN: u32,
+    const BK: u32,
+    const STAGES: u32,
+    const NJ: u32,
+    T: Half,
+>(
+    acc: &mut [[f32; 4]; NJ],
+    #[shared] a_tiles: &[[[T; BK]; BM]; STAGES],
+    #[shared] b_tiles: &[[[T; BK]; BN]; STAGES],
+    #[shared] full: &mut [u64; STAGES],
+    #[shared] empty: &mut [u64; STAGES],
+    m0: u32,
+    k_tiles: u32,
+) {
+    let mut s = 0u32;
+    let mut phase = 0u32;
+    let mut previous = 0u32;
+    for kt in 0..k_tiles {
+        mbarrier_wait(&full[s], phase);
+        wgmma_fence();
+        #[unroll]
+        for kk in 0..BK / 16 {
+            wgmma_m64k16::<T, BN>(
+                &mut acc,
+                matrix_desc(&a_tiles[s][m0][kk * 16], 128),
+                matrix_desc(&b_tiles[s][0][kk * 16], 128),
+                kt > 0 || kk > 0,
+            );
+        }
+        wgmma_commit();
+        wgmma_wait(1);
+        if kt > 0 {
+            mbarrier_arrive(&mut empty[previous]);
+        }
+        previous = s;
+        s += 1;
+        if s == STAGES {
+            s = 0;
+            phase ^= 1;
+        }
+    }
+    wgmma_wait(0);
+}
+
+/// A GEMM with an epilogue on Hopper, for each of `batches` strided
+/// batches (the grid's z): `C = act(alpha * A B + beta * C + bias)` with A
+/// (m x k) row-major and B (k x n) column-major (both k-contiguous, the
+/// "TN" form), C (m x n) row-major, f32 accumulation; any m and n (the
+/// TMA reads zeros past the edges), k and batch strides in whole 16-byte
+/// chunks (the TMA's row strides).
+///
+/// A block computes a `128 x BN` tile of C with three warpgroups: the
+/// first (40 registers a thread after `setmaxnreg`) runs the producer,
+/// [`load_stages`], in one thread; the other two (232 registers) each
+/// compute 64 rows with [`multiply_stages`] into `BN / 2` accumulators a
+/// thread and run the epilogue from registers. Stages are k-tiles of 128
+/// bytes of k (64 elements), 128-byte swizzled as the TMA writes them and
+/// the wgmma descriptors read them, in a ring of `STAGES` with a `full`
+/// and an `empty` mbarrier each.
+#[kernel(
+    arch(sm_90a),
+    block(384),
+    instances(
+        gemm_wgmma_f16 = <f16, f16, f32>,
+        gemm_wgmma_bf16 = <bf16, bf16, f32>
+    ),
+    // BM: 64 rows per consumer warpgroup.
+    tune(BM = [128], BN = [128, 256], STAGES = [3, 4, 5]),
+    constrain(STAGES * (BM + BN) * 128 <= 224 * 1024),
+    requires(
+        batches >= 1,
+        a.len() >= (batches - 1) * stride_a + m * k,
+        b.len() >= (batches - 1) * stride_b + k * n,
+        c.len() >= (batches - 1) * stride_c + m * n,
+        bias_mode == 0 || bias_mode == 1 && bias.len() >= n || bias_mode == 2 && bias.len() >= m,
+        !a_col_major && !b_row_major,
+        k % (16 / T::BYTES) == 0,
+        batches == 1 || stride_a % (16 / T::BYTES) == 0 && stride_b % (16 / T::BYTES) == 0
+    )
+)]
+pub fn gemm_wgmma<
+    const BM: u32,
+    const BN: u32,
+    const STAGES: u32,
+    T: Half,
+    O: Number,
+    S: Number,
+>(
+    #[tensor_map(
+        shape = [batches, m, k],
+        strides = [stride_a, k],
+        tile = [1, BM, 128 / T::BYTES],
+        swizzle = 128
+    )]
+    a: &[T],
+    #[tensor_map(
+        shape = [batches, n, k],
+        strides = [stride_b, k],
+        tile = [1, BN, 128 / T::BYTES],
+        swizzle = 128
+    )]
+    b: &[T],
+    c: &mut [O],
+    bias: &[O],
+    m: u32,
+    n: u32,
+    k: u32,
+    batches: u32,
+    stride_a: u32,
+    stride_b: u32,
+    stride_c: u32,
+    alpha: S,
+    beta: S,
+    bias_mode: u32,
+    activation: u32,
+    a_col_major: bool,
+    b_row_major: bool,
+) {
+    const BK: u32 = 128 / T::BYTES;
+    let mut a_tiles: [[[T; BK]; BM]; STAGES] = shared();
+    let mut b_tiles: [[[T; BK]; BN]; STAGES] = shared();
+    let mut full: [u64; STAGES] = shared();
+    let mut empty: [u64; STAGES] = shared();
+    let tid = thread_idx().x;
+    if tid == 0 {
+        #[unroll]
+        for s in 0..STAGES {
+            mbarrier_init(&mut full[s], 1);
+            mbarrier_init(&mut empty[s], 256);
+        }
+        fence_mbarrier_init();
+    }
+    sync_threads();
+    let k_tiles = (k + BK - 1) / BK;
+    if tid < 128 {
+        setmaxnreg_dec(40);
+        if tid == 0 {
+            let (row0, col0) = tile::grouped_tile_order::<BM, BN>();
+            load_stages(
+                &mut a_tiles,
+                &mut b_tiles,
+                &mut full,
+                &mut empty,
+                a,
+                b,
+                (block_idx().z, row0, col0),
+                k_tiles,
+            );
+        }
+    } else {
+        setmaxnreg_inc(232);
+        let consumer = tid / 128 - 1;
+        let mut acc = [[[S::ZERO; 4]; BN / 8]; 1];
+        multiply_stages(
+            &mut acc[0],
+            &a_tiles,
+            &b_tiles,
+            &mut full,
+            &mut empty,
+            64 * consumer,
+            k_tiles,
+        );
+        epilogue::mma_epilogue::<BM, BN, true>(
+            &mut acc,
+            c,
+            bias,
+            m,
+            n,
+            batches,
+            stride_c,
+            alpha,
+            beta,
+            bias_mode,
+            activation,
+            0,
+            lane_id(),
+            64 * consumer + 16 * (tid / 32 % 4),
+            0,
+        );
+    }
+}
+
+/// The [`GemmVariant`] of each instance: 16-bit types, the TN layouts
+/// (others are refused with what to use), GELU.
+macro_rules! wgmma_variants {
+    ($($name:ident: $elem:ident;)*) => {$(
+        impl GemmVariant for $name::Consts {
+            type Elem = $elem;
+            type Out = $elem;
+            type Scale = f32;
+            fn takes(&self) -> VariantTakes {
+                VariantTakes {
+                    layouts: VariantLayouts::Fixed {
+                        a: MatrixLayout::RowMajor,
+                        b: MatrixLayout::ColMajor,
+                        other: "the wgmma GEMMs read k-contiguous A and B: store A row-major and \
+                                B column-major, or use a `gemm_f16`/`gemm_bf16` variant of the \
+                                layouts you have",
+                    },
+                    chunks: Some(crate::gemm_problem::Chunks {
+                        elements: 8,
+                        otherwise: "the TMA moves rows of whole 16-byte chunks: use a \
+                                    `gemm_f16`/`gemm_bf16` variant with ALIGNED = false",
+                    }),
+                    gelu: true,
+                }
+            }
+            fn tile(&self) -> (u32, u32) {
+                (self.BM, self.BN)
+            }
+            fn bias_stand_in(a: &DeviceBuffer<$elem>) -> Option<&DeviceBuffer<$elem>> {
+                Some(a)
+            }
+        }
+    )*};
+}
+
+wgmma_variants! {
+    gemm_wgmma_f16: f16;
+    gemm_wgmma_bf16: bf16;
+}
