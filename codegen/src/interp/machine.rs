@@ -225,6 +225,8 @@ pub(super) struct Machine<'k> {
     pub threads: u32,
     steps: u64,
     max_steps: u64,
+    /// Whether a read of a register or shared byte never written is an error.
+    pub check_uninitialized: bool,
     depth: u32,
     pub block_idx: [u32; 3],
     pub shared: Vec<u8>,
@@ -399,6 +401,7 @@ impl<'k> Machine<'k> {
             threads: threads as u32,
             steps: 0,
             max_steps: launch.max_steps,
+            check_uninitialized: launch.check_uninitialized,
             depth: 0,
             block_idx: [0; 3],
             shared,
@@ -953,6 +956,9 @@ impl<'k> Machine<'k> {
 
     fn eval_inner(&mut self, w: &mut Warp<'k>, e: &Expr, mask: u32) -> Result<Lanes, Fault> {
         let mut out = [NOTHING; 32];
+        if mask == 0 {
+            return Ok(out);
+        }
         let per_lane = |out: &mut Lanes,
                         f: &mut dyn FnMut(usize) -> Result<Literal, Fault>|
          -> Result<(), Fault> {
@@ -1017,17 +1023,23 @@ impl<'k> Machine<'k> {
                 let x = self.eval(w, a, mask)?;
                 per_lane(&mut out, &mut |l| value::cast(a.ty, e.ty, x[l]))?;
             }
+            // Both operands are computed on the GPU, but they have no effects
+            // (the front builds a select only from such): each lane computes
+            // the one it takes, so that an operand a lane does not take
+            // cannot fault (an uninitialized register it would discard).
             ExprKind::Select(c, a, b) => {
                 let c = self.eval(w, c, mask)?;
-                let x = self.eval(w, a, mask)?;
-                let y = self.eval(w, b, mask)?;
+                let mut taken = 0u32;
+                for l in lanes(mask) {
+                    if c[l as usize] == Literal::Bool(true) {
+                        taken |= 1 << l;
+                    }
+                }
+                let x = self.eval(w, a, taken)?;
+                let y = self.eval(w, b, mask & !taken)?;
                 for l in lanes(mask) {
                     let l = l as usize;
-                    out[l] = if c[l] == Literal::Bool(true) {
-                        x[l]
-                    } else {
-                        y[l]
-                    };
+                    out[l] = if taken >> l & 1 == 1 { x[l] } else { y[l] };
                 }
             }
             ExprKind::Special(s) => {
@@ -1235,6 +1247,9 @@ impl<'k> Machine<'k> {
     ) -> Result<Literal, Fault> {
         let at = r.at[l as usize];
         match r.mem {
+            Mem::Reg if !self.check_uninitialized => {
+                Ok(w.regs[at * 32 + l as usize].unwrap_or(value::from_bits(r.ty, 0)))
+            }
             Mem::Reg => w.regs[at * 32 + l as usize].ok_or_else(|| {
                 Fault::new(
                     ErrorKind::Uninitialized,
@@ -1247,7 +1262,7 @@ impl<'k> Machine<'k> {
             }),
             Mem::Shared => {
                 let size = r.ty.size_bytes() as usize;
-                if self.shared_init[at..at + size].iter().any(|b| !b) {
+                if self.check_uninitialized && self.shared_init[at..at + size].iter().any(|b| !b) {
                     return Err(Fault::new(
                         ErrorKind::Uninitialized,
                         format!(

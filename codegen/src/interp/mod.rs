@@ -50,7 +50,8 @@
 //!   misaligned `ldmatrix` rows, `cp.async` and `wmma` addresses;
 //! - reads of a register array element or a shared memory byte that nothing
 //!   wrote (a register array declared without a value, shared memory before
-//!   any store: the GPU's is garbage);
+//!   any store: the GPU's is garbage), unless
+//!   [`Launch::check_uninitialized`] turns the check off;
 //! - barrier divergence: a `sync_threads()` that some threads of the block do
 //!   not reach (another branch, a loop left early, a thread that returned),
 //!   or threads at different barriers; a warp shuffle or matrix operation
@@ -92,6 +93,11 @@ pub struct Launch {
     /// test) the whole launch may take before it is an
     /// [`ErrorKind::StepBudget`] error.
     pub max_steps: u64,
+    /// Whether reading a register array element or a shared memory byte
+    /// that nothing wrote is an [`ErrorKind::Uninitialized`] error (the
+    /// default). Off, such reads give zero, which the GPU does not promise:
+    /// for kernels that read values they then discard.
+    pub check_uninitialized: bool,
 }
 
 impl Launch {
@@ -100,12 +106,19 @@ impl Launch {
             grid,
             block,
             max_steps: DEFAULT_MAX_STEPS,
+            check_uninitialized: true,
         }
     }
 
     /// The same launch with another step budget.
     pub fn max_steps(mut self, steps: u64) -> Launch {
         self.max_steps = steps;
+        self
+    }
+
+    /// The same launch with the uninitialized-read check on or off.
+    pub fn check_uninitialized(mut self, check: bool) -> Launch {
+        self.check_uninitialized = check;
         self
     }
 }

@@ -782,6 +782,29 @@ fn uninitialized_reads_and_division_by_zero_are_errors() {
         "{}",
         e.message
     );
+    // A value no lane takes is not read; with the check off, reads give zero.
+    let k = kernel(
+        "fn k(y: &mut [u32]) {
+            let mut r: [u32; 2];
+            r[0] = 1;
+            let t = thread_idx().x;
+            y[t] = if t > 100 { r[1] } else { r[0] + 4 };
+        }",
+    );
+    let mut args = [Arg::from(vec![0u32; 8])];
+    run1(&k, 1, 8, &mut args).unwrap();
+    assert_eq!(args[0].as_u32().unwrap(), &[5; 8]);
+    let k = kernel(
+        "fn k(y: &mut [u32]) {
+            let mut s: [u32; 8] = shared();
+            let mut r: [u32; 2];
+            y[thread_idx().x] = s[thread_idx().x] + r[1] + 3;
+        }",
+    );
+    let mut args = [Arg::from(vec![7u32; 8])];
+    let launch = Launch::new([1, 1, 1], [8, 1, 1]).check_uninitialized(false);
+    interpret(&k, &launch, &mut args).unwrap();
+    assert_eq!(args[0].as_u32().unwrap(), &[3; 8]);
     let k = kernel(
         "fn k(y: &mut [u32], d: u32) {
             y[thread_idx().x] = 10 / (d - thread_idx().x);

@@ -69,9 +69,15 @@ impl<'k> Machine<'k> {
     ) -> Result<Vec<Lanes>, Fault> {
         let first = self.fragment_slot(frag, len)?;
         let mut out = vec![[NOTHING; 32]; len];
+        let ty = self.kernel.local(frag.local).ty;
         for (j, regs) in out.iter_mut().enumerate() {
             for l in 0..32u32 {
-                regs[l as usize] = w.regs[(first + j) * 32 + l as usize].ok_or_else(|| {
+                let slot = w.regs[(first + j) * 32 + l as usize];
+                if !self.check_uninitialized {
+                    regs[l as usize] = slot.unwrap_or(value::from_bits(ty, 0));
+                    continue;
+                }
+                regs[l as usize] = slot.ok_or_else(|| {
                     Fault::new(
                         ErrorKind::Uninitialized,
                         format!(
@@ -184,7 +190,7 @@ impl<'k> Machine<'k> {
                 ),
             ));
         }
-        if read && self.shared_init[at..at + len].iter().any(|b| !b) {
+        if read && self.check_uninitialized && self.shared_init[at..at + len].iter().any(|b| !b) {
             return Err(Fault::new(
                 ErrorKind::Uninitialized,
                 format!(
