@@ -27,6 +27,10 @@ pub(super) const FULL: u32 = u32::MAX;
 /// What inactive lanes hold.
 pub(super) const NOTHING: Literal = Literal::Int(0);
 
+/// The most register elements (over all register locals and threads) of one
+/// block: a bound on the host memory a launch takes.
+const MAX_BLOCK_REGISTERS: u64 = 1 << 24;
+
 /// The deepest expression nesting evaluated (a guard for the host's stack).
 const MAX_DEPTH: u32 = 512;
 
@@ -390,6 +394,17 @@ impl<'k> Machine<'k> {
             }
         }
         let layout = Layout::new(kernel).map_err(|(kind, message)| fail(kind, message))?;
+        // Every thread of a block holds every register local at once.
+        if layout.reg_slots as u64 * threads > MAX_BLOCK_REGISTERS {
+            return Err(fail(
+                ErrorKind::InvalidLaunch,
+                format!(
+                    "its {} register elements per thread, in {threads} threads, are more than the \
+                     interpreter holds for one block ({MAX_BLOCK_REGISTERS})",
+                    layout.reg_slots
+                ),
+            ));
+        }
         let shared = vec![0; layout.shared_bytes];
         let shared_init = vec![false; layout.shared_bytes];
         Ok(Machine {
@@ -802,21 +817,21 @@ impl<'k> Machine<'k> {
                     return Ok(Flow::Next);
                 }
                 let v = match init {
-                    Some(e) => Some(self.eval(w, e, mask)?),
+                    Some(e) => Some(self.copy_or_eval(w, e, mask)?),
                     None => None,
                 };
                 let (start, n) = (self.layout.offset[id], self.layout.elems[id]);
                 for slot in start..start + n {
                     for l in lanes(mask) {
-                        w.regs[slot * 32 + l as usize] = v.map(|v| v[l as usize]);
+                        w.regs[slot * 32 + l as usize] = v.and_then(|v| v[l as usize]);
                     }
                 }
             }
             Stmt::Assign { place, value } => {
-                let v = self.eval(w, value, mask)?;
+                let v = self.copy_or_eval(w, value, mask)?;
                 let r = self.resolve(w, place, mask, "write")?;
                 for l in lanes(mask) {
-                    self.write_lane(w, &r, l, v[l as usize]);
+                    self.write_lane_opt(w, &r, place, l, v[l as usize])?;
                 }
             }
             Stmt::If {
@@ -1238,6 +1253,92 @@ impl<'k> Machine<'k> {
         }
     }
 
+    /// The value of `e` in each lane, where a plain read of a place
+    /// carries "no value" (`None`) through from an element or shared byte
+    /// that nothing wrote: copying such a value (a prefetch that the kernel
+    /// then discards) is legal, and only its use is an error.
+    fn copy_or_eval(
+        &mut self,
+        w: &mut Warp<'k>,
+        e: &Expr,
+        mask: u32,
+    ) -> Result<[Option<Literal>; 32], Fault> {
+        let mut out = [None; 32];
+        match &e.kind {
+            ExprKind::Load(place) if self.check_uninitialized => {
+                let r = self.resolve(w, place, mask, "read")?;
+                for l in lanes(mask) {
+                    out[l as usize] = self.read_lane_opt(w, &r, l)?;
+                }
+            }
+            _ => {
+                let v = self.eval(w, e, mask)?;
+                for l in lanes(mask) {
+                    out[l as usize] = Some(v[l as usize]);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A lane's value of a place, or `None` where nothing wrote it.
+    pub fn read_lane_opt(
+        &self,
+        w: &Warp<'k>,
+        r: &Resolved,
+        l: u32,
+    ) -> Result<Option<Literal>, Fault> {
+        let at = r.at[l as usize];
+        let size = r.ty.size_bytes() as usize;
+        Ok(match r.mem {
+            Mem::Reg => w.regs[at * 32 + l as usize],
+            Mem::Shared if self.shared_init[at..at + size].iter().any(|b| !b) => None,
+            Mem::Shared => Some(value::from_bits(r.ty, load(&self.shared, at, size))),
+            Mem::Global(p) => match &self.params[p] {
+                ParamValue::Slice { bytes, .. } => {
+                    Some(value::from_bits(r.ty, load(bytes, at, size)))
+                }
+                ParamValue::Scalar(_) => {
+                    return Err(Fault::invalid("a scalar parameter read as a slice"))
+                }
+            },
+        })
+    }
+
+    /// Writes a lane's value or "no value": a register or shared memory
+    /// then holds none, but global memory, which the host reads, may not
+    /// receive it.
+    pub fn write_lane_opt(
+        &mut self,
+        w: &mut Warp<'k>,
+        r: &Resolved,
+        place: &Place,
+        l: u32,
+        v: Option<Literal>,
+    ) -> Result<(), Fault> {
+        let at = r.at[l as usize];
+        match (v, r.mem) {
+            (Some(v), _) => self.write_lane(w, r, l, v),
+            (None, Mem::Reg) => w.regs[at * 32 + l as usize] = None,
+            (None, Mem::Shared) => {
+                let size = r.ty.size_bytes() as usize;
+                self.shared_init[at..at + size].fill(false);
+            }
+            (None, Mem::Global(_)) => {
+                return Err(Fault::new(
+                    ErrorKind::Uninitialized,
+                    format!(
+                        "stores to `{}` a value nothing wrote (read from shared memory no thread of the block wrote, \
+                         or from a register array element never written)",
+                        print::place_text(self.kernel, place)
+                    ),
+                )
+                .at(l))
+            }
+        }
+        Ok(())
+    }
+
     pub fn read_lane(
         &self,
         w: &Warp<'k>,
@@ -1254,7 +1355,8 @@ impl<'k> Machine<'k> {
                 Fault::new(
                     ErrorKind::Uninitialized,
                     format!(
-                        "reads `{}` before anything wrote it (the register array is declared without a value)",
+                        "reads `{}`, which holds no value: nothing wrote it, or what was copied into it \
+                         came from shared memory no thread of the block wrote",
                         print::place_text(self.kernel, place)
                     ),
                 )

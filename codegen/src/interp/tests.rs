@@ -755,7 +755,7 @@ fn uninitialized_reads_and_division_by_zero_are_errors() {
             let t = thread_idx().x;
             if t > 0 { s[t] = t; }
             sync_threads();
-            y[t] = s[63 - t];
+            y[t] = s[63 - t] + 1;
         }",
     );
     let e = err1(&k, 1, 64, &mut [Arg::from(vec![0u32; 64])]);
@@ -778,7 +778,64 @@ fn uninitialized_reads_and_division_by_zero_are_errors() {
     let e = err1(&k, 1, 1, &mut [Arg::from(vec![0u32; 1])]);
     assert_eq!(e.kind, ErrorKind::Uninitialized);
     assert!(
-        e.message.contains("reads `r[1]` before anything wrote it"),
+        e.message.contains("reads `r[1]`, which holds no value"),
+        "{}",
+        e.message
+    );
+    // A plain copy carries "no value" along: into a register it is fine (a
+    // prefetch the kernel discards), into global memory an error.
+    let k = kernel(
+        "fn k(y: &mut [u32], n: u32) {
+            let mut s: [u32; 64] = shared();
+            let t = thread_idx().x;
+            if t < 48 { s[t] = t; }
+            sync_threads();
+            let next = s[(t + 1) % 48];
+            let unused = s[(t + 64 - n) % 64];
+            y[t] = next;
+            if n > 1 { y[t] = unused; }
+        }",
+    );
+    let mut args = [Arg::from(vec![0u32; 64]), Arg::from(1u32)];
+    run1(&k, 1, 64, &mut args).unwrap();
+    assert_eq!(args[0].as_u32().unwrap()[50], 51 % 48);
+    let mut args = [Arg::from(vec![0u32; 64]), Arg::from(40u32)];
+    let e = err1(&k, 1, 64, &mut args);
+    assert_eq!(
+        (e.kind, e.thread),
+        (ErrorKind::Uninitialized, Some([24, 0, 0]))
+    );
+    assert!(
+        e.message.contains("stores to `y[t]` a value nothing wrote"),
+        "{}",
+        e.message
+    );
+    // ldmatrix of shared memory nothing wrote loads "no value"; an mma on it
+    // is the error, naming the fragment.
+    let k = kernel(
+        "fn k(y: &mut [f32], go: u32) {
+            let mut tile: [[f16; 16]; 16] = shared();
+            let l = lane_id();
+            if l < 8 { tile[l][0] = 1.0 as f16; }
+            sync_threads();
+            let mut fa = [0u32; 4];
+            let mut fb = [0u32; 2];
+            let mut acc = [0.0f32; 4];
+            ldmatrix_x4(&mut fa, &tile[l % 16][l / 16 * 8]);
+            if go == 1 { mma_m16n8k16_f16(&mut acc, &fa, &fb); }
+            y[l] = acc[0];
+        }",
+    );
+    run1(&k, 1, 32, &mut [Arg::from(vec![0f32; 32]), Arg::from(0u32)]).unwrap();
+    let e = err1(&k, 1, 32, &mut [Arg::from(vec![0f32; 32]), Arg::from(1u32)]);
+    assert_eq!(
+        (e.kind, e.thread),
+        (ErrorKind::Uninitialized, Some([0, 0, 0]))
+    );
+    assert!(
+        e.message.contains(
+            "`mma_m16n8k16_f16` reads its A fragment `fa`, whose register 0 holds no value"
+        ),
         "{}",
         e.message
     );

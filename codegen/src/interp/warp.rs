@@ -81,7 +81,8 @@ impl<'k> Machine<'k> {
                     Fault::new(
                         ErrorKind::Uninitialized,
                         format!(
-                            "`{function}` reads its {what} `{}`, whose register {j} this lane never wrote",
+                            "`{function}` reads its {what} `{}`, whose register {j} holds no value in this lane: \
+                             nothing wrote it, or it was loaded from shared memory no thread of the block wrote",
                             self.kernel.local(frag.local).name
                         ),
                     )
@@ -98,10 +99,23 @@ impl<'k> Machine<'k> {
         frag: &Fragment,
         values: &[Lanes],
     ) -> Result<(), Fault> {
+        let values: Vec<[Option<Literal>; 32]> = values.iter().map(|regs| regs.map(Some)).collect();
+        self.fragment_out_opt(w, frag, &values)
+    }
+
+    /// Writes a fragment whose registers may hold no value (loaded from
+    /// shared memory that nothing wrote): an error only where an operation
+    /// reads them.
+    fn fragment_out_opt(
+        &self,
+        w: &mut Warp<'k>,
+        frag: &Fragment,
+        values: &[[Option<Literal>; 32]],
+    ) -> Result<(), Fault> {
         let first = self.fragment_slot(frag, values.len())?;
         for (j, regs) in values.iter().enumerate() {
             for (l, v) in regs.iter().enumerate() {
-                w.regs[(first + j) * 32 + l] = Some(*v);
+                w.regs[(first + j) * 32 + l] = *v;
             }
         }
         Ok(())
@@ -239,40 +253,41 @@ impl<'k> Machine<'k> {
                 )
                 .at(l));
             }
-            self.shared_span(src, at, 16, true, function)
+            self.shared_span(src, at, 16, false, function)
                 .map_err(|f| f.at(l))?;
         }
         let byte =
             |row_lane: u32, offset: u32| self.shared[r.at[row_lane as usize] + offset as usize];
-        let mut out = vec![[NOTHING; 32]; count as usize];
+        let written = |row_lane: u32, offset: u32| {
+            !self.check_uninitialized || self.shared_init[r.at[row_lane as usize] + offset as usize]
+        };
+        let mut out = vec![[None; 32]; count as usize];
         for (j, regs) in out.iter_mut().enumerate() {
             let j = j as u32;
             for l in 0..32u32 {
-                let word = if transpose {
+                // (row lane, byte) of each byte of the word, lowest first.
+                let bytes: [(u32, u32); 4] = if transpose {
                     // M[2 (L % 4)][L / 4] low, M[2 (L % 4) + 1][L / 4] high.
                     let (lo_row, hi_row) = (8 * j + 2 * (l % 4), 8 * j + 2 * (l % 4) + 1);
                     let col = 2 * (l / 4);
-                    u32::from_le_bytes([
-                        byte(lo_row, col),
-                        byte(lo_row, col + 1),
-                        byte(hi_row, col),
-                        byte(hi_row, col + 1),
-                    ])
+                    [
+                        (lo_row, col),
+                        (lo_row, col + 1),
+                        (hi_row, col),
+                        (hi_row, col + 1),
+                    ]
                 } else {
                     // Row L / 4, bytes 4 (L % 4)..+4.
-                    let row = 8 * j + l / 4;
-                    let col = 4 * (l % 4);
-                    u32::from_le_bytes([
-                        byte(row, col),
-                        byte(row, col + 1),
-                        byte(row, col + 2),
-                        byte(row, col + 3),
-                    ])
+                    let (row, col) = (8 * j + l / 4, 4 * (l % 4));
+                    [(row, col), (row, col + 1), (row, col + 2), (row, col + 3)]
                 };
-                regs[l as usize] = Literal::Int(word as i64);
+                if bytes.iter().all(|&(row, b)| written(row, b)) {
+                    let word = u32::from_le_bytes(bytes.map(|(row, b)| byte(row, b)));
+                    regs[l as usize] = Some(Literal::Int(word as i64));
+                }
             }
         }
-        self.fragment_out(w, dst, &out)
+        self.fragment_out_opt(w, dst, &out)
     }
 
     fn mma(
@@ -491,8 +506,9 @@ impl<'k> Machine<'k> {
         function: &str,
     ) -> Result<(), Fault> {
         let (r, base, elems, stride) = self.wmma_base(w, src, stride, "read", function)?;
-        // The 16 x 16 matrix, as memory holds it.
-        let mut m = [[NOTHING; 16]; 16];
+        // The 16 x 16 matrix, as memory holds it (`None`: shared memory that
+        // nothing wrote).
+        let mut m = [[None; 16]; 16];
         let size = r.ty.size_bytes() as usize;
         for (row, line) in m.iter_mut().enumerate() {
             for (col, x) in line.iter_mut().enumerate() {
@@ -503,12 +519,15 @@ impl<'k> Machine<'k> {
                 let at = r.at[0] + (e - base) * size;
                 *x = match r.mem {
                     Mem::Shared => {
-                        self.shared_span(src, at, size, true, function)?;
-                        value::from_bits(r.ty, machine::load(&self.shared, at, size))
+                        self.shared_span(src, at, size, false, function)?;
+                        let written = !self.check_uninitialized
+                            || self.shared_init[at..at + size].iter().all(|&b| b);
+                        written
+                            .then(|| value::from_bits(r.ty, machine::load(&self.shared, at, size)))
                     }
                     Mem::Global(p) => match &self.params[p] {
                         machine::ParamValue::Slice { bytes, .. } => {
-                            value::from_bits(r.ty, machine::load(bytes, at, size))
+                            Some(value::from_bits(r.ty, machine::load(bytes, at, size)))
                         }
                         _ => return Err(Fault::invalid("a scalar parameter as a matrix")),
                     },
@@ -516,7 +535,7 @@ impl<'k> Machine<'k> {
                 };
             }
         }
-        let mut out = vec![[NOTHING; 32]; 8];
+        let mut out = vec![[None; 32]; 8];
         for l in 0..32usize {
             for (j, regs) in out.iter_mut().enumerate() {
                 regs[l] = match operand {
@@ -527,14 +546,19 @@ impl<'k> Machine<'k> {
                         } else {
                             (m[2 * j][l % 16], m[2 * j + 1][l % 16])
                         };
-                        let lo = value::to_bits(Scalar::F16, lo)?;
-                        let hi = value::to_bits(Scalar::F16, hi)?;
-                        Literal::Int((lo | hi << 16) as i64)
+                        match (lo, hi) {
+                            (Some(lo), Some(hi)) => {
+                                let lo = value::to_bits(Scalar::F16, lo)?;
+                                let hi = value::to_bits(Scalar::F16, hi)?;
+                                Some(Literal::Int((lo | hi << 16) as i64))
+                            }
+                            _ => None,
+                        }
                     }
                 };
             }
         }
-        self.fragment_out(w, dst, &out)
+        self.fragment_out_opt(w, dst, &out)
     }
 
     fn wmma_out_of_bounds(&self, place: &Place, e: usize, elems: usize, function: &str) -> Fault {
