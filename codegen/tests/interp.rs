@@ -6,7 +6,7 @@
 
 mod common;
 
-use warpforge_codegen::interp::{interpret, Arg, Error, ErrorKind, Launch};
+use warpforge_codegen::interp::{interpret, Arg, Buffer, Error, ErrorKind, Launch};
 use warpforge_codegen::specialize::specialize;
 use warpforge_codegen::{Kernel, KernelDef};
 
@@ -758,4 +758,321 @@ fn wmma_multiplies_tiles_from_shared_and_global_memory() {
             );
         }
     }
+}
+
+/// Every `#[device]` function of a stock kernel file, as source text.
+fn device_functions(file: &str) -> Vec<String> {
+    let path = common::tests_dir().join("../../kernels/src").join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices("#[device]") {
+        let open = at + text[at..].find('{').expect("a body");
+        let mut depth = 0;
+        for (i, ch) in text[open..].char_indices() {
+            match ch {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                // Linked sources are device functions already: without the attribute.
+                out.push(text[at + "#[device]".len()..=open + i].to_string());
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The kernels (instances) of the stock kernel `name` of `kernels/src/<file>`,
+/// linked to the device functions of `device_files`.
+fn stock_instances(file: &str, name: &str, device_files: &[&str]) -> Vec<(String, KernelDef)> {
+    let path = common::tests_dir().join("../../kernels/src").join(file);
+    let text = std::fs::read_to_string(path).unwrap();
+    let at = text.find(&format!("pub fn {name}<")).unwrap();
+    let start = text[..at].rfind("#[kernel").unwrap();
+    let open = at + text[at..].find(") {").unwrap() + 2;
+    let mut depth = 0;
+    let mut end = open;
+    for (i, ch) in text[open..].char_indices() {
+        match ch {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            _ => {}
+        }
+        if depth == 0 {
+            end = open + i;
+            break;
+        }
+    }
+    let (attr, item) = common::split_kernel_source(&text[start..=end]);
+    let functions: Vec<String> = device_files
+        .iter()
+        .flat_map(|f| device_functions(f))
+        .collect();
+    let functions: Vec<&str> = functions.iter().map(String::as_str).collect();
+    warpforge_codegen::front::parse_instances_with_str(&attr, &item, &functions)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The first variant of `def` whose const params have the given values.
+fn pick(def: &KernelDef, want: &[(&str, i64)]) -> Option<Vec<i64>> {
+    let names: Vec<&str> = def
+        .ir
+        .const_params
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    def.variants().into_iter().find(|consts| {
+        want.iter().all(|(name, v)| {
+            names
+                .iter()
+                .position(|n| n == name)
+                .is_none_or(|i| consts[i] == *v)
+        })
+    })
+}
+
+fn const_value(def: &KernelDef, consts: &[i64], name: &str) -> i64 {
+    let i = def
+        .ir
+        .const_params
+        .iter()
+        .position(|c| c.name == name)
+        .unwrap();
+    consts[i]
+}
+
+/// One problem for the stock GEMMs: small integers, so that every type
+/// computes it exactly.
+struct Gemm {
+    m: usize,
+    n: usize,
+    k: usize,
+    batches: usize,
+    /// A (batches x m x k) and B (batches x k x n), logically row-major.
+    a: Vec<i64>,
+    b: Vec<i64>,
+    c0: Vec<i64>,
+    bias: Vec<i64>,
+    alpha: i64,
+    beta: i64,
+    /// 0: none, 1: per column.
+    bias_mode: u32,
+}
+
+impl Gemm {
+    fn new(
+        rng: &mut Rng,
+        (m, n, k): (usize, usize, usize),
+        batches: usize,
+        epilogue: bool,
+    ) -> Gemm {
+        Gemm {
+            m,
+            n,
+            k,
+            batches,
+            a: (0..batches * m * k).map(|_| rng.small(3)).collect(),
+            b: (0..batches * k * n).map(|_| rng.small(3)).collect(),
+            c0: (0..batches * m * n).map(|_| rng.small(20)).collect(),
+            bias: (0..n).map(|_| rng.small(20)).collect(),
+            alpha: if epilogue { 2 } else { 1 },
+            beta: if epilogue { -1 } else { 0 },
+            bias_mode: epilogue as u32,
+        }
+    }
+
+    fn want(&self, z: usize, r: usize, c: usize) -> i64 {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let ab: i64 = (0..k)
+            .map(|i| self.a[z * m * k + r * k + i] * self.b[z * k * n + i * n + c])
+            .sum();
+        let bias = if self.bias_mode == 1 { self.bias[c] } else { 0 };
+        self.alpha * ab + self.beta * self.c0[z * m * n + r * n + c] + bias
+    }
+
+    /// Runs one variant (layouts from its consts, or `layouts` when they are
+    /// run-time parameters) and compares every element of C.
+    fn check(&self, name: &str, def: &KernelDef, consts: &[i64], layouts: (bool, bool)) {
+        let kernel = variant(def, consts);
+        let (m, n, k, z) = (self.m, self.n, self.k, self.batches);
+        let (a_col, b_row) = layouts;
+        let mut a_mem = vec![0i64; z * m * k];
+        let mut b_mem = vec![0i64; z * k * n];
+        for batch in 0..z {
+            for r in 0..m {
+                for i in 0..k {
+                    let at = if a_col { i * m + r } else { r * k + i };
+                    a_mem[batch * m * k + at] = self.a[batch * m * k + r * k + i];
+                }
+            }
+            for i in 0..k {
+                for c in 0..n {
+                    let at = if b_row { i * n + c } else { c * k + i };
+                    b_mem[batch * k * n + at] = self.b[batch * k * n + i * n + c];
+                }
+            }
+        }
+        let elem = match &kernel.params[0].ty {
+            warpforge_codegen::ir::ParamType::Slice { elem, .. } => *elem,
+            _ => panic!("a is a slice"),
+        };
+        let out = match &kernel.params[2].ty {
+            warpforge_codegen::ir::ParamType::Slice { elem, .. } => *elem,
+            _ => panic!("c is a slice"),
+        };
+        use warpforge_codegen::ir::Scalar;
+        let buffer = |ty: Scalar, v: &[i64]| -> Arg {
+            match ty {
+                Scalar::F16 => v
+                    .iter()
+                    .map(|&x| f16::from_f32(x as f32))
+                    .collect::<Vec<_>>()
+                    .into(),
+                Scalar::Bf16 => v
+                    .iter()
+                    .map(|&x| bf16::from_f32(x as f32))
+                    .collect::<Vec<_>>()
+                    .into(),
+                Scalar::F32 => v.iter().map(|&x| x as f32).collect::<Vec<_>>().into(),
+                Scalar::I8 => v.iter().map(|&x| x as i8).collect::<Vec<_>>().into(),
+                Scalar::I32 => v.iter().map(|&x| x as i32).collect::<Vec<_>>().into(),
+                other => panic!("a GEMM of {}", other.name()),
+            }
+        };
+        let scalar = |ty: Scalar, v: i64| -> Arg {
+            match ty {
+                Scalar::I32 => Arg::from(v as i32),
+                _ => Arg::from(v as f32),
+            }
+        };
+        let scale_ty = match kernel.params[11].ty {
+            warpforge_codegen::ir::ParamType::Scalar(s) => s,
+            _ => panic!("alpha is a scalar"),
+        };
+        let mut args = vec![
+            buffer(elem, &a_mem),
+            buffer(elem, &b_mem),
+            buffer(out, &self.c0),
+            buffer(out, &self.bias),
+            Arg::from(m as u32),
+            Arg::from(n as u32),
+            Arg::from(k as u32),
+            Arg::from(z as u32),
+            Arg::from((m * k) as u32),
+            Arg::from((k * n) as u32),
+            Arg::from((m * n) as u32),
+            scalar(scale_ty, self.alpha),
+            scalar(scale_ty, self.beta),
+            Arg::from(self.bias_mode),
+            Arg::from(0u32),
+            Arg::from(a_col),
+            Arg::from(b_row),
+        ];
+        let block = kernel.block.as_ref().expect("a GEMM declares its block");
+        let threads = block[0].as_int().unwrap() as u32;
+        let (bm, bn) = (
+            const_value(def, consts, "BM") as usize,
+            const_value(def, consts, "BN") as usize,
+        );
+        let grid = [n.div_ceil(bn) as u32, m.div_ceil(bm) as u32, z as u32];
+        run(&kernel, grid, [threads, 1, 1], &mut args);
+        let got: Vec<f64> = match &args[2] {
+            Arg::Slice(Buffer::F16(v)) => v.iter().map(|x| x.to_f64()).collect(),
+            Arg::Slice(Buffer::Bf16(v)) => v.iter().map(|x| x.to_f64()).collect(),
+            Arg::Slice(Buffer::I32(v)) => v.iter().map(|&x| x as f64).collect(),
+            Arg::Slice(Buffer::F32(v)) => v.iter().map(|&x| x as f64).collect(),
+            _ => panic!("C's type"),
+        };
+        for batch in 0..z {
+            for r in 0..m {
+                for c in 0..n {
+                    let want = self.want(batch, r, c) as f64;
+                    let at = batch * m * n + r * n + c;
+                    assert_eq!(
+                        got[at], want,
+                        "{name} {consts:?} layouts {layouts:?}: C[{batch}][{r}][{c}]"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// The stock Tensor Core GEMM `gemm_tc` (`mma.sync` through `ldmatrix`, a
+/// multistage `cp.async` pipeline, swizzled tiles, its epilogue) in every
+/// type, for f16 in every layout and stage count, aligned and element-wise,
+/// on ragged problems: exact, on small integers.
+#[test]
+fn the_stock_tensor_core_gemm_in_every_type() {
+    let instances = stock_instances("gemm_tc.rs", "gemm_tc", &["tile.rs", "epilogue.rs"]);
+    assert_eq!(instances.len(), 4);
+    let mut rng = Rng(11);
+    let plain = Gemm::new(&mut rng, (72, 40, 80), 1, false);
+    let epilogue = Gemm::new(&mut rng, (40, 24, 48), 2, true);
+    let mut runs = 0;
+    for (name, def) in &instances {
+        let f16 = name == "gemm_f16";
+        for (a_col, b_row) in [(0, 0), (1, 0), (0, 1), (1, 1)] {
+            for aligned in [1, 0] {
+                let stages: &[i64] = if f16 && aligned == 1 && (a_col, b_row) == (0, 0) {
+                    &[2, 3, 4, 5]
+                } else {
+                    &[-1]
+                };
+                for &s in stages {
+                    let mut want = vec![
+                        ("BM", 64),
+                        ("BN", 64),
+                        ("WARP", 32),
+                        ("ALIGNED", aligned),
+                        ("A_COL_MAJOR", a_col),
+                        ("B_ROW_MAJOR", b_row),
+                    ];
+                    if s > 0 {
+                        want.push(("STAGES", s));
+                    }
+                    let Some(consts) = pick(def, &want) else {
+                        continue;
+                    };
+                    let layouts = (a_col == 1, b_row == 1);
+                    plain.check(name, def, &consts, layouts);
+                    runs += 1;
+                    if (a_col, b_row, s) == (0, 0, -1) || s == 3 {
+                        epilogue.check(name, def, &consts, layouts);
+                    }
+                }
+            }
+        }
+    }
+    assert!(runs >= 14, "{runs} variants ran");
+}
+
+/// The stock SIMT and Volta `wmma` GEMMs on the same problems.
+#[test]
+fn the_stock_simt_and_wmma_gemms() {
+    let mut rng = Rng(12);
+    let plain = Gemm::new(&mut rng, (80, 72, 40), 1, false);
+    let epilogue = Gemm::new(&mut rng, (40, 24, 32), 2, true);
+    let (_, simt) = &stock_instances(
+        "gemm.rs",
+        "gemm_f32",
+        &["gemm.rs", "tile.rs", "epilogue.rs"],
+    )[0];
+    let consts = pick(simt, &[("BM", 64), ("BN", 64)]).expect("a 64 x 64 SIMT variant");
+    for layouts in [(false, false), (true, true)] {
+        plain.check("gemm_f32", simt, &consts, layouts);
+    }
+    epilogue.check("gemm_f32", simt, &consts, (false, true));
+    let (_, wmma) = &stock_instances(
+        "gemm_wmma.rs",
+        "gemm_f16_wmma",
+        &["gemm_wmma.rs", "tile.rs", "epilogue.rs"],
+    )[0];
+    let consts = pick(wmma, &[("BM", 64), ("BN", 64)]).expect("a 64 x 64 wmma variant");
+    for layouts in [(false, false), (true, false), (false, true)] {
+        plain.check("gemm_f16_wmma", wmma, &consts, layouts);
+    }
+    epilogue.check("gemm_f16_wmma", wmma, &consts, (false, false));
 }
