@@ -1076,3 +1076,142 @@ fn the_stock_simt_and_wmma_gemms() {
     }
     epilogue.check("gemm_f16_wmma", wmma, &consts, (false, false));
 }
+
+/// A 2:4 sparse `m x k` matrix of small integers and its compressed form in
+/// the layout of `kernels/src/sparse.rs` ("The compressed layout"): values
+/// `m x padded / 2` (two kept per group of 4, `padded = k` rounded up to 64)
+/// and one metadata word per lane per 16-row tile and 64-column block.
+fn sparse_a(rng: &mut Rng, m: usize, k: usize) -> (Vec<i64>, Vec<i64>, Vec<u32>) {
+    const PAIRS: [(usize, usize); 6] = [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)];
+    let padded = k.div_ceil(64) * 64;
+    let groups = padded / 4;
+    let mut dense = vec![0i64; m * k];
+    let mut values = vec![0i64; m * padded / 2];
+    let mut kept = vec![(0usize, 1usize); m * groups];
+    for r in 0..m {
+        for q in 0..groups {
+            if 4 * q >= k {
+                continue; // padding: zeros at positions 0 and 1
+            }
+            let (i0, i1) = PAIRS[(rng.next() % 6) as usize];
+            kept[r * groups + q] = (i0, i1);
+            for (slot, pos) in [(0, i0), (1, i1)] {
+                let v = rng.small(1);
+                values[r * padded / 2 + 2 * q + slot] = v;
+                dense[r * k + 4 * q + pos] = v;
+            }
+        }
+    }
+    let tiles = m.div_ceil(16);
+    let blocks = padded / 64;
+    let mut meta = vec![0u32; tiles * blocks * 32];
+    for tile in 0..tiles {
+        for block in 0..blocks {
+            for lane in 0..32 {
+                let (g, s, h) = (lane / 4, lane / 2 % 2, lane % 2);
+                let mut word = 0u32;
+                for (half, r) in [(0, 16 * tile + g), (1, 16 * tile + g + 8)] {
+                    for j in 0..4 {
+                        let q = (64 * block + 32 * s + 16 * h) / 4 + j;
+                        let (i0, i1) = if r < m { kept[r * groups + q] } else { (0, 1) };
+                        word |= ((i0 | i1 << 2) as u32) << (16 * half + 4 * j);
+                    }
+                }
+                meta[(tile * blocks + block) * 32 + lane] = word;
+            }
+        }
+    }
+    (dense, values, meta)
+}
+
+/// The stock 2:4 sparse GEMM (`mma.sp::ordered_metadata` through `ldmatrix`,
+/// metadata in shared memory, the dense family's pipeline) in both types and
+/// B layouts, aligned and element-wise: exact, on small integers.
+#[test]
+fn the_stock_sparse_gemm() {
+    let instances = stock_instances("gemm_sparse.rs", "gemm_sparse", &["tile.rs", "epilogue.rs"]);
+    let (m, n, k) = (72usize, 40usize, 96usize);
+    let mut rng = Rng(13);
+    let (dense, values, meta) = sparse_a(&mut rng, m, k);
+    let bv: Vec<i64> = (0..k * n).map(|_| rng.small(1)).collect();
+    let mut runs = 0;
+    for (name, def) in &instances {
+        for b_row in [0, 1] {
+            for aligned in [1, 0] {
+                let want = [
+                    ("BM", 64),
+                    ("BN", 64),
+                    ("WARP", 32),
+                    ("ALIGNED", aligned),
+                    ("B_ROW_MAJOR", b_row),
+                ];
+                let Some(consts) = pick(def, &want) else {
+                    continue;
+                };
+                let kernel = variant(def, &consts);
+                let b_at = |i: usize, c: usize| if b_row == 1 { i * n + c } else { c * k + i };
+                let mut b_mem = vec![0i64; k * n];
+                for i in 0..k {
+                    for c in 0..n {
+                        b_mem[b_at(i, c)] = bv[i * n + c];
+                    }
+                }
+                let bf = name == "gemm_sparse_bf16";
+                let buffer = |v: &[i64]| -> Arg {
+                    if bf {
+                        v.iter()
+                            .map(|&x| bf16::from_f32(x as f32))
+                            .collect::<Vec<_>>()
+                            .into()
+                    } else {
+                        v.iter()
+                            .map(|&x| f16::from_f32(x as f32))
+                            .collect::<Vec<_>>()
+                            .into()
+                    }
+                };
+                let mut args = vec![
+                    buffer(&values),
+                    meta.clone().into(),
+                    buffer(&b_mem),
+                    buffer(&vec![99; m * n]),
+                    buffer(&[0]),
+                    Arg::from(m as u32),
+                    Arg::from(n as u32),
+                    Arg::from(k as u32),
+                    Arg::from(1u32),
+                    Arg::from(0u32),
+                    Arg::from(0u32),
+                    Arg::from(0u32),
+                    Arg::from(1.0f32),
+                    Arg::from(0.0f32),
+                    Arg::from(0u32),
+                    Arg::from(0u32),
+                    Arg::from(false),
+                    Arg::from(b_row == 1),
+                    Arg::from(0u32),
+                ];
+                let threads = kernel.block.as_ref().unwrap()[0].as_int().unwrap() as u32;
+                run(
+                    &kernel,
+                    [n.div_ceil(64) as u32, m.div_ceil(64) as u32, 1],
+                    [threads, 1, 1],
+                    &mut args,
+                );
+                let got: Vec<f64> = match &args[3] {
+                    Arg::Slice(Buffer::F16(v)) => v.iter().map(|x| x.to_f64()).collect(),
+                    Arg::Slice(Buffer::Bf16(v)) => v.iter().map(|x| x.to_f64()).collect(),
+                    _ => panic!("C's type"),
+                };
+                for r in 0..m {
+                    for c in 0..n {
+                        let want: i64 = (0..k).map(|i| dense[r * k + i] * bv[i * n + c]).sum();
+                        assert_eq!(got[r * n + c], want as f64, "{name} {consts:?} C[{r}][{c}]");
+                    }
+                }
+                runs += 1;
+            }
+        }
+    }
+    assert!(runs >= 6, "{runs} variants ran");
+}
