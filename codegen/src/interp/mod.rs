@@ -19,9 +19,12 @@
 //! (atomics apply in lane order), so warp shuffles and the warp matrix
 //! operations see every lane's operands. Within a block, warps run one at a
 //! time until each reaches a `sync_threads()` or ends; then every thread of
-//! the block must be at that same barrier, or it is an error. This is one
-//! legal interleaving: a kernel whose result depends on the interleaving
-//! (a missing barrier) may compute something else on a GPU.
+//! the block must be at that same barrier, or it is an error. A thread that
+//! returned counts as absent: `bar.sync` is `.aligned`, which asks every
+//! thread of the block to execute it (the hardware, which waits only for
+//! threads that have not exited, may let such a kernel through). This is
+//! one legal interleaving: a kernel whose result depends on the
+//! interleaving (a missing barrier) may compute something else on a GPU.
 //!
 //! What is interpreted: every SIMT statement and expression, shared memory,
 //! barriers, atomics, `shfl_xor`/`shfl_down`, `lane_id`, the operand packing
@@ -48,10 +51,13 @@
 //!   shared and register arrays (each index against its dimension, as Rust
 //!   checks them), and of the byte spans of `ldmatrix`, `wmma` and `cp.async`;
 //!   misaligned `ldmatrix` rows, `cp.async` and `wmma` addresses;
-//! - reads of a register array element or a shared memory byte that nothing
-//!   wrote (a register array declared without a value, shared memory before
-//!   any store: the GPU's is garbage), unless
-//!   [`Launch::check_uninitialized`] turns the check off;
+//! - uses of a value nothing wrote: a register array element declared
+//!   without a value, or shared memory before any store (the GPU's is
+//!   garbage). A plain copy (`x = tile[i]`, `let x = r[j]`) and a fragment
+//!   load (`ldmatrix`, `wmma_load`) carry "no value" along, since pipelines
+//!   prefetch what they may discard; computing with it, an `mma` on it or
+//!   storing it to a slice is the error. [`Launch::check_uninitialized`]
+//!   turns the check off (such values then read as zero);
 //! - barrier divergence: a `sync_threads()` that some threads of the block do
 //!   not reach (another branch, a loop left early, a thread that returned),
 //!   or threads at different barriers; a warp shuffle or matrix operation
