@@ -942,3 +942,26 @@ fn launches_and_arguments_are_checked_before_the_run() {
     run1(&k, 1, 64, &mut good).unwrap();
     assert_eq!(good[0].as_u32().unwrap(), &[3u32; 64][..]);
 }
+
+#[test]
+fn a_variant_of_a_definition_is_specialized_and_checked_first() {
+    let def = parse_kernel_str(
+        "arch(sm_80), tune(N = [1, 2, 3]), constrain(N != 2)",
+        "fn k<const N: u32>(y: &mut [u32]) {
+            #[unroll]
+            for j in 0..N { y[thread_idx().x * N + j] = j + 10; }
+        }",
+    )
+    .unwrap();
+    let launch = Launch::new([1, 1, 1], [4, 1, 1]);
+    let mut args = [Arg::from(vec![0u32; 12])];
+    interpret_variant(&def, &[3], &launch, &mut args).unwrap();
+    assert_eq!(args[0].as_u32().unwrap(), &[10, 11, 12].repeat(4)[..]);
+    let e = interpret_variant(&def, &[2], &launch, &mut args).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::InvalidKernel);
+    assert!(
+        e.message.contains("fails `constrain(N != 2)`"),
+        "{}",
+        e.message
+    );
+}
