@@ -6,13 +6,15 @@
 //! [`KernelDef`] (serialized into the user's binary) -> [`specialize`] (const
 //! params substituted, constants folded, `#[unroll]` loops unrolled) ->
 //! [`valid`] -> [`back::ptx`] or [`back::wgsl`]. [`print`] writes the IR as
-//! text (snapshots, tests, debugging).
+//! text (snapshots, tests, debugging). [`interp`] runs a variant on the CPU
+//! (a reference interpreter: a test oracle and a debugger without a GPU).
 
 pub mod back;
 pub mod def;
 pub mod eval;
 #[cfg(feature = "front")]
 pub mod front;
+pub mod interp;
 pub mod ir;
 pub mod print;
 pub mod specialize;

@@ -833,6 +833,28 @@ impl<'k> Printer<'k> {
     }
 }
 
+/// One statement for a message: its first line (`if i < n {`, `y[i] = v`),
+/// with ` .. }` after a compound statement's head.
+pub fn statement_head(kernel: &Kernel, stmt: &Stmt) -> String {
+    let mut text = String::new();
+    // Writing to a String cannot fail.
+    let _ = Printer::new(kernel).stmt(&mut text, stmt, 0);
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default().to_string();
+    if lines.next().is_some() {
+        format!("{first} .. }}")
+    } else {
+        first
+    }
+}
+
+/// A place as the DSL writes it (`tile[r][c]`, `y[i]`).
+pub fn place_text(kernel: &Kernel, place: &Place) -> String {
+    let mut text = String::new();
+    let _ = Printer::new(kernel).place(&mut text, place);
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

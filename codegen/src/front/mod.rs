@@ -379,6 +379,28 @@ pub fn parse_kernel_with_str(
     parse_kernel_linked(attr, &parsed, &linked).map_err(render_errors)
 }
 
+/// [`parse_kernel_instances`] over source text, for tests: the kernels
+/// `item` is built as (itself, or one per entry of `instances(..)`) with
+/// their module names, its calls linked to `functions` as
+/// [`parse_kernel_with_str`] links them.
+pub fn parse_instances_with_str(
+    attr: &str,
+    item: &str,
+    functions: &[&str],
+) -> Result<Vec<(String, KernelDef)>, String> {
+    let mut linked = link_sources(functions)?;
+    let parsed: syn::ItemFn = syn::parse_str(item).map_err(|e| e.to_string())?;
+    linked.calls = calls_by_name(&parsed, &linked);
+    let attr: TokenStream = attr
+        .parse()
+        .map_err(|e: proc_macro2::LexError| e.to_string())?;
+    let defs = parse_kernel_instances(attr, &parsed, &linked).map_err(render_errors)?;
+    Ok(defs
+        .into_iter()
+        .map(|(name, def)| (name.to_string(), def))
+        .collect())
+}
+
 fn render_errors(e: syn::Error) -> String {
     e.into_iter()
         .map(|e| e.to_string())
