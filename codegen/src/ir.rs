@@ -452,6 +452,11 @@ impl WgmmaKind {
         }
     }
 
+    /// The generic function of every element type that has a generic form,
+    /// `wgmma_m64::<T, N>`: the k of one instruction is 32 bytes of `T`
+    /// (k16 for f16/bf16, k8 for tf32 on `f32`, k32 for i8/u8).
+    pub const ANY_TYPE_FUNCTION: &'static str = "wgmma_m64";
+
     /// The generic function whose element type picks this form
     /// (`wgmma_m64k16::<T, N>`, `wgmma_m64k8::<f32, N>`,
     /// `wgmma_m64k32::<i8, N>`); none for fp8, whose tiles are `u8`.

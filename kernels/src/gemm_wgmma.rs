@@ -2,12 +2,13 @@
 //! TMA fills, one producer warpgroup and two consumer warpgroups that
 //! hand stages to each other through mbarriers, written in the DSL over
 //! the device functions below, [`crate::tile`] and [`crate::epilogue`].
-//! Built as `gemm_wgmma_f16` and `gemm_wgmma_bf16`.
+//! Built as `gemm_wgmma_f16`, `gemm_wgmma_bf16`, `gemm_wgmma_tf32` and
+//! `gemm_wgmma_s8`.
 
 use warpforge::prelude::*;
 use warpforge::MatrixLayout;
 
-use crate::gemm_problem::{GemmVariant, VariantLayouts, VariantTakes};
+use crate::gemm_problem::{Chunks, GemmVariant, VariantLayouts, VariantTakes};
 use crate::{epilogue, tile};
 
 /// The producer's loop: for each k-tile of 128 bytes of k, wait until the
@@ -55,9 +56,10 @@ pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u3
 
 /// A consumer warpgroup's loop: for each k-tile, wait for stage `s` to be
 /// full, accumulate its 64 rows from `m0` times B's `BN` rows with wgmmas
-/// of 16 k each, and once the previous k-tile's wgmmas are done (the wait
-/// leaves this one's in flight) release that stage to the producer: every
-/// thread of both consumers arrives on `empty` (256 arrivals).
+/// of 32 bytes of k each (k16 for 16-bit `T`, k8 for tf32, k32 for s8),
+/// and once the previous k-tile's wgmmas are done (the wait leaves this
+/// one's in flight) release that stage to the producer: every thread of
+/// both consumers arrives on `empty` (256 arrivals).
 #[device]
 pub fn multiply_stages<
     const BM: u32,
@@ -65,9 +67,10 @@ pub fn multiply_stages<
     const BK: u32,
     const STAGES: u32,
     const NJ: u32,
-    T: Half,
+    T: Number,
+    D: Number,
 >(
-    acc: &mut [[f32; 4]; NJ],
+    acc: &mut [[D; 4]; NJ],
     #[shared] a_tiles: &[[[T; BK]; BM]; STAGES],
     #[shared] b_tiles: &[[[T; BK]; BN]; STAGES],
     #[shared] full: &mut [u64; STAGES],
@@ -75,6 +78,8 @@ pub fn multiply_stages<
     m0: u32,
     k_tiles: u32,
 ) {
+    // The elements of k one wgmma reads: 32 bytes.
+    const KS: u32 = 32 / T::BYTES;
     let mut s = 0u32;
     let mut phase = 0u32;
     let mut previous = 0u32;
@@ -82,11 +87,11 @@ pub fn multiply_stages<
         mbarrier_wait(&full[s], phase);
         wgmma_fence();
         #[unroll]
-        for kk in 0..BK / 16 {
-            wgmma_m64k16::<T, BN>(
+        for kk in 0..BK / KS {
+            wgmma_m64::<T, BN>(
                 &mut acc,
-                matrix_desc(&a_tiles[s][m0][kk * 16], 128),
-                matrix_desc(&b_tiles[s][0][kk * 16], 128),
+                matrix_desc(&a_tiles[s][m0][kk * KS], 128),
+                matrix_desc(&b_tiles[s][0][kk * KS], 128),
                 kt > 0 || kk > 0,
             );
         }
@@ -108,24 +113,30 @@ pub fn multiply_stages<
 /// A GEMM with an epilogue on Hopper, for each of `batches` strided
 /// batches (the grid's z): `C = act(alpha * A B + beta * C + bias)` with A
 /// (m x k) row-major and B (k x n) column-major (both k-contiguous, the
-/// "TN" form), C (m x n) row-major, f32 accumulation; any m and n (the
-/// TMA reads zeros past the edges), k and batch strides in whole 16-byte
-/// chunks (the TMA's row strides).
+/// "TN" form) of the element type `T`, C (m x n) row-major of `O`,
+/// accumulation and `alpha`, `beta` in `S`; any m and n (the TMA reads
+/// zeros past the edges), k and batch strides in whole 16-byte chunks (the
+/// TMA's row strides). Built as `gemm_wgmma_f16`, `gemm_wgmma_bf16`,
+/// `gemm_wgmma_tf32` (f32 operands, which wgmma reads as tf32 by dropping
+/// the low 13 mantissa bits: truncation, where `gemm_tf32` and cuBLAS round
+/// to nearest) and `gemm_wgmma_s8` (exact, wrapping past i32).
 ///
 /// A block computes a `128 x BN` tile of C with three warpgroups: the
 /// first (40 registers a thread after `setmaxnreg`) runs the producer,
 /// [`load_stages`], in one thread; the other two (232 registers) each
 /// compute 64 rows with [`multiply_stages`] into `BN / 2` accumulators a
 /// thread and run the epilogue from registers. Stages are k-tiles of 128
-/// bytes of k (64 elements), 128-byte swizzled as the TMA writes them and
-/// the wgmma descriptors read them, in a ring of `STAGES` with a `full`
-/// and an `empty` mbarrier each.
+/// bytes of k (`BK = 128 / T::BYTES` elements), 128-byte swizzled as the
+/// TMA writes them and the wgmma descriptors read them, in a ring of
+/// `STAGES` with a `full` and an `empty` mbarrier each.
 #[kernel(
     arch(sm_90a),
     block(384),
     instances(
         gemm_wgmma_f16 = <f16, f16, f32>,
-        gemm_wgmma_bf16 = <bf16, bf16, f32>
+        gemm_wgmma_bf16 = <bf16, bf16, f32>,
+        gemm_wgmma_tf32 = <f32, f32, f32>,
+        gemm_wgmma_s8 = <i8, i32, i32>
     ),
     // BM: 64 rows per consumer warpgroup.
     tune(BM = [128], BN = [128, 256], STAGES = [3, 4, 5]),
@@ -145,7 +156,7 @@ pub fn gemm_wgmma<
     const BM: u32,
     const BN: u32,
     const STAGES: u32,
-    T: Half,
+    T: Number,
     O: Number,
     S: Number,
 >(
@@ -243,42 +254,52 @@ pub fn gemm_wgmma<
     }
 }
 
-/// The [`GemmVariant`] of each instance: 16-bit types, the TN layouts
-/// (others are refused with what to use), GELU.
+/// The [`GemmVariant`] of each instance: its types, the TN layouts (others
+/// are refused with what to use instead), 16-byte chunks of `CH` elements,
+/// GELU on float outputs, and the `bias` of a launch without one (A where
+/// it has C's type).
 macro_rules! wgmma_variants {
-    ($($name:ident: $elem:ident;)*) => {$(
+    ($($name:ident: $elem:ident => $out:ident, $scale:ident, $other:literal, $gelu:literal, $stand_in:expr;)*) => {$(
         impl GemmVariant for $name::Consts {
             type Elem = $elem;
-            type Out = $elem;
-            type Scale = f32;
+            type Out = $out;
+            type Scale = $scale;
             fn takes(&self) -> VariantTakes {
                 VariantTakes {
                     layouts: VariantLayouts::Fixed {
                         a: MatrixLayout::RowMajor,
                         b: MatrixLayout::ColMajor,
-                        other: "the wgmma GEMMs read k-contiguous A and B: store A row-major and \
-                                B column-major, or use a `gemm_f16`/`gemm_bf16` variant of the \
-                                layouts you have",
+                        other: concat!(
+                            "the wgmma GEMMs read k-contiguous A and B: store A row-major and B \
+                             column-major, or use a `",
+                            $other,
+                            "` variant of the layouts you have"
+                        ),
                     },
-                    chunks: Some(crate::gemm_problem::Chunks {
-                        elements: 8,
-                        otherwise: "the TMA moves rows of whole 16-byte chunks: use a \
-                                    `gemm_f16`/`gemm_bf16` variant with ALIGNED = false",
+                    chunks: Some(Chunks {
+                        elements: 16 / std::mem::size_of::<$elem>() as u32,
+                        otherwise: concat!(
+                            "the TMA moves rows of whole 16-byte chunks: use a `",
+                            $other,
+                            "` variant with ALIGNED = false"
+                        ),
                     }),
-                    gelu: true,
+                    gelu: $gelu,
                 }
             }
             fn tile(&self) -> (u32, u32) {
                 (self.BM, self.BN)
             }
-            fn bias_stand_in(a: &DeviceBuffer<$elem>) -> Option<&DeviceBuffer<$elem>> {
-                Some(a)
+            fn bias_stand_in(a: &DeviceBuffer<$elem>) -> Option<&DeviceBuffer<$out>> {
+                $stand_in(a)
             }
         }
     )*};
 }
 
 wgmma_variants! {
-    gemm_wgmma_f16: f16;
-    gemm_wgmma_bf16: bf16;
+    gemm_wgmma_f16: f16 => f16, f32, "gemm_f16", true, Some;
+    gemm_wgmma_bf16: bf16 => bf16, f32, "gemm_bf16", true, Some;
+    gemm_wgmma_tf32: f32 => f32, f32, "gemm_tf32", true, Some;
+    gemm_wgmma_s8: i8 => i32, i32, "gemm_s8", false, |_| None;
 }

@@ -38,6 +38,8 @@ pub fn all() -> Vec<&'static KernelDef> {
         gemm_wmma::gemm_f16_wmma::def(),
         gemm_wgmma::gemm_wgmma_f16::def(),
         gemm_wgmma::gemm_wgmma_bf16::def(),
+        gemm_wgmma::gemm_wgmma_tf32::def(),
+        gemm_wgmma::gemm_wgmma_s8::def(),
         gemm_sparse::gemm_sparse_f16::def(),
         gemm_sparse::gemm_sparse_bf16::def(),
         sparse::device::prune_2_4_f16::def(),

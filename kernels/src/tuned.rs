@@ -50,7 +50,7 @@ use warpforge::{
 use crate::gemm::{gemm_f32, DEFAULT_F32};
 use crate::gemm_problem::GemmProblem;
 use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
-use crate::gemm_wgmma::{gemm_wgmma_bf16, gemm_wgmma_f16};
+use crate::gemm_wgmma::{gemm_wgmma_bf16, gemm_wgmma_f16, gemm_wgmma_s8, gemm_wgmma_tf32};
 use crate::gemm_wmma::gemm_f16_wmma;
 
 /// One GEMM family, with input element `I` and output element `O`.
@@ -147,15 +147,16 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     },
 );
 
-/// The tf32 Tensor Core GEMM (f32 in and out, operands rounded to tf32;
-/// layouts as [`GEMM_F16`]). Heuristic default: 128 x 128 x 16, 64 x 64
+/// The tf32 Tensor Core GEMM (f32 in and out, operands rounded to tf32 by
+/// `gemm_tf32`, truncated by the sm_90a [`gemm_wgmma_tf32`], both within
+/// the tuner's tolerance; layouts as [`GEMM_F16`]). Heuristic default: 128 x 128 x 16, 64 x 64
 /// warp tiles, 3 stages, 16-byte copies (k a multiple of 4); otherwise
 /// element copies.
 pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
     "gemm_tf32",
     GemmPrecision::Tf32,
     MatrixLayout::ColMajor,
-    || vec![gemm_tf32::def()],
+    || vec![gemm_tf32::def(), gemm_wgmma_tf32::def()],
     || {
         let tiles = |aligned: bool| gemm_tf32::Consts {
             BM: 128,
@@ -175,7 +176,8 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
 );
 
 /// The s8 Tensor Core GEMM (i8 in, i32 accumulation and out, i32 alpha and
-/// beta; layouts as [`GEMM_F16`]). Heuristic default: 128 x 128 x 128, 64 x
+/// beta; layouts as [`GEMM_F16`]; the sm_80 kernel and on Hopper
+/// [`gemm_wgmma_s8`]). Heuristic default: 128 x 128 x 128, 64 x
 /// 64 warp tiles, 3 stages, 16-byte copies (the fastest at 8192^3 on an
 /// H200 before tuning; k a multiple of 16); otherwise 64 x 64 x 64 tiles
 /// of 32 x 32 warp tiles with element copies (larger ones spill).
@@ -183,7 +185,7 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
     "gemm_s8",
     GemmPrecision::I8,
     MatrixLayout::ColMajor,
-    || vec![gemm_s8::def()],
+    || vec![gemm_s8::def(), gemm_wgmma_s8::def()],
     || {
         let aligned = gemm_s8::Consts {
             BM: 128,

@@ -439,6 +439,14 @@ impl CheckedGemm for gemm_wgmma::gemm_wgmma_bf16::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::Bf16;
 }
 
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_tf32::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::Tf32;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_s8::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::I8;
+}
+
 impl CheckedGemm for gemm_wmma::gemm_f16_wmma::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::F16;
 }

@@ -354,13 +354,7 @@ fn bench_gemm_16bit(
         1,
         0,
         &|inputs: &mut Inputs, n| inputs.i8s(n),
-        &|ours: &[i32], theirs: &[i32]| {
-            let differ = ours.iter().zip(theirs).filter(|(x, y)| x != y).count();
-            (
-                differ == 0,
-                format!("{differ} of {} elements differ", ours.len()),
-            )
-        }
+        &exact
     )?;
     // The sm_90a form (wgmma fed by the TMA, warp-specialized), on Hopper only.
     if rt.device().compute_capability == (9, 0) {
@@ -382,6 +376,25 @@ fn bench_gemm_16bit(
             &float_values::<bf16>,
             &|ours, theirs| agree_within::<bf16>(ours, theirs, 8e-3)
         )?;
+        // tf32: wgmma truncates the inputs to tf32 where cuBLAS rounds them.
+        bench_variants!(
+            gemm_wgmma::gemm_wgmma_tf32,
+            |_| true,
+            GemmPrecision::Tf32,
+            1.0,
+            0.0,
+            &float_values::<f32>,
+            &|ours, theirs| agree_within::<f32>(ours, theirs, 5e-3)
+        )?;
+        bench_variants!(
+            gemm_wgmma::gemm_wgmma_s8,
+            |_| true,
+            GemmPrecision::I8,
+            1,
+            0,
+            &|inputs: &mut Inputs, n| inputs.i8s(n),
+            &exact
+        )?;
     }
     // The sm_70 form: its copies are staged through registers, so STAGES
     // shows what that overlap is worth.
@@ -400,6 +413,15 @@ fn bench_gemm_16bit(
         &|rt, i, a, b, c, dims| gemm_with(rt, wmma_variants[i], a, b, c, dims, 1.0, 0.0),
         &float_values::<f16>,
         &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3),
+    )
+}
+
+/// Whether an integer GEMM's result equals cuBLAS's, element by element.
+fn exact(ours: &[i32], theirs: &[i32]) -> (bool, String) {
+    let differ = ours.iter().zip(theirs).filter(|(x, y)| x != y).count();
+    (
+        differ == 0,
+        format!("{differ} of {} elements differ", ours.len()),
     )
 }
 

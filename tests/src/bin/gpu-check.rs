@@ -15,8 +15,8 @@
 //! `gemm_sparse_bf16`; on compute capability 9.0: `wgmma`, the wgmma
 //! descriptors, swizzles and accumulator layouts of every element type, and `mbarrier`, the
 //! mbarrier phases, and `tma`, TMA loads and stores through tensor maps,
-//! from `warpforge_tests::hopper`; and the sm_90a GEMMs `gemm_wgmma_f16`
-//! and `gemm_wgmma_bf16`). Without a
+//! from `warpforge_tests::hopper`; and the sm_90a GEMMs `gemm_wgmma_f16`,
+//! `gemm_wgmma_bf16`, `gemm_wgmma_tf32` and `gemm_wgmma_s8`). Without a
 //! GPU it says so, lists the variants it would have
 //! checked and how many lines each dense GEMM check prints, and exits with
 //! status 2: not run is never passed.
@@ -221,23 +221,24 @@ fn main() -> ExitCode {
                 check_tma_roundtrip(&rt, &mut inputs, &mut report);
             }
             let tc_shapes = tensor_core_shapes(quick);
-            if wanted("gemm_wgmma_f16") {
-                check_gemm::<gemm_wgmma::gemm_wgmma_f16::Consts>(
-                    &rt,
-                    &mut inputs,
-                    &mut report,
-                    &tc_shapes,
-                    coverage,
-                );
+            macro_rules! check_wgmma_gemms {
+                ($($kernel:ident: $shapes:expr;)*) => {$(
+                    if wanted(stringify!($kernel)) {
+                        check_gemm::<gemm_wgmma::$kernel::Consts>(
+                            &rt,
+                            &mut inputs,
+                            &mut report,
+                            $shapes,
+                            coverage,
+                        );
+                    }
+                )*};
             }
-            if wanted("gemm_wgmma_bf16") {
-                check_gemm::<gemm_wgmma::gemm_wgmma_bf16::Consts>(
-                    &rt,
-                    &mut inputs,
-                    &mut report,
-                    &tc_shapes,
-                    coverage,
-                );
+            check_wgmma_gemms! {
+                gemm_wgmma_f16: &tc_shapes;
+                gemm_wgmma_bf16: &tc_shapes;
+                gemm_wgmma_tf32: &tc_shapes;
+                gemm_wgmma_s8: &s8_shapes(quick);
             }
             if wanted("mbarrier") {
                 check_mbarrier_phases(&rt, &mut report);
@@ -354,6 +355,20 @@ the dense GEMM checks would print (lines each, `--only NAME`):"
             "gemm_wgmma_bf16",
             dense_gemm_lines::<gemm_wgmma::gemm_wgmma_bf16::Consts>(
                 &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_wgmma_tf32",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_tf32::Consts>(
+                &tensor_core_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_wgmma_s8",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_s8::Consts>(
+                &s8_shapes(quick),
                 gemm_coverage(quick),
             ),
         ),

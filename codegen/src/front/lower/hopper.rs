@@ -37,6 +37,7 @@ impl Lowerer<'_> {
         if let Some(generic) = WgmmaKind::ALL
             .into_iter()
             .filter_map(WgmmaKind::generic_function)
+            .chain([WgmmaKind::ANY_TYPE_FUNCTION])
             .find(|g| *g == name)
         {
             return Some(
@@ -400,11 +401,16 @@ impl Lowerer<'_> {
     }
 
     /// The form the generic `generic::<T, N>` (`wgmma_m64k16`, `wgmma_m64k8`,
-    /// `wgmma_m64k32`) takes for its element type `T`.
+    /// `wgmma_m64k32`, or `wgmma_m64` of any of their types) takes for its
+    /// element type `T`.
     fn generic_wgmma_kind(&mut self, c: &syn::ExprCall, generic: &str) -> Lowered<WgmmaKind> {
+        let any_type = generic == WgmmaKind::ANY_TYPE_FUNCTION;
         let forms: Vec<WgmmaKind> = WgmmaKind::ALL
             .into_iter()
-            .filter(|k| k.generic_function() == Some(generic))
+            .filter(|k| match k.generic_function() {
+                Some(g) => any_type || g == generic,
+                None => false,
+            })
             .collect();
         let types = forms
             .iter()
