@@ -9,7 +9,10 @@
 //! defined meaning). Floats follow IEEE round-to-nearest-even for the
 //! expression's type: each result is computed in `f64` and rounded once to the
 //! type, which is exact for `+ - * /` because `f64` carries more than twice
-//! the significand bits of `f32`, `f16` and `bf16` plus two.
+//! the significand bits of `f32`, `f16` and `bf16` plus two. The rounding to
+//! f16 and bf16 is this module's own, in one step from the `f64`
+//! ([`f16_from_f64`], [`bf16_from_f64`], [`int_to_half`]), which the
+//! interpreter shares: `half`'s conversions from `f64` round twice.
 
 use crate::ir::{BinaryOp, Expr, ExprKind, Literal, Scalar, UnaryOp};
 use crate::Error;
@@ -179,11 +182,131 @@ fn wrap_int(ty: Scalar, v: i128) -> i128 {
 /// `v` rounded to the nearest value of the float type `ty`.
 fn round_float(ty: Scalar, v: f64) -> f64 {
     match ty {
-        Scalar::F16 => half::f16::from_f64(v).to_f64(),
-        Scalar::Bf16 => half::bf16::from_f64(v).to_f64(),
+        Scalar::F16 => f16_from_f64(v).to_f64(),
+        Scalar::Bf16 => bf16_from_f64(v).to_f64(),
         Scalar::F32 => v as f32 as f64,
         _ => v,
     }
+}
+
+/// `v` rounded to f16 in one step, to nearest even, as `cvt.rn.f16.f64`
+/// does: subnormal below 2^-14, infinite from 65520 up, NaN quiet (its top
+/// payload bits kept). `half::f16::from_f64` is not this: it rounds
+/// through f32 (f16c) or drops the low 32 bits of the f64 (its fallback),
+/// so a value just above a tie can round down. An f32 widens to f64
+/// exactly, so this also rounds an f32 correctly.
+pub fn f16_from_f64(v: f64) -> half::f16 {
+    half::f16::from_bits(narrow_f64(v, HalfFormat::F16))
+}
+
+/// `v` rounded to bf16 in one step, to nearest even (see [`f16_from_f64`]).
+pub fn bf16_from_f64(v: f64) -> half::bf16 {
+    half::bf16::from_bits(narrow_f64(v, HalfFormat::BF16))
+}
+
+/// The integer `v` rounded to f16 or bf16 (`ty`) in one step, as an `f64`
+/// (`v as f64` first would round a 64-bit integer twice).
+pub fn int_to_half(ty: Scalar, v: i128) -> f64 {
+    let format = HalfFormat::of(ty);
+    let bits = format.round(v < 0, v.unsigned_abs(), 0);
+    match ty {
+        Scalar::Bf16 => half::bf16::from_bits(bits).to_f64(),
+        _ => half::f16::from_bits(bits).to_f64(),
+    }
+}
+
+/// A 16-bit binary float format: its exponent and fraction widths.
+#[derive(Clone, Copy)]
+struct HalfFormat {
+    exponent: u32,
+    fraction: u32,
+}
+
+impl HalfFormat {
+    const F16: HalfFormat = HalfFormat {
+        exponent: 5,
+        fraction: 10,
+    };
+    const BF16: HalfFormat = HalfFormat {
+        exponent: 8,
+        fraction: 7,
+    };
+
+    fn of(ty: Scalar) -> HalfFormat {
+        if ty == Scalar::Bf16 {
+            HalfFormat::BF16
+        } else {
+            HalfFormat::F16
+        }
+    }
+
+    fn sign(self, negative: bool) -> u16 {
+        (negative as u16) << (self.exponent + self.fraction)
+    }
+
+    fn infinity(self) -> u16 {
+        ((1u16 << self.exponent) - 1) << self.fraction
+    }
+
+    /// The bits of `±m * 2^e` (exact) rounded to nearest even.
+    fn round(self, negative: bool, m: u128, e: i32) -> u16 {
+        let sign = self.sign(negative);
+        if m == 0 {
+            return sign;
+        }
+        let bias = (1i32 << (self.exponent - 1)) - 1;
+        let fraction = self.fraction as i32;
+        let top = 127 - m.leading_zeros() as i32;
+        // The exponent of the result's last place: the value's own, or
+        // the subnormals' below the normal range.
+        let q = (e + top).max(1 - bias) - fraction;
+        // The value in units of 2^q, rounded.
+        let n = if q <= e {
+            // Exact: then m has at most `fraction + 1` bits.
+            m << (e - q)
+        } else {
+            let shift = (q - e) as u32;
+            if shift > 128 {
+                // Below half the smallest subnormal, as m < 2^128.
+                return sign;
+            }
+            let n = m.checked_shr(shift).unwrap_or(0);
+            let rest = m - n.checked_shl(shift).unwrap_or(0);
+            let half = 1u128 << (shift - 1);
+            if rest > half || (rest == half && n & 1 == 1) {
+                n + 1
+            } else {
+                n
+            }
+        };
+        // n < 2^fraction is a subnormal (q is the subnormals'); a carry of n
+        // to 2^(fraction + 1) steps the exponent field, up to infinity.
+        let field = (q + fraction + bias - 1) as u128;
+        let magnitude = (field << self.fraction) + n;
+        sign | magnitude.min(self.infinity() as u128) as u16
+    }
+}
+
+/// The bits of `v` rounded to `format` (see [`f16_from_f64`]).
+fn narrow_f64(v: f64, format: HalfFormat) -> u16 {
+    let bits = v.to_bits();
+    let negative = bits >> 63 == 1;
+    let fraction = bits & ((1u64 << 52) - 1);
+    let biased = (bits >> 52 & 0x7ff) as i32;
+    if biased == 0x7ff {
+        let sign = format.sign(negative) | format.infinity();
+        if fraction == 0 {
+            return sign;
+        }
+        let payload = (fraction >> (52 - format.fraction)) as u16;
+        return sign | 1 << (format.fraction - 1) | payload;
+    }
+    let (m, e) = if biased == 0 {
+        (fraction, -1074)
+    } else {
+        (fraction | 1 << 52, biased - 1075)
+    };
+    format.round(negative, m as u128, e)
 }
 
 /// The DSL spelling of a binary operator, for messages.
@@ -358,7 +481,7 @@ pub fn cast(from: Scalar, to: Scalar, a: Literal) -> Result<Literal, Error> {
     match to {
         Scalar::F32 => Ok(Literal::Float(v as f32 as f64)),
         Scalar::F64 => Ok(Literal::Float(v as f64)),
-        Scalar::F16 | Scalar::Bf16 => Ok(Literal::Float(round_float(to, v as f64))),
+        Scalar::F16 | Scalar::Bf16 => Ok(Literal::Float(int_to_half(to, v))),
         _ => encode_int(to, wrap_int(to, v)),
     }
 }
@@ -552,6 +675,260 @@ mod tests {
             Ok(Literal::Float(256.0)),
             "bf16 has 8 significand bits"
         );
+    }
+
+    /// `(1 + 2^-11 + 2^-40) as f16` is above the tie between 1 and
+    /// 1 + 2^-10, so it rounds up (as `cvt.rn.f16.f64` does); rounding to
+    /// f32 first makes it the tie, which goes to the even 1.0. The same
+    /// for bf16 one step below (1 + 2^-8 + 2^-40), where cutting the low
+    /// half of the f64 loses the 2^-40.
+    #[test]
+    fn f64_rounds_to_16_bits_in_one_step() {
+        let above_tie = |bits: i32| 1.0 + 2f64.powi(-bits) + 2f64.powi(-40);
+        assert_eq!(
+            cast(Scalar::F64, Scalar::F16, Literal::Float(above_tie(11))),
+            Ok(Literal::Float(1.0 + 2f64.powi(-10)))
+        );
+        assert_eq!(
+            cast(Scalar::F64, Scalar::Bf16, Literal::Float(above_tie(8))),
+            Ok(Literal::Float(1.0 + 2f64.powi(-7)))
+        );
+        // Folded: the f64 sum is exact, the cast rounds once.
+        let folded = |ty: Scalar, bits: i32| {
+            let sum = bin(
+                BinaryOp::Add,
+                bin(
+                    BinaryOp::Add,
+                    Expr::literal(Scalar::F64, Literal::Float(1.0)),
+                    Expr::literal(Scalar::F64, Literal::Float(2f64.powi(-bits))),
+                ),
+                Expr::literal(Scalar::F64, Literal::Float(2f64.powi(-40))),
+            );
+            run(&Expr {
+                ty,
+                kind: ExprKind::Cast(Box::new(sum)),
+            })
+        };
+        assert_eq!(
+            folded(Scalar::F16, 11),
+            Ok(Literal::Float(1.0 + 2f64.powi(-10)))
+        );
+        assert_eq!(
+            folded(Scalar::Bf16, 8),
+            Ok(Literal::Float(1.0 + 2f64.powi(-7)))
+        );
+    }
+
+    /// Round-to-nearest-even to f16 and bf16 at the edges of each format:
+    /// ties, the largest finite values and the overflow past them, the
+    /// subnormals and the underflow below them, zeros, infinities, NaN.
+    #[test]
+    fn rounding_to_16_bits_at_the_edges() {
+        let p = |e: i32| 2f64.powi(e);
+        let f16_cases: &[(f64, u16)] = &[
+            (1.0, 0x3c00),
+            (-2.5, 0xc100),
+            // Ties go to the even neighbour, down or up.
+            (1.0 + p(-11), 0x3c00),
+            (1.0 + 3.0 * p(-11), 0x3c02),
+            (-(1.0 + p(-11)), 0xbc00),
+            // Off a tie by the last bit of an f64.
+            (1.0 + p(-11) + p(-52), 0x3c01),
+            (1.0 + p(-11) - p(-52), 0x3c00),
+            // The largest finite f16, and past it: 65520 is the tie with
+            // 2^16, whose even side is infinity.
+            (65504.0, 0x7bff),
+            (65519.99, 0x7bff),
+            (65520.0, 0x7c00),
+            (-65520.0, 0xfc00),
+            (1e300, 0x7c00),
+            (f64::MAX, 0x7c00),
+            (f64::INFINITY, 0x7c00),
+            (f64::NEG_INFINITY, 0xfc00),
+            // The smallest normal, the subnormals, and ties among them.
+            (p(-14), 0x0400),
+            (p(-14) - p(-25), 0x0400),
+            (p(-14) - p(-24), 0x03ff),
+            (p(-24), 0x0001),
+            (3.0 * p(-25), 0x0002),
+            (p(-25), 0x0000),
+            (p(-25) + p(-77), 0x0001),
+            (-p(-25), 0x8000),
+            (p(-26), 0x0000),
+            (f64::from_bits(1), 0x0000),
+            (-f64::from_bits(1), 0x8000),
+            (0.0, 0x0000),
+            (-0.0, 0x8000),
+        ];
+        for &(v, bits) in f16_cases {
+            let got = f16_from_f64(v).to_bits();
+            assert_eq!(got, bits, "{v:e} as f16: {got:#06x}, want {bits:#06x}");
+        }
+        let bf16_cases: &[(f64, u16)] = &[
+            (1.0, 0x3f80),
+            (1.0 + p(-8), 0x3f80),
+            (1.0 + 3.0 * p(-8), 0x3f82),
+            (1.0 + p(-8) + p(-40), 0x3f81),
+            (1.0 + p(-8) - p(-52), 0x3f80),
+            (-(1.0 + p(-8) + p(-52)), 0xbf81),
+            // The largest finite bf16; f32::MAX is past its tie with 2^128.
+            ((2.0 - p(-7)) * p(127), 0x7f7f),
+            ((2.0 - p(-8)) * p(127), 0x7f80),
+            ((2.0 - p(-8) - p(-40)) * p(127), 0x7f7f),
+            (f32::MAX as f64, 0x7f80),
+            (-1e300, 0xff80),
+            (f64::INFINITY, 0x7f80),
+            (p(-126), 0x0080),
+            (p(-133), 0x0001),
+            (p(-134), 0x0000),
+            (3.0 * p(-134), 0x0002),
+            (p(-134) + p(-186), 0x0001),
+            (-p(-135), 0x8000),
+            (f64::from_bits(1), 0x0000),
+            (-0.0, 0x8000),
+        ];
+        for &(v, bits) in bf16_cases {
+            let got = bf16_from_f64(v).to_bits();
+            assert_eq!(got, bits, "{v:e} as bf16: {got:#06x}, want {bits:#06x}");
+        }
+        // NaN stays NaN, quiet, with its sign and the top of its payload.
+        assert_eq!(f16_from_f64(f64::NAN).to_bits(), 0x7e00);
+        assert_eq!(f16_from_f64(-f64::NAN).to_bits(), 0xfe00);
+        assert_eq!(bf16_from_f64(f64::NAN).to_bits(), 0x7fc0);
+        let signalling = f64::from_bits(0x7ff0_0000_0000_0001);
+        assert_eq!(f16_from_f64(signalling).to_bits(), 0x7e00);
+        let payload = f64::from_bits(0x7ff4_0000_0000_0000);
+        assert_eq!(f16_from_f64(payload).to_bits(), 0x7f00);
+        assert_eq!(bf16_from_f64(payload).to_bits(), 0x7fe0);
+        // Through constant folding and `as`, from f64 and from integers:
+        // 2^60 + 2^52 + 1 is above the bf16 tie 2^60 + 2^52, which an f64
+        // (53 bits) would round onto.
+        assert_eq!(
+            cast(Scalar::F64, Scalar::F16, Literal::Float(65520.0)),
+            Ok(Literal::Float(f64::INFINITY))
+        );
+        assert_eq!(
+            cast(
+                Scalar::I64,
+                Scalar::Bf16,
+                Literal::Int((1 << 60) + (1 << 52) + 1)
+            ),
+            Ok(Literal::Float(p(60) + p(53)))
+        );
+        assert_eq!(
+            cast(
+                Scalar::I64,
+                Scalar::Bf16,
+                Literal::Int(-(1 << 60) - (1 << 52))
+            ),
+            Ok(Literal::Float(-p(60)))
+        );
+        assert_eq!(
+            cast(Scalar::U64, Scalar::F16, Literal::Int(-1)),
+            Ok(Literal::Float(f64::INFINITY))
+        );
+        assert_eq!(
+            cast(Scalar::I32, Scalar::F16, Literal::Int(2049)),
+            Ok(Literal::Float(2048.0))
+        );
+        assert_eq!(
+            cast(Scalar::I32, Scalar::F16, Literal::Int(2051)),
+            Ok(Literal::Float(2052.0))
+        );
+    }
+
+    /// An f64 rounded to odd in f32 (truncated, the last bit set when
+    /// inexact) rounds correctly to f16 and bf16 through `half`'s f32
+    /// conversion, which is correct: an independent reference.
+    fn round_to_odd_f32(v: f64) -> f32 {
+        let mut f = v as f32;
+        if (f as f64).abs() > v.abs() {
+            f = f32::from_bits(f.to_bits() - 1);
+        }
+        if f as f64 != v {
+            f = f32::from_bits(f.to_bits() | 1);
+        }
+        f
+    }
+
+    #[test]
+    fn rounding_to_16_bits_agrees_with_rounding_to_odd_through_f32() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let check = |v: f64| {
+            if v.is_nan() {
+                return;
+            }
+            let odd = round_to_odd_f32(v);
+            assert_eq!(
+                f16_from_f64(v).to_bits(),
+                half::f16::from_f32(odd).to_bits(),
+                "{v:e} ({:#018x}) as f16",
+                v.to_bits()
+            );
+            assert_eq!(
+                bf16_from_f64(v).to_bits(),
+                half::bf16::from_f32(odd).to_bits(),
+                "{v:e} ({:#018x}) as bf16",
+                v.to_bits()
+            );
+        };
+        for _ in 0..200_000 {
+            // Exponents from below the bf16 subnormals to past f32's range.
+            let r = next();
+            let exponent = 1023 - 160 + (r >> 52) % 300;
+            let bits = (r & (1 << 63)) | exponent << 52 | (next() & ((1 << 52) - 1));
+            check(f64::from_bits(bits));
+        }
+        for _ in 0..100_000 {
+            // Ties of both formats, and their f64 neighbours.
+            let r = next();
+            let exponent = 1023 - 140 + (r >> 52) % 270;
+            let tie_f16 = (r & 0x3ff) << 42 | 1 << 41;
+            let tie_bf16 = (r & 0x7f) << 45 | 1 << 44;
+            for fraction in [tie_f16, tie_bf16] {
+                let bits = (r & (1 << 63)) | exponent << 52 | fraction;
+                for delta in [-1i64, 0, 1] {
+                    check(f64::from_bits((bits as i64 + delta) as u64));
+                }
+            }
+        }
+        // Every f32 near the f16 range, and a sample of all the others.
+        for bits in (0x3000_0000u32..0x4800_0000).step_by(61) {
+            check(f32::from_bits(bits) as f64);
+            check(-f32::from_bits(bits) as f64);
+        }
+        for bits in (0..=u32::MAX).step_by(40_009) {
+            check(f32::from_bits(bits) as f64);
+        }
+        // Integers, which round from the integer itself.
+        for _ in 0..100_000 {
+            let v = next() as i64 >> (next() % 64);
+            for ty in [Scalar::F16, Scalar::Bf16] {
+                let nearest = v as f32;
+                let odd = if nearest as i128 == v as i128 {
+                    nearest
+                } else {
+                    let toward_zero = if (nearest as i128).abs() > (v as i128).abs() {
+                        f32::from_bits(nearest.to_bits() - 1)
+                    } else {
+                        nearest
+                    };
+                    f32::from_bits(toward_zero.to_bits() | 1)
+                };
+                let want = if ty == Scalar::F16 {
+                    half::f16::from_f32(odd).to_f64()
+                } else {
+                    half::bf16::from_f32(odd).to_f64()
+                };
+                assert_eq!(int_to_half(ty, v as i128), want, "{v} as {}", ty.name());
+            }
+        }
     }
 
     #[test]

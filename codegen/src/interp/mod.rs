@@ -297,8 +297,8 @@ macro_rules! float_elem {
 }
 
 float_elem! {
-    half::f16: |x: half::f16| x.to_f64(), half::f16::from_f64;
-    half::bf16: |x: half::bf16| x.to_f64(), half::bf16::from_f64;
+    half::f16: |x: half::f16| x.to_f64(), crate::eval::f16_from_f64;
+    half::bf16: |x: half::bf16| x.to_f64(), crate::eval::bf16_from_f64;
     f32: |x: f32| x as f64, |v: f64| v as f32;
     f64: |x: f64| x, |v: f64| v;
 }

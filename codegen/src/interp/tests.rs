@@ -143,6 +143,21 @@ fn casts_agree_with_rust_as() {
         ),
         Ok(Literal::Float(1.0 + 2f64.powi(-10)))
     );
+    // f32 -> f16 in one step too (`cvt.rn.f16.f32`), normal and subnormal.
+    for (v, want) in [
+        (1.0 + 2f64.powi(-11) + 2f64.powi(-23), 1.0 + 2f64.powi(-10)),
+        (1.0 + 2f64.powi(-11), 1.0),
+        (2f64.powi(-25) + 2f64.powi(-48), 2f64.powi(-24)),
+        (2f64.powi(-25), 0.0),
+        (65520.0, f64::INFINITY),
+    ] {
+        assert_eq!(v as f32 as f64, v, "{v:e} is an f32");
+        assert_eq!(
+            value::cast(Scalar::F32, Scalar::F16, Literal::Float(v)),
+            Ok(Literal::Float(want)),
+            "{v:e} as f16"
+        );
+    }
     // u64 -> bf16 likewise: 2^63 + 2^55 + 1 is above the tie 2^63 + 2^55.
     let big = (1u64 << 63) + (1 << 55) + 1;
     assert_eq!(

@@ -17,7 +17,9 @@
 //!   after the f32 instruction). `mul_add` rounds once in every type.
 //! - Conversions follow Rust's `as` (floats to integers truncate and saturate,
 //!   NaN to 0), with every float result correctly rounded, as the backend's
-//!   `cvt.rn` and round-to-odd sequences give it.
+//!   `cvt.rn` and round-to-odd sequences give it. Every rounding to f16 or
+//!   bf16 is [`crate::eval::f16_from_f64`] and `bf16_from_f64`, in one step
+//!   from the exact value (never `half`'s `from_f64`, which rounds twice).
 //! - `sqrt`, `floor`, `ceil`, `round`, `abs`, `min` and `max` are exact as on
 //!   the GPU; `rsqrt`, `exp`, `exp2`, `ln`, `log2`, `sin`, `cos` and `tanh` use
 //!   the host's `f32`/`f64` functions, which are more accurate than the
@@ -104,53 +106,20 @@ pub(super) fn wrap(ty: Scalar, v: i128) -> Literal {
     Literal::Int(wrapped as i64)
 }
 
-/// An `f32` rounded to odd from `exact` (whose nearest `f32` is `nearest`):
-/// truncated toward zero, with the last bit set when inexact. Rounding that
-/// to a format of at most 22 significand bits rounds correctly, which a
-/// detour through a round-to-nearest `f32` would not.
-fn round_to_odd_f32(nearest: f32, exact_cmp: std::cmp::Ordering) -> f32 {
-    use std::cmp::Ordering;
-    if nearest.is_nan() || exact_cmp == Ordering::Equal {
-        return nearest;
-    }
-    // `nearest` is above the exact value when exact_cmp is Greater.
-    let above = exact_cmp == Ordering::Greater;
-    let bits = nearest.to_bits();
-    let away_from_zero = above == (nearest > 0.0 || (nearest == 0.0 && bits >> 31 == 0));
-    let truncated = if nearest == 0.0 {
-        // The exact value is a tiny nonzero of the other side: keep the zero.
-        bits
-    } else if away_from_zero {
-        bits - 1
-    } else {
-        bits
-    };
-    f32::from_bits(truncated | 1)
-}
-
-/// `v` correctly rounded (to nearest even) to the float type `ty`.
+/// `v` correctly rounded (to nearest even, in one step) to the float type `ty`.
 pub(super) fn round_float(ty: Scalar, v: f64) -> f64 {
     match ty {
         Scalar::F32 => v as f32 as f64,
-        Scalar::F16 | Scalar::Bf16 => {
-            let nearest = v as f32;
-            let cmp = (nearest as f64)
-                .partial_cmp(&v)
-                .unwrap_or(std::cmp::Ordering::Equal);
-            narrow_f32(ty, round_to_odd_f32(nearest, cmp))
-        }
+        Scalar::F16 => crate::eval::f16_from_f64(v).to_f64(),
+        Scalar::Bf16 => crate::eval::bf16_from_f64(v).to_f64(),
         _ => v,
     }
 }
 
-/// An `f32` rounded to f16 or bf16 (to nearest even), as an `f64`.
+/// An `f32` rounded to f16 or bf16 (to nearest even, in one step, as
+/// `cvt.rn.f16.f32` does), as an `f64`: widening to f64 is exact.
 pub(super) fn narrow_f32(ty: Scalar, v: f32) -> f64 {
-    match ty {
-        Scalar::F16 => half::f16::from_f32(v).to_f64(),
-        Scalar::Bf16 => half::bf16::from_f32(v).to_f64(),
-        Scalar::F32 => v as f64,
-        _ => v as f64,
-    }
+    round_float(ty, v as f64)
 }
 
 /// The integer `v` correctly rounded to the float type `ty`.
@@ -158,13 +127,7 @@ fn int_to_float(ty: Scalar, v: i128) -> f64 {
     match ty {
         Scalar::F64 => v as f64,
         Scalar::F32 => v as f32 as f64,
-        _ => {
-            let nearest = v as f32;
-            // Every f32 of magnitude 2^24 or more is an integer, and smaller
-            // integers are exact: comparing as integers is exact.
-            let cmp = (nearest as i128).cmp(&v);
-            narrow_f32(ty, round_to_odd_f32(nearest, cmp))
-        }
+        _ => crate::eval::int_to_half(ty, v),
     }
 }
 
@@ -172,8 +135,8 @@ fn int_to_float(ty: Scalar, v: i128) -> f64 {
 pub(super) fn to_bits(ty: Scalar, lit: Literal) -> Result<u64, Fault> {
     Ok(match ty {
         Scalar::Bool => bool_value(lit)? as u64,
-        Scalar::F16 => half::f16::from_f64(float_value(ty, lit)?).to_bits() as u64,
-        Scalar::Bf16 => half::bf16::from_f64(float_value(ty, lit)?).to_bits() as u64,
+        Scalar::F16 => crate::eval::f16_from_f64(float_value(ty, lit)?).to_bits() as u64,
+        Scalar::Bf16 => crate::eval::bf16_from_f64(float_value(ty, lit)?).to_bits() as u64,
         Scalar::F32 => (float_value(ty, lit)? as f32).to_bits() as u64,
         Scalar::F64 => float_value(ty, lit)?.to_bits(),
         _ => {

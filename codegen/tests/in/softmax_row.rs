@@ -10,6 +10,7 @@ fn softmax_row(x: &[f32], y: &mut [f32], cols: u32) {
         m = m.max(x[base + c]);
         c += 32;
     }
+    // A butterfly (offsets 16, 8, 4, 2, 1): every lane gets the row's max.
     #[unroll]
     for k in 0..5u32 {
         m = m.max(shfl_xor(m, 16 >> k));
@@ -20,12 +21,12 @@ fn softmax_row(x: &[f32], y: &mut [f32], cols: u32) {
         s += (x[base + c] - m).exp();
         c += 32;
     }
+    // The same butterfly: every lane gets the row's sum.
     #[unroll]
     for k in 0..5u32 {
-        s += shfl_down(s, 1 << k);
+        s += shfl_xor(s, 16 >> k);
     }
-    let total = shfl_xor(s, 0);
-    let inv = 1.0 / total;
+    let inv = 1.0 / s;
     c = lane;
     while c < cols {
         y[base + c] = (x[base + c] - m).exp() * inv;

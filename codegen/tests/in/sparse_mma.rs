@@ -6,9 +6,10 @@
 fn sparse_mma<const ORDERED: bool>(a: &[f16], b: &[f16], meta: &[u32], c: &mut [f32]) {
     let mut a_tile: [[f16; 32]; 16] = shared();
     let lane = lane_id();
+    // Two 16-byte copies per lane: the 16x32 tile is 64 chunks of 8.
     #[unroll]
-    for h in 0..4u32 {
-        let chunk = lane * 4 + h;
+    for h in 0..2u32 {
+        let chunk = lane * 2 + h;
         cp_async(&mut a_tile[chunk / 4][chunk % 4 * 8], &a[chunk * 8], 16, 16);
     }
     cp_async_commit();

@@ -7,16 +7,17 @@ fn tensor_core(a: &[f16], b: &[f16], x: &[f32], q: &[i8], c: &mut [f32], d: &mut
     let mut b_tile: [[f16; 16]; 8] = shared();
     let mut q_tile: [[i8; 32]; 16] = shared();
     let lane = lane_id();
-    // Two 16-byte copies per lane for A, one for B, zero-filled past the slices.
-    #[unroll]
-    for h in 0..2u32 {
-        let chunk = lane * 2 + h;
-        let at = chunk * 8;
-        let bytes = if at < a.len() { (a.len() - at).min(8) * 2 } else { 0 };
-        let src = if bytes > 0 { at } else { 0 };
-        cp_async(&mut a_tile[chunk / 2][chunk % 2 * 8], &a[src], 16, bytes);
-    }
+    // Lanes 0..16 copy A, two 16-byte copies each (its row `lane`, zero-filled
+    // past the slice), and B, one each; every lane copies 16 bytes of Q.
     if lane < 16 {
+        #[unroll]
+        for h in 0..2u32 {
+            let chunk = lane * 2 + h;
+            let at = chunk * 8;
+            let bytes = if at < a.len() { (a.len() - at).min(8) * 2 } else { 0 };
+            let src = if bytes > 0 { at } else { 0 };
+            cp_async(&mut a_tile[chunk / 2][chunk % 2 * 8], &a[src], 16, bytes);
+        }
         cp_async(&mut b_tile[lane / 2][lane % 2 * 8], &b[lane * 8], 16, 16);
     }
     cp_async(&mut q_tile[lane / 2][lane % 2 * 16], &q[lane * 16], 16, 16);
