@@ -89,12 +89,15 @@ pub fn apply_phase<const PHASE: u32, const N: u32, S: Number, O: Number>(
     }
 }
 
-/// The epilogue of the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`), whose
+/// The epilogue of the Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`, `gemm_wgmma`), whose
 /// warps hold `NI x NJ` accumulator fragments of `m16n8` tiles (`acc`, in the
 /// scale type `S`): every phase over this thread's outputs, then C (of `O`)
 /// written. The warp's tile starts at row `wm0` and column `wn0` of the
-/// block's `BM x BN` tile, which a kernel launched on the plain grid takes in
-/// [`grouped_tile_order`](crate::tile::grouped_tile_order); C is row-major, or column-major
+/// block's `BM x BN` tile `tile` (its batch, first row and first column: a
+/// kernel launched on the plain grid takes it from
+/// [`grouped_tile_order`](crate::tile::grouped_tile_order) and `block_idx().z`
+/// right before the call, so that its main loop does not keep it live; a
+/// persistent one, per tile); C is row-major, or column-major
 /// where `c_col_major` is 1 (the sparse GEMM's; the dense GEMMs store a
 /// column-major C as `C^T = B^T A^T` and pass 0).
 ///
@@ -138,22 +141,19 @@ pub fn mma_epilogue<
     lane: u32,
     wm0: u32,
     wn0: u32,
+    tile: (u32, u32, u32),
 ) {
-    // The block's tile computed again here, so that the kernel does not
-    // keep it live through its main loop.
-    let (row0, col0) = crate::tile::grouped_tile_order::<BM, BN>();
+    let (batch, row0, col0) = tile;
     let g = lane / 4;
     let t4 = lane % 4;
-    // The batch read here rather than kept from the start, so that nothing
-    // the epilogue alone needs is live through the main loop.
-    let c_at = block_idx().z * stride_c;
+    let c_at = batch * stride_c;
     // The store goes four outputs at a time: every output of the block is
     // inside C, whose rows and batches start at multiples of 4 (uniform over
     // the block). (`IN_FOURS` leads each condition that reads this, so that
     // `false` removes the path when the variant is specialized.)
     let in_fours = row0 + BM <= m
         && col0 + BN <= n
-        && block_idx().z < batches
+        && batch < batches
         && n % 4 == 0
         && (batches == 1 || stride_c % 4 == 0);
     #[unroll]
@@ -171,7 +171,7 @@ pub fn mma_epilogue<
                         for q in 0..2u32 {
                             let col = col0 + wn0 + j * 8 + t4 * 2 + q;
                             if !phase_touches_memory::<phase>()
-                                || r < m && col < n && block_idx().z < batches
+                                || r < m && col < n && batch < batches
                             {
                                 let idx = if c_col_major == 1 {
                                     c_at + col * m + r
@@ -202,7 +202,7 @@ pub fn mma_epilogue<
         // (even lanes) and `8 + 4 (t4 / 2)` (odd) of the warp tile's first
         // pair of fragments, at its row `g`.
         let n_fours = n / 4;
-        let first_fours = block_idx().z * (stride_c / 4)
+        let first_fours = batch * (stride_c / 4)
             + (row0 + wm0 + g) * n_fours
             + (col0 + wn0) / 4
             + t4 % 2 * 2

@@ -381,6 +381,12 @@ pub trait GemmVariant: KernelVariant {
     /// one-element buffer made for the launch (s8: i8 A, i32 C).
     fn bias_stand_in(a: &DeviceBuffer<Self::Elem>) -> Option<&DeviceBuffer<Self::Out>>;
 
+    /// The grid of a launch on `problem`: one block per [`GemmVariant::tile`]
+    /// and batch, unless the kernel's blocks walk the tiles themselves.
+    fn grid(&self, _rt: &Runtime, problem: &KernelProblem<Self::Scale>) -> Result<Grid, Error> {
+        Ok(problem.grid(self.tile()))
+    }
+
     /// Launches this variant on a checked problem: `a` and `b` in the order
     /// the kernel reads them, `bias` as the caller gave it.
     fn launch(
@@ -404,7 +410,7 @@ pub trait GemmVariant: KernelVariant {
         rt.launch(
             Self::def(),
             &self.values(),
-            problem.grid(self.tile()),
+            self.grid(rt, problem)?,
             &mut problem.args(a, b, c, bias, bias_mode),
         )
     }

@@ -352,6 +352,8 @@ pub fn gemm_sparse<
     // main loop.) Stored element-wise: with four outputs per store, ptxas
     // 12.9 rotates the accumulators of the main loop and spills in 128 x 128
     // x 128 W64 S2 on sm_90 (perf/LOG.md, session 7).
+    // The tile computed again here, so that the main loop does not keep it live.
+    let (row0, col0) = tile::grouped_tile_order::<BM, BN>();
     epilogue::mma_epilogue::<BM, BN, false>(
         &mut acc,
         c,
@@ -368,6 +370,7 @@ pub fn gemm_sparse<
         lane,
         wm0,
         wn0,
+        (block_idx().z, row0, col0),
     );
 }
 

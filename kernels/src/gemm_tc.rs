@@ -355,9 +355,25 @@ pub fn gemm_tc<
         ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
     }
 
+    // The tile computed again here, so that the main loop does not keep it live.
+    let (row0, col0) = tile::grouped_tile_order::<BM, BN>();
     epilogue::mma_epilogue::<BM, BN, true>(
-        &mut acc, c, bias, m, n, batches, stride_c, alpha, beta, bias_mode, activation, 0, lane,
-        wm0, wn0,
+        &mut acc,
+        c,
+        bias,
+        m,
+        n,
+        batches,
+        stride_c,
+        alpha,
+        beta,
+        bias_mode,
+        activation,
+        0,
+        lane,
+        wm0,
+        wn0,
+        (block_idx().z, row0, col0),
     );
 }
 

@@ -6,17 +6,21 @@
 //! `gemm_wgmma_s8`.
 
 use warpforge::prelude::*;
-use warpforge::MatrixLayout;
+use warpforge::{KernelVariant, MatrixLayout};
 
-use crate::gemm_problem::{Chunks, GemmVariant, VariantLayouts, VariantTakes};
+use warpforge::__private::KernelDef;
+
+use crate::gemm_problem::{Chunks, GemmVariant, KernelProblem, VariantLayouts, VariantTakes};
 use crate::{epilogue, tile};
 
-/// The producer's loop: for each k-tile of 128 bytes of k, wait until the
-/// consumers have released stage `s` (the ring of `STAGES` starts empty:
-/// the first wait is on the phase before the first, which counts as
-/// completed), expect the bytes of both tiles on `full[s]`, and issue the
-/// TMA loads of A's `BM x BK` and B's `BN x BK` tile of the batch into it.
-/// Run by one thread.
+/// The producer's loop over one tile: for each k-tile of 128 bytes of k,
+/// wait until the consumers have released its stage of the ring (which
+/// starts empty: the first wait of a stage is on the phase before its
+/// first, which counts as completed), expect the bytes of both tiles on the
+/// stage's `full` barrier, and issue the TMA loads of A's `BM x BK` and B's
+/// `BN x BK` tile of the batch into it. `ring` is the number of k-tiles the
+/// block loaded before this tile, which places its first in the ring. Run
+/// by one thread.
 #[device]
 pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u32, T: Number>(
     #[shared] a_tiles: &mut [[[T; BK]; BM]; STAGES],
@@ -26,11 +30,12 @@ pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u3
     a: &[T],
     b: &[T],
     origin: (u32, u32, u32),
+    ring: u32,
     k_tiles: u32,
 ) {
     let (batch, row0, col0) = origin;
-    let mut s = 0u32;
-    let mut phase = 0u32;
+    let mut s = ring % STAGES;
+    let mut phase = ring / STAGES % 2;
     for kt in 0..k_tiles {
         mbarrier_wait(&empty[s], phase ^ 1);
         mbarrier_arrive_expect_tx(&mut full[s], (BM + BN) * BK * T::BYTES);
@@ -54,12 +59,14 @@ pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u3
     }
 }
 
-/// A consumer warpgroup's loop: for each k-tile, wait for stage `s` to be
-/// full, accumulate its 64 rows from `m0` times B's `BN` rows with wgmmas
-/// of 32 bytes of k each (k16 for 16-bit `T`, k8 for tf32, k32 for s8),
-/// and once the previous k-tile's wgmmas are done (the wait leaves this
-/// one's in flight) release that stage to the producer: every thread of
-/// both consumers arrives on `empty` (256 arrivals).
+/// A consumer warpgroup's loop over one tile: for each k-tile, wait for its
+/// stage to be full, accumulate its 64 rows from `m0` times B's `BN` rows
+/// with wgmmas of 32 bytes of k each (`wgmma_m64`: k16 for 16-bit `T`, k8
+/// for tf32, k32 for s8), and once the previous k-tile's wgmmas are done
+/// (the wait leaves this one's in flight) release that stage to the
+/// producer; the last stage once all are done. Every thread of every
+/// consumer arrives on `empty`. `ring` places the first k-tile as in
+/// [`load_stages`].
 #[device]
 pub fn multiply_stages<
     const BM: u32,
@@ -76,12 +83,13 @@ pub fn multiply_stages<
     #[shared] full: &mut [u64; STAGES],
     #[shared] empty: &mut [u64; STAGES],
     m0: u32,
+    ring: u32,
     k_tiles: u32,
 ) {
     // The elements of k one wgmma reads: 32 bytes.
     const KS: u32 = 32 / T::BYTES;
-    let mut s = 0u32;
-    let mut phase = 0u32;
+    let mut s = ring % STAGES;
+    let mut phase = ring / STAGES % 2;
     let mut previous = 0u32;
     for kt in 0..k_tiles {
         mbarrier_wait(&full[s], phase);
@@ -108,6 +116,9 @@ pub fn multiply_stages<
         }
     }
     wgmma_wait(0);
+    if k_tiles > 0 {
+        mbarrier_arrive(&mut empty[previous]);
+    }
 }
 
 /// A GEMM with an epilogue on Hopper, for each of `batches` strided
@@ -121,26 +132,36 @@ pub fn multiply_stages<
 /// the low 13 mantissa bits: truncation, where `gemm_tf32` and cuBLAS round
 /// to nearest) and `gemm_wgmma_s8` (exact, wrapping past i32).
 ///
-/// A block computes a `128 x BN` tile of C with three warpgroups: the
-/// first (40 registers a thread after `setmaxnreg`) runs the producer,
-/// [`load_stages`], in one thread; the other two (232 registers) each
-/// compute 64 rows with [`multiply_stages`] into `BN / 2` accumulators a
-/// thread and run the epilogue from registers. Stages are k-tiles of 128
-/// bytes of k (`BK = 128 / T::BYTES` elements), 128-byte swizzled as the
-/// TMA writes them and the wgmma descriptors read them, in a ring of
-/// `STAGES` with a `full` and an `empty` mbarrier each.
+/// A block computes `BM x BN` tiles of C with `1 + BM / 64` warpgroups:
+/// the first runs the producer, [`load_stages`], in one thread; each other
+/// computes 64 rows with [`multiply_stages`] into `BN / 2` accumulators a
+/// thread and runs the epilogue from registers. With two consumers the
+/// producer gives registers back (40 a thread) and they take them (232).
+/// Stages are k-tiles of 128 bytes of k (`BK = 128 / T::BYTES` elements),
+/// 128-byte swizzled as the TMA writes them and the wgmma descriptors read
+/// them, in a ring of `STAGES` with a `full` and an `empty` mbarrier each.
+///
+/// The grid is persistent: block `x` of `grid.x` computes tiles `x`, `x +
+/// grid.x`, .. of the batches' tiles in [`tile::grouped_tile`]'s order, the
+/// ring running on from tile to tile, so that the producer loads the next
+/// tile's stages while the consumers store this one's outputs. Any grid of
+/// blocks in x is correct; [`persistent_grid`] launches as many as the SMs
+/// hold.
 #[kernel(
     arch(sm_90a),
-    block(384),
+    block(128 + 128 * (BM / 64)),
     instances(
         gemm_wgmma_f16 = <f16, f16, f32>,
         gemm_wgmma_bf16 = <bf16, bf16, f32>,
         gemm_wgmma_tf32 = <f32, f32, f32>,
         gemm_wgmma_s8 = <i8, i32, i32>
     ),
-    // BM: 64 rows per consumer warpgroup.
-    tune(BM = [128], BN = [128, 256], STAGES = [3, 4, 5]),
-    constrain(STAGES * (BM + BN) * 128 <= 224 * 1024),
+    tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6]),
+    constrain(
+        STAGES * (BM + BN) * 128 <= 224 * 1024,
+        // The 64-row tile is for small m: narrow tiles, deep rings.
+        BM == 128 && BN >= 128 && STAGES <= 5 || BM == 64 && BN <= 128 && STAGES >= 4
+    ),
     requires(
         batches >= 1,
         a.len() >= (batches - 1) * stride_a + m * k,
@@ -191,6 +212,7 @@ pub fn gemm_wgmma<
     b_row_major: bool,
 ) {
     const BK: u32 = 128 / T::BYTES;
+    const CONSUMERS: u32 = BM / 64;
     let mut a_tiles: [[[T; BK]; BM]; STAGES] = shared();
     let mut b_tiles: [[[T; BK]; BN]; STAGES] = shared();
     let mut full: [u64; STAGES] = shared();
@@ -200,58 +222,109 @@ pub fn gemm_wgmma<
         #[unroll]
         for s in 0..STAGES {
             mbarrier_init(&mut full[s], 1);
-            mbarrier_init(&mut empty[s], 256);
+            mbarrier_init(&mut empty[s], 128 * CONSUMERS);
         }
         fence_mbarrier_init();
     }
     sync_threads();
     let k_tiles = (k + BK - 1) / BK;
+    let tiles_m = (m + BM - 1) / BM;
+    let tiles_n = (n + BN - 1) / BN;
+    let per_batch = tiles_m * tiles_n;
+    let mut ring = 0u32;
     if tid < 128 {
-        setmaxnreg_dec(40);
+        if CONSUMERS == 2 {
+            setmaxnreg_dec(40);
+        }
         if tid == 0 {
-            let (row0, col0) = tile::grouped_tile_order::<BM, BN>();
-            load_stages(
-                &mut a_tiles,
-                &mut b_tiles,
-                &mut full,
-                &mut empty,
-                a,
-                b,
-                (block_idx().z, row0, col0),
-                k_tiles,
-            );
+            for t in (block_idx().x..per_batch * batches).step_by(grid_dim().x) {
+                let (row0, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
+                load_stages(
+                    &mut a_tiles,
+                    &mut b_tiles,
+                    &mut full,
+                    &mut empty,
+                    a,
+                    b,
+                    (t / per_batch, row0, col0),
+                    ring,
+                    k_tiles,
+                );
+                ring += k_tiles;
+            }
         }
     } else {
-        setmaxnreg_inc(232);
+        if CONSUMERS == 2 {
+            setmaxnreg_inc(232);
+        }
         let consumer = tid / 128 - 1;
-        let mut acc = [[[S::ZERO; 4]; BN / 8]; 1];
-        multiply_stages(
-            &mut acc[0],
-            &a_tiles,
-            &b_tiles,
-            &mut full,
-            &mut empty,
-            64 * consumer,
-            k_tiles,
-        );
-        epilogue::mma_epilogue::<BM, BN, true>(
-            &mut acc,
-            c,
-            bias,
-            m,
-            n,
-            batches,
-            stride_c,
-            alpha,
-            beta,
-            bias_mode,
-            activation,
-            0,
-            lane_id(),
-            64 * consumer + 16 * (tid / 32 % 4),
-            0,
-        );
+        for t in (block_idx().x..per_batch * batches).step_by(grid_dim().x) {
+            let mut acc = [[[S::ZERO; 4]; BN / 8]; 1];
+            multiply_stages(
+                &mut acc[0],
+                &a_tiles,
+                &b_tiles,
+                &mut full,
+                &mut empty,
+                64 * consumer,
+                ring,
+                k_tiles,
+            );
+            ring += k_tiles;
+            let (row0, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
+            epilogue::mma_epilogue::<BM, BN, true>(
+                &mut acc,
+                c,
+                bias,
+                m,
+                n,
+                batches,
+                stride_c,
+                alpha,
+                beta,
+                bias_mode,
+                activation,
+                0,
+                lane_id(),
+                64 * consumer + 16 * (tid / 32 % 4),
+                0,
+                (t / per_batch, row0, col0),
+            );
+        }
     }
+}
+
+/// Whether `def` is an instance of [`gemm_wgmma`], whose blocks walk the
+/// tiles themselves ([`persistent_grid`]).
+pub fn walks_its_tiles(def: &KernelDef) -> bool {
+    let instances = [
+        gemm_wgmma_f16::def(),
+        gemm_wgmma_bf16::def(),
+        gemm_wgmma_tf32::def(),
+        gemm_wgmma_s8::def(),
+    ];
+    instances.into_iter().any(|d| std::ptr::eq(d, def))
+}
+
+/// The grid of a `gemm_wgmma` launch whose plain grid (one block per tile
+/// and batch) is `tiles`: as many blocks as the SMs hold at once (the
+/// driver's occupancy of the variant), at most one per tile, in x.
+pub fn persistent_grid(
+    rt: &Runtime,
+    def: &KernelDef,
+    consts: &[i64],
+    tiles: Grid,
+) -> Result<Grid, Error> {
+    let [x, y, z] = tiles.blocks;
+    let tiles = x.saturating_mul(y).saturating_mul(z);
+    let resident = rt
+        .variant_resources(def, consts)?
+        .loaded
+        .and_then(|loaded| loaded.blocks_per_sm)
+        .unwrap_or(1)
+        .max(1);
+    let blocks = tiles.min(rt.device().sm_count.saturating_mul(resident));
+    Ok(Grid::blocks([blocks.max(1), 1, 1]))
 }
 
 /// The [`GemmVariant`] of each instance: its types, the TN layouts (others
@@ -289,6 +362,9 @@ macro_rules! wgmma_variants {
             }
             fn tile(&self) -> (u32, u32) {
                 (self.BM, self.BN)
+            }
+            fn grid(&self, rt: &Runtime, problem: &KernelProblem<$scale>) -> Result<Grid, Error> {
+                persistent_grid(rt, Self::def(), &self.values(), problem.grid(self.tile()))
             }
             fn bias_stand_in(a: &DeviceBuffer<$elem>) -> Option<&DeviceBuffer<$out>> {
                 $stand_in(a)

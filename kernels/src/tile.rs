@@ -32,9 +32,24 @@ use warpforge::prelude::*;
 #[device]
 pub fn grouped_tile_order<const BM: u32, const BN: u32>() -> (u32, u32) {
     let tiles_n = grid_dim().x;
-    let id = block_idx().y * tiles_n + block_idx().x;
+    grouped_tile::<BM, BN>(
+        block_idx().y * tiles_n + block_idx().x,
+        grid_dim().y,
+        tiles_n,
+    )
+}
+
+/// Tile `id` of a `tiles_m x tiles_n` grid of `BM x BN` tiles of C in
+/// [`grouped_tile_order`]'s order: its first row and column. A persistent
+/// kernel walks the ids itself.
+#[device]
+pub fn grouped_tile<const BM: u32, const BN: u32>(
+    id: u32,
+    tiles_m: u32,
+    tiles_n: u32,
+) -> (u32, u32) {
     let group_first = id / (8 * tiles_n) * 8;
-    let group_rows = (grid_dim().y - group_first).min(8);
+    let group_rows = (tiles_m - group_first).min(8);
     let in_group = id % (8 * tiles_n);
     let row0 = (group_first + in_group % group_rows) * BM;
     let col0 = in_group / group_rows * BN;

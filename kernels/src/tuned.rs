@@ -50,7 +50,7 @@ use warpforge::{
 use crate::gemm::{gemm_f32, DEFAULT_F32};
 use crate::gemm_problem::GemmProblem;
 use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
-use crate::gemm_wgmma::{gemm_wgmma_bf16, gemm_wgmma_f16, gemm_wgmma_s8, gemm_wgmma_tf32};
+use crate::gemm_wgmma::{self, gemm_wgmma_bf16, gemm_wgmma_f16, gemm_wgmma_s8, gemm_wgmma_tf32};
 use crate::gemm_wmma::gemm_f16_wmma;
 
 /// One GEMM family, with input element `I` and output element `O`.
@@ -477,10 +477,16 @@ fn launch_gemm<I: GemmElement, O: GemmOutput>(
 ) -> Result<(), Error> {
     let kernel = problem.for_kernel();
     let GemmBuffers { a, b, c, no_bias } = buffers;
+    let grid = match gemm_wgmma::walks_its_tiles(candidate.def) {
+        true => {
+            gemm_wgmma::persistent_grid(rt, candidate.def, &candidate.consts, kernel.grid(tile))?
+        }
+        false => kernel.grid(tile),
+    };
     rt.launch(
         candidate.def,
         &candidate.consts,
-        kernel.grid(tile),
+        grid,
         &mut kernel.args(a, b, c, no_bias, 0),
     )
 }
