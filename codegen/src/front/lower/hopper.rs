@@ -188,15 +188,16 @@ impl Lowerer<'_> {
         elem: Scalar,
         writes: bool,
     ) -> Lowered<ParamId> {
-        let slice = match super::syntax::peel(arg) {
-            syn::Expr::Path(p) => match {
+        let binding = match super::syntax::peel(arg) {
+            syn::Expr::Path(p) => {
                 let ident = self.path_ident(p)?;
-                self.resolve(&ident)?
-            } {
-                Binding::Param(id) => Some((id, true)),
-                Binding::Slice { param, mutable } => Some((param, mutable)),
-                _ => None,
-            },
+                Some(self.resolve(&ident)?)
+            }
+            _ => None,
+        };
+        let slice = match binding {
+            Some(Binding::Param(id)) => Some((id, true)),
+            Some(Binding::Slice { param, mutable }) => Some((param, mutable)),
             _ => None,
         };
         let Some((id, mutable)) =
