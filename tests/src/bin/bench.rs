@@ -17,7 +17,7 @@
 //! adds to a direct launch of the same variant.
 //! `bench --only PATTERN` runs only the Tensor Core GEMM variants whose
 //! kernel name or `Consts` debug text holds PATTERN (for profilers); `bench --sparse` only the sparse
-//! sections; `--shape MxNxK` (or `N`) sets the shape of the GEMMs `--only` runs.
+//! sections; `--shape MxNxK` sets the shape of the GEMMs `--only` runs.
 
 use std::process::ExitCode;
 
@@ -32,6 +32,7 @@ use warpforge_tests::compare::deviation;
 use warpforge_tests::sparse::{
     mma_dense_rate, mma_sp_rate, rate_words, RATE_CHAINS, RATE_META, RATE_THREADS,
 };
+use warpforge_tests::tuning::parse_shape;
 use warpforge_tests::{run_seed, GemmFloat, Inputs};
 
 fn main() -> ExitCode {
@@ -51,17 +52,13 @@ fn main() -> ExitCode {
         .and_then(|i| args.get(i + 1));
     // `--sparse`: only the 2:4 sparse sections (mma.sp rates, the sparse GEMM).
     let sparse_only = args.iter().any(|a| a == "--sparse");
-    // `--shape MxNxK` (or `N` for N^3): the shape of the GEMMs `--only` picks (8192^3 by default).
-    let shape = match args
-        .iter()
-        .position(|a| a == "--shape")
-        .map(|i| args.get(i + 1))
-    {
+    // `--shape MxNxK`: the shape of the GEMMs `--only` picks (8192^3 by default).
+    let shape = match args.iter().position(|a| a == "--shape") {
         None => (8192, 8192, 8192),
-        Some(text) => match text.and_then(|t| parse_shape(t)) {
-            Some(shape) => shape,
-            None => {
-                println!("BENCH NOT RUN: `--shape` takes MxNxK or N (positive integers), e.g. `--shape 4096x11008x4096`");
+        Some(i) => match parse_shape(args.get(i + 1).map_or("", String::as_str)) {
+            Ok((m, n, k)) => (m as usize, n as usize, k as usize),
+            Err(e) => {
+                println!("BENCH NOT RUN: `--shape`: {e}");
                 return ExitCode::from(2);
             }
         },
@@ -161,19 +158,6 @@ fn bench_dispatch_overhead(rt: &Runtime) -> Result<(), Box<dyn std::error::Error
 }
 
 /// Median of `reps` timed runs of `work`, after `warmup` untimed ones.
-/// `MxNxK` or `N` (N^3), each a positive integer.
-fn parse_shape(text: &str) -> Option<(usize, usize, usize)> {
-    let parts: Option<Vec<usize>> = text
-        .split('x')
-        .map(|p| p.parse().ok().filter(|&v| v > 0))
-        .collect();
-    match parts?[..] {
-        [n] => Some((n, n, n)),
-        [m, n, k] => Some((m, n, k)),
-        _ => None,
-    }
-}
-
 fn median_ms(
     rt: &Runtime,
     warmup: usize,
