@@ -1,12 +1,18 @@
 //! [`DeviceBuffer`] and the launch arguments that borrow buffers and carry
 //! scalars: [`KernelArg`], and its plain description [`ArgInfo`].
 
+#[cfg(feature = "cuda")]
 use cudarc::driver::CudaSlice;
+#[cfg(feature = "wgpu")]
+use std::marker::PhantomData;
+
 use warpforge_codegen::eval::HostValue;
 use warpforge_codegen::ir::Scalar;
 
+#[cfg(feature = "cuda")]
 use crate::cuda::CudaMemory;
 use crate::scalar::DeviceScalar;
+#[cfg(feature = "wgpu")]
 use crate::wgpu::WgpuBuffer;
 use crate::Error;
 
@@ -18,15 +24,20 @@ pub struct DeviceBuffer<T: DeviceScalar> {
 
 /// Where a buffer's elements live, per backend.
 pub(crate) enum Memory<T> {
+    #[cfg(feature = "cuda")]
     Cuda(CudaSlice<T>),
-    Wgpu(WgpuBuffer),
+    /// wgpu buffers are untyped: the marker holds the element type.
+    #[cfg(feature = "wgpu")]
+    Wgpu(WgpuBuffer, PhantomData<T>),
 }
 
 impl<T: DeviceScalar> DeviceBuffer<T> {
     pub fn len(&self) -> usize {
         match &self.memory {
+            #[cfg(feature = "cuda")]
             Memory::Cuda(slice) => slice.len(),
-            Memory::Wgpu(buffer) => buffer.len,
+            #[cfg(feature = "wgpu")]
+            Memory::Wgpu(buffer, _) => buffer.len,
         }
     }
 
@@ -37,18 +48,24 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
     /// The CUDA allocation, for calling CUDA libraries (cuBLAS) on the
     /// runtime's stream ([`crate::Runtime::cuda_stream`]); `None` on wgpu.
     #[doc(hidden)]
+    #[cfg(feature = "cuda")]
     pub fn cuda_slice(&self) -> Option<&CudaSlice<T>> {
         match &self.memory {
+            #[cfg(feature = "cuda")]
             Memory::Cuda(slice) => Some(slice),
-            Memory::Wgpu(_) => None,
+            #[cfg(feature = "wgpu")]
+            Memory::Wgpu(_, _) => None,
         }
     }
 
     #[doc(hidden)]
+    #[cfg(feature = "cuda")]
     pub fn cuda_slice_mut(&mut self) -> Option<&mut CudaSlice<T>> {
         match &mut self.memory {
+            #[cfg(feature = "cuda")]
             Memory::Cuda(slice) => Some(slice),
-            Memory::Wgpu(_) => None,
+            #[cfg(feature = "wgpu")]
+            Memory::Wgpu(_, _) => None,
         }
     }
 }
@@ -187,10 +204,29 @@ pub(crate) enum ArgKind<'a> {
 
 /// A borrowed buffer, shared or exclusive as the kernel parameter asks.
 pub(crate) enum MemoryRef<'a> {
+    #[cfg(feature = "cuda")]
     Cuda(&'a dyn CudaMemory),
+    #[cfg(feature = "cuda")]
     CudaMut(&'a mut dyn CudaMemory),
+    #[cfg(feature = "wgpu")]
     Wgpu(&'a WgpuBuffer),
+    #[cfg(feature = "wgpu")]
     WgpuMut(&'a mut WgpuBuffer),
+}
+
+impl MemoryRef<'_> {
+    fn is_mutable(&self) -> bool {
+        match self {
+            #[cfg(feature = "cuda")]
+            MemoryRef::Cuda(_) => false,
+            #[cfg(feature = "cuda")]
+            MemoryRef::CudaMut(_) => true,
+            #[cfg(feature = "wgpu")]
+            MemoryRef::Wgpu(_) => false,
+            #[cfg(feature = "wgpu")]
+            MemoryRef::WgpuMut(_) => true,
+        }
+    }
 }
 
 impl<'a> KernelArg<'a> {
@@ -207,8 +243,10 @@ impl<'a> KernelArg<'a> {
     pub fn buffer<T: DeviceScalar>(b: &'a DeviceBuffer<T>) -> KernelArg<'a> {
         let len = b.len();
         let memory = match &b.memory {
+            #[cfg(feature = "cuda")]
             Memory::Cuda(slice) => MemoryRef::Cuda(slice),
-            Memory::Wgpu(buffer) => MemoryRef::Wgpu(buffer),
+            #[cfg(feature = "wgpu")]
+            Memory::Wgpu(buffer, _) => MemoryRef::Wgpu(buffer),
         };
         KernelArg {
             kind: ArgKind::Buffer {
@@ -222,8 +260,10 @@ impl<'a> KernelArg<'a> {
     pub fn buffer_mut<T: DeviceScalar>(b: &'a mut DeviceBuffer<T>) -> KernelArg<'a> {
         let len = b.len();
         let memory = match &mut b.memory {
+            #[cfg(feature = "cuda")]
             Memory::Cuda(slice) => MemoryRef::CudaMut(slice),
-            Memory::Wgpu(buffer) => MemoryRef::WgpuMut(buffer),
+            #[cfg(feature = "wgpu")]
+            Memory::Wgpu(buffer, _) => MemoryRef::WgpuMut(buffer),
         };
         KernelArg {
             kind: ArgKind::Buffer {
@@ -243,7 +283,7 @@ impl<'a> KernelArg<'a> {
             ArgKind::Buffer { elem, len, memory } => ArgInfo::Buffer {
                 elem: *elem,
                 len: *len as u64,
-                mutable: matches!(memory, MemoryRef::CudaMut(_) | MemoryRef::WgpuMut(_)),
+                mutable: memory.is_mutable(),
             },
         }
     }

@@ -130,22 +130,9 @@ impl DeviceInfo {
     }
 }
 
-/// Splits `cuDriverGetVersion`'s encoding (1000 * major + 10 * minor).
-pub(crate) fn split_driver_version(encoded: i32) -> (u32, u32) {
-    let encoded = encoded.max(0) as u32;
-    (encoded / 1000, (encoded % 1000) / 10)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn driver_version_encoding() {
-        assert_eq!(split_driver_version(12090), (12, 9));
-        assert_eq!(split_driver_version(12040), (12, 4));
-        assert_eq!(split_driver_version(11020), (11, 2));
-    }
 
     #[test]
     fn backend_environment_values() {

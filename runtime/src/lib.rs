@@ -20,7 +20,13 @@
 //! launches, timing, cuBLAS) and `wgpu` (adapter, storage buffers, pipelines,
 //! launches in the WGSL backend's ABI).
 
+#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
+compile_error!(
+    "warpforge-runtime has no backend: enable its `cuda` or `wgpu` feature, or both (the default)"
+);
+
 mod buffer;
+#[cfg(feature = "cuda")]
 mod cuda;
 mod device;
 mod error;
@@ -32,8 +38,13 @@ mod tensor_map;
 pub mod tune;
 mod validate;
 mod variants;
+#[cfg(feature = "wgpu")]
 mod wgpu;
 
+/// The cudarc this runtime is built on, so an app names the same version
+/// when it shares contexts, streams and device memory with warpforge.
+#[cfg(feature = "cuda")]
+pub use cudarc;
 pub use half::{bf16, f16};
 pub use warpforge_codegen::eval::HostValue;
 pub use warpforge_codegen::ir::Scalar;

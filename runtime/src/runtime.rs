@@ -1,15 +1,22 @@
 //! [`Runtime`]: one device, its buffers, checked launches and timing.
 
+#[cfg(feature = "wgpu")]
+use std::marker::PhantomData;
+#[cfg(feature = "cuda")]
 use std::sync::Arc;
 
+#[cfg(feature = "cuda")]
 use cudarc::driver::CudaStream;
 use warpforge_codegen::KernelDef;
 
 use crate::buffer::{check_new_buffer, DeviceBuffer, Grid, KernelArg, Memory};
+#[cfg(feature = "cuda")]
 use crate::cuda::CudaBackend;
 use crate::device::{BackendKind, DeviceInfo};
+#[cfg(feature = "cublas")]
 use crate::gemm::{GemmPrecision, MatrixLayout};
 use crate::scalar::DeviceScalar;
+#[cfg(feature = "wgpu")]
 use crate::wgpu::WgpuBackend;
 use crate::Error;
 
@@ -20,9 +27,14 @@ pub struct Runtime {
     backend: Backend,
 }
 
-/// The API a runtime drives its device through.
+/// The API a runtime drives its device through: the backends this build has
+/// (features `cuda` and `wgpu`). Matches on a backend and a buffer end in a
+/// `_` arm for a buffer of the other backend, unreachable in a build with
+/// one, hence their `allow(unreachable_patterns)`.
 enum Backend {
+    #[cfg(feature = "cuda")]
     Cuda(CudaBackend),
+    #[cfg(feature = "wgpu")]
     Wgpu(WgpuBackend),
 }
 
@@ -57,23 +69,38 @@ impl Runtime {
 
     /// CUDA device `ordinal`, counted among the devices CUDA_VISIBLE_DEVICES leaves visible.
     pub fn cuda(ordinal: usize) -> Result<Runtime, Error> {
-        Ok(Runtime {
+        #[cfg(feature = "cuda")]
+        return Ok(Runtime {
             backend: Backend::Cuda(CudaBackend::new(ordinal)?),
-        })
+        });
+        #[cfg(not(feature = "cuda"))]
+        return Err(Error::NoDriver(format!(
+            "CUDA device {ordinal} was asked for, and this build of warpforge has no CUDA \
+             backend: enable warpforge's `cuda` feature (on by default)"
+        )));
     }
 
     /// The adapter wgpu picks (high performance first; `WGPU_BACKEND` and
     /// `WGPU_ADAPTER_NAME` narrow the choice), with f16 and subgroups when
     /// it has them and its own limits.
     pub fn wgpu() -> Result<Runtime, Error> {
-        Ok(Runtime {
+        #[cfg(feature = "wgpu")]
+        return Ok(Runtime {
             backend: Backend::Wgpu(WgpuBackend::new()?),
-        })
+        });
+        #[cfg(not(feature = "wgpu"))]
+        return Err(Error::Wgpu(
+            "wgpu was asked for, and this build of warpforge has no wgpu backend: enable \
+             warpforge's `wgpu` feature (on by default)"
+                .into(),
+        ));
     }
 
     pub fn device(&self) -> &DeviceInfo {
         match &self.backend {
+            #[cfg(feature = "cuda")]
             Backend::Cuda(cuda) => &cuda.info,
+            #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => &wgpu.info,
         }
     }
@@ -88,8 +115,10 @@ impl Runtime {
     pub fn upload<T: DeviceScalar>(&self, data: &[T]) -> Result<DeviceBuffer<T>, Error> {
         check_new_buffer::<T>(data.len())?;
         let memory = match &self.backend {
+            #[cfg(feature = "cuda")]
             Backend::Cuda(cuda) => Memory::Cuda(cuda.upload(data)?),
-            Backend::Wgpu(wgpu) => Memory::Wgpu(wgpu.upload(data)?),
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu(wgpu) => Memory::Wgpu(wgpu.upload(data)?, PhantomData),
         };
         Ok(DeviceBuffer { memory })
     }
@@ -98,8 +127,10 @@ impl Runtime {
     pub fn alloc_zeroed<T: DeviceScalar>(&self, len: usize) -> Result<DeviceBuffer<T>, Error> {
         check_new_buffer::<T>(len)?;
         let memory = match &self.backend {
+            #[cfg(feature = "cuda")]
             Backend::Cuda(cuda) => Memory::Cuda(cuda.alloc_zeroed(len)?),
-            Backend::Wgpu(wgpu) => Memory::Wgpu(wgpu.alloc_zeroed::<T>(len)?),
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu(wgpu) => Memory::Wgpu(wgpu.alloc_zeroed::<T>(len)?, PhantomData),
         };
         Ok(DeviceBuffer { memory })
     }
@@ -107,8 +138,11 @@ impl Runtime {
     /// The buffer's elements, after all work enqueued before has finished.
     pub fn download<T: DeviceScalar>(&self, buffer: &DeviceBuffer<T>) -> Result<Vec<T>, Error> {
         match (&self.backend, &buffer.memory) {
+            #[cfg(feature = "cuda")]
             (Backend::Cuda(cuda), Memory::Cuda(slice)) => cuda.download(slice),
-            (Backend::Wgpu(wgpu), Memory::Wgpu(memory)) => wgpu.download(memory),
+            #[cfg(feature = "wgpu")]
+            (Backend::Wgpu(wgpu), Memory::Wgpu(memory, _)) => wgpu.download(memory),
+            #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("the buffer to download")),
         }
     }
@@ -120,8 +154,11 @@ impl Runtime {
         data: &[T],
     ) -> Result<(), Error> {
         match (&self.backend, &mut buffer.memory) {
+            #[cfg(feature = "cuda")]
             (Backend::Cuda(cuda), Memory::Cuda(slice)) => cuda.copy_from_host(slice, data),
-            (Backend::Wgpu(wgpu), Memory::Wgpu(memory)) => wgpu.copy_from_host(memory, data),
+            #[cfg(feature = "wgpu")]
+            (Backend::Wgpu(wgpu), Memory::Wgpu(memory, _)) => wgpu.copy_from_host(memory, data),
+            #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("the buffer to copy into")),
         }
     }
@@ -143,8 +180,13 @@ impl Runtime {
             )));
         }
         match (&self.backend, &source.memory, &mut target.memory) {
+            #[cfg(feature = "cuda")]
             (Backend::Cuda(cuda), Memory::Cuda(from), Memory::Cuda(to)) => cuda.copy(from, to),
-            (Backend::Wgpu(wgpu), Memory::Wgpu(from), Memory::Wgpu(to)) => wgpu.copy(from, to),
+            #[cfg(feature = "wgpu")]
+            (Backend::Wgpu(wgpu), Memory::Wgpu(from, _), Memory::Wgpu(to, _)) => {
+                wgpu.copy(from, to)
+            }
+            #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("a buffer of the copy")),
         }
     }
@@ -173,9 +215,11 @@ impl Runtime {
         args: &mut [KernelArg<'_>],
     ) -> Result<(), Error> {
         match &self.backend {
+            #[cfg(feature = "cuda")]
             Backend::Cuda(cuda) => cuda.launch(def, consts, grid, args, |arch| {
                 warpforge_codegen::compile_ptx(def, consts, arch)
             }),
+            #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => wgpu.launch(def, consts, grid, args, |block| {
                 warpforge_codegen::compile_wgsl(def, consts, block)
             }),
@@ -187,19 +231,26 @@ impl Runtime {
     /// the blocks per SM the driver's occupancy calculator allows. Builds and
     /// loads the variant into the same cache that [`Runtime::launch`] uses
     /// (the tuner prunes with this before timing). CUDA only.
+    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
     pub fn variant_resources(
         &self,
         def: &KernelDef,
         consts: &[i64],
     ) -> Result<crate::tune::VariantResources, Error> {
-        self.cuda_backend("reading a variant's resources")?
-            .variant_resources(def, consts)
+        #[cfg(feature = "cuda")]
+        return self
+            .cuda_backend("reading a variant's resources")?
+            .variant_resources(def, consts);
+        #[cfg(not(feature = "cuda"))]
+        return Err(self.needs_cuda(&format!("reading the resources of `{}`", def.ir.name)));
     }
 
     /// Waits until all enqueued work has finished; reports a fault of any of it.
     pub fn synchronize(&self) -> Result<(), Error> {
         match &self.backend {
+            #[cfg(feature = "cuda")]
             Backend::Cuda(cuda) => cuda.synchronize(),
+            #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => wgpu.synchronize(),
         }
     }
@@ -209,7 +260,13 @@ impl Runtime {
     /// closure enqueues, host time between launches included when the GPU
     /// idles; time many launches per call to measure short kernels. CUDA only.
     pub fn time_ms(&self, work: impl FnOnce(&Runtime) -> Result<(), Error>) -> Result<f32, Error> {
-        self.cuda_backend("GPU timing")?.time_ms(|| work(self))
+        #[cfg(feature = "cuda")]
+        return self.cuda_backend("GPU timing")?.time_ms(|| work(self));
+        #[cfg(not(feature = "cuda"))]
+        return {
+            drop(work);
+            Err(self.needs_cuda("GPU timing"))
+        };
     }
 
     /// Row-major `c (m x n) = a (m x k) * b (k x n)` with cuBLAS, on the
@@ -235,6 +292,7 @@ impl Runtime {
     /// what to change. Buffer lengths shorter than the matrices, element
     /// types other than the precision's, dimensions past `i32::MAX` and
     /// buffers of another runtime are refused before cuBLAS sees them.
+    #[cfg(feature = "cublas")]
     pub fn cublas_gemm<I: DeviceScalar, O: DeviceScalar>(
         &self,
         precision: GemmPrecision,
@@ -249,6 +307,7 @@ impl Runtime {
             (Memory::Cuda(a), Memory::Cuda(b), Memory::Cuda(c)) => {
                 cuda.gemm(precision, dims, layouts, a, b, c)
             }
+            #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("a cuBLAS operand")),
         }
     }
@@ -256,6 +315,7 @@ impl Runtime {
     /// Row-major `c[m x n] = a[m x k] * b[k x n]` in plain f32 with cuBLAS:
     /// [`Runtime::cublas_gemm`] in [`GemmPrecision::F32`] with row-major
     /// operands. CUDA only.
+    #[cfg(feature = "cublas")]
     pub fn cublas_sgemm(
         &self,
         m: usize,
@@ -272,22 +332,35 @@ impl Runtime {
     /// The CUDA stream all work goes to, for calling CUDA libraries in order
     /// with the runtime's own work; `None` on wgpu.
     #[doc(hidden)]
+    #[cfg(feature = "cuda")]
     pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
         match &self.backend {
+            #[cfg(feature = "cuda")]
             Backend::Cuda(cuda) => Some(&cuda.stream),
+            #[cfg(feature = "wgpu")]
             Backend::Wgpu(_) => None,
         }
     }
 
+    #[cfg(feature = "cuda")]
     fn cuda_backend(&self, what: &str) -> Result<&CudaBackend, Error> {
         match &self.backend {
             Backend::Cuda(cuda) => Ok(cuda),
-            Backend::Wgpu(_) => Err(Error::Wgpu(format!(
-                "{what} needs CUDA, and this runtime runs on {}: run on a CUDA GPU \
-                 (WARPFORGE_BACKEND=cuda)",
-                self.backend_name()
-            ))),
+            #[allow(unreachable_patterns)]
+            _ => Err(self.needs_cuda(what)),
         }
+    }
+
+    fn needs_cuda(&self, what: &str) -> Error {
+        let hint = if cfg!(feature = "cuda") {
+            "run on a CUDA GPU (WARPFORGE_BACKEND=cuda)"
+        } else {
+            "build warpforge with its `cuda` feature and run on a CUDA GPU"
+        };
+        Error::Wgpu(format!(
+            "{what} needs CUDA, and this runtime runs on {}: {hint}",
+            self.backend_name()
+        ))
     }
 
     fn foreign_buffer(&self, what: &str) -> Error {

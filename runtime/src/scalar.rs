@@ -7,6 +7,16 @@ use warpforge_codegen::ir::{Literal, Scalar};
 
 mod sealed {
     pub trait Sealed {}
+
+    /// What the CUDA backend needs of an element type, in a build that has it.
+    #[cfg(feature = "cuda")]
+    pub trait CudaElement: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits {}
+    #[cfg(feature = "cuda")]
+    impl<T: cudarc::driver::DeviceRepr + cudarc::driver::ValidAsZeroBits> CudaElement for T {}
+    #[cfg(not(feature = "cuda"))]
+    pub trait CudaElement {}
+    #[cfg(not(feature = "cuda"))]
+    impl<T> CudaElement for T {}
 }
 
 /// A scalar type of the kernel language. Sealed: the set is fixed by the IR's
@@ -16,13 +26,7 @@ mod sealed {
 /// a buffer element (the language has no `bool` slices, and a byte other than
 /// 0 or 1 read back as `bool` would be undefined behaviour: use `u8`).
 pub trait DeviceScalar:
-    sealed::Sealed
-    + cudarc::driver::DeviceRepr
-    + cudarc::driver::ValidAsZeroBits
-    + Copy
-    + Send
-    + Sync
-    + 'static
+    sealed::Sealed + sealed::CudaElement + Copy + Send + Sync + 'static
 {
     const SCALAR: Scalar;
     /// The value as launch-time checks (`requires`) see it.

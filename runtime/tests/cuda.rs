@@ -3,6 +3,7 @@
 //! passed) and run with `--ignored` by the GPU tier (`cargo xtask gpu-bundle`),
 //! where a missing GPU fails them. `device.rs` checks that `Runtime::new`
 //! fails with a useful message on a machine without a driver.
+#![cfg(feature = "cuda")]
 
 mod common;
 
@@ -64,6 +65,7 @@ fn timing_and_synchronize() {
     rt.synchronize().unwrap();
 }
 
+#[cfg(feature = "cublas")]
 #[test]
 #[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
 fn cublas_sgemm_is_row_major() {

@@ -3,8 +3,11 @@
 
 mod common;
 
-use warpforge_runtime::{BackendKind, DeviceBackend, Error, Runtime};
+#[cfg(feature = "cuda")]
+use warpforge_runtime::Error;
+use warpforge_runtime::{BackendKind, DeviceBackend, Runtime};
 
+#[cfg(feature = "cuda")]
 #[test]
 fn runtime_cuda_reports_a_missing_driver_or_describes_the_device() {
     match Runtime::cuda(0) {
@@ -44,6 +47,7 @@ fn runtime_cuda_reports_a_missing_driver_or_describes_the_device() {
     }
 }
 
+#[cfg(feature = "cuda")]
 #[test]
 fn an_ordinal_past_the_devices_is_an_error() {
     match Runtime::cuda(usize::MAX) {
@@ -85,6 +89,32 @@ fn runtime_new_prefers_cuda_then_wgpu() {
                 message.contains("CUDA:") && message.contains("wgpu:"),
                 "{message}"
             );
+        }
+    }
+}
+
+/// A build without a backend refuses it with the feature that would give it.
+#[cfg(not(all(feature = "cuda", feature = "wgpu")))]
+#[test]
+fn a_backend_left_out_of_the_build_names_its_feature() {
+    let refusals = [
+        (
+            cfg!(feature = "cuda"),
+            Runtime::cuda(0).err(),
+            "`cuda` feature",
+        ),
+        (
+            cfg!(feature = "wgpu"),
+            Runtime::wgpu().err(),
+            "`wgpu` feature",
+        ),
+    ];
+    for (built, error, feature) in refusals {
+        if !built {
+            let message = error
+                .expect("a backend this build lacks cannot start")
+                .to_string();
+            assert!(message.contains(feature), "{message}");
         }
     }
 }

@@ -134,7 +134,10 @@ fn build_gpu_tests(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
     let mut out = Vec::new();
     for krate in GPU_TESTED_CRATES {
         let artifacts =
-            cargo_executables(repo, &["test", "-p", krate, "--no-run"], |a| a.profile.test)?;
+            // Every feature, so that the tests of cuBLAS are in the bundle.
+            cargo_executables(repo, &["test", "-p", krate, "--all-features", "--no-run"], |a| {
+                a.profile.test
+            })?;
         if artifacts.is_empty() {
             bail!("cargo built no test executable for {krate}");
         }

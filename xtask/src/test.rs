@@ -13,15 +13,27 @@ enum Step {
     FindPtxas,
     Fmt,
     CargoTest,
+    BackendFeatures,
+    LinkedCuda,
     CheckGenerated,
 }
 
-const STEPS: [Step; 4] = [
+const STEPS: [Step; 6] = [
     Step::FindPtxas,
     Step::Fmt,
     Step::CargoTest,
+    Step::BackendFeatures,
+    Step::LinkedCuda,
     Step::CheckGenerated,
 ];
+
+/// The runtime built with one backend: the workspace's tests build it with
+/// both, so these catch code that names a backend a build may lack.
+const ONE_BACKEND_BUILDS: [&str; 2] = ["cuda", "wgpu"];
+
+/// The app that links libcuda itself (cudarc's `dynamic-linking`), a
+/// workspace of its own so that its cudarc features stay out of ours.
+const LINKED_CUDA_MANIFEST: &str = "examples/linked-cuda/Cargo.toml";
 
 impl Step {
     fn name(self) -> &'static str {
@@ -29,6 +41,8 @@ impl Step {
             Step::FindPtxas => "ptxas",
             Step::Fmt => "cargo fmt --all -- --check",
             Step::CargoTest => "cargo test --workspace --locked",
+            Step::BackendFeatures => "cargo test -p warpforge-runtime (cuda; wgpu)",
+            Step::LinkedCuda => "cargo check (examples/linked-cuda)",
             Step::CheckGenerated => "cargo xtask build-ptx --check",
         }
     }
@@ -49,6 +63,35 @@ pub fn run(repo: &Path) -> Result<()> {
                 repo,
                 &["test", "--workspace", "--locked"],
                 ptxas.as_ref().map(|p| p.path.as_path()),
+            ),
+            Step::BackendFeatures => ONE_BACKEND_BUILDS.iter().try_for_each(|backend| {
+                cargo_step(
+                    repo,
+                    &[
+                        "test",
+                        "--locked",
+                        "-p",
+                        "warpforge-runtime",
+                        "--no-default-features",
+                        "--features",
+                        backend,
+                    ],
+                    None,
+                )
+            }),
+            // Checked, not built: linking needs libcuda, which a machine without a GPU lacks.
+            // It shares our target directory, so the crates both builds have are checked once.
+            Step::LinkedCuda => cargo_step(
+                repo,
+                &[
+                    "check",
+                    "--locked",
+                    "--manifest-path",
+                    LINKED_CUDA_MANIFEST,
+                    "--target-dir",
+                    "target",
+                ],
+                None,
             ),
             Step::CheckGenerated => {
                 build_ptx::check(repo, ptxas.as_ref().expect("the ptxas step ran first"))

@@ -25,10 +25,9 @@ impl CudaBackend {
             return Ok(blas);
         }
         // cudarc panics when it calls into a cuBLAS it cannot load, so probe first.
-        // SAFETY: loading the library runs no code of ours; it only probes the search path.
-        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+        if !super::library::loads(&["cublas"]) {
             return Err(Error::Cublas(
-                "cuBLAS is not installed: libcublas.so could not be loaded. Install cuBLAS (the CUDA \
+                "cuBLAS is not installed: libcublas.so (or libcublas.so.12) could not be loaded. Install cuBLAS (the CUDA \
                  toolkit, or `pip install nvidia-cublas-cu12`) and put the directory holding \
                  libcublas.so on LD_LIBRARY_PATH."
                     .into(),

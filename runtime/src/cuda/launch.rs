@@ -14,10 +14,10 @@ use warpforge_codegen::back::ptx::PtxModule;
 use warpforge_codegen::ir::{Scalar, Swizzle};
 use warpforge_codegen::{Arch, KernelDef, Target};
 
+use super::driver_error::driver_error;
 use super::module::Variant;
 use super::CudaBackend;
 use crate::buffer::{ArgKind, KernelArg, MemoryRef};
-use crate::error::driver_error;
 use crate::tensor_map::{plan_tensor_maps, TensorMapPlan, ALIGN as TMA_ALIGN};
 use crate::validate::{check_consts, select_arch, validate_launch, LaunchDims};
 use crate::{Error, Grid};
@@ -101,6 +101,7 @@ impl CudaBackend {
                             self.check_owner(m.context(), what)?;
                             m.write_ptr(&self.stream)
                         }
+                        #[cfg(feature = "wgpu")]
                         MemoryRef::Wgpu(_) | MemoryRef::WgpuMut(_) => {
                             return Err(Error::Buffer(format!(
                                 "{} is a wgpu buffer and this runtime runs on CUDA: create \
@@ -326,10 +327,7 @@ mod tests {
             1,
             "the second launch reuses the cached module"
         );
-        let Memory::Cuda(y_slice) = &y.memory else {
-            panic!("a CUDA buffer")
-        };
-        let out = backend.download(y_slice).unwrap();
+        let out = backend.download(y.cuda_slice().unwrap()).unwrap();
         for (i, (&got, (&x0, &y0))) in out.iter().zip(xs.iter().zip(&ys)).enumerate() {
             // Two launches: y = 2x + (2x + y0) for i < n, untouched beyond.
             let want = if i < 700 { 4.0 * x0 + y0 } else { y0 };
@@ -374,10 +372,7 @@ mod tests {
             backend
                 .launch(&mark, &[], Grid::blocks([1, 1, 1]), &mut args, compile)
                 .unwrap();
-            let Memory::Cuda(slice) = &out.memory else {
-                panic!("a CUDA buffer")
-            };
-            let values = backend.download(slice).unwrap();
+            let values = backend.download(out.cuda_slice().unwrap()).unwrap();
             assert!(
                 values.iter().all(|v| v.to_f32() == want),
                 "flag {flag}: {values:?}"

@@ -2,22 +2,28 @@
 //! driver loaded at run time), buffers, the module cache, launches, timing
 //! and cuBLAS.
 
+#[cfg(feature = "cublas")]
 mod cublas;
+mod driver_error;
 mod launch;
+mod library;
 mod module;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+#[cfg(feature = "cublas")]
+use std::sync::OnceLock;
 
+#[cfg(feature = "cublas")]
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUresult};
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 
-use crate::device::{split_driver_version, DeviceBackend, DeviceInfo};
-use crate::error::{code_name, driver_error, driver_hint};
+use crate::device::{DeviceBackend, DeviceInfo};
 use crate::scalar::DeviceScalar;
 use crate::tune::VariantResources;
 use crate::Error;
+use driver_error::{code_name, driver_error, driver_hint};
 
 use module::ModuleCache;
 
@@ -32,14 +38,14 @@ pub(crate) struct CudaBackend {
     pub(crate) info: DeviceInfo,
     pub(crate) modules: ModuleCache,
     /// Created on first use: a cuBLAS handle costs time and memory.
+    #[cfg(feature = "cublas")]
     blas: OnceLock<CudaBlas>,
 }
 
 impl CudaBackend {
     pub(crate) fn new(ordinal: usize) -> Result<CudaBackend, Error> {
         // Any cudarc driver call panics when libcuda cannot be loaded, so this comes first.
-        // SAFETY: loading the library runs no code of ours; it only probes the search path.
-        if !unsafe { sys::is_culib_present() } {
+        if !library::driver_loads() {
             return Err(Error::NoDriver(
                 "no CUDA driver found: the library libcuda.so (libcuda.so.1) could not be loaded. \
                  Install the NVIDIA driver (a CUDA toolkit alone does not provide it) and make sure \
@@ -85,6 +91,7 @@ impl CudaBackend {
             stream,
             info,
             modules: ModuleCache::default(),
+            #[cfg(feature = "cublas")]
             blas: OnceLock::new(),
         })
     }
@@ -253,6 +260,12 @@ fn init_error(err: DriverError) -> Error {
     }
 }
 
+/// Splits `cuDriverGetVersion`'s encoding (1000 * major + 10 * minor).
+fn split_driver_version(encoded: i32) -> (u32, u32) {
+    let encoded = encoded.max(0) as u32;
+    (encoded / 1000, (encoded % 1000) / 10)
+}
+
 fn driver_version() -> Result<(u32, u32), Error> {
     let mut encoded = 0;
     // SAFETY: the driver writes one int through a valid pointer.
@@ -320,5 +333,17 @@ impl<T> CudaMemory for CudaSlice<T> {
     }
     fn write_ptr<'s>(&'s mut self, stream: &'s CudaStream) -> (sys::CUdeviceptr, SyncOnDrop<'s>) {
         self.device_ptr_mut(stream)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_version_encoding() {
+        assert_eq!(split_driver_version(12090), (12, 9));
+        assert_eq!(split_driver_version(12040), (12, 4));
+        assert_eq!(split_driver_version(11020), (11, 2));
     }
 }

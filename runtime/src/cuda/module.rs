@@ -11,8 +11,8 @@ use cudarc::driver::CudaContext;
 use warpforge_codegen::back::ptx::PtxModule;
 use warpforge_codegen::{Arch, KernelDef};
 
+use super::driver_error::{code_name, driver_error, driver_hint};
 use crate::device::DeviceInfo;
-use crate::error::{code_name, driver_error, driver_hint};
 use crate::tune::{LoadedResources, VariantResources};
 use crate::validate::VariantFacts;
 use crate::variants::VariantCache;

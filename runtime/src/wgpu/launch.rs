@@ -212,6 +212,7 @@ impl WgpuBackend {
                     let buffer = match memory {
                         MemoryRef::Wgpu(b) => *b,
                         MemoryRef::WgpuMut(b) => &**b,
+                        #[cfg(feature = "cuda")]
                         MemoryRef::Cuda(_) | MemoryRef::CudaMut(_) => {
                             return Err(Error::Buffer(format!(
                                 "argument {index} of `{kernel}` is a CUDA buffer and this runtime \
@@ -409,12 +410,14 @@ mod wgsl_tests {
 
     fn buffer<T: DeviceScalar>(backend: &WgpuBackend, data: &[T]) -> DeviceBuffer<T> {
         DeviceBuffer {
-            memory: Memory::Wgpu(backend.upload(data).unwrap()),
+            memory: Memory::Wgpu(backend.upload(data).unwrap(), std::marker::PhantomData),
         }
     }
 
     fn download<T: DeviceScalar>(backend: &WgpuBackend, buffer: &DeviceBuffer<T>) -> Vec<T> {
-        let Memory::Wgpu(memory) = &buffer.memory else {
+        #[allow(irrefutable_let_patterns)]
+        let Memory::Wgpu(memory, _) = &buffer.memory
+        else {
             panic!("a wgpu buffer")
         };
         backend.download(memory).unwrap()
