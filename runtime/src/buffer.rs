@@ -1,8 +1,6 @@
 //! [`DeviceBuffer`] and the launch arguments that borrow buffers and carry
 //! scalars: [`KernelArg`], and its plain description [`ArgInfo`].
 
-#[cfg(feature = "cuda")]
-use cudarc::driver::CudaSlice;
 #[cfg(feature = "wgpu")]
 use std::marker::PhantomData;
 
@@ -10,10 +8,10 @@ use warpforge_codegen::eval::HostValue;
 use warpforge_codegen::ir::Scalar;
 
 #[cfg(feature = "cuda")]
-use crate::cuda::CudaMemory;
+use crate::cuda::{CudaBuffer, CudaMemory};
 use crate::scalar::DeviceScalar;
 #[cfg(feature = "wgpu")]
-use crate::wgpu::WgpuBuffer;
+use crate::wgpu_backend::WgpuBuffer;
 use crate::Error;
 
 /// A typed buffer in device memory, created by a [`crate::Runtime`] and
@@ -25,7 +23,7 @@ pub struct DeviceBuffer<T: DeviceScalar> {
 /// Where a buffer's elements live, per backend.
 pub(crate) enum Memory<T> {
     #[cfg(feature = "cuda")]
-    Cuda(CudaSlice<T>),
+    Cuda(CudaBuffer<T>),
     /// wgpu buffers are untyped: the marker holds the element type.
     #[cfg(feature = "wgpu")]
     Wgpu(WgpuBuffer, PhantomData<T>),
@@ -43,30 +41,6 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    /// The CUDA allocation, for calling CUDA libraries (cuBLAS) on the
-    /// runtime's stream ([`crate::Runtime::cuda_stream`]); `None` on wgpu.
-    #[doc(hidden)]
-    #[cfg(feature = "cuda")]
-    pub fn cuda_slice(&self) -> Option<&CudaSlice<T>> {
-        match &self.memory {
-            #[cfg(feature = "cuda")]
-            Memory::Cuda(slice) => Some(slice),
-            #[cfg(feature = "wgpu")]
-            Memory::Wgpu(_, _) => None,
-        }
-    }
-
-    #[doc(hidden)]
-    #[cfg(feature = "cuda")]
-    pub fn cuda_slice_mut(&mut self) -> Option<&mut CudaSlice<T>> {
-        match &mut self.memory {
-            #[cfg(feature = "cuda")]
-            Memory::Cuda(slice) => Some(slice),
-            #[cfg(feature = "wgpu")]
-            Memory::Wgpu(_, _) => None,
-        }
     }
 }
 
@@ -244,7 +218,7 @@ impl<'a> KernelArg<'a> {
         let len = b.len();
         let memory = match &b.memory {
             #[cfg(feature = "cuda")]
-            Memory::Cuda(slice) => MemoryRef::Cuda(slice),
+            Memory::Cuda(slice) => MemoryRef::Cuda(&**slice),
             #[cfg(feature = "wgpu")]
             Memory::Wgpu(buffer, _) => MemoryRef::Wgpu(buffer),
         };
@@ -261,7 +235,7 @@ impl<'a> KernelArg<'a> {
         let len = b.len();
         let memory = match &mut b.memory {
             #[cfg(feature = "cuda")]
-            Memory::Cuda(slice) => MemoryRef::CudaMut(slice),
+            Memory::Cuda(slice) => MemoryRef::CudaMut(&mut **slice),
             #[cfg(feature = "wgpu")]
             Memory::Wgpu(buffer, _) => MemoryRef::WgpuMut(buffer),
         };

@@ -16,8 +16,11 @@
 //! `validate` (the checks that need no GPU), `variants` (the
 //! compiled-variant cache both backends use), `tune` (the autotuner, the
 //! per-GPU tuning database [`tune::TuneDb`] and [`tune::Dispatcher`]),
-//! `runtime` ([`Runtime`]), and the backends `cuda` (context, module cache,
-//! launches, timing, cuBLAS) and `wgpu` (adapter, storage buffers, pipelines,
+//! `runtime` ([`Runtime`]), `interop` (a runtime on the app's CUDA stream or
+//! wgpu device, buffers from and into the app's `CudaSlice`s, device
+//! pointers and `wgpu::Buffer`s), and the backends, each a cargo feature:
+//! `cuda` (context, module cache, launches, timing, cuBLAS under `cublas`)
+//! and `wgpu_backend` (feature `wgpu`: adapter, storage buffers, pipelines,
 //! launches in the WGSL backend's ABI).
 
 #[cfg(not(any(feature = "cuda", feature = "wgpu")))]
@@ -31,6 +34,7 @@ mod cuda;
 mod device;
 mod error;
 mod gemm;
+mod interop;
 mod kernel_variant;
 mod runtime;
 mod scalar;
@@ -39,7 +43,7 @@ pub mod tune;
 mod validate;
 mod variants;
 #[cfg(feature = "wgpu")]
-mod wgpu;
+mod wgpu_backend;
 
 /// The cudarc this runtime is built on, so an app names the same version
 /// when it shares contexts, streams and device memory with warpforge.
@@ -49,6 +53,10 @@ pub use half::{bf16, f16};
 pub use warpforge_codegen::eval::HostValue;
 pub use warpforge_codegen::ir::Scalar;
 pub use warpforge_codegen::KernelDef;
+/// The wgpu this runtime is built on, so an app names the same version when
+/// it shares devices and buffers with warpforge.
+#[cfg(feature = "wgpu")]
+pub use wgpu;
 
 pub use buffer::{ArgInfo, DeviceBuffer, Grid, KernelArg};
 pub use device::{BackendKind, DeviceBackend, DeviceInfo, WgpuDeviceInfo};

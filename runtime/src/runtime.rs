@@ -2,11 +2,7 @@
 
 #[cfg(feature = "wgpu")]
 use std::marker::PhantomData;
-#[cfg(feature = "cuda")]
-use std::sync::Arc;
 
-#[cfg(feature = "cuda")]
-use cudarc::driver::CudaStream;
 use warpforge_codegen::KernelDef;
 
 use crate::buffer::{check_new_buffer, DeviceBuffer, Grid, KernelArg, Memory};
@@ -17,7 +13,7 @@ use crate::device::{BackendKind, DeviceInfo};
 use crate::gemm::{GemmPrecision, MatrixLayout};
 use crate::scalar::DeviceScalar;
 #[cfg(feature = "wgpu")]
-use crate::wgpu::WgpuBackend;
+use crate::wgpu_backend::WgpuBackend;
 use crate::Error;
 
 /// A device to run kernels on: a CUDA GPU, or any adapter wgpu drives
@@ -184,7 +180,7 @@ impl Runtime {
             (Backend::Cuda(cuda), Memory::Cuda(from), Memory::Cuda(to)) => cuda.copy(from, to),
             #[cfg(feature = "wgpu")]
             (Backend::Wgpu(wgpu), Memory::Wgpu(from, _), Memory::Wgpu(to, _)) => {
-                wgpu.copy(from, to)
+                wgpu.copy::<T>(from, to)
             }
             #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("a buffer of the copy")),
@@ -329,26 +325,52 @@ impl Runtime {
         self.cublas_gemm(GemmPrecision::F32, (m, n, k), row_major, a, b, c)
     }
 
-    /// The CUDA stream all work goes to, for calling CUDA libraries in order
-    /// with the runtime's own work; `None` on wgpu.
-    #[doc(hidden)]
     #[cfg(feature = "cuda")]
-    pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
-        match &self.backend {
-            #[cfg(feature = "cuda")]
-            Backend::Cuda(cuda) => Some(&cuda.stream),
-            #[cfg(feature = "wgpu")]
-            Backend::Wgpu(_) => None,
+    pub(crate) fn from_cuda(backend: CudaBackend) -> Runtime {
+        Runtime {
+            backend: Backend::Cuda(backend),
+        }
+    }
+
+    #[cfg(feature = "wgpu")]
+    pub(crate) fn from_wgpu(backend: WgpuBackend) -> Runtime {
+        Runtime {
+            backend: Backend::Wgpu(backend),
         }
     }
 
     #[cfg(feature = "cuda")]
-    fn cuda_backend(&self, what: &str) -> Result<&CudaBackend, Error> {
+    pub(crate) fn as_cuda(&self) -> Option<&CudaBackend> {
         match &self.backend {
-            Backend::Cuda(cuda) => Ok(cuda),
+            Backend::Cuda(cuda) => Some(cuda),
             #[allow(unreachable_patterns)]
-            _ => Err(self.needs_cuda(what)),
+            _ => None,
         }
+    }
+
+    #[cfg(feature = "wgpu")]
+    pub(crate) fn as_wgpu(&self) -> Option<&WgpuBackend> {
+        match &self.backend {
+            Backend::Wgpu(wgpu) => Some(wgpu),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda_backend(&self, what: &str) -> Result<&CudaBackend, Error> {
+        self.as_cuda().ok_or_else(|| self.needs_cuda(what))
+    }
+
+    #[cfg(feature = "wgpu")]
+    pub(crate) fn wgpu_backend(&self, what: &str) -> Result<&WgpuBackend, Error> {
+        self.as_wgpu().ok_or_else(|| {
+            Error::Buffer(format!(
+                "{what} needs wgpu, and this runtime runs on {}: use a runtime on wgpu \
+                 (Runtime::wgpu or Runtime::wgpu_on_device)",
+                self.backend_name()
+            ))
+        })
     }
 
     fn needs_cuda(&self, what: &str) -> Error {

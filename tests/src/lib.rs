@@ -7,6 +7,7 @@
 pub mod checks;
 pub mod compare;
 pub mod hopper;
+pub mod interop;
 pub mod ldmatrix;
 pub mod reference;
 pub mod report;

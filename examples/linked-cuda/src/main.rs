@@ -3,9 +3,9 @@
 //! cudarc is built with `fallback-dynamic-loading`, which yields to the app's
 //! choice, so the two agree instead of cudarc's build script refusing both.
 //!
-//! It creates a context with its own cudarc, then scales a vector with a
-//! warpforge kernel and checks it: `cargo run` in this directory on a machine
-//! with an NVIDIA driver.
+//! It makes a context, a stream and a slice with its own cudarc, scales the
+//! slice in place with a warpforge kernel on that stream, and reads it back
+//! itself: `cargo run` in this directory on a machine with an NVIDIA driver.
 
 use warpforge::prelude::*;
 
@@ -18,20 +18,30 @@ fn scale(alpha: f32, x: &mut [f32], n: u32) {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    // The app's own use of the driver, through the same cudarc version
-    // warpforge re-exports (a type mismatch here would not compile).
-    let app_context: std::sync::Arc<warpforge::cudarc::driver::CudaContext> =
-        cudarc::driver::CudaContext::new(0)?;
-    println!("the app's context is on device {}", app_context.ordinal());
-
-    let rt = Runtime::cuda(0)?;
+    // The app's own context, stream and memory, through its own cudarc: the
+    // version warpforge re-exports, so the types are the same (a mismatch
+    // would not compile).
+    let app_context = cudarc::driver::CudaContext::new(0)?;
+    let app_stream = app_context.new_stream()?;
     let n = 1000u32;
     let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let mut x = rt.upload(&host)?;
+    let app_x: cudarc::driver::CudaSlice<f32> = app_stream.clone_htod(&host)?;
+
+    // warpforge on the app's stream, scaling the app's slice where it lies.
+    let rt = Runtime::cuda_on_stream(app_stream.clone())?;
+    let mut x = DeviceBuffer::from_cuda_slice(&rt, app_x)?;
     scale::launch(&rt, Grid::linear(n as usize, 256), 2.0, &mut x, n)?;
-    let back = rt.download(&x)?;
-    let wrong = host.iter().zip(&back).filter(|(h, b)| 2.0 * **h != **b).count();
-    println!("{} of {n} elements wrong on {}", wrong, rt.device().name);
+    let app_x = x
+        .into_cuda_slice()
+        .map_err(|_| "warpforge kept the app's slice")?;
+
+    let back = app_stream.clone_dtoh(&app_x)?;
+    let wrong = host
+        .iter()
+        .zip(&back)
+        .filter(|(h, b)| 2.0 * **h != **b)
+        .count();
+    println!("{wrong} of {n} elements wrong on {}", rt.device().name);
     if wrong > 0 {
         return Err(format!("{wrong} of {n} elements differ from 2 x the input").into());
     }

@@ -9,6 +9,7 @@ mod launch;
 mod library;
 mod module;
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 #[cfg(feature = "cublas")]
 use std::sync::OnceLock;
@@ -54,14 +55,9 @@ impl CudaBackend {
             ));
         }
         result::init().map_err(init_error)?;
+        // Checked before the ordinal, so that an old driver is named as the cause.
         let driver_version = driver_version()?;
-        if driver_version < MIN_DRIVER_VERSION {
-            return Err(Error::NoDriver(format!(
-                "the NVIDIA driver supports CUDA {}.{}, and warpforge needs CUDA {}.{} or newer: \
-                 update the NVIDIA driver",
-                driver_version.0, driver_version.1, MIN_DRIVER_VERSION.0, MIN_DRIVER_VERSION.1
-            )));
-        }
+        check_driver_version(driver_version)?;
         let count = result::device::get_count().map_err(init_error)?.max(0) as usize;
         if ordinal >= count {
             let visible = match std::env::var("CUDA_VISIBLE_DEVICES") {
@@ -84,7 +80,25 @@ impl CudaBackend {
         // SAFETY: called before this context allocates anything; every buffer
         // of this runtime is created, used and freed on `stream` alone.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        CudaBackend::with_stream(ctx.default_stream(), driver_version)
+    }
+
+    /// A backend on an app's stream (and so its context). The app's event
+    /// tracking stays as the app set it: with it on (cudarc's default), each
+    /// launch orders itself after the last use of every buffer it takes, on
+    /// whatever stream that was.
+    pub(crate) fn on_stream(stream: Arc<CudaStream>) -> Result<CudaBackend, Error> {
+        // The stream exists, so cudarc has loaded and initialised the driver.
+        let driver_version = driver_version()?;
+        check_driver_version(driver_version)?;
+        CudaBackend::with_stream(stream, driver_version)
+    }
+
+    fn with_stream(
+        stream: Arc<CudaStream>,
+        driver_version: (u32, u32),
+    ) -> Result<CudaBackend, Error> {
+        let ctx = stream.context().clone();
         let info = query_device(&ctx, driver_version)?;
         Ok(CudaBackend {
             ctx,
@@ -94,6 +108,38 @@ impl CudaBackend {
             #[cfg(feature = "cublas")]
             blas: OnceLock::new(),
         })
+    }
+
+    /// Takes an app's slice as a buffer of this runtime.
+    pub(crate) fn adopt<T: DeviceScalar>(
+        &self,
+        slice: CudaSlice<T>,
+    ) -> Result<CudaBuffer<T>, Error> {
+        self.check_owner(slice.context(), || {
+            format!(
+                "the CudaSlice of {} {} values",
+                slice.len(),
+                T::SCALAR.name()
+            )
+        })?;
+        Ok(CudaBuffer::owning(slice))
+    }
+
+    /// A buffer over `len` elements at `ptr`, which the buffer does not free.
+    ///
+    /// # Safety
+    /// As [`crate::DeviceBuffer::from_raw_cuda`].
+    pub(crate) unsafe fn borrow_raw<T: DeviceScalar>(
+        &self,
+        ptr: sys::CUdeviceptr,
+        len: usize,
+    ) -> CudaBuffer<T> {
+        // SAFETY: the caller promises a live allocation of `len` elements in
+        // this context; the buffer never frees it.
+        CudaBuffer {
+            slice: ManuallyDrop::new(unsafe { self.stream.upgrade_device_ptr(ptr, len) }),
+            frees: false,
+        }
     }
 
     /// Surfaces errors that cudarc recorded where it could not return them
@@ -120,7 +166,7 @@ impl CudaBackend {
         Ok(())
     }
 
-    pub(crate) fn upload<T: DeviceScalar>(&self, data: &[T]) -> Result<CudaSlice<T>, Error> {
+    pub(crate) fn upload<T: DeviceScalar>(&self, data: &[T]) -> Result<CudaBuffer<T>, Error> {
         let slice = self.stream.clone_htod(data).map_err(|e| {
             driver_error(
                 &format!("uploading {} {} values", data.len(), T::SCALAR.name()),
@@ -128,15 +174,15 @@ impl CudaBackend {
             )
         })?;
         self.check_recorded("uploading a buffer")?;
-        Ok(slice)
+        Ok(CudaBuffer::owning(slice))
     }
 
-    pub(crate) fn alloc_zeroed<T: DeviceScalar>(&self, len: usize) -> Result<CudaSlice<T>, Error> {
+    pub(crate) fn alloc_zeroed<T: DeviceScalar>(&self, len: usize) -> Result<CudaBuffer<T>, Error> {
         let slice = self.stream.alloc_zeros(len).map_err(|e| {
             driver_error(&format!("allocating {len} {} values", T::SCALAR.name()), e)
         })?;
         self.check_recorded("allocating a buffer")?;
-        Ok(slice)
+        Ok(CudaBuffer::owning(slice))
     }
 
     pub(crate) fn download<T: DeviceScalar>(&self, slice: &CudaSlice<T>) -> Result<Vec<T>, Error> {
@@ -244,6 +290,17 @@ impl CudaBackend {
     }
 }
 
+fn check_driver_version(driver_version: (u32, u32)) -> Result<(), Error> {
+    if driver_version < MIN_DRIVER_VERSION {
+        return Err(Error::NoDriver(format!(
+            "the NVIDIA driver supports CUDA {}.{}, and warpforge needs CUDA {}.{} or newer: \
+             update the NVIDIA driver",
+            driver_version.0, driver_version.1, MIN_DRIVER_VERSION.0, MIN_DRIVER_VERSION.1
+        )));
+    }
+    Ok(())
+}
+
 fn init_error(err: DriverError) -> Error {
     let code = code_name(err.0);
     let what = match err.0 {
@@ -316,6 +373,59 @@ fn query_device(ctx: &Arc<CudaContext>, driver_version: (u32, u32)) -> Result<De
 
 /// A CUDA allocation of any element type, as a launch borrows it: the device
 /// pointer, with cudarc's stream-ordering events kept in step.
+/// A buffer's CUDA memory: a slice the buffer frees when dropped (its own
+/// allocations and adopted slices), or one over memory the app keeps
+/// ([`crate::DeviceBuffer::from_raw_cuda`]), which it never frees.
+pub(crate) struct CudaBuffer<T> {
+    slice: ManuallyDrop<CudaSlice<T>>,
+    frees: bool,
+}
+
+impl<T> CudaBuffer<T> {
+    pub(crate) fn owning(slice: CudaSlice<T>) -> CudaBuffer<T> {
+        CudaBuffer {
+            slice: ManuallyDrop::new(slice),
+            frees: true,
+        }
+    }
+
+    /// The slice, if this buffer owns it.
+    pub(crate) fn into_slice(self) -> Result<CudaSlice<T>, CudaBuffer<T>> {
+        if !self.frees {
+            return Err(self);
+        }
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the slice is taken exactly once.
+        Ok(unsafe { ManuallyDrop::take(&mut this.slice) })
+    }
+}
+
+impl<T> std::ops::Deref for CudaBuffer<T> {
+    type Target = CudaSlice<T>;
+    fn deref(&self) -> &CudaSlice<T> {
+        &self.slice
+    }
+}
+
+impl<T> std::ops::DerefMut for CudaBuffer<T> {
+    fn deref_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.slice
+    }
+}
+
+impl<T> Drop for CudaBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: the slice is taken only here, once.
+        let slice = unsafe { ManuallyDrop::take(&mut self.slice) };
+        if self.frees {
+            drop(slice);
+        } else {
+            // Releases cudarc's stream handle and events, not the memory.
+            slice.leak();
+        }
+    }
+}
+
 pub(crate) trait CudaMemory: Send + Sync {
     fn context(&self) -> &Arc<CudaContext>;
     /// The pointer for a read on `stream`; drop the guard after the launch is enqueued.

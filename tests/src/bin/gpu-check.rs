@@ -16,7 +16,9 @@
 //! descriptors, swizzles and accumulator layouts of every element type, and `mbarrier`, the
 //! mbarrier phases, and `tma`, TMA loads and stores through tensor maps,
 //! from `warpforge_tests::hopper`; and the sm_90a GEMMs `gemm_wgmma_f16`,
-//! `gemm_wgmma_bf16`, `gemm_wgmma_tf32` and `gemm_wgmma_s8`). Without a
+//! `gemm_wgmma_bf16`, `gemm_wgmma_tf32` and `gemm_wgmma_s8`; and `interop`,
+//! stock kernels on the app's own CUDA stream, slices and device pointers,
+//! from `warpforge_tests::interop`). Without a
 //! GPU it says so, lists the variants it would have
 //! checked and how many lines each dense GEMM check prints, and exits with
 //! status 2: not run is never passed.
@@ -33,6 +35,7 @@ use warpforge_tests::checks::{
 use warpforge_tests::hopper::{
     check_mbarrier_phases, check_tma_load, check_tma_roundtrip, check_wgmma_layouts,
 };
+use warpforge_tests::interop;
 use warpforge_tests::ldmatrix::check_ldmatrix_trans;
 use warpforge_tests::report::Report;
 use warpforge_tests::sparse::{
@@ -120,6 +123,10 @@ fn main() -> ExitCode {
     }
     // The Tensor Core GEMMs and the cp_async stream are CUDA-only (no WGSL variant).
     if rt.device().backend.kind() == BackendKind::Cuda {
+        if wanted("interop") {
+            interop::cuda_app::check_saxpy_on_app_slices(&mut inputs, &mut report);
+            interop::cuda_app::check_raw_pointer(&mut inputs, &mut report);
+        }
         let tc_shapes = tensor_core_shapes(quick);
         if wanted("gemm_f16") {
             check_gemm::<gemm_tc::gemm_f16::Consts>(

@@ -29,8 +29,8 @@ pub(crate) use launch::WgslVariant;
 const COPY_ALIGN: u64 = ::wgpu::COPY_BUFFER_ALIGNMENT;
 
 pub(crate) struct WgpuBackend {
-    device: wg::Device,
-    queue: wg::Queue,
+    pub(crate) device: wg::Device,
+    pub(crate) queue: wg::Queue,
     pub(crate) info: DeviceInfo,
     /// Errors that reached the uncaptured-error handler or the device-lost
     /// callback, reported by the next operation.
@@ -71,11 +71,10 @@ impl WgpuBackend {
         })?;
         let adapter_info = adapter.get_info();
         let features = adapter.features() & (wg::Features::SHADER_F16 | wg::Features::SUBGROUP);
-        let limits = adapter.limits();
         let (device, queue) = pollster::block_on(adapter.request_device(&wg::DeviceDescriptor {
             label: Some("warpforge"),
             required_features: features,
-            required_limits: limits.clone(),
+            required_limits: adapter.limits(),
             experimental_features: wg::ExperimentalFeatures::disabled(),
             memory_hints: wg::MemoryHints::Performance,
             trace: wg::Trace::Off,
@@ -87,31 +86,46 @@ impl WgpuBackend {
                 adapter_info.name, adapter_info.backend
             ))
         })?;
-        let escaped = Arc::new(Mutex::new(Vec::new()));
-        let sink = escaped.clone();
-        device.on_uncaptured_error(Arc::new(move |error: wg::Error| {
-            sink.lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(error.to_string());
-        }));
-        let sink = escaped.clone();
-        device.set_device_lost_callback(move |reason, message| {
-            // Dropping the runtime destroys the device; that is no error.
-            if reason != wg::DeviceLostReason::Destroyed {
+        let backend = WgpuBackend::on_device(device, queue);
+        // This device is ours, so what escapes the error scopes comes to us; an
+        // app's device keeps the handlers the app set (see `on_device`).
+        let sink = backend.escaped.clone();
+        backend
+            .device
+            .on_uncaptured_error(Arc::new(move |error: wg::Error| {
                 sink.lock()
                     .unwrap_or_else(PoisonError::into_inner)
-                    .push(format!("the device was lost ({reason:?}): {message}"));
-            }
-        });
-        let info = device_info(&adapter_info, &limits, features);
-        Ok(WgpuBackend {
+                    .push(error.to_string());
+            }));
+        let sink = backend.escaped.clone();
+        backend
+            .device
+            .set_device_lost_callback(move |reason, message| {
+                // Dropping the runtime destroys the device; that is no error.
+                if reason != wg::DeviceLostReason::Destroyed {
+                    sink.lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .push(format!("the device was lost ({reason:?}): {message}"));
+                }
+            });
+        Ok(backend)
+    }
+
+    /// A backend on a device and queue, its own or an app's. Every operation
+    /// runs in error scopes, so an app's device needs no handler of ours;
+    /// what escapes the scopes (errors of work the app interleaves from other
+    /// threads) goes to the app's uncaptured-error handler.
+    pub(crate) fn on_device(device: wg::Device, queue: wg::Queue) -> WgpuBackend {
+        let features = device.features() & (wg::Features::SHADER_F16 | wg::Features::SUBGROUP);
+        let info = device_info(&device.adapter_info(), &device.limits(), features);
+        WgpuBackend {
             device,
             queue,
             info,
-            escaped,
+            escaped: Arc::new(Mutex::new(Vec::new())),
             pipelines: VariantCache::default(),
             id: NEXT_BACKEND_ID.fetch_add(1, Ordering::Relaxed),
-        })
+        }
     }
 
     /// Runs `work` inside error scopes; what they catch, or what escaped
@@ -192,6 +206,35 @@ impl WgpuBackend {
         Ok(self.wrap(buffer, len))
     }
 
+    /// Takes an app's buffer as `len` elements of `T` (see
+    /// [`crate::DeviceBuffer::from_wgpu_buffer`]).
+    pub(crate) fn adopt<T: DeviceScalar>(
+        &self,
+        buffer: wg::Buffer,
+        len: usize,
+    ) -> Result<WgpuBuffer, Error> {
+        check_element::<T>()?;
+        let needed = padded_size::<T>(len);
+        self.check_size::<T>(len, needed)?;
+        let missing = storage_usage() - buffer.usage();
+        if !missing.is_empty() {
+            return Err(Error::Buffer(format!(
+                "the wgpu::Buffer lacks the usages {missing:?}: create it with \
+                 BufferUsages::STORAGE | COPY_SRC | COPY_DST (kernels bind it, copies and downloads \
+                 copy it)"
+            )));
+        }
+        if buffer.size() < needed {
+            return Err(Error::Buffer(format!(
+                "the wgpu::Buffer has {} bytes and {len} {} values need {needed} (rounded up to \
+                 whole 4-byte words): pass a smaller length or a larger buffer",
+                buffer.size(),
+                T::SCALAR.name()
+            )));
+        }
+        Ok(self.wrap(buffer, len))
+    }
+
     fn wrap(&self, buffer: wg::Buffer, len: usize) -> WgpuBuffer {
         WgpuBuffer {
             buffer,
@@ -203,7 +246,8 @@ impl WgpuBackend {
     pub(crate) fn download<T: DeviceScalar>(&self, source: &WgpuBuffer) -> Result<Vec<T>, Error> {
         self.check_owner(source, "the buffer to download")?;
         let op = format!("downloading {} {} values", source.len, T::SCALAR.name());
-        let size = source.buffer.size();
+        // An app's buffer may be longer than its elements.
+        let size = padded_size::<T>(source.len);
         let staging = self.checked(&op, || {
             let staging = self.device.create_buffer(&wg::BufferDescriptor {
                 label: Some("warpforge download"),
@@ -252,8 +296,12 @@ impl WgpuBackend {
     }
 
     /// Buffer-to-buffer copy of equal-length buffers (the caller checks the
-    /// lengths; equal lengths have equal padded sizes).
-    pub(crate) fn copy(&self, source: &WgpuBuffer, target: &mut WgpuBuffer) -> Result<(), Error> {
+    /// lengths): the elements, rounded up to 4 bytes, which both hold.
+    pub(crate) fn copy<T: DeviceScalar>(
+        &self,
+        source: &WgpuBuffer,
+        target: &mut WgpuBuffer,
+    ) -> Result<(), Error> {
         self.check_owner(source, "the buffer to copy from")?;
         self.check_owner(target, "the buffer to copy into")?;
         self.checked("copying a buffer on the device", || {
@@ -265,7 +313,7 @@ impl WgpuBackend {
                 0,
                 &target.buffer,
                 0,
-                source.buffer.size(),
+                padded_size::<T>(source.len),
             );
             self.queue.submit([encoder.finish()]);
         })

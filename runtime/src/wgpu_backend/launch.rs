@@ -366,7 +366,7 @@ mod wgsl_tests {
     use super::*;
     use crate::buffer::{DeviceBuffer, Memory};
     use crate::scalar::DeviceScalar;
-    use crate::wgpu::mesa;
+    use crate::wgpu_backend::mesa;
 
     fn backend() -> WgpuBackend {
         mesa::quiet_mesa();

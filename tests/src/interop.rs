@@ -1,0 +1,307 @@
+//! Memory and queues shared with the app, checked end to end: the app makes
+//! the device (or stream) and the buffers with its own API, a stock kernel
+//! runs on them through warpforge, and the app reads the result through its
+//! own handles. That the app's handle sees the kernel's writes is the proof
+//! that nothing was copied: warpforge wrote the app's memory itself.
+//!
+//! The wgpu checks run on lavapipe in the CPU tier (`tests/tests/interop.rs`),
+//! the CUDA ones in the GPU tier (`gpu-check --only interop`).
+
+use warpforge::{DeviceBuffer, Grid, Runtime};
+use warpforge_kernels::simple::saxpy;
+
+use crate::report::Report;
+use crate::Inputs;
+
+/// Elements per buffer: not a multiple of the block, so the last block is partial.
+const N: usize = 1000;
+
+/// `a * x + y`, as saxpy computes it in f32.
+fn saxpy_reference(a: f32, x: &[f32], y: &[f32]) -> Vec<f32> {
+    x.iter().zip(y).map(|(x, y)| a * x + y).collect()
+}
+
+/// The first element where `got` differs from `want` (bit for bit: one
+/// rounding, as the kernel does), or the count checked.
+fn compare(got: &[f32], want: &[f32]) -> Result<String, String> {
+    if got.len() != want.len() {
+        return Err(format!("{} elements, expected {}", got.len(), want.len()));
+    }
+    match (0..got.len()).find(|&i| got[i].to_bits() != want[i].to_bits()) {
+        None => Ok(format!("all {} elements", got.len())),
+        Some(i) => Err(format!("element {i} is {}, expected {}", got[i], want[i])),
+    }
+}
+
+fn record(report: &mut Report, what: &str, outcome: Result<Result<String, String>, String>) {
+    match outcome {
+        Ok(Ok(detail)) => report.check(what, true, detail),
+        Ok(Err(detail)) => report.check(what, false, detail),
+        Err(error) => report.error(what, error),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compare_names_the_first_difference() {
+        assert_eq!(
+            compare(&[1.0, 2.0], &[1.0, 2.0]),
+            Ok("all 2 elements".into())
+        );
+        assert_eq!(
+            compare(&[1.0, 3.0], &[1.0, 2.0]),
+            Err("element 1 is 3, expected 2".into())
+        );
+        assert!(compare(&[0.0], &[-0.0]).is_err(), "bit for bit");
+    }
+}
+
+pub mod wgpu_app {
+    //! The app is a wgpu program with its own device, queue and buffers.
+
+    use warpforge::wgpu;
+
+    use super::*;
+
+    /// The app's device: the adapter wgpu picks (lavapipe in CI).
+    pub fn app_device() -> Result<(wgpu::Device, wgpu::Queue), String> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = pollster::block_on(instance.request_adapter(&Default::default()))
+            .map_err(|e| format!("the app found no wgpu adapter: {e}"))?;
+        pollster::block_on(adapter.request_device(&Default::default()))
+            .map_err(|e| format!("the app could not open {}: {e}", adapter.get_info().name))
+    }
+
+    /// A buffer the app makes and fills with its own queue.
+    fn app_buffer(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        values: &[f32],
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("the app's buffer"),
+            size: std::mem::size_of_val(values) as u64,
+            usage,
+            mapped_at_creation: false,
+        });
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        queue.write_buffer(&buffer, 0, &bytes);
+        buffer
+    }
+
+    /// Reads `len` f32s of the app's buffer with the app's own copy and map.
+    fn app_read(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        buffer: &wgpu::Buffer,
+        len: usize,
+    ) -> Result<Vec<f32>, String> {
+        let size = (len * 4) as u64;
+        let staging = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("the app's readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, size);
+        queue.submit([encoder.finish()]);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |result| {
+            let _ = sender.send(result);
+        });
+        device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| format!("waiting for the app's device: {e}"))?;
+        receiver
+            .recv()
+            .map_err(|e| format!("the map callback never ran: {e}"))?
+            .map_err(|e| format!("mapping the app's readback: {e}"))?;
+        let values = staging
+            .get_mapped_range(..)
+            .map_err(|e| format!("reading the app's readback: {e}"))?
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        staging.unmap();
+        Ok(values)
+    }
+
+    /// saxpy on the app's device, into the app's buffer: warpforge takes the
+    /// buffer, writes it, hands it back, and the app's own handle (a clone it
+    /// kept) reads the result.
+    pub fn check_saxpy_in_place(inputs: &mut Inputs, report: &mut Report) {
+        let what = "wgpu interop: saxpy on the app's device, into the app's buffer";
+        let (x, y) = (inputs.f32s(N), inputs.f32s(N));
+        let outcome = (|| {
+            let (device, queue) = app_device()?;
+            let rt = Runtime::wgpu_on_device(&device, &queue);
+            let usage = wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST;
+            let app_y = app_buffer(&device, &queue, &y, usage);
+            let dx = rt.upload(&x).map_err(|e| e.to_string())?;
+            let mut dy = DeviceBuffer::<f32>::from_wgpu_buffer(&rt, app_y.clone(), N)
+                .map_err(|e| e.to_string())?;
+            saxpy::launch(&rt, Grid::linear(N, 128), 1.5, &dx, &mut dy)
+                .map_err(|e| e.to_string())?;
+            let through_warpforge = rt.download(&dy).map_err(|e| e.to_string())?;
+            let handed_back = dy
+                .into_wgpu_buffer()
+                .map_err(|_| "into_wgpu_buffer refused a wgpu buffer".to_string())?;
+            if handed_back != app_y {
+                return Err("into_wgpu_buffer gave back another buffer".to_string());
+            }
+            let through_app = app_read(&device, &queue, &app_y, N)?;
+            let want = saxpy_reference(1.5, &x, &y);
+            Ok(compare(&through_app, &want).and_then(|detail| {
+                compare(&through_warpforge, &want)
+                    .map(|_| format!("{detail}, read through the app's own handle"))
+            }))
+        })();
+        record(report, what, outcome);
+    }
+
+    /// What cannot be taken is refused with the rule, before wgpu sees it.
+    pub fn check_refusals(report: &mut Report) {
+        let what = "wgpu interop: buffers that cannot be taken are refused";
+        let outcome = (|| {
+            let (device, queue) = app_device()?;
+            let rt = Runtime::wgpu_on_device(&device, &queue);
+            let storage_only = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("the app's storage-only buffer"),
+                size: 32,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            });
+            let all = wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST;
+            let small = app_buffer(&device, &queue, &[0.0; 8], all);
+            let refusals = [
+                (
+                    DeviceBuffer::<f32>::from_wgpu_buffer(&rt, storage_only, 8).err(),
+                    "COPY_SRC",
+                ),
+                (
+                    DeviceBuffer::<f32>::from_wgpu_buffer(&rt, small.clone(), 9).err(),
+                    "32 bytes",
+                ),
+                (
+                    DeviceBuffer::<i8>::from_wgpu_buffer(&rt, small, 8).err(),
+                    "WGSL stores only",
+                ),
+            ];
+            for (error, rule) in refusals {
+                let message = error
+                    .ok_or_else(|| format!("a buffer breaking `{rule}` was taken"))?
+                    .to_string();
+                if !message.contains(rule) {
+                    return Ok(Err(format!("the refusal does not say `{rule}`: {message}")));
+                }
+            }
+            Ok(Ok(
+                "missing usages, too few bytes, an element type WGSL lacks".to_string(),
+            ))
+        })();
+        record(report, what, outcome);
+    }
+}
+
+pub mod cuda_app {
+    //! The app is a cudarc program with its own context, stream and slices.
+
+    use std::sync::Arc;
+
+    use warpforge::cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
+
+    use super::*;
+
+    /// The app's stream (on device 0's primary context) and a runtime on it.
+    fn app_stream_and_runtime() -> Result<(Arc<CudaStream>, Runtime), String> {
+        let ctx = CudaContext::new(0).map_err(|e| format!("the app's context: {e:?}"))?;
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| format!("the app's stream: {e:?}"))?;
+        let rt = Runtime::cuda_on_stream(stream.clone()).map_err(|e| e.to_string())?;
+        Ok((stream, rt))
+    }
+
+    fn upload(stream: &Arc<CudaStream>, values: &[f32]) -> Result<CudaSlice<f32>, String> {
+        stream
+            .clone_htod(values)
+            .map_err(|e| format!("the app's upload: {e:?}"))
+    }
+
+    fn download(stream: &Arc<CudaStream>, slice: &CudaSlice<f32>) -> Result<Vec<f32>, String> {
+        stream
+            .clone_dtoh(slice)
+            .map_err(|e| format!("the app's download: {e:?}"))
+    }
+
+    fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> u64 {
+        slice.device_ptr(stream).0
+    }
+
+    /// saxpy on the app's stream, on slices the app allocated: warpforge
+    /// takes them, writes `y` at its address, and hands the same allocation
+    /// back, which the app reads on its stream.
+    pub fn check_saxpy_on_app_slices(inputs: &mut Inputs, report: &mut Report) {
+        let what = "cuda interop: saxpy on the app's stream and slices";
+        let (x, y) = (inputs.f32s(N), inputs.f32s(N));
+        let outcome = (|| {
+            let (stream, rt) = app_stream_and_runtime()?;
+            let (app_x, app_y) = (upload(&stream, &x)?, upload(&stream, &y)?);
+            let y_address = address(&app_y, &stream);
+            let dx = DeviceBuffer::from_cuda_slice(&rt, app_x).map_err(|e| e.to_string())?;
+            let mut dy = DeviceBuffer::from_cuda_slice(&rt, app_y).map_err(|e| e.to_string())?;
+            saxpy::launch(&rt, Grid::linear(N, 128), 1.5, &dx, &mut dy)
+                .map_err(|e| e.to_string())?;
+            let app_y = dy
+                .into_cuda_slice()
+                .map_err(|_| "into_cuda_slice refused a slice it had taken".to_string())?;
+            if address(&app_y, &stream) != y_address {
+                return Err("the slice handed back is another allocation".to_string());
+            }
+            let got = download(&stream, &app_y)?;
+            Ok(compare(&got, &saxpy_reference(1.5, &x, &y))
+                .map(|detail| format!("{detail}, in place at {y_address:#x}")))
+        })();
+        record(report, what, outcome);
+    }
+
+    /// A buffer over the app's raw pointer writes the app's memory, is not
+    /// handed out as a slice, and leaves the memory allocated when dropped.
+    pub fn check_raw_pointer(inputs: &mut Inputs, report: &mut Report) {
+        let what = "cuda interop: a buffer over the app's device pointer";
+        let (x, y) = (inputs.f32s(N), inputs.f32s(N));
+        let outcome = (|| {
+            let (stream, rt) = app_stream_and_runtime()?;
+            let app_y = upload(&stream, &y)?;
+            let dx = rt.upload(&x).map_err(|e| e.to_string())?;
+            // SAFETY: `app_y` is a live allocation of N f32s on this context,
+            // outlives the buffer, and nothing else touches it meanwhile.
+            let mut dy =
+                unsafe { DeviceBuffer::<f32>::from_raw_cuda(&rt, address(&app_y, &stream), N) }
+                    .map_err(|e| e.to_string())?;
+            saxpy::launch(&rt, Grid::linear(N, 128), -2.0, &dx, &mut dy)
+                .map_err(|e| e.to_string())?;
+            let dy = match dy.into_cuda_slice() {
+                Ok(_) => return Err("a borrowed pointer was handed out as a slice".to_string()),
+                Err(buffer) => buffer,
+            };
+            drop(dy);
+            rt.synchronize().map_err(|e| e.to_string())?;
+            // Still allocated: the app reads it after the buffer is gone.
+            let got = download(&stream, &app_y)?;
+            Ok(compare(&got, &saxpy_reference(-2.0, &x, &y))
+                .map(|detail| format!("{detail}, read by the app after the buffer was dropped")))
+        })();
+        record(report, what, outcome);
+    }
+}
