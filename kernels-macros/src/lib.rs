@@ -107,7 +107,7 @@ fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<Toke
             } => {
                 let elem = rust_type(elem);
                 (
-                    quote!(&::warpforge::DeviceBuffer<#elem>),
+                    quote!(impl ::core::convert::Into<::warpforge::BufferRef<'a, #elem>>),
                     quote!(::warpforge::KernelArg::buffer(#ident)),
                 )
             }
@@ -117,7 +117,7 @@ fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<Toke
             } => {
                 let elem = rust_type(elem);
                 (
-                    quote!(&mut ::warpforge::DeviceBuffer<#elem>),
+                    quote!(impl ::core::convert::Into<::warpforge::BufferMut<'a, #elem>>),
                     quote!(::warpforge::KernelArg::buffer_mut(#ident)),
                 )
             }
@@ -152,7 +152,7 @@ fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<Toke
 
             #(#docs)*
             #[allow(clippy::too_many_arguments)]
-            pub fn launch(
+            pub fn launch<'a>(
                 rt: &::warpforge::Runtime,
                 #consts_param
                 grid: ::warpforge::Grid,
@@ -282,8 +282,9 @@ mod tests {
     #[test]
     fn launcher_signature() {
         let expanded = expansion_without_json("tune(BM = [1], BN = [2])");
-        let launch = "pub fn launch (rt : & :: warpforge :: Runtime , consts : self :: Consts , grid : :: warpforge :: Grid , \
-             a : f32 , x : & :: warpforge :: DeviceBuffer < :: warpforge :: f16 > , y : & mut :: warpforge :: DeviceBuffer < f32 >)";
+        let launch = "pub fn launch < 'a > (rt : & :: warpforge :: Runtime , consts : self :: Consts , grid : :: warpforge :: Grid , \
+             a : f32 , x : impl :: core :: convert :: Into < :: warpforge :: BufferRef < 'a , :: warpforge :: f16 >> , \
+             y : impl :: core :: convert :: Into < :: warpforge :: BufferMut < 'a , f32 >>)";
         assert!(expanded.contains(launch), "{expanded}");
         assert!(expanded.contains(
             "pub struct Consts { # [doc = \"The value of the const parameter `BM`.\"] pub BM : u32"

@@ -46,6 +46,6 @@ pub fn sum(
     out: &mut DeviceBuffer<f32>,
 ) -> Result<(), Error> {
     let blocks = sum_blocks(x.len(), consts.THREADS);
-    block_sum::launch(rt, consts, Grid::blocks([blocks, 1, 1]), x, scratch)?;
-    block_sum::launch(rt, consts, Grid::blocks([1, 1, 1]), scratch, out)
+    block_sum::launch(rt, consts, Grid::blocks([blocks, 1, 1]), x, &mut *scratch)?;
+    block_sum::launch(rt, consts, Grid::blocks([1, 1, 1]), &*scratch, out)
 }

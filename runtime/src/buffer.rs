@@ -3,6 +3,7 @@
 
 #[cfg(feature = "wgpu")]
 use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
 
 use warpforge_codegen::eval::HostValue;
 use warpforge_codegen::ir::Scalar;
@@ -47,6 +48,162 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
 impl<T: DeviceScalar> std::fmt::Debug for DeviceBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "DeviceBuffer<{}>[{}]", T::SCALAR.name(), self.len())
+    }
+}
+
+/// The alignment of a view's start, in bytes: what a CUDA allocation has
+/// (kernels with 16-byte async copies, vector accesses and TMA rely on it)
+/// and what every wgpu adapter accepts as a storage binding's offset (its
+/// `min_storage_buffer_offset_alignment` is at most 256).
+pub const VIEW_ALIGN_BYTES: usize = 256;
+
+/// Part of a buffer, borrowed: `len` elements from byte `offset_bytes`
+/// (a multiple of [`VIEW_ALIGN_BYTES`]). `B` is the borrow: shared in
+/// [`BufferRef`], exclusive in [`BufferMut`].
+pub struct BufferView<B> {
+    buffer: B,
+    offset_bytes: u64,
+    len: usize,
+}
+
+/// A shared view: what a `&[T]` kernel parameter takes, as a whole buffer
+/// (`&buffer`) or a part of one ([`DeviceBuffer::slice`]). The kernel sees
+/// a slice of the view's elements.
+pub type BufferRef<'a, T> = BufferView<&'a DeviceBuffer<T>>;
+
+/// An exclusive view: what a `&mut [T]` kernel parameter takes
+/// (`&mut buffer`, or [`DeviceBuffer::slice_mut`]).
+pub type BufferMut<'a, T> = BufferView<&'a mut DeviceBuffer<T>>;
+
+impl<B> BufferView<B> {
+    /// The number of elements the view holds.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view holds no elements (never: empty views are refused).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl<T: DeviceScalar> Clone for BufferRef<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T: DeviceScalar> Copy for BufferRef<'_, T> {}
+
+impl<'a, T: DeviceScalar> From<&'a DeviceBuffer<T>> for BufferRef<'a, T> {
+    fn from(buffer: &'a DeviceBuffer<T>) -> Self {
+        let len = buffer.len();
+        BufferView {
+            buffer,
+            offset_bytes: 0,
+            len,
+        }
+    }
+}
+
+impl<'a, T: DeviceScalar> From<&'a mut DeviceBuffer<T>> for BufferRef<'a, T> {
+    fn from(buffer: &'a mut DeviceBuffer<T>) -> Self {
+        BufferRef::from(&*buffer)
+    }
+}
+
+impl<'a, T: DeviceScalar> From<&'a mut DeviceBuffer<T>> for BufferMut<'a, T> {
+    fn from(buffer: &'a mut DeviceBuffer<T>) -> Self {
+        let len = buffer.len();
+        BufferView {
+            buffer,
+            offset_bytes: 0,
+            len,
+        }
+    }
+}
+
+impl<'a, T: DeviceScalar> From<&'a BufferRef<'_, T>> for BufferRef<'a, T> {
+    fn from(view: &'a BufferRef<'_, T>) -> Self {
+        *view
+    }
+}
+
+impl<'a, T: DeviceScalar> From<&'a mut BufferMut<'_, T>> for BufferMut<'a, T> {
+    fn from(view: &'a mut BufferMut<'_, T>) -> Self {
+        BufferView {
+            buffer: &mut *view.buffer,
+            offset_bytes: view.offset_bytes,
+            len: view.len,
+        }
+    }
+}
+
+impl<T: DeviceScalar> DeviceBuffer<T> {
+    /// Elements `range` of the buffer, for a `&[T]` kernel parameter, with
+    /// no copy. Refused with what to change: a range past the end, an empty
+    /// one, or one whose start is not a multiple of [`VIEW_ALIGN_BYTES`]
+    /// bytes (64 f32s, 128 f16s).
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<BufferRef<'_, T>, Error> {
+        let (offset_bytes, len) = self.view_bounds(range)?;
+        Ok(BufferView {
+            buffer: self,
+            offset_bytes,
+            len,
+        })
+    }
+
+    /// Elements `range` of the buffer, for a `&mut [T]` kernel parameter:
+    /// as [`DeviceBuffer::slice`], exclusive.
+    pub fn slice_mut(&mut self, range: impl RangeBounds<usize>) -> Result<BufferMut<'_, T>, Error> {
+        let (offset_bytes, len) = self.view_bounds(range)?;
+        Ok(BufferView {
+            buffer: self,
+            offset_bytes,
+            len,
+        })
+    }
+
+    /// The start (in bytes) and length of `range`, checked.
+    fn view_bounds(&self, range: impl RangeBounds<usize>) -> Result<(u64, usize), Error> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => Some(s),
+            Bound::Excluded(&s) => s.checked_add(1),
+            Bound::Unbounded => Some(0),
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.checked_add(1),
+            Bound::Excluded(&e) => Some(e),
+            Bound::Unbounded => Some(self.len()),
+        };
+        let name = T::SCALAR.name();
+        let (Some(start), Some(end)) = (start, end) else {
+            return Err(Error::Buffer(format!(
+                "a view's range must lie within the buffer of {} {name} values: this one \
+                 overflows usize",
+                self.len()
+            )));
+        };
+        if start >= end || end > self.len() {
+            return Err(Error::Buffer(format!(
+                "cannot view elements {start}..{end} of a buffer of {} {name} values: the range \
+                 must be non-empty and end at or before {}",
+                self.len(),
+                self.len()
+            )));
+        }
+        let per_step = VIEW_ALIGN_BYTES / std::mem::size_of::<T>();
+        if start % per_step != 0 {
+            return Err(Error::Buffer(format!(
+                "a view of {name} values must start at a multiple of {per_step} elements \
+                 ({VIEW_ALIGN_BYTES} bytes, the alignment of an allocation, which kernels with \
+                 vector or async copies and wgpu's storage bindings need), and this one starts \
+                 at {start}: start at {} or {}, or copy the data into its own buffer",
+                start / per_step * per_step,
+                (start / per_step + 1) * per_step
+            )));
+        }
+        Ok(((start * std::mem::size_of::<T>()) as u64, end - start))
     }
 }
 
@@ -171,7 +328,10 @@ pub(crate) enum ArgKind<'a> {
     },
     Buffer {
         elem: Scalar,
+        /// The elements the kernel sees: the view's.
         len: usize,
+        /// Where the view starts in the buffer, a multiple of [`VIEW_ALIGN_BYTES`].
+        offset_bytes: u64,
         memory: MemoryRef<'a>,
     },
 }
@@ -214,9 +374,10 @@ impl<'a> KernelArg<'a> {
         }
     }
 
-    pub fn buffer<T: DeviceScalar>(b: &'a DeviceBuffer<T>) -> KernelArg<'a> {
-        let len = b.len();
-        let memory = match &b.memory {
+    /// A buffer or a view of one ([`DeviceBuffer::slice`]) for a `&[T]` parameter.
+    pub fn buffer<T: DeviceScalar>(b: impl Into<BufferRef<'a, T>>) -> KernelArg<'a> {
+        let view = b.into();
+        let memory = match &view.buffer.memory {
             #[cfg(feature = "cuda")]
             Memory::Cuda(slice) => MemoryRef::Cuda(&**slice),
             #[cfg(feature = "wgpu")]
@@ -225,15 +386,18 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             kind: ArgKind::Buffer {
                 elem: T::SCALAR,
-                len,
+                len: view.len,
+                offset_bytes: view.offset_bytes,
                 memory,
             },
         }
     }
 
-    pub fn buffer_mut<T: DeviceScalar>(b: &'a mut DeviceBuffer<T>) -> KernelArg<'a> {
-        let len = b.len();
-        let memory = match &mut b.memory {
+    /// A buffer or a view of one ([`DeviceBuffer::slice_mut`]) for a `&mut [T]` parameter.
+    pub fn buffer_mut<T: DeviceScalar>(b: impl Into<BufferMut<'a, T>>) -> KernelArg<'a> {
+        let view = b.into();
+        let offset_bytes = view.offset_bytes;
+        let memory = match &mut view.buffer.memory {
             #[cfg(feature = "cuda")]
             Memory::Cuda(slice) => MemoryRef::CudaMut(&mut **slice),
             #[cfg(feature = "wgpu")]
@@ -242,7 +406,8 @@ impl<'a> KernelArg<'a> {
         KernelArg {
             kind: ArgKind::Buffer {
                 elem: T::SCALAR,
-                len,
+                len: view.len,
+                offset_bytes,
                 memory,
             },
         }
@@ -254,7 +419,9 @@ impl<'a> KernelArg<'a> {
                 ty: *ty,
                 value: *value,
             },
-            ArgKind::Buffer { elem, len, memory } => ArgInfo::Buffer {
+            ArgKind::Buffer {
+                elem, len, memory, ..
+            } => ArgInfo::Buffer {
                 elem: *elem,
                 len: *len as u64,
                 mutable: memory.is_mutable(),

@@ -58,7 +58,9 @@ pub use warpforge_codegen::KernelDef;
 #[cfg(feature = "wgpu")]
 pub use wgpu;
 
-pub use buffer::{ArgInfo, DeviceBuffer, Grid, KernelArg};
+pub use buffer::{
+    ArgInfo, BufferMut, BufferRef, BufferView, DeviceBuffer, Grid, KernelArg, VIEW_ALIGN_BYTES,
+};
 pub use device::{BackendKind, DeviceBackend, DeviceInfo, WgpuDeviceInfo};
 pub use error::Error;
 pub use gemm::{GemmPrecision, MatrixLayout};

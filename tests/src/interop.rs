@@ -41,6 +41,57 @@ fn record(report: &mut Report, what: &str, outcome: Result<Result<String, String
     }
 }
 
+/// saxpy on views of larger buffers, on any runtime: the kernel sees the
+/// views' elements as its slices (and their lengths), writes only its view
+/// of `y`, and views that break a rule are refused with it.
+pub fn check_views(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
+    let what = format!(
+        "views: saxpy on x[64..1000] and y[128..1064] ({})",
+        rt.backend_name()
+    );
+    let (x, y) = (inputs.f32s(N + 64), inputs.f32s(N + 128));
+    let outcome = (|| {
+        let dx = rt.upload(&x).map_err(|e| e.to_string())?;
+        let mut dy = rt.upload(&y).map_err(|e| e.to_string())?;
+        let x_view = dx.slice(64..1000).map_err(|e| e.to_string())?;
+        let y_view = dy.slice_mut(128..1064).map_err(|e| e.to_string())?;
+        saxpy::launch(rt, Grid::linear(N, 128), 0.75, x_view, y_view).map_err(|e| e.to_string())?;
+        let got = rt.download(&dy).map_err(|e| e.to_string())?;
+        let mut want = y.clone();
+        for (i, w) in want[128..1064].iter_mut().enumerate() {
+            *w = 0.75 * x[64 + i] + *w;
+        }
+        Ok(compare(&got, &want)
+            .map(|detail| format!("{detail} of y, the 128 before and 64 after the view untouched")))
+    })();
+    record(report, &what, outcome);
+
+    let what = format!(
+        "views: ranges that break a rule are refused ({})",
+        rt.backend_name()
+    );
+    let outcome = (|| {
+        let dx = rt.upload(&x).map_err(|e| e.to_string())?;
+        let refusals = [
+            (dx.slice(1..).err(), "multiple of 64 elements"),
+            (dx.slice(64..2000).err(), "end at or before 1064"),
+            (dx.slice(64..64).err(), "non-empty"),
+        ];
+        for (error, rule) in refusals {
+            let message = error
+                .ok_or_else(|| format!("a view breaking `{rule}` was made"))?
+                .to_string();
+            if !message.contains(rule) {
+                return Ok(Err(format!("the refusal does not say `{rule}`: {message}")));
+            }
+        }
+        Ok(Ok(
+            "a misaligned start, a range past the end, an empty range".to_string(),
+        ))
+    })();
+    record(report, &what, outcome);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -179,15 +179,25 @@ pub fn decompress_2_4<T: Half>(values: &[T], meta: &[u32], y: &mut [T], rows: u3
 }
 
 impl DeviceSparse for f16 {
-    const PRUNE: Prune<Self> = prune_2_4_f16::launch;
-    const COMPRESS: Compress<Self> = compress_2_4_f16::launch;
-    const DECOMPRESS: Decompress<Self> = decompress_2_4_f16::launch;
+    const PRUNE: Prune<Self> =
+        |rt, grid, x, y, rows, cols| prune_2_4_f16::launch(rt, grid, x, y, rows, cols);
+    const COMPRESS: Compress<Self> = |rt, grid, x, values, meta, rows, cols| {
+        compress_2_4_f16::launch(rt, grid, x, values, meta, rows, cols)
+    };
+    const DECOMPRESS: Decompress<Self> = |rt, grid, values, meta, y, rows, cols| {
+        decompress_2_4_f16::launch(rt, grid, values, meta, y, rows, cols)
+    };
 }
 
 impl DeviceSparse for bf16 {
-    const PRUNE: Prune<Self> = prune_2_4_bf16::launch;
-    const COMPRESS: Compress<Self> = compress_2_4_bf16::launch;
-    const DECOMPRESS: Decompress<Self> = decompress_2_4_bf16::launch;
+    const PRUNE: Prune<Self> =
+        |rt, grid, x, y, rows, cols| prune_2_4_bf16::launch(rt, grid, x, y, rows, cols);
+    const COMPRESS: Compress<Self> = |rt, grid, x, values, meta, rows, cols| {
+        compress_2_4_bf16::launch(rt, grid, x, values, meta, rows, cols)
+    };
+    const DECOMPRESS: Decompress<Self> = |rt, grid, values, meta, y, rows, cols| {
+        decompress_2_4_bf16::launch(rt, grid, values, meta, y, rows, cols)
+    };
 }
 
 /// A 2:4 matrix on the GPU in the layout of [`Compressed`] (module docs of
@@ -257,7 +267,8 @@ pub type Decompress<T> = fn(
 ) -> Result<(), Error>;
 
 /// The element types with device kernels, f16 and bf16: each names its
-/// kernels' launchers (the instances of `prune`, `compress_2_4` and
+/// kernels' launchers (closures: a launcher is generic over what it takes
+/// as a buffer, and a fn pointer needs one type) (the instances of `prune`, `compress_2_4` and
 /// `decompress_2_4`).
 pub trait DeviceSparse: SparseElement {
     const PRUNE: Prune<Self>;

@@ -90,7 +90,12 @@ impl CudaBackend {
         for (index, arg) in args.iter_mut().enumerate() {
             match &mut arg.kind {
                 ArgKind::Scalar { bits, .. } => slots.push(*bits),
-                ArgKind::Buffer { len, memory, .. } => {
+                ArgKind::Buffer {
+                    len,
+                    offset_bytes,
+                    memory,
+                    ..
+                } => {
                     let what = || format!("argument {index} of `{kernel}`");
                     let (ptr, guard) = match memory {
                         MemoryRef::Cuda(m) => {
@@ -110,6 +115,8 @@ impl CudaBackend {
                             )))
                         }
                     };
+                    // A view starts inside the allocation (checked when it was made).
+                    let ptr = ptr + *offset_bytes;
                     slots.push(ptr);
                     // Validation guarantees the length fits a u32.
                     slots.push(*len as u64);

@@ -187,7 +187,8 @@ impl WgpuBackend {
         let kernel = &variant.variant_name;
         let module = &variant.module;
         let mut params = vec![0u8; module.params_bytes as usize];
-        let mut buffers: Vec<(u32, &wg::Buffer)> = Vec::new();
+        let mut bindings: Vec<u32> = Vec::new();
+        let mut buffers: Vec<wg::BufferBinding<'_>> = Vec::new();
         for (index, (arg, place)) in args.iter().zip(&module.params).enumerate() {
             match (&arg.kind, *place) {
                 (ArgKind::Scalar { ty, bits, .. }, WgslParam::Scalar { offset }) => {
@@ -202,7 +203,12 @@ impl WgpuBackend {
                     write_word(&mut params, offset, word, kernel)?;
                 }
                 (
-                    ArgKind::Buffer { len, memory, .. },
+                    ArgKind::Buffer {
+                        elem,
+                        len,
+                        offset_bytes,
+                        memory,
+                    },
                     WgslParam::Slice {
                         binding,
                         len_offset,
@@ -223,7 +229,15 @@ impl WgpuBackend {
                     self.check_owner(buffer, &format!("argument {index} of `{kernel}`"))?;
                     // Validation guarantees the length fits a u32.
                     write_word(&mut params, len_offset, *len as u32, kernel)?;
-                    buffers.push((binding, &buffer.buffer));
+                    // The view's bytes, in whole words as bindings need; they
+                    // stay inside the buffer, whose size is rounded up alike.
+                    let size = (*len as u64 * u64::from(elem.size_bytes())).next_multiple_of(4);
+                    buffers.push(wg::BufferBinding {
+                        buffer: &buffer.buffer,
+                        offset: *offset_bytes,
+                        size: std::num::NonZeroU64::new(size),
+                    });
+                    bindings.push(binding);
                 }
                 _ => {
                     return Err(Error::InvalidLaunch {
@@ -249,9 +263,11 @@ impl WgpuBackend {
                 binding: 0,
                 resource: uniform.as_entire_binding(),
             }];
-            entries.extend(buffers.iter().map(|&(binding, buffer)| wg::BindGroupEntry {
-                binding,
-                resource: buffer.as_entire_binding(),
+            entries.extend(bindings.iter().zip(&buffers).map(|(&binding, buffer)| {
+                wg::BindGroupEntry {
+                    binding,
+                    resource: wg::BindingResource::Buffer(buffer.clone()),
+                }
             }));
             let bind_group = self.device.create_bind_group(&wg::BindGroupDescriptor {
                 label: Some(kernel),
