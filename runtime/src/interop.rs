@@ -141,6 +141,87 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
     }
 }
 
+/// A buffer over an app's `CudaSlice`, borrowed for `'a`
+/// ([`DeviceBuffer::borrow_cuda_slice`], [`DeviceBuffer::borrow_cuda_slice_mut`]):
+/// it derefs to a [`DeviceBuffer`], so launches take it as any buffer, and
+/// the slice stays the app's (never freed or handed out through it). With
+/// `Access` = [`Shared`] it can only be read; with [`Exclusive`], written.
+#[cfg(feature = "cuda")]
+pub struct BorrowedBuffer<'a, T: DeviceScalar, Access> {
+    buffer: DeviceBuffer<T>,
+    borrow: std::marker::PhantomData<(&'a CudaSlice<T>, Access)>,
+}
+
+/// The access of a [`BorrowedBuffer`] made from `&CudaSlice`: read only.
+#[cfg(feature = "cuda")]
+pub struct Shared;
+
+/// The access of a [`BorrowedBuffer`] made from `&mut CudaSlice`: read and write.
+#[cfg(feature = "cuda")]
+pub struct Exclusive;
+
+#[cfg(feature = "cuda")]
+impl<T: DeviceScalar, Access> std::ops::Deref for BorrowedBuffer<'_, T, Access> {
+    type Target = DeviceBuffer<T>;
+    fn deref(&self) -> &DeviceBuffer<T> {
+        &self.buffer
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl<T: DeviceScalar> std::ops::DerefMut for BorrowedBuffer<'_, T, Exclusive> {
+    fn deref_mut(&mut self) -> &mut DeviceBuffer<T> {
+        &mut self.buffer
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl<T: DeviceScalar> DeviceBuffer<T> {
+    /// The app's `slice` as a buffer to read, for as long as the borrow
+    /// lasts, with no copy (a framework's input tensor, say). The slice must
+    /// belong to the runtime's context; put the runtime on the stream the
+    /// app uses ([`Runtime::cuda_on_stream`]) so that the launches are ordered
+    /// with the app's work on the slice.
+    pub fn borrow_cuda_slice<'a>(
+        rt: &Runtime,
+        slice: &'a CudaSlice<T>,
+    ) -> Result<BorrowedBuffer<'a, T, Shared>, Error> {
+        Ok(BorrowedBuffer {
+            buffer: DeviceBuffer::over_cuda_slice(rt, slice)?,
+            borrow: std::marker::PhantomData,
+        })
+    }
+
+    /// The app's `slice` as a buffer to write, for as long as the borrow
+    /// lasts: as [`DeviceBuffer::borrow_cuda_slice`], exclusive.
+    pub fn borrow_cuda_slice_mut<'a>(
+        rt: &Runtime,
+        slice: &'a mut CudaSlice<T>,
+    ) -> Result<BorrowedBuffer<'a, T, Exclusive>, Error> {
+        Ok(BorrowedBuffer {
+            buffer: DeviceBuffer::over_cuda_slice(rt, slice)?,
+            borrow: std::marker::PhantomData,
+        })
+    }
+
+    fn over_cuda_slice(rt: &Runtime, slice: &CudaSlice<T>) -> Result<DeviceBuffer<T>, Error> {
+        let cuda = rt.cuda_backend("borrowing a CudaSlice")?;
+        cuda.check_owner(slice.context(), || {
+            format!(
+                "the CudaSlice of {} {} values",
+                slice.len(),
+                T::SCALAR.name()
+            )
+        })?;
+        let (ptr, _record) = cudarc::driver::DevicePtr::device_ptr(slice, &cuda.stream);
+        // SAFETY: the slice is a live allocation of its length in this
+        // context, and the borrow the caller holds keeps it so (and keeps
+        // others from writing it, or from touching it when borrowed
+        // exclusively) while the buffer lives.
+        unsafe { DeviceBuffer::from_raw_cuda(rt, ptr, slice.len()) }
+    }
+}
+
 #[cfg(feature = "wgpu")]
 impl<T: DeviceScalar> DeviceBuffer<T> {
     /// A buffer that takes over the app's `buffer` as `len` elements of `T`.

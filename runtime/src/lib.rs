@@ -64,6 +64,8 @@ pub use buffer::{
 pub use device::{BackendKind, DeviceBackend, DeviceInfo, WgpuDeviceInfo};
 pub use error::Error;
 pub use gemm::{GemmPrecision, MatrixLayout};
+#[cfg(feature = "cuda")]
+pub use interop::{BorrowedBuffer, Exclusive, Shared};
 pub use kernel_variant::KernelVariant;
 pub use runtime::Runtime;
 pub use scalar::DeviceScalar;

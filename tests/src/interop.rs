@@ -326,6 +326,29 @@ pub mod cuda_app {
         record(report, what, outcome);
     }
 
+    /// saxpy on slices the app only lends (as a framework lends its tensors):
+    /// borrowed buffers read `x` and write `y` where they lie, and the app,
+    /// which never gave them up, reads `y` when the borrows end.
+    pub fn check_borrowed_slices(inputs: &mut Inputs, report: &mut Report) {
+        let what = "cuda interop: saxpy on slices the app lends";
+        let (x, y) = (inputs.f32s(N), inputs.f32s(N));
+        let outcome = (|| {
+            let (stream, rt) = app_stream_and_runtime()?;
+            let (app_x, mut app_y) = (upload(&stream, &x)?, upload(&stream, &y)?);
+            {
+                let dx = DeviceBuffer::borrow_cuda_slice(&rt, &app_x).map_err(|e| e.to_string())?;
+                let mut dy = DeviceBuffer::borrow_cuda_slice_mut(&rt, &mut app_y)
+                    .map_err(|e| e.to_string())?;
+                saxpy::launch(&rt, Grid::linear(N, 128), 3.0, &*dx, &mut *dy)
+                    .map_err(|e| e.to_string())?;
+            }
+            let got = download(&stream, &app_y)?;
+            Ok(compare(&got, &saxpy_reference(3.0, &x, &y))
+                .map(|detail| format!("{detail}, read by the app after the borrows ended")))
+        })();
+        record(report, what, outcome);
+    }
+
     /// A buffer over the app's raw pointer writes the app's memory, is not
     /// handed out as a slice, and leaves the memory allocated when dropped.
     pub fn check_raw_pointer(inputs: &mut Inputs, report: &mut Report) {

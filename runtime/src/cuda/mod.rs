@@ -149,7 +149,7 @@ impl CudaBackend {
     }
 
     /// Refuses memory of another device's context.
-    fn check_owner(
+    pub(crate) fn check_owner(
         &self,
         owner: &Arc<CudaContext>,
         what: impl FnOnce() -> String,

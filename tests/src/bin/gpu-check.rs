@@ -125,6 +125,7 @@ fn main() -> ExitCode {
     if rt.device().backend.kind() == BackendKind::Cuda {
         if wanted("interop") {
             interop::cuda_app::check_saxpy_on_app_slices(&mut inputs, &mut report);
+            interop::cuda_app::check_borrowed_slices(&mut inputs, &mut report);
             interop::cuda_app::check_raw_pointer(&mut inputs, &mut report);
             interop::check_views(&rt, &mut inputs, &mut report);
         }
