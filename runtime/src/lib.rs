@@ -16,7 +16,7 @@
 //! `validate` (the checks that need no GPU), `variants` (the
 //! compiled-variant cache both backends use), `tune` (the autotuner, the
 //! per-GPU tuning database [`tune::TuneDb`] and [`tune::Dispatcher`]),
-//! `runtime` ([`Runtime`]), `interop` (a runtime on the app's CUDA stream or
+//! `runtime` ([`Runtime`]), `stream` ([`Runtime::fork`], [`Event`]), `interop` (a runtime on the app's CUDA stream or
 //! wgpu device, buffers from and into the app's `CudaSlice`s, device
 //! pointers and `wgpu::Buffer`s), and the backends, each a cargo feature:
 //! `cuda` (context, module cache, launches, timing, cuBLAS under `cublas`)
@@ -38,6 +38,7 @@ mod interop;
 mod kernel_variant;
 mod runtime;
 mod scalar;
+mod stream;
 mod tensor_map;
 pub mod tune;
 mod validate;
@@ -69,5 +70,6 @@ pub use interop::{BorrowedBuffer, Exclusive, Shared};
 pub use kernel_variant::KernelVariant;
 pub use runtime::Runtime;
 pub use scalar::DeviceScalar;
+pub use stream::Event;
 pub use tensor_map::{plan_tensor_maps, TensorMapPlan};
 pub use validate::{check_call, select_arch, validate_launch, LaunchDims, VariantFacts};

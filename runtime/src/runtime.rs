@@ -20,14 +20,14 @@ use crate::Error;
 /// (Vulkan, Metal, DX12). Every operation goes to one stream (queue), in
 /// order; launches are asynchronous, downloads wait for the work before them.
 pub struct Runtime {
-    backend: Backend,
+    pub(crate) backend: Backend,
 }
 
 /// The API a runtime drives its device through: the backends this build has
 /// (features `cuda` and `wgpu`). Matches on a backend and a buffer end in a
 /// `_` arm for a buffer of the other backend, unreachable in a build with
 /// one, hence their `allow(unreachable_patterns)`.
-enum Backend {
+pub(crate) enum Backend {
     #[cfg(feature = "cuda")]
     Cuda(CudaBackend),
     #[cfg(feature = "wgpu")]

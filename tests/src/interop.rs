@@ -92,6 +92,34 @@ pub fn check_views(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
     record(report, &what, outcome);
 }
 
+/// Two streams of one device, on any runtime: a fork launches on its
+/// parent's buffers, and the parent's next launch, made to wait for the
+/// fork's event, reads what the fork wrote.
+pub fn check_streams(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
+    let what = format!(
+        "streams: saxpy on a fork, then on its parent after an event ({})",
+        rt.backend_name()
+    );
+    let (x, y) = (inputs.f32s(N), inputs.f32s(N));
+    let outcome = (|| {
+        let dx = rt.upload(&x).map_err(|e| e.to_string())?;
+        let mut dy = rt.upload(&y).map_err(|e| e.to_string())?;
+        let fork = rt.fork().map_err(|e| e.to_string())?;
+        saxpy::launch(&fork, Grid::linear(N, 128), 2.0, &dx, &mut dy).map_err(|e| e.to_string())?;
+        let written = fork.record_event().map_err(|e| e.to_string())?;
+        rt.wait_for(&written).map_err(|e| e.to_string())?;
+        saxpy::launch(rt, Grid::linear(N, 128), -1.0, &dx, &mut dy).map_err(|e| e.to_string())?;
+        rt.record_event()
+            .and_then(|done| done.synchronize())
+            .map_err(|e| e.to_string())?;
+        let got = rt.download(&dy).map_err(|e| e.to_string())?;
+        let once = saxpy_reference(2.0, &x, &y);
+        Ok(compare(&got, &saxpy_reference(-1.0, &x, &once))
+            .map(|detail| format!("{detail}: the second launch saw the first")))
+    })();
+    record(report, &what, outcome);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

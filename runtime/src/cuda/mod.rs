@@ -24,7 +24,8 @@ use crate::device::{DeviceBackend, DeviceInfo};
 use crate::scalar::DeviceScalar;
 use crate::tune::VariantResources;
 use crate::Error;
-use driver_error::{code_name, driver_error, driver_hint};
+pub(crate) use driver_error::driver_error;
+use driver_error::{code_name, driver_hint};
 
 use module::ModuleCache;
 
@@ -37,7 +38,8 @@ pub(crate) struct CudaBackend {
     /// Every operation of the runtime goes to this stream, in order.
     pub(crate) stream: Arc<CudaStream>,
     pub(crate) info: DeviceInfo,
-    pub(crate) modules: ModuleCache,
+    /// Shared with the runtimes forked from this one (same context).
+    pub(crate) modules: Arc<ModuleCache>,
     /// Created on first use: a cuBLAS handle costs time and memory.
     #[cfg(feature = "cublas")]
     blas: OnceLock<CudaBlas>,
@@ -104,10 +106,48 @@ impl CudaBackend {
             ctx,
             stream,
             info,
-            modules: ModuleCache::default(),
+            modules: Arc::default(),
             #[cfg(feature = "cublas")]
             blas: OnceLock::new(),
         })
+    }
+
+    /// A backend on a new stream of this context that starts after the work
+    /// enqueued here so far, sharing the loaded modules.
+    pub(crate) fn fork(&self) -> Result<CudaBackend, Error> {
+        let stream = self
+            .stream
+            .fork()
+            .map_err(|e| driver_error("creating a stream", e))?;
+        Ok(CudaBackend {
+            ctx: self.ctx.clone(),
+            stream,
+            info: self.info.clone(),
+            modules: self.modules.clone(),
+            // A cuBLAS handle is bound to its stream.
+            #[cfg(feature = "cublas")]
+            blas: OnceLock::new(),
+        })
+    }
+
+    /// An event at the current end of this stream's work.
+    pub(crate) fn record_event(&self) -> Result<cudarc::driver::CudaEvent, Error> {
+        let event = self
+            .ctx
+            .new_event(None)
+            .map_err(|e| driver_error("creating an event", e))?;
+        event
+            .record(&self.stream)
+            .map_err(|e| driver_error("recording an event", e))?;
+        Ok(event)
+    }
+
+    /// Makes this stream's later work wait for `event`.
+    pub(crate) fn wait_for(&self, event: &cudarc::driver::CudaEvent) -> Result<(), Error> {
+        self.check_owner(event.context(), || "the event".into())?;
+        self.stream
+            .wait(event)
+            .map_err(|e| driver_error("making a stream wait for an event", e))
     }
 
     /// Takes an app's slice as a buffer of this runtime.

@@ -35,7 +35,8 @@ pub(crate) struct WgpuBackend {
     /// Errors that reached the uncaptured-error handler or the device-lost
     /// callback, reported by the next operation.
     escaped: Arc<Mutex<Vec<String>>>,
-    pipelines: VariantCache<Option<[u32; 3]>, WgslVariant>,
+    /// Shared with the runtimes forked from this one (same device).
+    pipelines: Arc<VariantCache<Option<[u32; 3]>, WgslVariant>>,
     id: u64,
 }
 
@@ -45,6 +46,25 @@ pub(crate) struct WgpuBuffer {
     pub(crate) len: usize,
     /// The [`WgpuBackend::id`] of the runtime that made it.
     owner: u64,
+}
+
+/// The end of the work submitted when it was recorded.
+pub(crate) struct WgpuEvent {
+    device: wg::Device,
+    done: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl WgpuEvent {
+    /// Waits until the work before the event is done (waiting for the device
+    /// also waits for what was submitted after it, which is all wgpu offers).
+    pub(crate) fn synchronize(&self) -> Result<(), Error> {
+        if !self.done.load(Ordering::Acquire) {
+            self.device
+                .poll(wg::PollType::wait_indefinitely())
+                .map_err(|e| Error::Wgpu(format!("waiting for an event: {e}")))?;
+        }
+        Ok(())
+    }
 }
 
 /// Numbers runtimes, so buffers know theirs (wgpu's handles compare equal
@@ -123,8 +143,34 @@ impl WgpuBackend {
             queue,
             info,
             escaped: Arc::new(Mutex::new(Vec::new())),
-            pipelines: VariantCache::default(),
+            pipelines: Arc::default(),
             id: NEXT_BACKEND_ID.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+
+    /// A backend on the same device and queue, sharing pipelines and
+    /// buffers (the same id): wgpu has one queue per device, so a fork adds
+    /// no concurrency and its work stays in submission order.
+    pub(crate) fn fork(&self) -> WgpuBackend {
+        WgpuBackend {
+            device: self.device.clone(),
+            queue: self.queue.clone(),
+            info: self.info.clone(),
+            escaped: self.escaped.clone(),
+            pipelines: self.pipelines.clone(),
+            id: self.id,
+        }
+    }
+
+    /// A flag that becomes true when the work submitted so far is done.
+    pub(crate) fn record_event(&self) -> WgpuEvent {
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = done.clone();
+        self.queue
+            .on_submitted_work_done(move || flag.store(true, Ordering::Release));
+        WgpuEvent {
+            device: self.device.clone(),
+            done,
         }
     }
 

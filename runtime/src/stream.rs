@@ -1,0 +1,84 @@
+//! More streams of work on one device: [`Runtime::fork`], and [`Event`]s
+//! that order them.
+//!
+//! A fork is a runtime on a new CUDA stream of the same context, sharing the
+//! device's buffers and compiled variants: either runtime launches on the
+//! other's buffers. The fork starts after the work enqueued on its parent
+//! so far; from then on the two run concurrently, ordered only by events
+//! (`a.wait_for(&b.record_event()?)`). A buffer is freed on the stream of
+//! the runtime that made it when it is dropped: drop it only once that
+//! stream is ordered after every use (an event, or a synchronize).
+//!
+//! On wgpu a device has one queue, which runs work in submission order: a
+//! fork shares it, adds no concurrency, and waits for events are already met.
+
+use crate::runtime::{Backend, Runtime};
+use crate::Error;
+
+/// The end of a runtime's work at the moment it was recorded
+/// ([`Runtime::record_event`]): other runtimes of the device wait for it
+/// ([`Runtime::wait_for`]), the host with [`Event::synchronize`].
+pub struct Event {
+    kind: EventKind,
+}
+
+enum EventKind {
+    #[cfg(feature = "cuda")]
+    Cuda(cudarc::driver::CudaEvent),
+    #[cfg(feature = "wgpu")]
+    Wgpu(crate::wgpu_backend::WgpuEvent),
+}
+
+impl Runtime {
+    /// A runtime on a new stream of this device (module docs): it sees the
+    /// work enqueued here so far, then runs beside this one.
+    pub fn fork(&self) -> Result<Runtime, Error> {
+        Ok(match &self.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(cuda) => Runtime::from_cuda(cuda.fork()?),
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu(wgpu) => Runtime::from_wgpu(wgpu.fork()),
+        })
+    }
+
+    /// An event at the current end of this runtime's work.
+    pub fn record_event(&self) -> Result<Event, Error> {
+        let kind = match &self.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(cuda) => EventKind::Cuda(cuda.record_event()?),
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu(wgpu) => EventKind::Wgpu(wgpu.record_event()),
+        };
+        Ok(Event { kind })
+    }
+
+    /// Makes the work enqueued on this runtime from now on wait for `event`
+    /// (recorded by this runtime or another of the same device) without
+    /// blocking the host.
+    pub fn wait_for(&self, event: &Event) -> Result<(), Error> {
+        match &event.kind {
+            #[cfg(feature = "cuda")]
+            EventKind::Cuda(event) => self
+                .cuda_backend("waiting for a CUDA event")?
+                .wait_for(event),
+            // One queue runs everything in submission order.
+            #[cfg(feature = "wgpu")]
+            EventKind::Wgpu(_) => self.wgpu_backend("waiting for a wgpu event").map(|_| ()),
+        }
+    }
+}
+
+impl Event {
+    /// Blocks the host until the work before the event is done, and reports
+    /// a fault of it.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        match &self.kind {
+            #[cfg(feature = "cuda")]
+            EventKind::Cuda(event) => event
+                .synchronize()
+                .map_err(|e| crate::cuda::driver_error("waiting for an event", e)),
+            #[cfg(feature = "wgpu")]
+            EventKind::Wgpu(event) => event.synchronize(),
+        }
+    }
+}
