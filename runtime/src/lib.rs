@@ -71,5 +71,7 @@ pub use kernel_variant::KernelVariant;
 pub use runtime::Runtime;
 pub use scalar::DeviceScalar;
 pub use stream::Event;
+#[cfg(feature = "cuda")]
+pub use stream::Graph;
 pub use tensor_map::{plan_tensor_maps, TensorMapPlan};
 pub use validate::{check_call, select_arch, validate_launch, LaunchDims, VariantFacts};

@@ -82,3 +82,76 @@ impl Event {
         }
     }
 }
+
+/// Launches recorded once by [`Runtime::capture`] and run again by
+/// [`Graph::replay`] for the host cost of one launch (CUDA graphs).
+#[cfg(feature = "cuda")]
+pub struct Graph {
+    graph: cudarc::driver::CudaGraph,
+    /// The stream of the runtime that captured it, where replays run.
+    stream: std::sync::Arc<cudarc::driver::CudaStream>,
+}
+
+#[cfg(feature = "cuda")]
+impl Runtime {
+    /// Records the launches and device-to-device copies that `work` enqueues
+    /// on the runtime it is given (a fork of this one) into a graph, without
+    /// running them; [`Graph::replay`] runs them on this runtime's stream.
+    /// Launch each kernel once before capturing it: a graph holds the
+    /// loaded variant and the arguments as they were (buffer addresses and
+    /// scalars). Host copies cannot be captured (a download waits for the
+    /// GPU, which a capturing stream refuses; an upload would keep a pointer
+    /// to host memory): the driver's refusal comes back as an `Err`. CUDA only.
+    pub fn capture(
+        &self,
+        work: impl FnOnce(&Runtime) -> Result<(), Error>,
+    ) -> Result<Graph, Error> {
+        let cuda = self.cuda_backend("capturing a graph")?;
+        // The legacy default stream cannot be captured; a fork's stream can.
+        let fork = cuda.fork()?;
+        let stream = fork.stream.clone();
+        let capturing = Runtime::from_cuda(fork);
+        stream
+            .begin_capture(cudarc::driver::sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+            .map_err(|e| crate::cuda::driver_error("starting a graph capture", e))?;
+        let worked = work(&capturing);
+        // Ended whatever `work` did, so that the stream leaves capture mode.
+        let ended = stream.end_capture(cudarc::driver::sys::CUgraphInstantiate_flags(0));
+        worked?;
+        let graph = ended
+            .map_err(|e| crate::cuda::driver_error("ending the graph capture", e))?
+            .ok_or_else(|| {
+                Error::Buffer(
+                    "the capture recorded no work: launch kernels on the runtime the closure \
+                     is given, not on the one that captures"
+                        .into(),
+                )
+            })?;
+        Ok(Graph {
+            graph,
+            stream: cuda.stream.clone(),
+        })
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl Graph {
+    /// Enqueues the captured work again on the stream of the runtime that
+    /// captured it, after the work before it there.
+    ///
+    /// # Safety
+    /// Every buffer the captured work used must still be alive (the graph
+    /// holds their addresses, not borrows), and no other work may access
+    /// them in ways the captured launches would race with.
+    pub unsafe fn replay(&self) -> Result<(), Error> {
+        // SAFETY: the executable graph and the stream are live (owned here);
+        // the buffers are the caller's promise.
+        unsafe {
+            cudarc::driver::result::graph::launch(
+                self.graph.cu_graph_exec(),
+                self.stream.cu_stream(),
+            )
+        }
+        .map_err(|e| crate::cuda::driver_error("replaying a graph", e))
+    }
+}

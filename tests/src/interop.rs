@@ -377,6 +377,36 @@ pub mod cuda_app {
         record(report, what, outcome);
     }
 
+    /// A CUDA graph of one launch: capturing runs nothing, each replay runs
+    /// the launch once more, on the capturing runtime's stream.
+    pub fn check_graph_replay(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
+        let what = "cuda graphs: saxpy captured once, replayed three times";
+        let (x, y) = (inputs.f32s(N), inputs.f32s(N));
+        let outcome = (|| {
+            let grid = Grid::linear(N, 128);
+            let dx = rt.upload(&x).map_err(|e| e.to_string())?;
+            let mut dy = rt.upload(&y).map_err(|e| e.to_string())?;
+            // Once outside the capture, so that the variant is loaded.
+            saxpy::launch(rt, grid, 0.5, &dx, &mut dy).map_err(|e| e.to_string())?;
+            let graph = rt
+                .capture(|capturing| saxpy::launch(capturing, grid, 0.5, &dx, &mut dy))
+                .map_err(|e| e.to_string())?;
+            let once = saxpy_reference(0.5, &x, &y);
+            let captured = rt.download(&dy).map_err(|e| e.to_string())?;
+            if let Err(detail) = compare(&captured, &once) {
+                return Ok(Err(format!("the capture ran the launch: {detail}")));
+            }
+            for _ in 0..3 {
+                // SAFETY: dx and dy outlive the replays, and nothing else uses them.
+                unsafe { graph.replay() }.map_err(|e| e.to_string())?;
+            }
+            let got = rt.download(&dy).map_err(|e| e.to_string())?;
+            let want = (0..3).fold(once, |acc, _| saxpy_reference(0.5, &x, &acc));
+            Ok(compare(&got, &want).map(|detail| format!("{detail} after 1 launch and 3 replays")))
+        })();
+        record(report, what, outcome);
+    }
+
     /// A buffer over the app's raw pointer writes the app's memory, is not
     /// handed out as a slice, and leaves the memory allocated when dropped.
     pub fn check_raw_pointer(inputs: &mut Inputs, report: &mut Report) {

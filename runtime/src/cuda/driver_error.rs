@@ -55,6 +55,12 @@ pub(crate) fn driver_hint(code: CUresult) -> &'static str {
             "The libcuda.so that was loaded is the CUDA toolkit's stub, not the driver: install the \
              NVIDIA driver and remove the toolkit's `stubs` directory from LD_LIBRARY_PATH."
         }
+        CUresult::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+        | CUresult::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+        | CUresult::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT => {
+            "A graph capture took an operation it cannot record: capture only launches and device \
+             copies, with no downloads, uploads or synchronize inside `Runtime::capture`."
+        }
         CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE => {
             "The GPU is busy or in exclusive-process mode: stop the other process using it or change \
              the compute mode with nvidia-smi."

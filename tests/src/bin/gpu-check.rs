@@ -18,7 +18,8 @@
 //! from `warpforge_tests::hopper`; and the sm_90a GEMMs `gemm_wgmma_f16`,
 //! `gemm_wgmma_bf16`, `gemm_wgmma_tf32` and `gemm_wgmma_s8`; and `interop`,
 //! stock kernels on the app's own CUDA stream, slices and device pointers,
-//! on views of buffers and on forked streams ordered by events, from
+//! on views of buffers, on forked streams ordered by events, and a CUDA
+//! graph's replays, from
 //! `warpforge_tests::interop`). Without a
 //! GPU it says so, lists the variants it would have
 //! checked and how many lines each dense GEMM check prints, and exits with
@@ -130,6 +131,7 @@ fn main() -> ExitCode {
             interop::cuda_app::check_raw_pointer(&mut inputs, &mut report);
             interop::check_views(&rt, &mut inputs, &mut report);
             interop::check_streams(&rt, &mut inputs, &mut report);
+            interop::cuda_app::check_graph_replay(&rt, &mut inputs, &mut report);
         }
         let tc_shapes = tensor_core_shapes(quick);
         if wanted("gemm_f16") {
