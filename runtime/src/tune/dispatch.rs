@@ -153,8 +153,9 @@ impl Equivalent<ResolvedKey> for ResolvedKeyRef<'_> {
 impl Dispatcher {
     /// A dispatcher for `family` on `rt`'s device, with the database of its
     /// GPU model in `dir` (or [`super::default_dir`]). A database file that
-    /// cannot be used is reported (on stderr and in [`Dispatcher::warnings`])
-    /// and treated as empty; the next tuning result replaces it.
+    /// cannot be used is reported (as a `log` warning and in
+    /// [`Dispatcher::warnings`]) and treated as empty; the next tuning result
+    /// replaces it.
     pub fn new(
         rt: &Runtime,
         family: Family,
@@ -173,7 +174,7 @@ impl Dispatcher {
         let db = TuneDb::open(dir, &base.gpu)?;
         let warnings: Vec<String> = db.warnings().iter().map(ToString::to_string).collect();
         for warning in &warnings {
-            eprintln!("warpforge: {warning}");
+            log::warn!("{warning}");
         }
         Ok(Dispatcher {
             family,
@@ -317,7 +318,7 @@ impl Dispatcher {
                 )?;
                 if let Err(e) = state.db.record(key, report.record(&self.family)) {
                     let warning = format!("the tuning result was used but not stored: {e}");
-                    eprintln!("warpforge: {warning}");
+                    log::warn!("{warning}");
                     state.warnings.push(warning);
                 }
                 state.stats.tuned += 1;
