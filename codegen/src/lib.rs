@@ -9,6 +9,8 @@
 //! text (snapshots, tests, debugging). [`interp`] runs a variant on the CPU
 //! (a reference interpreter: a test oracle and a debugger without a GPU).
 
+#![warn(missing_docs)]
+
 pub mod back;
 pub mod def;
 pub mod eval;
@@ -34,10 +36,12 @@ pub const VERSION_HASH: &str = env!("WARPFORGE_CODEGEN_HASH");
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct Error {
+    /// The whole message, as `Display` shows it.
     pub message: String,
 }
 
 impl Error {
+    /// An error with this message.
     pub fn new(message: impl Into<String>) -> Error {
         Error {
             message: message.into(),
