@@ -12,6 +12,12 @@ use crate::Error;
 
 /// A typed buffer in device memory, created by a [`crate::Runtime`] and
 /// usable only with the runtime (device) that created it.
+///
+/// The element type `T` is any [`DeviceScalar`] on CUDA (every scalar but
+/// `bool`); on wgpu it is `f32`, `i32`, `u32` or `f16`, the types WGSL
+/// storage holds, and creating a buffer of another type is an
+/// [`Error::Buffer`](crate::Error::Buffer) (a kernel that computes in f16
+/// also needs an adapter with `SHADER_F16`).
 pub struct DeviceBuffer<T: DeviceScalar> {
     pub(crate) memory: Memory<T>,
 }
@@ -23,6 +29,7 @@ pub(crate) enum Memory<T> {
 }
 
 impl<T: DeviceScalar> DeviceBuffer<T> {
+    /// The number of elements.
     pub fn len(&self) -> usize {
         match &self.memory {
             Memory::Cuda(slice) => slice.len(),
@@ -30,6 +37,7 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
         }
     }
 
+    /// Whether the buffer has no elements (no runtime creates one).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -90,11 +98,14 @@ pub(crate) fn check_new_buffer<T: DeviceScalar>(len: usize) -> Result<(), Error>
 /// is `None` or equal to the declared shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Grid {
+    /// Blocks per grid, x y z.
     pub blocks: [u32; 3],
+    /// Threads per block, x y z; `None` for a kernel that declares its block shape.
     pub threads: Option<[u32; 3]>,
 }
 
 impl Grid {
+    /// `blocks` blocks of `threads` threads each.
     pub fn new(blocks: [u32; 3], threads: [u32; 3]) -> Grid {
         Grid {
             blocks,
@@ -128,18 +139,26 @@ impl Grid {
 /// buffer's element type, length and access.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ArgInfo {
+    /// A scalar argument.
     Scalar {
+        /// Its type.
         ty: Scalar,
+        /// Its value.
         value: HostValue,
     },
+    /// A buffer argument.
     Buffer {
+        /// The element type.
         elem: Scalar,
+        /// The number of elements.
         len: u64,
+        /// Passed with [`KernelArg::buffer_mut`], for a `&mut [T]` parameter.
         mutable: bool,
     },
 }
 
 impl ArgInfo {
+    /// The argument as `requires(..)` sees it: a scalar's value or a slice's length.
     pub fn host_value(&self) -> HostValue {
         match *self {
             ArgInfo::Scalar { value, .. } => value,
@@ -194,6 +213,7 @@ pub(crate) enum MemoryRef<'a> {
 }
 
 impl<'a> KernelArg<'a> {
+    /// A scalar argument, passed by value.
     pub fn scalar<T: DeviceScalar>(v: T) -> KernelArg<'a> {
         KernelArg {
             kind: ArgKind::Scalar {
@@ -204,6 +224,7 @@ impl<'a> KernelArg<'a> {
         }
     }
 
+    /// A buffer for a `&[T]` parameter: the kernel only reads it.
     pub fn buffer<T: DeviceScalar>(b: &'a DeviceBuffer<T>) -> KernelArg<'a> {
         let len = b.len();
         let memory = match &b.memory {
@@ -219,6 +240,8 @@ impl<'a> KernelArg<'a> {
         }
     }
 
+    /// A buffer for a `&mut [T]` parameter: the kernel may write it, so the
+    /// borrow is exclusive.
     pub fn buffer_mut<T: DeviceScalar>(b: &'a mut DeviceBuffer<T>) -> KernelArg<'a> {
         let len = b.len();
         let memory = match &mut b.memory {
@@ -234,6 +257,7 @@ impl<'a> KernelArg<'a> {
         }
     }
 
+    /// The argument's type, value or length and access, as the checks see them.
     pub fn info(&self) -> ArgInfo {
         match &self.kind {
             ArgKind::Scalar { ty, value, .. } => ArgInfo::Scalar {

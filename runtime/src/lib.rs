@@ -20,6 +20,8 @@
 //! launches, timing, cuBLAS) and `wgpu` (adapter, storage buffers, pipelines,
 //! launches in the WGSL backend's ABI).
 
+#![warn(missing_docs)]
+
 mod buffer;
 mod cuda;
 mod device;

@@ -24,6 +24,7 @@ pub trait DeviceScalar:
     + Sync
     + 'static
 {
+    /// The IR's name for the type, which launches check arguments against.
     const SCALAR: Scalar;
     /// The value as launch-time checks (`requires`) see it.
     fn host_value(self) -> HostValue;
