@@ -241,6 +241,7 @@ pub trait GemmElement: DeviceScalar {
     /// A random input: uniform in [-1, 1) for floats, over the whole type
     /// for integers.
     fn random(rng: &mut StdRng) -> Self;
+    /// The value as f64 (exact for every element type), for references.
     fn to_f64(self) -> f64;
     /// Whether an output is still the poison, or NaN or infinite: unwritten
     /// or overflowed.
@@ -251,6 +252,7 @@ pub trait GemmElement: DeviceScalar {
 
 /// An output element type, with the type of alpha and beta its kernels take.
 pub trait GemmOutput: GemmElement {
+    /// The type of alpha and beta: f32 for float outputs, i32 for i32.
     type Scale: DeviceScalar;
     /// alpha = 1, beta = 0: `C = A B`, what tuning runs.
     const PLAIN: (Self::Scale, Self::Scale);
@@ -536,10 +538,14 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
         })
     }
 
+    /// The family this dispatches.
     pub fn kind(&self) -> &'static GemmKind<I, O> {
         self.kind
     }
 
+    /// The dispatcher underneath: its statistics, warnings, stored records
+    /// and the tuning key of a call ([`Dispatcher::key`] of
+    /// [`TunedGemm::call`]).
     pub fn dispatcher(&self) -> &Dispatcher {
         &self.dispatcher
     }
@@ -637,6 +643,8 @@ pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
 }
 
 impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
+    /// The inputs of an m x n x k call of `kind` on `rt`'s device, drawn from
+    /// `seed`.
     pub fn new(
         rt: &Runtime,
         kind: &'static GemmKind<I, O>,
