@@ -9,6 +9,8 @@
 //! language's functions: kernels and other device functions call them, in
 //! their crate and in crates that depend on it.
 
+#![warn(missing_docs)]
+
 #[doc(hidden)]
 pub use warpforge_macros::__link;
 pub use warpforge_macros::{device, kernel};
