@@ -5,7 +5,7 @@
 //! The flow of one variant: [`front`] (DSL -> IR, in the proc-macro) ->
 //! [`KernelDef`] (serialized into the user's binary) -> [`specialize`] (const
 //! params substituted, constants folded, `#[unroll]` loops unrolled) ->
-//! [`valid`] -> [`back::ptx`] or [`back::wgsl`]. [`print`] writes the IR as
+//! [`valid`] -> [`back::ptx`] or [`back::wgsl`]. [`print`](mod@print) writes the IR as
 //! text (snapshots, tests, debugging). [`interp`] runs a variant on the CPU
 //! (a reference interpreter: a test oracle and a debugger without a GPU).
 

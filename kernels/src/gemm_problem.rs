@@ -3,7 +3,7 @@
 //! problem ([`GemmProblem`]: shape, layouts, strided batches, scales,
 //! activation), the launcher every variant has ([`GemmVariant`], implemented
 //! by each kernel's `Consts`), the checks it runs before a launch, and the
-//! arguments every kernel takes in the same order ([`KernelProblem::args`];
+//! arguments every kernel takes in the same order (`KernelProblem::args`;
 //! the epilogue is `crate::epilogue`).
 
 use std::fmt::Debug;
@@ -384,7 +384,7 @@ pub struct Chunks {
 /// `Consts` (its [`KernelVariant`]: the kernel, its variants, their names):
 /// a tuner picks one for a problem with [`GemmVariant::variants_for`] and
 /// launches it with [`GemmVariant::run`]. A kernel takes the arguments of
-/// [`KernelProblem::args`] and runs one block per `tile()` of C and batch.
+/// `KernelProblem::args` and runs one block per `tile()` of C and batch.
 pub trait GemmVariant: KernelVariant {
     /// The element type of A and B.
     type Elem: DeviceScalar;

@@ -627,9 +627,9 @@ const CHECKED_OUTPUTS: usize = 256;
 
 /// The tuning inputs of one GEMM call: random A and B in [-1, 1), as many
 /// copies of (A, B, C) as make them together at least twice the L2 cache
-/// (at most [`MAX_INPUT_SETS`]), launched with alpha 1 and beta 0.
+/// (at most `MAX_INPUT_SETS`, 16), launched with alpha 1 and beta 0.
 /// Verification poisons C with NaN, runs the candidate on the first set,
-/// and checks that every output is finite and that [`CHECKED_OUTPUTS`] of
+/// and checks that every output is finite and that 256 (`CHECKED_OUTPUTS`) of
 /// them (the corners, the last row and column, and random ones) are within
 /// [`GemmKind::allowed_error`] of the float64 reference.
 pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
