@@ -17,7 +17,7 @@ use warpforge_codegen::KernelDef;
 mod link;
 
 /// Compiles a kernel written in the warpforge kernel language (see the
-/// crate documentation of `warpforge` and docs/dsl.md).
+/// crate documentation of `warpforge` and its guide, `warpforge::guide::dsl`).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = syn::parse_macro_input!(item as syn::ItemFn);
@@ -26,7 +26,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes a function of the kernel language callable from kernels and other
 /// device functions, in this crate and in crates that depend on it (see
-/// docs/dsl.md, "Device functions").
+/// `warpforge::guide::dsl`, "Device functions").
 #[proc_macro_attribute]
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     let attr = TokenStream2::from(attr);

@@ -1,6 +1,6 @@
 //! Tuned entry points of the stock GEMMs: each call goes to the variant tuned
-//! for its shape on the GPU at hand (see `warpforge::tune` and
-//! docs/tuning.md).
+//! for its shape on the GPU at hand (see [`warpforge::tune`] and the guide,
+//! [`warpforge::guide::tuning`]).
 //!
 //! ```no_run
 //! # use warpforge::prelude::*;

@@ -1,8 +1,8 @@
 //! warpforge: write a GPU kernel once, in Rust syntax, and run the
 //! architecture-specific variant that is fastest on the GPU at hand.
 //!
-//! A kernel is a function under [`kernel`], written in the kernel language of
-//! docs/dsl.md. `#[kernel]` turns the function into a module with `def()` (the
+//! A kernel is a function under [`kernel`], written in the kernel language
+//! ([`guide::dsl`]). `#[kernel]` turns the function into a module with `def()` (the
 //! kernel's definition) and a typed `launch`; kernels with const parameters
 //! also get `Consts` (a [`KernelVariant`]: host code generic over kernels
 //! takes it) and `variants()`. Functions under [`device`] are the
@@ -10,6 +10,8 @@
 //! their crate and in crates that depend on it.
 
 #![warn(missing_docs)]
+
+pub mod guide;
 
 #[doc(hidden)]
 pub use warpforge_macros::__link;
