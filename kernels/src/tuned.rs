@@ -545,7 +545,23 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
 
     /// The dispatcher underneath: its statistics, warnings, stored records
     /// and the tuning key of a call ([`Dispatcher::key`] of
-    /// [`TunedGemm::call`]).
+    /// [`TunedGemm::call`]):
+    ///
+    /// ```no_run
+    /// # use warpforge::prelude::*;
+    /// # use warpforge_kernels::tuned::{TunedGemm, GEMM_F16};
+    /// # fn main() -> Result<(), Error> {
+    /// # let rt = Runtime::new()?;
+    /// let gemm = TunedGemm::new(&rt, &GEMM_F16)?;
+    /// let dims = (4096, 4096, 4096);
+    /// let (alignments, args) = (GEMM_F16.alignments(dims), GEMM_F16.call_args(dims));
+    /// let call = gemm.call(dims, &alignments, &args);
+    /// let key = gemm.dispatcher().key(&call); // what the call's winner is stored under
+    /// let stored = gemm.dispatcher().stored(&call); // its record, if the call was tuned
+    /// # let _ = (key, stored);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dispatcher(&self) -> &Dispatcher {
         &self.dispatcher
     }
