@@ -13,6 +13,7 @@ use crate::Error;
 /// What a kernel is compiled to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Target {
+    /// PTX for one CUDA architecture.
     Ptx(Arch),
     /// Portable WGSL for WebGPU (wgpu), see [`crate::back::wgsl`].
     Wgsl,
@@ -46,6 +47,7 @@ impl Target {
         }
     }
 
+    /// The target `arch(..)` spells `name`, if any.
     pub fn from_name(name: &str) -> Option<Target> {
         Target::ALL.into_iter().find(|t| t.name() == name)
     }
@@ -62,7 +64,9 @@ impl Target {
 /// The values one const param takes across the variant space (`tune(BM = [64, 128])`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TuneAxis {
+    /// The const param's name.
     pub name: String,
+    /// The values it takes, in the order written.
     pub values: Vec<i64>,
 }
 
@@ -73,6 +77,7 @@ pub struct TuneAxis {
 /// identifies a kernel by [`KernelDef::ir_digest`], computed once.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelDef {
+    /// The IR of the whole variant family (const params symbolic).
     pub ir: Kernel,
     /// Targets in the order declared (`arch(sm_70, sm_80)`).
     pub targets: Vec<Target>,
@@ -106,6 +111,8 @@ impl PartialEq for IrDigest {
 }
 
 impl KernelDef {
+    /// A definition of the family `ir` for `targets`, over the tune space
+    /// `tune` restricted by `constraints`.
     pub fn new(
         ir: Kernel,
         targets: Vec<Target>,
@@ -131,10 +138,12 @@ impl KernelDef {
         })
     }
 
+    /// The definition as JSON: what the macro embeds in the user's crate.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).expect("the IR always serializes")
     }
 
+    /// The definition [`KernelDef::to_json`] wrote.
     pub fn from_json(json: &str) -> Result<KernelDef, serde_json::Error> {
         serde_json::from_str(json)
     }

@@ -20,8 +20,13 @@ use crate::Error;
 /// What the host knows about one run-time parameter at launch.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum HostValue {
+    /// A scalar parameter's value.
     Scalar(Literal),
-    Slice { len: u64 },
+    /// A slice parameter, of which the host knows the length.
+    Slice {
+        /// The slice's length in elements.
+        len: u64,
+    },
 }
 
 /// Evaluates an expression over literals, const params (`consts`, in

@@ -31,20 +31,32 @@ pub type LocalId = u32;
 /// Scalar element types of the language.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Scalar {
+    /// `bool`: 1 byte in memory; it casts to integers only.
     Bool,
+    /// `i8`.
     I8,
+    /// `u8`.
     U8,
+    /// `i32`.
     I32,
+    /// `u32`: the type of indices, lengths and shift amounts.
     U32,
+    /// `i64` (PTX only).
     I64,
+    /// `u64` (PTX only).
     U64,
+    /// `f16` (IEEE binary16; the host type is `half::f16`).
     F16,
+    /// `bf16` (bfloat16; the host type is `half::bf16`; PTX only).
     Bf16,
+    /// `f32`: the type of unsuffixed float literals.
     F32,
+    /// `f64` (PTX only).
     F64,
 }
 
 impl Scalar {
+    /// Every scalar type, in declaration order.
     pub const ALL: [Scalar; 11] = [
         Scalar::Bool,
         Scalar::I8,
@@ -76,6 +88,7 @@ impl Scalar {
         }
     }
 
+    /// The type the DSL spells `name` (`"f16"`), if any.
     pub fn from_name(name: &str) -> Option<Scalar> {
         Scalar::ALL.into_iter().find(|s| s.name() == name)
     }
@@ -90,10 +103,12 @@ impl Scalar {
         }
     }
 
+    /// Whether this is `f16`, `bf16`, `f32` or `f64`.
     pub fn is_float(self) -> bool {
         matches!(self, Scalar::F16 | Scalar::Bf16 | Scalar::F32 | Scalar::F64)
     }
 
+    /// Whether this is an integer type (`bool` is not).
     pub fn is_int(self) -> bool {
         matches!(
             self,
@@ -101,6 +116,7 @@ impl Scalar {
         )
     }
 
+    /// Whether negation applies: the signed integers and the floats.
     pub fn is_signed(self) -> bool {
         matches!(self, Scalar::I8 | Scalar::I32 | Scalar::I64) || self.is_float()
     }
@@ -113,13 +129,18 @@ impl Scalar {
 /// Its PTX loads on 9.0 devices only, never on a later architecture.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Arch {
+    /// Volta: `wmma`, no `cp.async` (async copies are register-staged).
     Sm70,
+    /// Ampere: `mma.sync` m16n8 shapes, `ldmatrix`, `cp.async`, `mma.sp`.
     Sm80,
+    /// Hopper, portable form: what sm_80 has, plus mbarriers and TMA.
     Sm90,
+    /// Hopper's arch-specific form: sm_90 plus `wgmma` and `setmaxnreg`.
     Sm90a,
 }
 
 impl Arch {
+    /// Every arch, lowest first.
     pub const ALL: [Arch; 4] = [Arch::Sm70, Arch::Sm80, Arch::Sm90, Arch::Sm90a];
 
     /// `sm_70`, `sm_80`, `sm_90`, `sm_90a`: the spelling of PTX `.target` and of the DSL.
@@ -132,6 +153,7 @@ impl Arch {
         }
     }
 
+    /// The arch named `name` (`"sm_80"`), if any.
     pub fn from_name(name: &str) -> Option<Arch> {
         Arch::ALL.into_iter().find(|a| a.name() == name)
     }
@@ -166,6 +188,7 @@ impl Arch {
 /// A whole kernel: signature, declarations and body.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Kernel {
+    /// The kernel's name: the PTX `.entry`'s, and the one messages quote.
     pub name: String,
     /// Compile-time parameters (`const BM: u32`), in declaration order.
     pub const_params: Vec<ConstParam>,
@@ -178,19 +201,25 @@ pub struct Kernel {
     pub block: Option<[Expr; 3]>,
     /// Host-side preconditions checked by the launcher before every launch.
     pub requires: Vec<Requirement>,
+    /// The statements of the kernel's body.
     pub body: Block,
 }
 
 /// A compile-time parameter. Its value is an integer of type `ty` (or a bool).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConstParam {
+    /// The name as written (`BM`).
     pub name: String,
+    /// `u32`, `i32` or `bool`.
     pub ty: Scalar,
 }
 
+/// A run-time parameter of the kernel: a scalar or a global-memory slice.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Param {
+    /// The name as written.
     pub name: String,
+    /// Its type, which fixes the launcher's argument type.
     pub ty: ParamType,
     /// `#[tensor_map(..)]` on a slice: the launcher also passes a TMA
     /// tensor map over the slice (sm_90), which [`TmaOp`]s name.
@@ -207,22 +236,30 @@ pub struct Param {
 /// evaluated at each launch; `tile` is over literals and const params.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TensorMap {
+    /// The tensor's extent in each dimension, outermost first.
     pub shape: Vec<Expr>,
     /// One per dimension but the innermost: `strides[i]` steps dimension `i`.
     pub strides: Vec<Expr>,
+    /// The extent of the tile one copy moves, per dimension, outermost first.
     pub tile: Vec<Expr>,
     /// How a copy lays each tile row out in shared memory: the row is the
     /// innermost tile dimension, at most the pattern's span when swizzled.
     pub swizzle: Swizzle,
 }
 
+/// The type of a run-time parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum ParamType {
     /// A value passed by copy.
     Scalar(Scalar),
     /// A global-memory slice (`&[T]` or `&mut [T]`). Backends pass a pointer
     /// and the length in elements (a `u32`, read by [`ExprKind::Len`]).
-    Slice { elem: Scalar, mutable: bool },
+    Slice {
+        /// The element type.
+        elem: Scalar,
+        /// `&mut [T]` (the kernel may write it) rather than `&[T]`.
+        mutable: bool,
+    },
 }
 
 /// Where a local lives.
@@ -234,14 +271,19 @@ pub enum Space {
     Shared,
 }
 
+/// A variable of the body: a scalar, a register array or a shared array.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Local {
+    /// The name as written (for messages and the IR printer).
     pub name: String,
+    /// The scalar type (of each element, for arrays).
     pub ty: Scalar,
+    /// Registers or shared memory.
     pub space: Space,
     /// Array dimensions, outermost first; empty for a scalar. Constant
     /// expressions over const params (literals after specialization).
     pub dims: Vec<Expr>,
+    /// Whether the body may assign it (`let mut`).
     pub mutable: bool,
 }
 
@@ -254,43 +296,66 @@ pub struct Requirement {
     pub text: String,
 }
 
+/// A sequence of statements, run in order.
 pub type Block = Vec<Stmt>;
 
+/// A statement of the body.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Stmt {
     /// Brings `local` into scope. Scalars take `init`; register arrays take
     /// `init` as a splat value for every element (or stay undefined with
     /// `None`); shared arrays never have `init`.
     Let {
+        /// The local brought into scope.
         local: LocalId,
+        /// Its initial value (see above).
         init: Option<Expr>,
     },
+    /// `place = value`.
     Assign {
+        /// Where the value goes.
         place: Place,
+        /// An expression of the place's type.
         value: Expr,
     },
+    /// `if cond { then_body } else { else_body }`.
     If {
+        /// A `bool` expression.
         cond: Expr,
+        /// Run when `cond` is true.
         then_body: Block,
+        /// Run when it is false (empty without an `else`).
         else_body: Block,
     },
     /// `for var in (start..end).step_by(step)`: `var` takes `start`, `start + step`, ...
     /// while `var < end`. `start`, `end` and `step` have the type of `var`
     /// (an integer); `step` is positive. `end` is evaluated once, before the loop.
     For {
+        /// The loop variable (read-only in the body).
         var: LocalId,
+        /// The first value of `var`.
         start: Expr,
+        /// The bound `var` stays below (exclusive).
         end: Expr,
+        /// The increment, positive.
         step: Expr,
+        /// `#[unroll]`: specialization unrolls the loop, whose bounds and step are then constants.
         unroll: bool,
+        /// The statements run per iteration.
         body: Block,
     },
+    /// `while cond { body }` (and `loop { }`, with a literal `true`).
     While {
+        /// A `bool` expression, evaluated before every iteration.
         cond: Expr,
+        /// The statements run per iteration.
         body: Block,
     },
+    /// Leaves the innermost loop.
     Break,
+    /// Goes to the next iteration of the innermost loop.
     Continue,
+    /// Ends the thread's run of the kernel.
     Return,
     /// `sync_threads()`: a block-wide barrier that also orders shared and
     /// global memory accesses among the block's threads.
@@ -342,7 +407,9 @@ pub enum Stmt {
     /// from it, so that each of its threads has `count` (a `u32` constant
     /// expression, in 24..=256 and a multiple of 8 after specialization).
     SetMaxRegisters {
+        /// `setmaxnreg.inc` (take registers) when true, `setmaxnreg.dec` (give them back) when false.
         grow: bool,
+        /// The registers per thread after the statement.
         count: Expr,
     },
 }
@@ -359,9 +426,13 @@ pub enum TmaOp {
     /// whole tile's bytes complete on the mbarrier `bar` (a transaction the
     /// phase must expect: [`MbarrierOp::ArriveExpectTx`]).
     Load {
+        /// The tile's first element in shared memory.
         smem: Place,
+        /// The tensor-mapped slice parameter to copy from.
         map: ParamId,
+        /// The tensor coordinates of the tile's first element, outermost first.
         coords: Vec<Expr>,
+        /// The mbarrier on which the copy's bytes complete.
         bar: Place,
     },
     /// Shared to global: rows and outer dimensions outside the tensor are
@@ -370,8 +441,11 @@ pub enum TmaOp {
     /// chunk gets the tile's values (measured on the H200). The copy joins
     /// this thread's open bulk group ([`TmaOp::Commit`]).
     Store {
+        /// The tile's first element in shared memory.
         smem: Place,
+        /// The tensor-mapped slice parameter to copy to.
         map: ParamId,
+        /// The tensor coordinates of the tile's first element, outermost first.
         coords: Vec<Expr>,
     },
     /// Closes this thread's group of stores issued since the previous one.
@@ -379,9 +453,15 @@ pub enum TmaOp {
     /// Waits until at most `pending` (a `u32` constant expression) of this
     /// thread's store groups still read their shared memory, which may be
     /// written again after it.
-    WaitRead { pending: Expr },
+    WaitRead {
+        /// The store groups that may still read shared memory after the wait.
+        pending: Expr,
+    },
     /// Waits until at most `pending` of them are still writing global memory.
-    Wait { pending: Expr },
+    Wait {
+        /// The store groups that may still write global memory after the wait.
+        pending: Expr,
+    },
 }
 
 /// An mbarrier is an element of a `u64` shared array: a phase counter, the
@@ -394,16 +474,34 @@ pub enum MbarrierOp {
     /// Sets the mbarrier to phase 0 expecting `count` arrivals (a `u32` in
     /// 1..2^20). One thread initializes; other threads use it only after
     /// [`MbarrierOp::InitFence`] and a barrier.
-    Init { bar: Place, count: Expr },
+    Init {
+        /// The mbarrier: an element of a `u64` shared array.
+        bar: Place,
+        /// The arrivals each phase expects.
+        count: Expr,
+    },
     /// One arrival of this thread (release semantics at CTA scope).
-    Arrive { bar: Place },
+    Arrive {
+        /// The mbarrier: an element of a `u64` shared array.
+        bar: Place,
+    },
     /// One arrival that also expects `bytes` (a `u32`) more transaction
     /// bytes in the current phase, which asynchronous copies complete.
-    ArriveExpectTx { bar: Place, bytes: Expr },
+    ArriveExpectTx {
+        /// The mbarrier: an element of a `u64` shared array.
+        bar: Place,
+        /// The transaction bytes the phase also expects.
+        bytes: Expr,
+    },
     /// Blocks until the phase of parity `parity` (a `u32`, 0 or 1) has
     /// completed (acquire semantics at CTA scope): `try_wait.parity` in a
     /// loop. The phase before the current one counts as completed.
-    Wait { bar: Place, parity: Expr },
+    Wait {
+        /// The mbarrier: an element of a `u64` shared array.
+        bar: Place,
+        /// The parity of the phase waited for.
+        parity: Expr,
+    },
     /// `fence.mbarrier_init.release.cluster`: makes this thread's earlier
     /// inits visible to the async proxy and to the threads that synchronize
     /// with it afterwards.
@@ -418,16 +516,24 @@ pub enum MbarrierOp {
 /// the function's name says how the bytes are read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WgmmaKind {
+    /// f16 inputs, f32 accumulators, k16.
     F16,
+    /// bf16 inputs, f32 accumulators, k16.
     Bf16,
+    /// tf32 inputs (`f32` tiles), f32 accumulators, k8.
     Tf32,
+    /// s8 inputs, s32 accumulators, k32.
     S8,
+    /// u8 inputs, s32 accumulators, k32.
     U8,
+    /// fp8 e4m3 inputs (`u8` bit patterns), f32 accumulators, k32.
     E4m3,
+    /// fp8 e5m2 inputs (`u8` bit patterns), f32 accumulators, k32.
     E5m2,
 }
 
 impl WgmmaKind {
+    /// Every kind, in declaration order.
     pub const ALL: [WgmmaKind; 7] = [
         WgmmaKind::F16,
         WgmmaKind::Bf16,
@@ -532,12 +638,16 @@ impl WgmmaKind {
 pub enum Swizzle {
     /// No swizzle: the tile is made of 8-row x 16-byte core matrices.
     None,
+    /// The 32-byte pattern: rows of 32 bytes.
     B32,
+    /// The 64-byte pattern: rows of 64 bytes.
     B64,
+    /// The 128-byte pattern: rows of 128 bytes.
     B128,
 }
 
 impl Swizzle {
+    /// Every swizzle, in declaration order.
     pub const ALL: [Swizzle; 4] = [Swizzle::None, Swizzle::B32, Swizzle::B64, Swizzle::B128];
 
     /// The span of the pattern in bytes, as the DSL writes it: 0 (none),
@@ -551,6 +661,7 @@ impl Swizzle {
         }
     }
 
+    /// The swizzle the DSL writes as `bytes` (0, 32, 64 or 128), if any.
     pub fn from_bytes(bytes: i64) -> Option<Swizzle> {
         Swizzle::ALL.into_iter().find(|s| s.bytes() as i64 == bytes)
     }
@@ -574,7 +685,9 @@ impl Swizzle {
 /// operand's first element (row 0, k 0 of this instruction).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MatrixDescriptor {
+    /// The operand's first element, in a shared array.
     pub start: Place,
+    /// The layout of the tile's rows, which the descriptor declares.
     pub swizzle: Swizzle,
 }
 
@@ -583,6 +696,7 @@ pub struct MatrixDescriptor {
 /// the accumulators of [`WgmmaKind::accumulator`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Wgmma {
+    /// The input type, which fixes k and the accumulator type.
     pub kind: WgmmaKind,
     /// N: a `u32` constant expression, [`WgmmaKind::legal_n`] after
     /// specialization.
@@ -590,7 +704,9 @@ pub struct Wgmma {
     /// N / 2 accumulators per thread: element `4j + 2h + i` of thread `t` (warp
     /// `w = t / 32`, lane `l`) is D[16w + l / 4 + 8h][8j + 2 (l % 4) + i].
     pub acc: Fragment,
+    /// A: 64 rows of k, in shared memory.
     pub a: MatrixDescriptor,
+    /// B: N rows of k, in shared memory.
     pub b: MatrixDescriptor,
     /// A `bool`: add to the accumulators (`true`) or overwrite them.
     pub accumulate: Expr,
@@ -610,8 +726,10 @@ pub enum WarpgroupOp {
     /// of the committed groups are in flight. Accumulators of a group are
     /// read only after a wait covers it.
     Wait {
+        /// The groups that may still be in flight after the wait.
         pending: Expr,
     },
+    /// `wgmma.mma_async`: one asynchronous warpgroup MMA.
     Mma(Wgmma),
 }
 
@@ -622,7 +740,9 @@ pub enum WarpgroupOp {
 /// `f32` or `i32` for accumulators.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Fragment {
+    /// The register array.
     pub local: LocalId,
+    /// Indices over all its dimensions but the innermost, constants after specialization.
     pub indices: Vec<Expr>,
 }
 
@@ -643,6 +763,7 @@ pub enum MmaKind {
 }
 
 impl MmaKind {
+    /// Every kind, in declaration order.
     pub const ALL: [MmaKind; 5] = [
         MmaKind::F16,
         MmaKind::Bf16,
@@ -703,11 +824,14 @@ impl MmaKind {
 /// m16n8k32 with f32 accumulators (sm_80).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum SparseMmaKind {
+    /// f16 inputs.
     F16,
+    /// bf16 inputs.
     Bf16,
 }
 
 impl SparseMmaKind {
+    /// Every kind, in declaration order.
     pub const ALL: [SparseMmaKind; 2] = [SparseMmaKind::F16, SparseMmaKind::Bf16];
 
     /// The DSL function: `mma_sp_m16n8k32_f16`, or with `ordered`
@@ -731,7 +855,9 @@ impl SparseMmaKind {
 /// The operands of a Volta `wmma` m16n16k16 f16 operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WmmaOperand {
+    /// The 16 x 16 f16 A operand.
     A,
+    /// The 16 x 16 f16 B operand.
     B,
     /// The f32 accumulator.
     C,
@@ -757,8 +883,11 @@ pub enum MatrixOp {
     /// `+ 1` (transposed: the same with rows and columns swapped), the lower
     /// column in the low half.
     LoadMatrix {
+        /// The number of 8x8 matrices: 1, 2 or 4.
         count: u32,
+        /// `.trans`: each matrix transposed as it is loaded.
         transpose: bool,
+        /// The `u32` fragment of `count` words that receives them.
         dst: Fragment,
         /// This lane's row: an element of a shared array of a 16- or 8-bit type.
         src: Place,
@@ -766,9 +895,13 @@ pub enum MatrixOp {
     /// `acc = a b + acc` on the Tensor Cores (sm_80 `mma.sync`, A row-major,
     /// B column-major), fragments as [`MmaKind::registers`] says.
     Mma {
+        /// The instruction shape and element types.
         kind: MmaKind,
+        /// The accumulators, read and written.
         acc: Fragment,
+        /// The A operand words.
         a: Fragment,
+        /// The B operand words.
         b: Fragment,
     },
     /// `acc = a b + acc` with A 2:4 sparse on the Tensor Cores (sm_80 `mma.sp`
@@ -782,13 +915,17 @@ pub enum MatrixOp {
     /// 0..16 (even `t`) or 16..32 (odd `t`), one nibble per group, lower
     /// position in the low two bits.
     MmaSparse {
+        /// The element type of A and B.
         kind: SparseMmaKind,
         /// `mma.sp::ordered_metadata` (PTX 8.5) instead of `mma.sp` (PTX 7.1):
         /// the same results for the sorted metadata every 2:4 compressor
         /// emits; which is faster depends on the GPU.
         ordered: bool,
+        /// The accumulators, read and written.
         acc: Fragment,
+        /// The compressed A tile.
         a: Fragment,
+        /// The B tile.
         b: Fragment,
         /// A `u32`.
         metadata: Expr,
@@ -800,8 +937,11 @@ pub enum MatrixOp {
     /// Which elements a lane holds is unspecified: fragments of `wmma` only
     /// meet `wmma` operations and element-wise accumulator arithmetic.
     WmmaLoad {
+        /// Which operand the fragment is.
         operand: WmmaOperand,
+        /// How the matrix is laid out in memory.
         layout: MatrixLayout,
+        /// The fragment that receives this lane's elements.
         dst: Fragment,
         /// The matrix's first element (the same for every lane).
         src: Place,
@@ -810,18 +950,26 @@ pub enum MatrixOp {
     },
     /// `wmma.mma` m16n16k16: `acc = a b + acc`, f16 inputs, f32 accumulators.
     Wmma {
+        /// The layout A was loaded with.
         a_layout: MatrixLayout,
+        /// The layout B was loaded with.
         b_layout: MatrixLayout,
+        /// The f32 accumulators, read and written.
         acc: Fragment,
+        /// The A fragment.
         a: Fragment,
+        /// The B fragment.
         b: Fragment,
     },
     /// `wmma.store`: writes a 16x16 f32 accumulator to shared or global memory.
     WmmaStore {
+        /// How the matrix is laid out in memory.
         layout: MatrixLayout,
         /// The matrix's first element (an `f32` place).
         dst: Place,
+        /// The accumulator fragment to store.
         src: Fragment,
+        /// Elements between rows (`Row`) or columns (`Col`): a `u32`.
         stride: Expr,
     },
 }
@@ -831,19 +979,34 @@ pub enum MatrixOp {
 pub enum Place {
     /// A scalar local, or one element of a register or shared array
     /// (`indices.len() == dims.len()`).
-    Local { local: LocalId, indices: Vec<Expr> },
+    Local {
+        /// The local.
+        local: LocalId,
+        /// One index per array dimension, outermost first; none for a scalar.
+        indices: Vec<Expr>,
+    },
     /// One element of a slice parameter.
-    Global { param: ParamId, index: Expr },
+    Global {
+        /// The slice parameter.
+        param: ParamId,
+        /// The element's index, of any integer type.
+        index: Expr,
+    },
 }
 
+/// A typed expression.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Expr {
+    /// The type of the value: backends never infer it.
     pub ty: Scalar,
+    /// What the expression computes.
     pub kind: ExprKind,
 }
 
+/// The forms of an [`Expr`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ExprKind {
+    /// A constant.
     Literal(Literal),
     /// The value of a scalar parameter.
     Param(ParamId),
@@ -853,7 +1016,9 @@ pub enum ExprKind {
     Len(ParamId),
     /// A read of a place.
     Load(Box<Place>),
+    /// `op operand`, of the operand's type.
     Unary(UnaryOp, Box<Expr>),
+    /// `lhs op rhs`: operands of one type (shift amounts `u32`); see [`Expr::binary`] for the result type.
     Binary(BinaryOp, Box<Expr>, Box<Expr>),
     /// Numeric conversion with Rust `as` semantics (float to int saturates,
     /// float to narrower float rounds to nearest even).
@@ -861,13 +1026,19 @@ pub enum ExprKind {
     /// `cond ? a : b` with both operands evaluated (the front only builds this
     /// from operands without side effects or memory reads).
     Select(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A hardware index (`thread_idx().x`, ...).
     Special(Special),
+    /// A math or warp intrinsic applied to its arguments.
     Call(Intrinsic, Vec<Expr>),
     /// Atomic read-modify-write of a global or shared place; yields the old value.
     Atomic {
+        /// The read-modify-write operation.
         op: AtomicOp,
+        /// The element updated: of a `&mut` slice or a shared array.
         place: Box<Place>,
+        /// The operand (the new value, for exchanges).
         value: Box<Expr>,
+        /// The expected old value, for [`AtomicOp::CompareExchange`] only.
         compare: Option<Box<Expr>>,
     },
 }
@@ -875,7 +1046,9 @@ pub enum ExprKind {
 /// A literal value. Integers hold the value's bits zero- or sign-extended to 64 bits.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Literal {
+    /// `true` or `false`.
     Bool(bool),
+    /// An integer of any integer type, as 64 bits.
     Int(i64),
     /// Serialized as its bits: JSON has no infinities or NaNs.
     Float(#[serde(with = "float_bits")] f64),
@@ -893,6 +1066,7 @@ mod float_bits {
     }
 }
 
+/// Unary operators.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum UnaryOp {
     /// Arithmetic negation (signed integers and floats).
@@ -901,23 +1075,41 @@ pub enum UnaryOp {
     Not,
 }
 
+/// Binary operators, with Rust's semantics (integer arithmetic wraps, shift
+/// amounts are taken modulo the width, as in release builds).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum BinaryOp {
+    /// `+`.
     Add,
+    /// `-`.
     Sub,
+    /// `*`.
     Mul,
+    /// `/`: truncating for integers.
     Div,
+    /// `%`: the sign of the dividend for integers.
     Rem,
+    /// `&` (also on `bool`).
     BitAnd,
+    /// `|` (also on `bool`).
     BitOr,
+    /// `^` (also on `bool`).
     BitXor,
+    /// `<<`.
     Shl,
+    /// `>>`: arithmetic on signed integers, logical on unsigned ones.
     Shr,
+    /// `==`.
     Eq,
+    /// `!=` (true when either float operand is NaN).
     Ne,
+    /// `<`.
     Lt,
+    /// `<=`.
     Le,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
     /// Short-circuit `&&`: the right operand is evaluated only when the left is true.
     LogicalAnd,
@@ -926,6 +1118,7 @@ pub enum BinaryOp {
 }
 
 impl BinaryOp {
+    /// Whether the operator compares (its result is `bool`).
     pub fn is_comparison(self) -> bool {
         matches!(
             self,
@@ -934,19 +1127,27 @@ impl BinaryOp {
     }
 }
 
+/// A dimension of a block or grid.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Axis {
+    /// The first dimension (`.x`).
     X,
+    /// The second dimension (`.y`).
     Y,
+    /// The third dimension (`.z`).
     Z,
 }
 
 /// Hardware indices, all `u32`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Special {
+    /// `thread_idx()`: the thread's index in its block.
     ThreadIdx(Axis),
+    /// `block_idx()`: the block's index in the grid.
     BlockIdx(Axis),
+    /// `block_dim()`: threads per block.
     BlockDim(Axis),
+    /// `grid_dim()`: blocks per grid.
     GridDim(Axis),
     /// Lane within the warp, 0..32.
     LaneId,
@@ -957,21 +1158,36 @@ pub enum Special {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Intrinsic {
     // float -> float
+    /// `x.sqrt()`.
     Sqrt,
+    /// `x.rsqrt()`: 1 / sqrt(x).
     Rsqrt,
+    /// `x.exp()`: e^x.
     Exp,
+    /// `x.exp2()`: 2^x.
     Exp2,
+    /// `x.ln()`: the natural logarithm.
     Ln,
+    /// `x.log2()`.
     Log2,
+    /// `x.sin()`.
     Sin,
+    /// `x.cos()`.
     Cos,
+    /// `x.tanh()`.
     Tanh,
+    /// `x.floor()`.
     Floor,
+    /// `x.ceil()`.
     Ceil,
+    /// `x.round()`: to nearest, ties away from zero, as Rust's.
     Round,
     // numeric
+    /// `x.abs()` on signed integers and floats.
     Abs,
+    /// `x.min(y)` on numbers.
     Min,
+    /// `x.max(y)` on numbers.
     Max,
     /// `a.mul_add(b, c)` = a * b + c with one rounding.
     MulAdd,
@@ -995,14 +1211,22 @@ pub enum Intrinsic {
     ToBits,
 }
 
+/// The read-modify-write operations of [`ExprKind::Atomic`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AtomicOp {
+    /// `atomic_add`: adds the value.
     Add,
+    /// `atomic_min`: keeps the smaller.
     Min,
+    /// `atomic_max`: keeps the larger.
     Max,
+    /// `atomic_and`: bitwise and.
     And,
+    /// `atomic_or`: bitwise or.
     Or,
+    /// `atomic_xor`: bitwise exclusive or.
     Xor,
+    /// `atomic_exchange`: writes the value.
     Exchange,
     /// Compare-and-swap: writes `value` when the old value equals `compare`.
     CompareExchange,
@@ -1102,6 +1326,7 @@ impl WarpgroupOp {
 }
 
 impl Expr {
+    /// A literal `lit` of type `ty`.
     pub fn literal(ty: Scalar, lit: Literal) -> Expr {
         Expr {
             ty,
@@ -1123,6 +1348,7 @@ impl Expr {
         }
     }
 
+    /// The `u32` literal `v`.
     pub fn u32(v: u32) -> Expr {
         Expr::literal(Scalar::U32, Literal::Int(v as i64))
     }
@@ -1169,10 +1395,12 @@ impl Expr {
 }
 
 impl Kernel {
+    /// The local `id`.
     pub fn local(&self, id: LocalId) -> &Local {
         &self.locals[id as usize]
     }
 
+    /// The parameter `id`.
     pub fn param(&self, id: ParamId) -> &Param {
         &self.params[id as usize]
     }

@@ -5,9 +5,11 @@
 //! The flow of one variant: [`front`] (DSL -> IR, in the proc-macro) ->
 //! [`KernelDef`] (serialized into the user's binary) -> [`specialize`] (const
 //! params substituted, constants folded, `#[unroll]` loops unrolled) ->
-//! [`valid`] -> [`back::ptx`] or [`back::wgsl`]. [`print`] writes the IR as
+//! [`valid`] -> [`back::ptx`] or [`back::wgsl`]. [`print`](mod@print) writes the IR as
 //! text (snapshots, tests, debugging). [`interp`] runs a variant on the CPU
 //! (a reference interpreter: a test oracle and a debugger without a GPU).
+
+#![warn(missing_docs)]
 
 pub mod back;
 pub mod def;
@@ -34,10 +36,12 @@ pub const VERSION_HASH: &str = env!("WARPFORGE_CODEGEN_HASH");
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[error("{message}")]
 pub struct Error {
+    /// The whole message, as `Display` shows it.
     pub message: String,
 }
 
 impl Error {
+    /// An error with this message.
     pub fn new(message: impl Into<String>) -> Error {
         Error {
             message: message.into(),

@@ -5,6 +5,8 @@
 //! of the same name and visibility holding the definition (as JSON, so the
 //! expansion does not grow with the number of variants) and a typed launcher.
 
+#![warn(missing_docs)]
+
 use proc_macro::TokenStream;
 use proc_macro2::{Ident, Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote};
@@ -15,7 +17,7 @@ use warpforge_codegen::KernelDef;
 mod link;
 
 /// Compiles a kernel written in the warpforge kernel language (see the
-/// crate documentation of `warpforge` and docs/dsl.md).
+/// crate documentation of `warpforge` and its guide, `warpforge::guide::dsl`).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     let item = syn::parse_macro_input!(item as syn::ItemFn);
@@ -24,7 +26,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Makes a function of the kernel language callable from kernels and other
 /// device functions, in this crate and in crates that depend on it (see
-/// docs/dsl.md, "Device functions").
+/// `warpforge::guide::dsl`, "Device functions").
 #[proc_macro_attribute]
 pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
     let attr = TokenStream2::from(attr);
@@ -135,11 +137,31 @@ fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<Toke
             quote!(&consts.values()),
         )
     };
+    // `launch` repeats the kernel's docs; without any it still gets its own,
+    // so that a crate with `missing_docs` hears once, at the module, that
+    // the kernel is undocumented.
+    let launch_docs = if docs.is_empty() {
+        let variant = if def.ir.const_params.is_empty() {
+            ""
+        } else {
+            " (the variant `consts`)"
+        };
+        let text = format!(
+            " Launches `{name}`{variant} on `rt` with `grid`: the arguments, `requires(..)`, \
+             the grid and block shape and the shared memory are checked first, and an `Err` \
+             says what was wrong."
+        );
+        quote!(#[doc = #text])
+    } else {
+        quote!(#(#docs)*)
+    };
 
     Ok(quote! {
         #(#docs)*
         #vis mod #name {
-            /// The kernel's definition (IR, targets, tune space).
+            /// The kernel's definition (IR, targets, tune space), read once from
+            /// the JSON the macro embedded: what `Runtime::launch` and the tuner
+            /// take.
             pub fn def() -> &'static ::warpforge::__private::KernelDef {
                 static DEF: ::std::sync::OnceLock<::warpforge::__private::KernelDef> = ::std::sync::OnceLock::new();
                 DEF.get_or_init(|| {
@@ -150,7 +172,7 @@ fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<Toke
 
             #consts_items
 
-            #(#docs)*
+            #launch_docs
             #[allow(clippy::too_many_arguments)]
             pub fn launch<'a>(
                 rt: &::warpforge::Runtime,
@@ -259,10 +281,14 @@ mod tests {
 
     /// The expansion with the definition's JSON taken out.
     fn expansion_without_json(attr: &str) -> String {
-        let item: syn::ItemFn = syn::parse_str(
+        expansion_of(
             "/// Docs.\npub fn k<const BM: u32, const BN: u32>(a: f32, x: &[f16], y: &mut [f32]) {}",
+            attr,
         )
-        .unwrap();
+    }
+
+    fn expansion_of(source: &str, attr: &str) -> String {
+        let item: syn::ItemFn = syn::parse_str(source).unwrap();
         let def = front::parse_kernel(attr.parse().unwrap(), &item).unwrap();
         let json = proc_macro2::Literal::string(&def.to_json()).to_string();
         let expanded = expand(&item, &item.sig.ident, &def).unwrap().to_string();
@@ -293,6 +319,20 @@ mod tests {
             expanded.matches("# [doc = \" Docs.\"]").count(),
             2,
             "docs on the module and on launch"
+        );
+    }
+
+    #[test]
+    fn launch_of_an_undocumented_kernel_has_docs_of_its_own() {
+        let expanded = expansion_of("pub fn k(x: &mut [f32]) {}", "");
+        let launch = expanded.find("pub fn launch").unwrap();
+        assert!(
+            expanded[..launch].ends_with(
+                "# [doc = \" Launches `k` on `rt` with `grid`: the arguments, `requires(..)`, \
+                 the grid and block shape and the shared memory are checked first, and an `Err` \
+                 says what was wrong.\"] # [allow (clippy :: too_many_arguments)] "
+            ),
+            "{expanded}"
         );
     }
 

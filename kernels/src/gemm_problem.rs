@@ -3,7 +3,7 @@
 //! problem ([`GemmProblem`]: shape, layouts, strided batches, scales,
 //! activation), the launcher every variant has ([`GemmVariant`], implemented
 //! by each kernel's `Consts`), the checks it runs before a launch, and the
-//! arguments every kernel takes in the same order ([`KernelProblem::args`];
+//! arguments every kernel takes in the same order (`KernelProblem::args`;
 //! the epilogue is `crate::epilogue`).
 
 use std::fmt::Debug;
@@ -76,9 +76,13 @@ impl Activation {
 /// by every batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct GemmBatch {
+    /// The number of batches.
     pub count: u32,
+    /// Elements from one batch's A to the next.
     pub stride_a: u32,
+    /// Elements from one batch's B to the next.
     pub stride_b: u32,
+    /// Elements from one batch's C to the next.
     pub stride_c: u32,
 }
 
@@ -105,15 +109,25 @@ impl GemmBatch {
 /// beta is 0, C is not read (it may hold anything, NaN included).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmProblem<S> {
+    /// Rows of A and C.
     pub m: u32,
+    /// Columns of B and C.
     pub n: u32,
+    /// Columns of A, rows of B: the reduction length.
     pub k: u32,
+    /// How A lies in its buffer.
     pub a_layout: MatrixLayout,
+    /// How B lies in its buffer.
     pub b_layout: MatrixLayout,
+    /// How C lies in its buffer.
     pub c_layout: MatrixLayout,
+    /// The batches and their strides.
     pub batch: GemmBatch,
+    /// The scale of the product.
     pub alpha: S,
+    /// The scale of C's old value (0: C is not read).
     pub beta: S,
+    /// The function applied to each output element last.
     pub activation: Activation,
 }
 
@@ -142,10 +156,12 @@ impl<S: Copy> GemmProblem<S> {
         self.buffer_len(self.batch.stride_a, self.m, self.k)
     }
 
+    /// Elements B's buffer must hold: up to the end of the last batch's matrix.
     pub fn b_len(&self) -> u64 {
         self.buffer_len(self.batch.stride_b, self.k, self.n)
     }
 
+    /// Elements C's buffer must hold: up to the end of the last batch's matrix.
     pub fn c_len(&self) -> u64 {
         self.buffer_len(self.batch.stride_c, self.m, self.n)
     }
@@ -330,8 +346,11 @@ pub enum VariantLayouts {
     /// These, fixed when the variant was built; `other` says where the
     /// others are.
     Fixed {
+        /// A's layout.
         a: MatrixLayout,
+        /// B's layout.
         b: MatrixLayout,
+        /// Where problems in other layouts go, for the refusal's message.
         other: &'static str,
     },
 }
@@ -339,6 +358,7 @@ pub enum VariantLayouts {
 /// What one variant of a dense GEMM family computes, beyond the shape.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VariantTakes {
+    /// The layouts of A and B it reads.
     pub layouts: VariantLayouts,
     /// Whether the variant copies A and B in 16-byte chunks, which need
     /// leading dimensions and batch strides that are multiples of a chunk.
@@ -353,7 +373,10 @@ pub struct VariantTakes {
 /// get wrong is the offset of each row, column and batch.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Chunks {
+    /// Elements per 16-byte chunk.
     pub elements: u32,
+    /// What to do instead, for the refusal's message (e.g. which variants copy
+    /// element by element).
     pub otherwise: &'static str,
 }
 
@@ -361,7 +384,7 @@ pub struct Chunks {
 /// `Consts` (its [`KernelVariant`]: the kernel, its variants, their names):
 /// a tuner picks one for a problem with [`GemmVariant::variants_for`] and
 /// launches it with [`GemmVariant::run`]. A kernel takes the arguments of
-/// [`KernelProblem::args`] and runs one block per `tile()` of C and batch.
+/// `KernelProblem::args` and runs one block per `tile()` of C and batch.
 pub trait GemmVariant: KernelVariant {
     /// The element type of A and B.
     type Elem: DeviceScalar;
@@ -488,6 +511,18 @@ pub trait GemmVariant: KernelVariant {
     }
 
     /// The variants that compute `problem`: the search space of a tuner.
+    ///
+    /// They come in the order of `Consts::variants()`, filtered by
+    /// [`GemmVariant::check`]: the cartesian product of the kernel's
+    /// `tune(..)` values, the first const parameter varying slowest and each
+    /// one's values in the order `tune(..)` lists them, without the
+    /// combinations `constrain(..)` rules out. The order says nothing about
+    /// speed, and the first variant is no default. The families' heuristic
+    /// defaults (the `preferred` lists of the [`crate::tuned`] constants, such
+    /// as [`GEMM_F16`](crate::tuned::GEMM_F16)) are for the tuned calls'
+    /// problems (one batch, no bias or activation, A and C row-major, B in the
+    /// family's layout); for any other problem, time the variants this
+    /// returns (or tune them with `warpforge::tune`) and take the fastest.
     fn variants_for(problem: &GemmProblem<Self::Scale>) -> Vec<Self> {
         Self::variants()
             .into_iter()

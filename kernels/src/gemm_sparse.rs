@@ -68,7 +68,7 @@ use crate::{epilogue, tile};
 ///
 /// Shared tiles per stage: A `BM x BK / 2` kept values, B `BN x BK` (`BK x
 /// BN` row-major), the metadata `BM / 16 x BK / 2` words, every row swizzled
-/// by [`tile::swizzle`]. A row-major B's fragments come from
+/// by `tile::swizzle`. A row-major B's fragments come from
 /// `ldmatrix.x4.trans`: lane `l` points at k row `l` of the 32-row step, the
 /// warp tile's n chunk (matrix `i` of the x4 is k rows `8 i ..`, the
 /// fragment's register `b_i`).

@@ -46,7 +46,7 @@ use crate::{epilogue, tile};
 /// (row-major A, column-major B) is stored as rows of `BK` k values (A: `BM
 /// x BK`, B: `BN x BK`), an m- or n-contiguous one (column-major A,
 /// row-major B) as `BK` rows of `BM` (or `BN`) values, 128 to 512 bytes;
-/// both swizzled by [`tile::swizzle`]. `ldmatrix.x4.trans` gives the
+/// both swizzled by `tile::swizzle`. `ldmatrix.x4.trans` gives the
 /// fragments of the second form: for A, lane `l` points at k row `l % 8 + 8
 /// (l / 16)`, m chunk `l / 8 % 2` of the 16 x 16 block (matrices: m 0-7 and
 /// 8-15 at k 0-7, then at k 8-15: the registers of the `m16n8k16` A

@@ -133,8 +133,8 @@ pub fn multiply_stages<
 /// to nearest) and `gemm_wgmma_s8` (exact, wrapping past i32).
 ///
 /// A block computes `BM x BN` tiles of C with `1 + BM / 64` warpgroups:
-/// the first runs the producer, [`load_stages`], in one thread; each other
-/// computes 64 rows with [`multiply_stages`] into `BN / 2` accumulators a
+/// the first runs the producer, `load_stages`, in one thread; each other
+/// computes 64 rows with `multiply_stages` into `BN / 2` accumulators a
 /// thread and runs the epilogue from registers. With two consumers the
 /// producer gives registers back (40 a thread) and they take them (232).
 /// Stages are k-tiles of 128 bytes of k (`BK = 128 / T::BYTES` elements),
@@ -142,10 +142,10 @@ pub fn multiply_stages<
 /// them, in a ring of `STAGES` with a `full` and an `empty` mbarrier each.
 ///
 /// The grid is persistent: block `x` of `grid.x` computes tiles `x`, `x +
-/// grid.x`, .. of the batches' tiles in [`tile::grouped_tile`]'s order, the
+/// grid.x`, .. of the batches' tiles in `tile::grouped_tile`'s order, the
 /// ring running on from tile to tile, so that the producer loads the next
 /// tile's stages while the consumers store this one's outputs. Any grid of
-/// blocks in x is correct; [`persistent_grid`] launches as many as the SMs
+/// blocks in x is correct; [`gemm_wgmma::persistent_grid`](crate::gemm_wgmma::persistent_grid) launches as many as the SMs
 /// hold.
 #[kernel(
     arch(sm_90a),
@@ -294,7 +294,7 @@ pub fn gemm_wgmma<
     }
 }
 
-/// Whether `def` is an instance of [`gemm_wgmma`], whose blocks walk the
+/// Whether `def` is an instance of `gemm_wgmma`, whose blocks walk the
 /// tiles themselves ([`persistent_grid`]).
 pub fn walks_its_tiles(def: &KernelDef) -> bool {
     let instances = [

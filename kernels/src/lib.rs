@@ -5,6 +5,8 @@
 //! for tuned kernels `Consts` and `variants()`); this crate adds the host-side
 //! shape logic (grids, which variant to take by default) next to each one.
 
+#![warn(missing_docs)]
+
 pub mod epilogue;
 pub mod gemm;
 pub mod gemm_problem;

@@ -5,7 +5,7 @@ use warpforge::prelude::*;
 /// Per-block sums: block `b` adds the elements of `x` it visits in a
 /// grid-stride loop, reduces them in shared memory through a tree of barriers,
 /// and writes `partials[b]`. Summing the partials with one block finishes a
-/// full reduction (see [`sum`]).
+/// full reduction (see [`reduce::sum`](crate::reduce::sum)).
 #[kernel(block(THREADS), tune(THREADS = [128, 256, 512]))]
 pub fn block_sum<const THREADS: u32>(x: &[f32], partials: &mut [f32]) {
     let mut sums: [f32; THREADS] = shared();

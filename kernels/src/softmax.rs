@@ -8,7 +8,7 @@ use warpforge::{DeviceBackend, DeviceInfo};
 /// sum are reduced within each warp by shuffles and across warps through shared
 /// memory; without, through shared memory alone by a tree of barriers, which
 /// runs where warp operations do not (wgpu adapters without 32-lane subgroups).
-/// [`softmax`] picks the form the device runs.
+/// [`softmax::softmax`](crate::softmax::softmax) picks the form the device runs.
 #[kernel(
     block(THREADS),
     tune(THREADS = [128, 256, 512], WARP_SHUFFLE = [true, false]),

@@ -51,9 +51,11 @@ pub const WORDS_PER_BLOCK: usize = 32;
 
 /// The element types of 2:4 sparse matrices: f16 and bf16.
 pub trait SparseElement: DeviceScalar + PartialEq + fmt::Debug {
+    /// Zero, which pruning writes and compression leaves out.
     const ZERO: Self;
     /// `|x|` as f32, with NaN as `+inf`: the key pruning ranks by.
     fn magnitude(self) -> f32;
+    /// The value as f32 (exact for f16 and bf16).
     fn to_f32(self) -> f32;
 }
 
@@ -85,10 +87,15 @@ pub enum SparseError {
         "a {rows} x {cols} matrix has {expected} elements, but {got} were given: \
          pass the matrix row-major (k contiguous), rows * cols elements"
     )]
+    /// The element count does not match the shape.
     Length {
+        /// Rows of the matrix.
         rows: usize,
+        /// Columns of the matrix.
         cols: usize,
+        /// `rows * cols`.
         expected: usize,
+        /// The elements given.
         got: usize,
     },
     #[error(
@@ -96,11 +103,17 @@ pub enum SparseError {
          {nonzeros} nonzero values {values}, and a 2:4 matrix has at most 2 in every group \
          of 4 along a row; prune it first (`sparse::prune_2_4`)"
     )]
+    /// A group of four holds more than two nonzero values.
     NotTwoFour {
+        /// The row.
         row: usize,
+        /// The group's index in the row.
         group: usize,
+        /// Its first column.
         start: usize,
+        /// The column after its last.
         end: usize,
+        /// How many of its values are nonzero.
         nonzeros: usize,
         /// The group's values, as f32, for the message.
         values: String,
@@ -287,10 +300,12 @@ impl<T: SparseElement> Compressed<T> {
         dense
     }
 
+    /// Rows of the dense matrix.
     pub fn rows(&self) -> usize {
         self.rows
     }
 
+    /// Columns of the dense matrix.
     pub fn cols(&self) -> usize {
         self.cols
     }

@@ -1,6 +1,6 @@
 //! Tuned entry points of the stock GEMMs: each call goes to the variant tuned
-//! for its shape on the GPU at hand (see `warpforge::tune` and
-//! docs/tuning.md).
+//! for its shape on the GPU at hand (see [`warpforge::tune`] and the guide,
+//! [`warpforge::guide::tuning`]).
 //!
 //! ```no_run
 //! # use warpforge::prelude::*;
@@ -241,6 +241,7 @@ pub trait GemmElement: DeviceScalar {
     /// A random input: uniform in [-1, 1) for floats, over the whole type
     /// for integers.
     fn random(rng: &mut StdRng) -> Self;
+    /// The value as f64 (exact for every element type), for references.
     fn to_f64(self) -> f64;
     /// Whether an output is still the poison, or NaN or infinite: unwritten
     /// or overflowed.
@@ -251,6 +252,7 @@ pub trait GemmElement: DeviceScalar {
 
 /// An output element type, with the type of alpha and beta its kernels take.
 pub trait GemmOutput: GemmElement {
+    /// The type of alpha and beta: f32 for float outputs, i32 for i32.
     type Scale: DeviceScalar;
     /// alpha = 1, beta = 0: `C = A B`, what tuning runs.
     const PLAIN: (Self::Scale, Self::Scale);
@@ -536,10 +538,30 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
         })
     }
 
+    /// The family this dispatches.
     pub fn kind(&self) -> &'static GemmKind<I, O> {
         self.kind
     }
 
+    /// The dispatcher underneath: its statistics, warnings, stored records
+    /// and the tuning key of a call ([`Dispatcher::key`] of
+    /// [`TunedGemm::call`]):
+    ///
+    /// ```no_run
+    /// # use warpforge::prelude::*;
+    /// # use warpforge_kernels::tuned::{TunedGemm, GEMM_F16};
+    /// # fn main() -> Result<(), Error> {
+    /// # let rt = Runtime::new()?;
+    /// let gemm = TunedGemm::new(&rt, &GEMM_F16)?;
+    /// let dims = (4096, 4096, 4096);
+    /// let (alignments, args) = (GEMM_F16.alignments(dims), GEMM_F16.call_args(dims));
+    /// let call = gemm.call(dims, &alignments, &args);
+    /// let key = gemm.dispatcher().key(&call); // what the call's winner is stored under
+    /// let stored = gemm.dispatcher().stored(&call); // its record, if the call was tuned
+    /// # let _ = (key, stored);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dispatcher(&self) -> &Dispatcher {
         &self.dispatcher
     }
@@ -621,9 +643,9 @@ const CHECKED_OUTPUTS: usize = 256;
 
 /// The tuning inputs of one GEMM call: random A and B in [-1, 1), as many
 /// copies of (A, B, C) as make them together at least twice the L2 cache
-/// (at most [`MAX_INPUT_SETS`]), launched with alpha 1 and beta 0.
+/// (at most `MAX_INPUT_SETS`, 16), launched with alpha 1 and beta 0.
 /// Verification poisons C with NaN, runs the candidate on the first set,
-/// and checks that every output is finite and that [`CHECKED_OUTPUTS`] of
+/// and checks that every output is finite and that 256 (`CHECKED_OUTPUTS`) of
 /// them (the corners, the last row and column, and random ones) are within
 /// [`GemmKind::allowed_error`] of the float64 reference.
 pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
@@ -637,6 +659,8 @@ pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
 }
 
 impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
+    /// The inputs of an m x n x k call of `kind` on `rt`'s device, drawn from
+    /// `seed`.
     pub fn new(
         rt: &Runtime,
         kind: &'static GemmKind<I, O>,

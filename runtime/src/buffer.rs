@@ -17,6 +17,12 @@ use crate::Error;
 
 /// A typed buffer in device memory, created by a [`crate::Runtime`] and
 /// usable only with the runtime (device) that created it.
+///
+/// The element type `T` is any [`DeviceScalar`] on CUDA (every scalar but
+/// `bool`); on wgpu it is `f32`, `i32`, `u32` or `f16`, the types WGSL
+/// storage holds, and creating a buffer of another type is an
+/// [`Error::Buffer`](crate::Error::Buffer) (a kernel that computes in f16
+/// also needs an adapter with `SHADER_F16`).
 pub struct DeviceBuffer<T: DeviceScalar> {
     pub(crate) memory: Memory<T>,
 }
@@ -31,6 +37,7 @@ pub(crate) enum Memory<T> {
 }
 
 impl<T: DeviceScalar> DeviceBuffer<T> {
+    /// The number of elements.
     pub fn len(&self) -> usize {
         match &self.memory {
             #[cfg(feature = "cuda")]
@@ -40,6 +47,7 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
         }
     }
 
+    /// Whether the buffer has no elements (no runtime creates one).
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -238,11 +246,14 @@ pub(crate) fn check_new_buffer<T: DeviceScalar>(len: usize) -> Result<(), Error>
 /// is `None` or equal to the declared shape.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Grid {
+    /// Blocks per grid, x y z.
     pub blocks: [u32; 3],
+    /// Threads per block, x y z; `None` for a kernel that declares its block shape.
     pub threads: Option<[u32; 3]>,
 }
 
 impl Grid {
+    /// `blocks` blocks of `threads` threads each.
     pub fn new(blocks: [u32; 3], threads: [u32; 3]) -> Grid {
         Grid {
             blocks,
@@ -276,18 +287,26 @@ impl Grid {
 /// buffer's element type, length and access.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ArgInfo {
+    /// A scalar argument.
     Scalar {
+        /// Its type.
         ty: Scalar,
+        /// Its value.
         value: HostValue,
     },
+    /// A buffer argument.
     Buffer {
+        /// The element type.
         elem: Scalar,
+        /// The number of elements.
         len: u64,
+        /// Passed with [`KernelArg::buffer_mut`], for a `&mut [T]` parameter.
         mutable: bool,
     },
 }
 
 impl ArgInfo {
+    /// The argument as `requires(..)` sees it: a scalar's value or a slice's length.
     pub fn host_value(&self) -> HostValue {
         match *self {
             ArgInfo::Scalar { value, .. } => value,
@@ -364,6 +383,7 @@ impl MemoryRef<'_> {
 }
 
 impl<'a> KernelArg<'a> {
+    /// A scalar argument, passed by value.
     pub fn scalar<T: DeviceScalar>(v: T) -> KernelArg<'a> {
         KernelArg {
             kind: ArgKind::Scalar {
@@ -413,6 +433,7 @@ impl<'a> KernelArg<'a> {
         }
     }
 
+    /// The argument's type, value or length and access, as the checks see them.
     pub fn info(&self) -> ArgInfo {
         match &self.kind {
             ArgKind::Scalar { ty, value, .. } => ArgInfo::Scalar {

@@ -19,8 +19,11 @@ pub struct DeviceInfo {
     pub compute_capability: (u32, u32),
     /// 0 on wgpu, which does not report it.
     pub sm_count: u32,
+    /// The most threads one block may have.
     pub max_threads_per_block: u32,
+    /// The most threads per block along x, y and z.
     pub max_block_dims: [u32; 3],
+    /// The most blocks per grid along x, y and z.
     pub max_grid_dims: [u32; 3],
     /// Shared memory a block gets without opting in (48 KiB on every arch we target).
     pub shared_mem_per_block: u32,
@@ -43,7 +46,9 @@ pub struct DeviceInfo {
 /// The API a runtime drives its device through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
+    /// NVIDIA GPUs through the CUDA driver: PTX variants.
     Cuda,
+    /// Any adapter wgpu drives (Vulkan, Metal, DX12): WGSL variants.
     Wgpu,
 }
 
@@ -74,7 +79,9 @@ impl BackendKind {
 /// The backend of a device, with what only that backend has.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceBackend {
+    /// The CUDA driver.
     Cuda,
+    /// wgpu, with what its adapter reports.
     Wgpu(WgpuDeviceInfo),
 }
 
@@ -90,13 +97,19 @@ pub struct WgpuDeviceInfo {
     /// The (smallest, largest) subgroup size, when shaders may use subgroup
     /// operations (`Features::SUBGROUP`); warp operations need (32, 32).
     pub subgroup_sizes: Option<(u32, u32)>,
+    /// The most storage buffers one kernel may bind: one per slice parameter.
     pub max_storage_buffers_per_shader_stage: u32,
+    /// The most bytes one storage buffer binding may hold.
     pub max_storage_buffer_binding_size: u64,
+    /// The most bytes the uniform `Params` binding may hold.
     pub max_uniform_buffer_binding_size: u64,
+    /// The most bytes one buffer may hold.
     pub max_buffer_size: u64,
 }
 
 impl DeviceBackend {
+    /// Which backend this is, without its details: what code that takes a
+    /// CUDA-only path (event timing, cuBLAS) matches on.
     pub fn kind(&self) -> BackendKind {
         match self {
             DeviceBackend::Cuda => BackendKind::Cuda,

@@ -3,6 +3,10 @@
 
 use warpforge_codegen::{Arch, Target};
 
+/// Why a runtime operation could not be done. Every variant's message
+/// (`Display`) says what was wrong and what to do; the variants tell callers
+/// that react differently apart (no device at all, a call to fix, a driver
+/// failure).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// No usable CUDA driver: the library is missing, is the toolkit's stub,
@@ -15,27 +19,45 @@ pub enum Error {
     /// A launch rejected before it reached the driver: arguments, const
     /// values, requirements, grid or block shape, shared memory, targets.
     #[error("cannot launch `{kernel}`: {message}")]
-    InvalidLaunch { kernel: String, message: String },
+    InvalidLaunch {
+        /// The kernel's name.
+        kernel: String,
+        /// What was wrong with the call and what to change.
+        message: String,
+    },
     /// Code generation failed for one variant; `source` keeps codegen's message.
     #[error("cannot build `{variant}` for {}: {source}", target.name())]
     Codegen {
+        /// The kernel and its const values, e.g. `gemm_f16[BM=128,BN=128,..]`.
         variant: String,
+        /// The target it was built for.
         target: Target,
+        /// Codegen's error.
         #[source]
         source: warpforge_codegen::Error,
     },
     /// The driver could not JIT-compile or load the PTX of a variant.
     #[error("the CUDA driver rejected the PTX of `{variant}` for {}: {code}. {hint}{}", arch.name(), jit_log(log))]
     ModuleLoad {
+        /// The kernel and its const values.
         variant: String,
+        /// The arch the PTX was built for.
         arch: Arch,
+        /// The `CUresult` name (or what else was wrong with the text).
         code: String,
+        /// What to do about it.
         hint: String,
+        /// The JIT's error log, when it wrote one.
         log: String,
     },
     /// A driver call failed. `code` is the `CUresult` name, e.g. `CUDA_ERROR_OUT_OF_MEMORY`.
     #[error("{message}")]
-    Driver { code: String, message: String },
+    Driver {
+        /// The `CUresult` name.
+        code: String,
+        /// The call that failed and what to do.
+        message: String,
+    },
     /// A buffer that cannot be used as asked: wrong length, unsupported
     /// element type, or owned by another device.
     #[error("{0}")]

@@ -39,6 +39,7 @@ impl MatrixLayout {
         }
     }
 
+    /// `row-major` or `column-major`, for messages.
     pub fn name(self) -> &'static str {
         match self {
             MatrixLayout::RowMajor => "row-major",
@@ -74,6 +75,7 @@ pub enum GemmPrecision {
 }
 
 impl GemmPrecision {
+    /// Every precision, in declaration order.
     pub const ALL: [GemmPrecision; 5] = [
         GemmPrecision::F16,
         GemmPrecision::Bf16,

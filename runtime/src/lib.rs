@@ -23,6 +23,8 @@
 //! and `wgpu_backend` (feature `wgpu`: adapter, storage buffers, pipelines,
 //! launches in the WGSL backend's ABI).
 
+#![warn(missing_docs)]
+
 #[cfg(not(any(feature = "cuda", feature = "wgpu")))]
 compile_error!(
     "warpforge-runtime has no backend: enable its `cuda` or `wgpu` feature, or both (the default)"

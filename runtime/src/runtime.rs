@@ -19,6 +19,32 @@ use crate::Error;
 /// A device to run kernels on: a CUDA GPU, or any adapter wgpu drives
 /// (Vulkan, Metal, DX12). Every operation goes to one stream (queue), in
 /// order; launches are asynchronous, downloads wait for the work before them.
+///
+/// Which backend a runtime has: `rt.device().backend.kind()` is
+/// [`BackendKind::Cuda`] or [`BackendKind::Wgpu`]. Match on it where code
+/// takes a CUDA-only path (event timing with [`Runtime::time_ms`], cuBLAS,
+/// tuning, [`Runtime::variant_resources`]), which is an [`Error`] on wgpu;
+/// [`Runtime::backend_name`] says the same in words, for messages.
+///
+/// ```no_run
+/// use warpforge_runtime::{BackendKind, Runtime};
+/// # fn main() -> Result<(), warpforge_runtime::Error> {
+/// let rt = Runtime::new()?;
+/// match rt.device().backend.kind() {
+///     BackendKind::Cuda => println!("CUDA on {}", rt.device().name),
+///     BackendKind::Wgpu => println!("{} on {}", rt.backend_name(), rt.device().name),
+/// }
+/// # Ok(())
+/// # }
+/// ```
+///
+/// Buffers ([`DeviceBuffer`]) hold any [`DeviceScalar`] type on CUDA (every
+/// scalar but `bool`), and `f32`, `i32`, `u32` or `f16` on wgpu, the types
+/// WGSL storage holds: [`Runtime::upload`] and [`Runtime::alloc_zeroed`] of
+/// another type there are an [`Error::Buffer`]. Kernels that compute in f16
+/// on wgpu also need an adapter with `SHADER_F16`, and kernels with warp
+/// shuffles one with 32-lane subgroups ([`crate::WgpuDeviceInfo`] says what
+/// the adapter has).
 pub struct Runtime {
     pub(crate) backend: Backend,
 }
@@ -92,6 +118,8 @@ impl Runtime {
         ));
     }
 
+    /// The device's identity and limits, read when the runtime started;
+    /// `device().backend.kind()` tells CUDA from wgpu.
     pub fn device(&self) -> &DeviceInfo {
         match &self.backend {
             #[cfg(feature = "cuda")]
@@ -107,7 +135,8 @@ impl Runtime {
     }
 
     /// A new buffer holding a copy of `data`. On wgpu, elements are f32,
-    /// i32, u32 or f16 (what WGSL stores).
+    /// i32, u32 or f16 (what WGSL stores); other types are an
+    /// [`Error::Buffer`].
     pub fn upload<T: DeviceScalar>(&self, data: &[T]) -> Result<DeviceBuffer<T>, Error> {
         check_new_buffer::<T>(data.len())?;
         let memory = match &self.backend {
@@ -119,7 +148,8 @@ impl Runtime {
         Ok(DeviceBuffer { memory })
     }
 
-    /// A new buffer of `len` zeros.
+    /// A new buffer of `len` zeros, of the element types [`Runtime::upload`]
+    /// takes.
     pub fn alloc_zeroed<T: DeviceScalar>(&self, len: usize) -> Result<DeviceBuffer<T>, Error> {
         check_new_buffer::<T>(len)?;
         let memory = match &self.backend {

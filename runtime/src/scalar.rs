@@ -28,6 +28,7 @@ mod sealed {
 pub trait DeviceScalar:
     sealed::Sealed + sealed::CudaElement + Copy + Send + Sync + 'static
 {
+    /// The IR's name for the type, which launches check arguments against.
     const SCALAR: Scalar;
     /// The value as launch-time checks (`requires`) see it.
     fn host_value(self) -> HostValue;

@@ -18,6 +18,7 @@ use crate::Error;
 pub struct TensorMapPlan {
     /// The slice parameter it maps (an index into the kernel's params).
     pub param: usize,
+    /// The slice's element type.
     pub elem: Scalar,
     /// Elements per dimension.
     pub shape: Vec<u64>,
@@ -25,6 +26,7 @@ pub struct TensorMapPlan {
     pub strides: Vec<u64>,
     /// The tile one copy moves, in elements per dimension.
     pub tile: Vec<u32>,
+    /// How a copy lays each tile row out in shared memory.
     pub swizzle: Swizzle,
 }
 

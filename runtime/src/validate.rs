@@ -23,8 +23,11 @@ pub struct VariantFacts {
 /// The dimensions a checked launch uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchDims {
+    /// Blocks per grid, x y z.
     pub blocks: [u32; 3],
+    /// Threads per block, x y z: the grid's, or the kernel's declared block.
     pub threads: [u32; 3],
+    /// Dynamic shared memory per block, in bytes.
     pub shared_bytes: u32,
 }
 

@@ -12,6 +12,7 @@ pub mod ldmatrix;
 pub mod reference;
 pub mod report;
 pub mod sparse;
+pub mod stderr_log;
 pub mod tuning;
 
 use rand::rngs::StdRng;

@@ -1,13 +1,21 @@
 //! warpforge: write a GPU kernel once, in Rust syntax, and run the
 //! architecture-specific variant that is fastest on the GPU at hand.
 //!
-//! A kernel is a function under [`kernel`], written in the kernel language of
-//! docs/dsl.md. `#[kernel]` turns the function into a module with `def()` (the
-//! kernel's definition) and a typed `launch`; kernels with const parameters
-//! also get `Consts` (a [`KernelVariant`]: host code generic over kernels
-//! takes it) and `variants()`. Functions under [`device`] are the
+//! A kernel is a function under [`kernel`], written in the kernel language
+//! ([`guide::dsl`]). `#[kernel]` turns the function into a module with
+//! `def()` (the kernel's definition) and a typed `launch`; kernels with const
+//! parameters also get `Consts` (a [`KernelVariant`]: host code generic over
+//! kernels takes it) and `variants()`. Functions under [`device`] are the
 //! language's functions: kernels and other device functions call them, in
-//! their crate and in crates that depend on it.
+//! their crate and in crates that depend on it. A [`Runtime`] runs the
+//! kernels on a CUDA GPU or through wgpu; [`tune`] measures which variant is
+//! fastest and dispatches to it ([`guide::tuning`]).
+//!
+// The table is a file of its own so that README.md can point at it too.
+#![doc = include_str!("../docs/environment.md")]
+#![warn(missing_docs)]
+
+pub mod guide;
 
 #[doc(hidden)]
 pub use warpforge_macros::__link;

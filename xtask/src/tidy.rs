@@ -7,7 +7,8 @@
 //!   ([`OUTSIDE_FILES`]): what the code relies on is written down here
 //!   (docs/ptx.md for PTX) and cited by its path in the repository;
 //! - no file holds a path of one machine ([`MACHINE_ROOTS`]);
-//! - every `docs/<name>.md, "<heading>"` citation names a heading of that file;
+//! - every `<path>docs/<name>.md, "<heading>"` citation names a heading of
+//!   that file (`docs/ptx.md`, `warpforge/docs/dsl.md`);
 //! - every `.rs` file under a crate's `src/` starts with a `//!` module doc.
 //!
 //! [`EXEMPTIONS`] lists the few places allowed to break a rule, each with its
@@ -201,11 +202,16 @@ pub fn machine_paths_in(line: &str) -> Vec<String> {
     paths
 }
 
-/// The `docs/<name>.md, "<heading>"` citations in `line`, as (file, heading);
-/// one file may be followed by several headings (`"a", "b" and "c"`).
+/// The `<path>docs/<name>.md, "<heading>"` citations in `line`, as (file
+/// from the repository root, heading); one file may be followed by several
+/// headings (`"a", "b" and "c"`).
 pub fn section_citations_in(line: &str) -> Vec<(String, String)> {
     let mut cited = Vec::new();
     for (at, _) in line.match_indices("docs/") {
+        // The folders before `docs/`, as in `warpforge/docs/dsl.md`.
+        let folder = line[..at]
+            .rfind(|c: char| !(c.is_ascii_alphanumeric() || "_-/".contains(c)))
+            .map_or(0, |before| before + 1);
         let rest = &line[at + "docs/".len()..];
         let name_len = rest
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-'))
@@ -216,7 +222,7 @@ pub fn section_citations_in(line: &str) -> Vec<(String, String)> {
         if name_len == 0 {
             continue;
         }
-        let file = format!("docs/{}.md", &rest[..name_len]);
+        let file = format!("{}docs/{}.md", &line[folder..at], &rest[..name_len]);
         let mut tail = after.strip_prefix('`').unwrap_or(after);
         let mut separator = ", \"";
         while let Some(quoted) = tail.strip_prefix(separator) {
@@ -331,7 +337,7 @@ pub fn findings(tree: &Tree) -> Vec<Finding> {
                 let message = match known {
                     None => format!(
                         "cites section \"{heading}\" of {file}, which does not exist: cite a \
-                         file under docs/"
+                         Markdown file by its path from the repository root"
                     ),
                     Some(known) if !known.contains(&heading.replace('`', "")) => format!(
                         "cites section \"{heading}\" of {file}, which has no such heading: \
@@ -515,6 +521,11 @@ mod tests {
             .map(|(_, h)| h)
             .collect();
         assert_eq!(headings, ["a b", "c", "d"]);
+        let guide = "(warpforge/docs/dsl.md, \"WGSL\")";
+        assert_eq!(
+            section_citations_in(guide),
+            [("warpforge/docs/dsl.md".to_string(), "WGSL".to_string())]
+        );
         assert!(section_citations_in("docs/ptx.md has the facts").is_empty());
         assert!(section_citations_in("docs/.md, \"x\"").is_empty());
     }

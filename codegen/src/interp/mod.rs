@@ -107,6 +107,8 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// A launch of `grid` blocks of `block` threads, with the default step
+    /// budget and the uninitialized-read check on.
     pub fn new(grid: [u32; 3], block: [u32; 3]) -> Launch {
         Launch {
             grid,
@@ -132,16 +134,27 @@ impl Launch {
 /// A slice argument's elements, which the run updates in place.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Buffer {
+    /// `bool` elements.
     Bool(Vec<bool>),
+    /// `i8` elements.
     I8(Vec<i8>),
+    /// `u8` elements.
     U8(Vec<u8>),
+    /// `i32` elements.
     I32(Vec<i32>),
+    /// `u32` elements.
     U32(Vec<u32>),
+    /// `i64` elements.
     I64(Vec<i64>),
+    /// `u64` elements.
     U64(Vec<u64>),
+    /// `f16` elements.
     F16(Vec<half::f16>),
+    /// `bf16` elements.
     Bf16(Vec<half::bf16>),
+    /// `f32` elements.
     F32(Vec<f32>),
+    /// `f64` elements.
     F64(Vec<f64>),
 }
 
@@ -149,7 +162,9 @@ pub enum Buffer {
 /// float literal of the parameter's type, a float rounded to it) or a slice.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Arg {
+    /// A scalar parameter's value.
     Scalar(Literal),
+    /// A slice parameter's elements.
     Slice(Buffer),
 }
 
@@ -170,6 +185,7 @@ macro_rules! buffer_types {
                 }
             }
 
+            /// Whether the buffer has no elements.
             pub fn is_empty(&self) -> bool {
                 self.len() == 0
             }
@@ -216,6 +232,7 @@ macro_rules! buffer_types {
                     }
                 }
 
+                /// The elements, mutably, when this is a slice of that type.
                 pub fn $as_mut(&mut self) -> Option<&mut Vec<$t>> {
                     match self {
                         Arg::Slice(Buffer::$variant(v)) => Some(v),
@@ -334,10 +351,14 @@ pub enum ErrorKind {
     InvalidLaunch,
     /// An argument that does not fit its parameter.
     InvalidArgument,
+    /// An index past the end of a slice, a shared array or a register array.
     OutOfBounds,
+    /// An address that is not a multiple of what the access needs (a vector
+    /// copy, an `ldmatrix` row).
     Misaligned,
     /// A read of a register array element or shared memory byte never written.
     Uninitialized,
+    /// An integer `/` or `%` by zero.
     DivisionByZero,
     /// Threads of a block at different barriers, or some never at one that
     /// others wait at.
@@ -355,7 +376,9 @@ pub enum ErrorKind {
 /// shows); the other fields are its parts, for callers that inspect them.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Error {
+    /// What went wrong.
     pub kind: ErrorKind,
+    /// The kernel's name.
     pub kernel: String,
     /// `block_idx()` of the failing block.
     pub block: Option<[u32; 3]>,
@@ -363,6 +386,7 @@ pub struct Error {
     pub thread: Option<[u32; 3]>,
     /// The statement: its path and its text.
     pub place: Option<String>,
+    /// The whole message.
     pub message: String,
 }
 

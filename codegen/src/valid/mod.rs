@@ -89,6 +89,7 @@ pub fn intrinsic_name(f: Intrinsic) -> &'static str {
     }
 }
 
+/// The DSL name of an atomic operation.
 pub fn atomic_name(op: AtomicOp) -> &'static str {
     match op {
         AtomicOp::Add => "atomic_add",

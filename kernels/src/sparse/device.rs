@@ -223,10 +223,12 @@ impl<T: DeviceScalar> DeviceCompressed<T> {
         })
     }
 
+    /// Rows of the dense matrix.
     pub fn rows(&self) -> usize {
         self.rows
     }
 
+    /// Columns of the dense matrix.
     pub fn cols(&self) -> usize {
         self.cols
     }
@@ -271,8 +273,11 @@ pub type Decompress<T> = fn(
 /// as a buffer, and a fn pointer needs one type) (the instances of `prune`, `compress_2_4` and
 /// `decompress_2_4`).
 pub trait DeviceSparse: SparseElement {
+    /// The prune kernel's launcher.
     const PRUNE: Prune<Self>;
+    /// The compress kernel's launcher.
     const COMPRESS: Compress<Self>;
+    /// The decompress kernel's launcher.
     const DECOMPRESS: Decompress<Self>;
 }
 

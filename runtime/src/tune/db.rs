@@ -81,13 +81,33 @@ impl Record {
 #[derive(Clone, Debug, PartialEq)]
 pub enum LoadWarning {
     /// The file exists but could not be read.
-    Unreadable { path: PathBuf, message: String },
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        message: String,
+    },
     /// The file is not a valid database: truncated, not JSON, or missing fields.
-    Corrupt { path: PathBuf, message: String },
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// What the parser found wrong, and where.
+        message: String,
+    },
     /// The file was written with another schema version (`None`: it has none).
-    SchemaMismatch { path: PathBuf, found: Option<u64> },
+    SchemaMismatch {
+        /// The file.
+        path: PathBuf,
+        /// Its `schema` number.
+        found: Option<u64>,
+    },
     /// The file holds the results of another GPU model.
-    OtherGpu { path: PathBuf, found: GpuModel },
+    OtherGpu {
+        /// The file.
+        path: PathBuf,
+        /// The GPU model it names.
+        found: GpuModel,
+    },
 }
 
 impl LoadWarning {
@@ -190,6 +210,7 @@ impl TuneDb {
         self.dir.join(format!("{}.json", self.gpu.file_stem()))
     }
 
+    /// The GPU model whose results this database holds.
     pub fn gpu(&self) -> &GpuModel {
         &self.gpu
     }
@@ -199,6 +220,8 @@ impl TuneDb {
         &self.warnings
     }
 
+    /// The record stored for `key`, if any (keys match only when every
+    /// field is equal).
     pub fn lookup(&self, key: &TuneKey) -> Option<&Record> {
         self.records.get(key)
     }
@@ -208,10 +231,12 @@ impl TuneDb {
         self.records.iter()
     }
 
+    /// The number of records.
     pub fn len(&self) -> usize {
         self.records.len()
     }
 
+    /// Whether nothing is recorded.
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }

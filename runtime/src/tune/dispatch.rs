@@ -59,6 +59,9 @@ impl MissPolicy {
         MissPolicy::from_env_value(std::env::var(MISS_POLICY_ENV).ok().as_deref())
     }
 
+    /// Reads a value of [`MISS_POLICY_ENV`] (case-insensitive):
+    /// [`MissPolicy::Heuristic`] for `None` or an empty value, an
+    /// [`Error::Tune`] naming the accepted values for anything else.
     pub fn from_env_value(value: Option<&str>) -> Result<MissPolicy, Error> {
         let Some(value) = value.map(str::trim).filter(|v| !v.is_empty()) else {
             return Ok(MissPolicy::default());
@@ -94,6 +97,7 @@ pub enum Source {
 pub struct Selection {
     /// Index into the family's candidates.
     pub candidate: usize,
+    /// How it was chosen.
     pub source: Source,
 }
 
@@ -101,9 +105,13 @@ pub struct Selection {
 /// alignments) pair resolved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DispatchStats {
+    /// Resolved to the database's winner.
     pub database: u64,
+    /// Tuned on the spot ([`MissPolicy::TuneNow`]).
     pub tuned: u64,
+    /// Resolved to a nearby bucket's winner ([`MissPolicy::NearestBucket`]).
     pub nearest: u64,
+    /// Resolved to the heuristic default.
     pub heuristic: u64,
     /// Stored winners not used: the family no longer has them, or they
     /// cannot take the call.
@@ -153,8 +161,9 @@ impl Equivalent<ResolvedKey> for ResolvedKeyRef<'_> {
 impl Dispatcher {
     /// A dispatcher for `family` on `rt`'s device, with the database of its
     /// GPU model in `dir` (or [`super::default_dir`]). A database file that
-    /// cannot be used is reported (on stderr and in [`Dispatcher::warnings`])
-    /// and treated as empty; the next tuning result replaces it.
+    /// cannot be used is reported (as a `log` warning and in
+    /// [`Dispatcher::warnings`]) and treated as empty; the next tuning result
+    /// replaces it.
     pub fn new(
         rt: &Runtime,
         family: Family,
@@ -173,7 +182,7 @@ impl Dispatcher {
         let db = TuneDb::open(dir, &base.gpu)?;
         let warnings: Vec<String> = db.warnings().iter().map(ToString::to_string).collect();
         for warning in &warnings {
-            eprintln!("warpforge: {warning}");
+            log::warn!("{warning}");
         }
         Ok(Dispatcher {
             family,
@@ -189,19 +198,23 @@ impl Dispatcher {
         })
     }
 
+    /// The family whose calls this dispatcher serves.
     pub fn family(&self) -> &Family {
         &self.family
     }
 
+    /// What it does for a call nothing usable was tuned for.
     pub fn policy(&self) -> MissPolicy {
         self.policy
     }
 
+    /// The variant a selection names.
     pub fn candidate(&self, selection: Selection) -> &Candidate {
         &self.family.candidates()[selection.candidate]
     }
 
-    /// The tuning key of `call` on this dispatcher's device.
+    /// The tuning key of `call` on this dispatcher's device: what the
+    /// database stores the call's winner under.
     pub fn key(&self, call: &Call<'_>) -> TuneKey {
         self.family.key(&self.base, call)
     }
@@ -211,6 +224,7 @@ impl Dispatcher {
         self.state().db.lookup(&self.key(call)).cloned()
     }
 
+    /// How the calls resolved so far were resolved.
     pub fn stats(&self) -> DispatchStats {
         self.state().stats
     }
@@ -317,7 +331,7 @@ impl Dispatcher {
                 )?;
                 if let Err(e) = state.db.record(key, report.record(&self.family)) {
                     let warning = format!("the tuning result was used but not stored: {e}");
-                    eprintln!("warpforge: {warning}");
+                    log::warn!("{warning}");
                     state.warnings.push(warning);
                 }
                 state.stats.tuned += 1;

@@ -15,12 +15,15 @@ use crate::Error;
 /// parameters (in `def.ir.const_params` order).
 #[derive(Clone, Debug)]
 pub struct Candidate {
+    /// The kernel.
     pub def: &'static KernelDef,
+    /// The values of its const parameters.
     pub consts: Vec<i64>,
     name: String,
 }
 
 impl Candidate {
+    /// The variant `consts` of `def`.
     pub fn new(def: &'static KernelDef, consts: Vec<i64>) -> Candidate {
         Candidate {
             name: def.variant_name(&consts),
@@ -38,6 +41,7 @@ impl Candidate {
 /// What of one call decides which variant is legal and fastest.
 #[derive(Clone, Copy, Debug)]
 pub struct Call<'a> {
+    /// The call's problem size, coarsened.
     pub shape: ShapeBucket,
     /// The alignment facts the family's variants' legality depends on, in an
     /// order the family defines (see [`TuneKey::alignments`]). Every call with
@@ -125,14 +129,19 @@ impl Family {
         Ok(self)
     }
 
+    /// The family's name in tuning keys ([`TuneKey::kernel`]).
     pub fn name(&self) -> &str {
         &self.name
     }
 
+    /// Its type and layout mix in tuning keys ([`TuneKey::dtypes`]).
     pub fn dtypes(&self) -> &str {
         &self.dtypes
     }
 
+    /// Every variant of every kernel of the family: the kernels in the order
+    /// [`Family::new`] was given them, each kernel's variants in the order of
+    /// [`KernelDef::variants`].
     pub fn candidates(&self) -> &[Candidate] {
         &self.candidates
     }
@@ -180,11 +189,14 @@ impl Family {
 /// The parts of a tuning key that come from the device.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyBase {
+    /// The GPU model.
     pub gpu: GpuModel,
+    /// The driver, as [`driver_version`](super::driver_version) spells it.
     pub driver_version: String,
 }
 
 impl KeyBase {
+    /// The key parts of `device`.
     pub fn of(device: &DeviceInfo) -> KeyBase {
         KeyBase {
             gpu: GpuModel::of(device),

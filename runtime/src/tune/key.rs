@@ -54,8 +54,11 @@ impl GpuModel {
 /// 1024x1024x1024, while 1025 moves to 2048.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct ShapeBucket {
+    /// Rows of C, rounded up to a power of two.
     pub m: u64,
+    /// Columns of C, rounded up to a power of two.
     pub n: u64,
+    /// The reduction length, rounded up to a power of two.
     pub k: u64,
 }
 
@@ -117,12 +120,14 @@ fn kernel_module_version(text: &str) -> Option<&str> {
 /// driver or a new codegen version makes old results miss, never mislead.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct TuneKey {
+    /// The GPU model: name, compute capability and SM count.
     pub gpu: GpuModel,
-    /// The driver version as the caller reports it, e.g. `12090` or `550.54.15`.
+    /// The driver as [`driver_version`] spells it, e.g. `cuda-12.9/550.54.15`.
     pub driver_version: String,
-    /// A hash of the code generator that built the variants, given by the caller.
+    /// A hash of the code generator and the family's kernels
+    /// ([`Family::codegen_version`](super::Family::codegen_version)).
     pub codegen_version: String,
-    /// The kernel's name, as in its `KernelDef`.
+    /// The family's name ([`Family::name`](super::Family::name)).
     pub kernel: String,
     /// The dtype and layout mix, e.g. `f16.row*f16.col->f32.row`.
     pub dtypes: String,
@@ -130,6 +135,7 @@ pub struct TuneKey {
     /// the kernel's tuner defines, e.g. the largest power-of-two byte
     /// alignment of each operand's base address and leading dimension.
     pub alignments: Vec<u32>,
+    /// The problem size, coarsened.
     pub shape: ShapeBucket,
 }
 

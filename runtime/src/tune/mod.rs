@@ -20,8 +20,9 @@
 //! every write happens under an exclusive lock on a separate lock file,
 //! re-reads the file and merges into it, and replaces it atomically (temp
 //! file in the same directory, fsync, rename), so no process loses another's
-//! records and a reader never sees half a file. docs/tuning.md has the whole
-//! picture.
+//! records and a reader never sees half a file. The guide
+//! `warpforge::guide::tuning` (warpforge/docs/tuning.md in the repository)
+//! has the whole picture.
 
 mod db;
 mod dispatch;

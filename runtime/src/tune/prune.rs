@@ -40,6 +40,7 @@ pub struct VariantResources {
 /// The attributes of a loaded function and its occupancy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadedResources {
+    /// Registers per thread, as ptxas (or the JIT) allocated them.
     pub registers_per_thread: u32,
     /// Local memory per thread (register spills and stack), in bytes.
     pub local_bytes_per_thread: u32,
@@ -54,10 +55,18 @@ pub struct LoadedResources {
 /// Which rule ruled a variant out.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum PruneRule {
+    /// The kernel has no target the device runs.
     Arch,
+    /// The variant's `requires` (or its argument types) reject the call.
     Call,
+    /// The variant needs more shared memory per block than the device's
+    /// opt-in limit.
     SharedMemory,
+    /// Its declared block is larger than the loaded function can launch with
+    /// its registers.
     Registers,
+    /// Fewer resident warps per SM than
+    /// [`TuneOptions::min_warps_per_sm`](super::TuneOptions) asks for.
     Occupancy,
 }
 

@@ -34,6 +34,7 @@ pub struct GpuTestbed<'a, W: Workload + ?Sized> {
 }
 
 impl<'a, W: Workload + ?Sized> GpuTestbed<'a, W> {
+    /// A testbed on `rt`'s device running `workload`'s inputs and checks.
     pub fn new(rt: &'a Runtime, workload: &'a mut W) -> GpuTestbed<'a, W> {
         GpuTestbed {
             rt,

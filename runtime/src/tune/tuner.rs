@@ -95,14 +95,27 @@ impl TuneOptions {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Status {
     /// Ruled out before anything ran.
-    Pruned { rule: PruneRule, reason: String },
+    Pruned {
+        /// The rule that ruled it out.
+        rule: PruneRule,
+        /// Why, in words.
+        reason: String,
+    },
     /// Could not be built or launched, or computed a wrong result.
-    Rejected { reason: String },
-    /// Stopped after the early samples: far behind the leader. `best_ms` is
-    /// its best sample, per launch.
-    Dropped { best_ms: f64 },
-    /// Fully timed: the median per launch.
-    Timed { median_ms: f64 },
+    Rejected {
+        /// What went wrong.
+        reason: String,
+    },
+    /// Stopped after the early samples: far behind the leader.
+    Dropped {
+        /// Its best sample, per launch, in milliseconds.
+        best_ms: f64,
+    },
+    /// Fully timed.
+    Timed {
+        /// The median per launch, in milliseconds.
+        median_ms: f64,
+    },
 }
 
 /// The outcome of tuning one call.

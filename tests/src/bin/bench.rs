@@ -36,6 +36,7 @@ use warpforge_tests::tuning::parse_shape;
 use warpforge_tests::{run_seed, GemmFloat, Inputs};
 
 fn main() -> ExitCode {
+    warpforge_tests::stderr_log::init();
     let rt = match Runtime::cuda(0) {
         Ok(rt) => rt,
         Err(e) => {

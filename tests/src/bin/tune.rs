@@ -72,6 +72,7 @@ struct RunReport {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    warpforge_tests::stderr_log::init();
     let rt = match Runtime::cuda(0) {
         Ok(rt) => rt,
         Err(e) => {

@@ -83,6 +83,7 @@ pub struct FeatureInfo {
 }
 
 impl Feature {
+    /// The construct's name (for messages) and the version and arch it needs.
     pub fn info(self) -> FeatureInfo {
         let (construct, min_version, min_arch) = match self {
             Feature::Bf16ToF32 => ("bf16 conversions (`cvt.f32.bf16`)", (7, 1), (8, 0)),
@@ -261,6 +262,7 @@ pub struct FeatureUse {
 }
 
 impl FeatureUse {
+    /// Nothing used yet on `arch`: the version is the lowest that knows the target.
     pub fn new(arch: Arch) -> FeatureUse {
         FeatureUse {
             arch,
@@ -290,6 +292,7 @@ impl FeatureUse {
         Ok(())
     }
 
+    /// The `.version` the module must declare: the highest any recorded use needs.
     pub fn version(&self) -> (u32, u32) {
         self.version
     }

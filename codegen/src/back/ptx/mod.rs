@@ -53,6 +53,7 @@ use crate::Error;
 /// One assembled-ready PTX module holding one entry point.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PtxModule {
+    /// The module's PTX text, for `ptxas` or the driver's JIT.
     pub text: String,
     /// The `.entry` name.
     pub entry: String,

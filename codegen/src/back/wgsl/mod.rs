@@ -93,6 +93,7 @@ pub const ENTRY: &str = "main";
 /// One WGSL module holding one compute entry point.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WgslModule {
+    /// The module's WGSL source, for naga or the WebGPU implementation.
     pub text: String,
     /// The entry point's name ([`ENTRY`]).
     pub entry: String,
@@ -115,13 +116,19 @@ pub struct WgslModule {
 pub enum WgslParam {
     /// A scalar: its value, 4 bytes at `offset` in `Params` (see the module
     /// documentation for how each type is encoded).
-    Scalar { offset: u32 },
+    Scalar {
+        /// The byte offset of its field in `Params`.
+        offset: u32,
+    },
     /// A slice: the storage buffer at `binding` (group 0), read-only for
     /// `&[T]`, and its length in elements as a `u32` at `len_offset` in
     /// `Params`.
     Slice {
+        /// The binding number in group 0.
         binding: u32,
+        /// `&[T]`: bound as `read` storage, not `read_write`.
         read_only: bool,
+        /// The byte offset of its length in `Params`.
         len_offset: u32,
     },
 }

@@ -39,6 +39,7 @@ use crate::ir::{Block, Expr, ExprKind, LocalId, ParamId, ParamType, Place, Scala
 pub struct DeviceFn {
     /// Unique among all functions: crate, name and place of definition.
     pub id: String,
+    /// The function as written, from its crate's source.
     pub item: syn::ItemFn,
     /// Whether its definition failed to compile (reported there): calls to
     /// it are not reported again.
@@ -52,6 +53,7 @@ pub struct DeviceFn {
 /// names.
 #[derive(Default)]
 pub struct Linked {
+    /// Every device function the item reaches, each once.
     pub functions: Vec<DeviceFn>,
     /// The item's own calls: (path, id).
     pub calls: Vec<(String, String)>,

@@ -416,7 +416,7 @@ fn unsupported_expr_message(e: &syn::Expr) -> String {
         }
         syn::Expr::Try(_) => "`?` is not supported in kernels: there are no `Result`s on the GPU",
         syn::Expr::Async(_) | syn::Expr::Await(_) => "`async` and `.await` are not supported in kernels",
-        _ => "this expression is not supported in kernels: see docs/dsl.md for the language",
+        _ => "this expression is not supported in kernels: the kernel language (`warpforge::guide::dsl` on docs.rs) lists what a kernel may contain",
     };
     what.to_string()
 }

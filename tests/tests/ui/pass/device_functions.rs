@@ -1,4 +1,4 @@
-//! Device functions: the example of docs/dsl.md ("Device functions"), calls across modules and
+//! Device functions: the example of warpforge/docs/dsl.md ("Device functions"), calls across modules and
 //! nested calls, and a call to a function that `warpforge-kernels` exports.
 #![deny(warnings, missing_docs)]
 
@@ -32,7 +32,7 @@ pub mod tile {
 
 use tile::{scale, stage};
 
-/// The example of docs/dsl.md.
+/// The example of warpforge/docs/dsl.md.
 #[kernel(arch(sm_80), block(64))]
 pub fn k(x: &[f32], y: &mut [f32]) {
     let mut tile: [[f32; 8]; 64] = shared();
@@ -64,7 +64,7 @@ pub fn double<T: Float>(x: T) -> T {
     (x as f32 * 2.0) as T
 }
 
-/// One kernel per element type (docs/dsl.md, "Element-type generics").
+/// One kernel per element type (warpforge/docs/dsl.md, "Element-type generics").
 #[kernel(arch(sm_80), instances(scale_f16 = <f16>, scale_bf16 = <bf16>))]
 pub fn scale<T: Half>(x: &[T], y: &mut [T]) {
     let i = thread_idx().x;
