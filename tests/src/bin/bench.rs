@@ -17,9 +17,12 @@
 //! adds to a direct launch of the same variant.
 //! `bench --only PATTERN` runs only the Tensor Core GEMM variants whose
 //! kernel name or `Consts` debug text holds PATTERN (for profilers); `bench --sparse` only the sparse
-//! sections; `--shape MxNxK` sets the shape of the GEMMs `--only` runs.
+//! sections; `--shape MxNxK` sets the shape of the GEMMs `--only` runs (`bench --help`
+//! lists the options, and needs no GPU).
 
 use std::process::ExitCode;
+
+use clap::Parser;
 
 use warpforge::{
     bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
@@ -35,35 +38,42 @@ use warpforge_tests::sparse::{
 use warpforge_tests::tuning::parse_shape;
 use warpforge_tests::{run_seed, GemmFloat, Inputs};
 
+/// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
+const NOT_RUN: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "bench",
+    about = "Benchmark the stock kernels beside cuBLAS on this GPU (all sections unless narrowed)"
+)]
+struct Args {
+    /// Only the Tensor Core GEMM variants whose kernel name or `Consts` debug
+    /// text holds PATTERN (for profilers), and nothing else
+    #[arg(long, value_name = "PATTERN")]
+    only: Option<String>,
+    /// Only the 2:4 sparse sections (mma.sp rates, the sparse GEMM)
+    #[arg(long, conflicts_with = "only")]
+    sparse: bool,
+    /// The shape of the GEMMs `--only` runs, as MxNxK [default: 8192x8192x8192]
+    #[arg(long, value_name = "MxNxK", value_parser = parse_shape, requires = "only")]
+    shape: Option<(u32, u32, u32)>,
+}
+
 fn main() -> ExitCode {
+    // Parsed before the GPU is looked for, so that `--help` and a wrong
+    // argument need none.
+    let args = Args::parse();
     warpforge_tests::stderr_log::init();
     let rt = match Runtime::cuda(0) {
         Ok(rt) => rt,
         Err(e) => {
             println!("BENCH NOT RUN: no usable CUDA GPU: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(NOT_RUN);
         }
     };
-    // `--only PATTERN`: only the Tensor Core GEMM variants whose kernel name or `Consts` debug text holds
-    // PATTERN (for profilers), and nothing else.
-    let args: Vec<String> = std::env::args().collect();
-    let only = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1));
-    // `--sparse`: only the 2:4 sparse sections (mma.sp rates, the sparse GEMM).
-    let sparse_only = args.iter().any(|a| a == "--sparse");
-    // `--shape MxNxK`: the shape of the GEMMs `--only` picks (8192^3 by default).
-    let shape = match args.iter().position(|a| a == "--shape") {
-        None => (8192, 8192, 8192),
-        Some(i) => match parse_shape(args.get(i + 1).map_or("", String::as_str)) {
-            Ok((m, n, k)) => (m as usize, n as usize, k as usize),
-            Err(e) => {
-                println!("BENCH NOT RUN: `--shape`: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
+    let (m, n, k) = args.shape.unwrap_or((8192, 8192, 8192));
+    let shape = (m as usize, n as usize, k as usize);
+    let (only, sparse_only) = (args.only.as_deref(), args.sparse);
     let result = match only {
         Some(pattern) => bench_gemm_16bit(&rt, shape, pattern),
         None if sparse_only => bench_mma_sp(&rt).and_then(|()| bench_gemm_sparse(&rt, 8192)),
