@@ -190,7 +190,7 @@ impl TuneDb {
     pub fn open(dir: Option<&Path>, gpu: &GpuModel) -> Result<TuneDb, Error> {
         let dir = match dir {
             Some(dir) => dir.to_path_buf(),
-            None => default_dir()?,
+            None => default_dir(),
         };
         let mut db = TuneDb {
             dir,
@@ -315,40 +315,49 @@ impl TuneDb {
 
 /// Where database files live when the caller names no directory:
 /// `$WARPFORGE_TUNE_DIR`, else `$XDG_CACHE_HOME/warpforge/tune`, else
-/// `$HOME/.cache/warpforge/tune`.
-pub fn default_dir() -> Result<PathBuf, Error> {
+/// `$HOME/.cache/warpforge/tune`, else (none of them set, as in some
+/// containers and services) `warpforge/tune` under the system's temporary
+/// directory, with a warning through `log`: tuning still works, and its
+/// results may not outlive the machine's next cleanup.
+pub fn default_dir() -> PathBuf {
     dir_from(
         std::env::var_os(TUNE_DIR_ENV),
         std::env::var_os("XDG_CACHE_HOME"),
         std::env::var_os("HOME"),
     )
+    .unwrap_or_else(|| {
+        let dir = std::env::temp_dir().join("warpforge").join("tune");
+        log::warn!(
+            "none of {TUNE_DIR_ENV}, XDG_CACHE_HOME or HOME is set: the tuning database goes to \
+             {}, which the system may clean; set {TUNE_DIR_ENV} to a directory that lasts",
+            dir.display()
+        );
+        dir
+    })
 }
 
+/// The directory the environment names, if it names one.
 fn dir_from(
     tune_dir: Option<OsString>,
     xdg_cache_home: Option<OsString>,
     home: Option<OsString>,
-) -> Result<PathBuf, Error> {
+) -> Option<PathBuf> {
     if let Some(dir) = tune_dir.filter(|d| !d.is_empty()) {
-        return Ok(dir.into());
+        return Some(dir.into());
     }
     // The XDG spec says to ignore a relative XDG_CACHE_HOME.
     if let Some(cache) = xdg_cache_home
         .map(PathBuf::from)
         .filter(|d| d.is_absolute())
     {
-        return Ok(cache.join("warpforge").join("tune"));
+        return Some(cache.join("warpforge").join("tune"));
     }
-    if let Some(home) = home.filter(|h| !h.is_empty()) {
-        return Ok(PathBuf::from(home)
+    home.filter(|h| !h.is_empty()).map(|home| {
+        PathBuf::from(home)
             .join(".cache")
             .join("warpforge")
-            .join("tune"));
-    }
-    Err(Error::Tune(format!(
-        "cannot find a directory for the tuning database: none of {TUNE_DIR_ENV}, \
-         XDG_CACHE_HOME or HOME is set; set {TUNE_DIR_ENV} to a writable directory"
-    )))
+            .join("tune")
+    })
 }
 
 /// Of two records for one key, keeps the later; a tie goes to the incoming one.
@@ -716,19 +725,22 @@ mod tests {
     fn default_dir_follows_the_environment_in_order() {
         let some = |s: &str| Some(OsString::from(s));
         assert_eq!(
-            dir_from(some("/tune"), some("/xdg"), some("/home/u")).unwrap(),
-            PathBuf::from("/tune")
+            dir_from(some("/tune"), some("/xdg"), some("/home/u")),
+            Some(PathBuf::from("/tune"))
         );
         assert_eq!(
-            dir_from(some(""), some("/xdg"), some("/home/u")).unwrap(),
-            PathBuf::from("/xdg/warpforge/tune")
+            dir_from(some(""), some("/xdg"), some("/home/u")),
+            Some(PathBuf::from("/xdg/warpforge/tune"))
         );
         assert_eq!(
-            dir_from(None, some("relative"), some("/home/u")).unwrap(),
-            PathBuf::from("/home/u/.cache/warpforge/tune")
+            dir_from(None, some("relative"), some("/home/u")),
+            Some(PathBuf::from("/home/u/.cache/warpforge/tune"))
         );
-        let err = dir_from(None, None, None).unwrap_err().to_string();
-        assert!(err.contains(TUNE_DIR_ENV), "{err}");
+        assert_eq!(
+            dir_from(None, None, None),
+            None,
+            "the temporary directory then"
+        );
     }
 
     /// Set in the children of the concurrency test: `<dir>,<index>`.

@@ -16,7 +16,8 @@
 //!
 //! Where the files live ([`default_dir`]): `$WARPFORGE_TUNE_DIR` when set;
 //! otherwise `$XDG_CACHE_HOME/warpforge/tune`; otherwise
-//! `~/.cache/warpforge/tune`. Several tuning processes may share a directory:
+//! `~/.cache/warpforge/tune`; with no HOME either, under the temporary
+//! directory, with a warning. Several tuning processes may share a directory:
 //! every write happens under an exclusive lock on a separate lock file,
 //! re-reads the file and merges into it, and replaces it atomically (temp
 //! file in the same directory, fsync, rename), so no process loses another's

@@ -106,7 +106,7 @@ fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
     };
     let dir = match &args.db_dir {
         Some(dir) => dir.clone(),
-        None => default_dir()?,
+        None => default_dir(),
     };
     let device = rt.device();
     let gpu = GpuModel::of(device);
