@@ -90,12 +90,20 @@ pub fn barrier_only() {
 }
 
 fn main() {
-    // Launchers are typed functions; take them without calling (there is no GPU here).
-    let _: fn(&Runtime, Grid, f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>) -> Result<(), Error> = saxpy::launch;
-    let _: fn(&Runtime, gemm::Consts, Grid, &DeviceBuffer<f32>, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, u32, u32, u32) -> Result<(), Error> =
-        gemm::launch;
-    let _: fn(&Runtime, histogram::Consts, Grid, &DeviceBuffer<u32>, &mut DeviceBuffer<u32>, f16) -> Result<(), Error> =
-        histogram::launch;
+    // Launchers are typed functions: calls that are never made (there is no
+    // GPU here) check what they take, a whole buffer or a view of one.
+    let _saxpy = |rt: &Runtime, x: &DeviceBuffer<f32>, y: &mut DeviceBuffer<f32>| -> Result<(), Error> {
+        saxpy::launch(rt, Grid::linear(1, 32), 2.0, x, &mut *y)?;
+        saxpy::launch(rt, Grid::linear(1, 32), 2.0, x.slice(64..)?, y.slice_mut(..64)?)
+    };
+    let _gemm = |rt: &Runtime, a: &DeviceBuffer<f32>, b: &DeviceBuffer<f32>, c: &mut DeviceBuffer<f32>| {
+        let consts = gemm::Consts { BM: 64, BN: 128, TM: 8, TN: 4 };
+        gemm::launch(rt, consts, Grid::blocks([1, 1, 1]), a, b, c, 1u32, 1u32, 1u32)
+    };
+    let _histogram = |rt: &Runtime, data: &DeviceBuffer<u32>, bins: &mut DeviceBuffer<u32>| {
+        let consts = histogram::Consts { WIDE: true };
+        histogram::launch(rt, consts, Grid::blocks([1, 1, 1]), data, bins, f16::ONE)
+    };
     let _: fn(&Runtime, Grid) -> Result<(), Error> = barrier_only::launch;
     let _: fn() -> &'static warpforge::__private::KernelDef = saxpy::def;
     let _: fn() -> Vec<gemm::Consts> = gemm::variants;
