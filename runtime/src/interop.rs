@@ -83,8 +83,10 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
     /// the runtime's CUDA context (or one it can access), aligned to
     /// `align_of::<T>()`, that stays allocated while the buffer lives, and no
     /// other code may write it while a launch that reads it, or access it
-    /// while a launch that writes it, may run. Kernels that assume more
-    /// alignment (vector loads, `cp.async`) check the address at launch.
+    /// while a launch that writes it, may run. Kernels with 16-byte copies
+    /// (`cp.async`, vector accesses) or TMA also need the address to be a
+    /// multiple of [`crate::VIEW_ALIGN_BYTES`], as an allocation's start is;
+    /// nothing checks that for a raw pointer.
     pub unsafe fn from_raw_cuda(
         rt: &Runtime,
         ptr: cudarc::driver::sys::CUdeviceptr,
@@ -206,13 +208,7 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
 
     fn over_cuda_slice(rt: &Runtime, slice: &CudaSlice<T>) -> Result<DeviceBuffer<T>, Error> {
         let cuda = rt.cuda_backend("borrowing a CudaSlice")?;
-        cuda.check_owner(slice.context(), || {
-            format!(
-                "the CudaSlice of {} {} values",
-                slice.len(),
-                T::SCALAR.name()
-            )
-        })?;
+        cuda.check_slice_owner(slice)?;
         let (ptr, _record) = cudarc::driver::DevicePtr::device_ptr(slice, &cuda.stream);
         // SAFETY: the slice is a live allocation of its length in this
         // context, and the borrow the caller holds keeps it so (and keeps

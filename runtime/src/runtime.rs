@@ -92,9 +92,7 @@ impl Runtime {
     /// CUDA device `ordinal`, counted among the devices CUDA_VISIBLE_DEVICES leaves visible.
     pub fn cuda(ordinal: usize) -> Result<Runtime, Error> {
         #[cfg(feature = "cuda")]
-        return Ok(Runtime {
-            backend: Backend::Cuda(CudaBackend::new(ordinal)?),
-        });
+        return Ok(Runtime::from_cuda(CudaBackend::new(ordinal)?));
         #[cfg(not(feature = "cuda"))]
         return Err(Error::NoDriver(format!(
             "CUDA device {ordinal} was asked for, and this build of warpforge has no CUDA \
@@ -107,9 +105,7 @@ impl Runtime {
     /// it has them and its own limits.
     pub fn wgpu() -> Result<Runtime, Error> {
         #[cfg(feature = "wgpu")]
-        return Ok(Runtime {
-            backend: Backend::Wgpu(WgpuBackend::new()?),
-        });
+        return Ok(Runtime::from_wgpu(WgpuBackend::new()?));
         #[cfg(not(feature = "wgpu"))]
         return Err(Error::Wgpu(
             "wgpu was asked for, and this build of warpforge has no wgpu backend: enable \

@@ -33,7 +33,11 @@ fn compare(got: &[f32], want: &[f32]) -> Result<String, String> {
     }
 }
 
-fn record(report: &mut Report, what: &str, outcome: Result<Result<String, String>, String>) {
+/// A check's outcome: its line (`Ok` passed, `Err` failed, each with the
+/// detail), or the error that kept it from running.
+type Outcome = Result<Result<String, String>, Box<dyn std::error::Error>>;
+
+fn record(report: &mut Report, what: &str, outcome: Outcome) {
     match outcome {
         Ok(Ok(detail)) => report.check(what, true, detail),
         Ok(Err(detail)) => report.check(what, false, detail),
@@ -50,13 +54,13 @@ pub fn check_views(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
         rt.backend_name()
     );
     let (x, y) = (inputs.f32s(N + 64), inputs.f32s(N + 128));
-    let outcome = (|| {
-        let dx = rt.upload(&x).map_err(|e| e.to_string())?;
-        let mut dy = rt.upload(&y).map_err(|e| e.to_string())?;
-        let x_view = dx.slice(64..1000).map_err(|e| e.to_string())?;
-        let y_view = dy.slice_mut(128..1064).map_err(|e| e.to_string())?;
-        saxpy::launch(rt, Grid::linear(N, 128), 0.75, x_view, y_view).map_err(|e| e.to_string())?;
-        let got = rt.download(&dy).map_err(|e| e.to_string())?;
+    let outcome = (|| -> Outcome {
+        let dx = rt.upload(&x)?;
+        let mut dy = rt.upload(&y)?;
+        let x_view = dx.slice(64..1000)?;
+        let y_view = dy.slice_mut(128..1064)?;
+        saxpy::launch(rt, Grid::linear(N, 128), 0.75, x_view, y_view)?;
+        let got = rt.download(&dy)?;
         let mut want = y.clone();
         for (i, w) in want[128..1064].iter_mut().enumerate() {
             *w = 0.75 * x[64 + i] + *w;
@@ -70,8 +74,8 @@ pub fn check_views(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
         "views: ranges that break a rule are refused ({})",
         rt.backend_name()
     );
-    let outcome = (|| {
-        let dx = rt.upload(&x).map_err(|e| e.to_string())?;
+    let outcome = (|| -> Outcome {
+        let dx = rt.upload(&x)?;
         let refusals = [
             (dx.slice(1..).err(), "multiple of 64 elements"),
             (dx.slice(64..2000).err(), "end at or before 1064"),
@@ -101,18 +105,16 @@ pub fn check_streams(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
         rt.backend_name()
     );
     let (x, y) = (inputs.f32s(N), inputs.f32s(N));
-    let outcome = (|| {
-        let dx = rt.upload(&x).map_err(|e| e.to_string())?;
-        let mut dy = rt.upload(&y).map_err(|e| e.to_string())?;
-        let fork = rt.fork().map_err(|e| e.to_string())?;
-        saxpy::launch(&fork, Grid::linear(N, 128), 2.0, &dx, &mut dy).map_err(|e| e.to_string())?;
-        let written = fork.record_event().map_err(|e| e.to_string())?;
-        rt.wait_for(&written).map_err(|e| e.to_string())?;
-        saxpy::launch(rt, Grid::linear(N, 128), -1.0, &dx, &mut dy).map_err(|e| e.to_string())?;
-        rt.record_event()
-            .and_then(|done| done.synchronize())
-            .map_err(|e| e.to_string())?;
-        let got = rt.download(&dy).map_err(|e| e.to_string())?;
+    let outcome = (|| -> Outcome {
+        let dx = rt.upload(&x)?;
+        let mut dy = rt.upload(&y)?;
+        let fork = rt.fork()?;
+        saxpy::launch(&fork, Grid::linear(N, 128), 2.0, &dx, &mut dy)?;
+        let written = fork.record_event()?;
+        rt.wait_for(&written)?;
+        saxpy::launch(rt, Grid::linear(N, 128), -1.0, &dx, &mut dy)?;
+        rt.record_event().and_then(|done| done.synchronize())?;
+        let got = rt.download(&dy)?;
         let once = saxpy_reference(2.0, &x, &y);
         Ok(compare(&got, &saxpy_reference(-1.0, &x, &once))
             .map(|detail| format!("{detail}: the second launch saw the first")))
@@ -217,24 +219,22 @@ pub mod wgpu_app {
     pub fn check_saxpy_in_place(inputs: &mut Inputs, report: &mut Report) {
         let what = "wgpu interop: saxpy on the app's device, into the app's buffer";
         let (x, y) = (inputs.f32s(N), inputs.f32s(N));
-        let outcome = (|| {
+        let outcome = (|| -> Outcome {
             let (device, queue) = app_device()?;
             let rt = Runtime::wgpu_on_device(&device, &queue);
             let usage = wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST;
             let app_y = app_buffer(&device, &queue, &y, usage);
-            let dx = rt.upload(&x).map_err(|e| e.to_string())?;
-            let mut dy = DeviceBuffer::<f32>::from_wgpu_buffer(&rt, app_y.clone(), N)
-                .map_err(|e| e.to_string())?;
-            saxpy::launch(&rt, Grid::linear(N, 128), 1.5, &dx, &mut dy)
-                .map_err(|e| e.to_string())?;
-            let through_warpforge = rt.download(&dy).map_err(|e| e.to_string())?;
+            let dx = rt.upload(&x)?;
+            let mut dy = DeviceBuffer::<f32>::from_wgpu_buffer(&rt, app_y.clone(), N)?;
+            saxpy::launch(&rt, Grid::linear(N, 128), 1.5, &dx, &mut dy)?;
+            let through_warpforge = rt.download(&dy)?;
             let handed_back = dy
                 .into_wgpu_buffer()
                 .map_err(|_| "into_wgpu_buffer refused a wgpu buffer".to_string())?;
             if handed_back != app_y {
-                return Err("into_wgpu_buffer gave back another buffer".to_string());
+                return Err("into_wgpu_buffer gave back another buffer".into());
             }
             let through_app = app_read(&device, &queue, &app_y, N)?;
             let want = saxpy_reference(1.5, &x, &y);
@@ -249,7 +249,7 @@ pub mod wgpu_app {
     /// What cannot be taken is refused with the rule, before wgpu sees it.
     pub fn check_refusals(report: &mut Report) {
         let what = "wgpu interop: buffers that cannot be taken are refused";
-        let outcome = (|| {
+        let outcome = (|| -> Outcome {
             let (device, queue) = app_device()?;
             let rt = Runtime::wgpu_on_device(&device, &queue);
             let storage_only = device.create_buffer(&wgpu::BufferDescriptor {
@@ -333,19 +333,18 @@ pub mod cuda_app {
     pub fn check_saxpy_on_app_slices(inputs: &mut Inputs, report: &mut Report) {
         let what = "cuda interop: saxpy on the app's stream and slices";
         let (x, y) = (inputs.f32s(N), inputs.f32s(N));
-        let outcome = (|| {
+        let outcome = (|| -> Outcome {
             let (stream, rt) = app_stream_and_runtime()?;
             let (app_x, app_y) = (upload(&stream, &x)?, upload(&stream, &y)?);
             let y_address = address(&app_y, &stream);
-            let dx = DeviceBuffer::from_cuda_slice(&rt, app_x).map_err(|e| e.to_string())?;
-            let mut dy = DeviceBuffer::from_cuda_slice(&rt, app_y).map_err(|e| e.to_string())?;
-            saxpy::launch(&rt, Grid::linear(N, 128), 1.5, &dx, &mut dy)
-                .map_err(|e| e.to_string())?;
+            let dx = DeviceBuffer::from_cuda_slice(&rt, app_x)?;
+            let mut dy = DeviceBuffer::from_cuda_slice(&rt, app_y)?;
+            saxpy::launch(&rt, Grid::linear(N, 128), 1.5, &dx, &mut dy)?;
             let app_y = dy
                 .into_cuda_slice()
                 .map_err(|_| "into_cuda_slice refused a slice it had taken".to_string())?;
             if address(&app_y, &stream) != y_address {
-                return Err("the slice handed back is another allocation".to_string());
+                return Err("the slice handed back is another allocation".into());
             }
             let got = download(&stream, &app_y)?;
             Ok(compare(&got, &saxpy_reference(1.5, &x, &y))
@@ -360,15 +359,13 @@ pub mod cuda_app {
     pub fn check_borrowed_slices(inputs: &mut Inputs, report: &mut Report) {
         let what = "cuda interop: saxpy on slices the app lends";
         let (x, y) = (inputs.f32s(N), inputs.f32s(N));
-        let outcome = (|| {
+        let outcome = (|| -> Outcome {
             let (stream, rt) = app_stream_and_runtime()?;
             let (app_x, mut app_y) = (upload(&stream, &x)?, upload(&stream, &y)?);
             {
-                let dx = DeviceBuffer::borrow_cuda_slice(&rt, &app_x).map_err(|e| e.to_string())?;
-                let mut dy = DeviceBuffer::borrow_cuda_slice_mut(&rt, &mut app_y)
-                    .map_err(|e| e.to_string())?;
-                saxpy::launch(&rt, Grid::linear(N, 128), 3.0, &*dx, &mut *dy)
-                    .map_err(|e| e.to_string())?;
+                let dx = DeviceBuffer::borrow_cuda_slice(&rt, &app_x)?;
+                let mut dy = DeviceBuffer::borrow_cuda_slice_mut(&rt, &mut app_y)?;
+                saxpy::launch(&rt, Grid::linear(N, 128), 3.0, &*dx, &mut *dy)?;
             }
             let got = download(&stream, &app_y)?;
             Ok(compare(&got, &saxpy_reference(3.0, &x, &y))
@@ -382,25 +379,24 @@ pub mod cuda_app {
     pub fn check_graph_replay(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
         let what = "cuda graphs: saxpy captured once, replayed three times";
         let (x, y) = (inputs.f32s(N), inputs.f32s(N));
-        let outcome = (|| {
+        let outcome = (|| -> Outcome {
             let grid = Grid::linear(N, 128);
-            let dx = rt.upload(&x).map_err(|e| e.to_string())?;
-            let mut dy = rt.upload(&y).map_err(|e| e.to_string())?;
+            let dx = rt.upload(&x)?;
+            let mut dy = rt.upload(&y)?;
             // Once outside the capture, so that the variant is loaded.
-            saxpy::launch(rt, grid, 0.5, &dx, &mut dy).map_err(|e| e.to_string())?;
-            let graph = rt
-                .capture(|capturing| saxpy::launch(capturing, grid, 0.5, &dx, &mut dy))
-                .map_err(|e| e.to_string())?;
+            saxpy::launch(rt, grid, 0.5, &dx, &mut dy)?;
+            let graph =
+                rt.capture(|capturing| saxpy::launch(capturing, grid, 0.5, &dx, &mut dy))?;
             let once = saxpy_reference(0.5, &x, &y);
-            let captured = rt.download(&dy).map_err(|e| e.to_string())?;
+            let captured = rt.download(&dy)?;
             if let Err(detail) = compare(&captured, &once) {
                 return Ok(Err(format!("the capture ran the launch: {detail}")));
             }
             for _ in 0..3 {
                 // SAFETY: dx and dy outlive the replays, and nothing else uses them.
-                unsafe { graph.replay() }.map_err(|e| e.to_string())?;
+                unsafe { graph.replay() }?;
             }
-            let got = rt.download(&dy).map_err(|e| e.to_string())?;
+            let got = rt.download(&dy)?;
             let want = (0..3).fold(once, |acc, _| saxpy_reference(0.5, &x, &acc));
             Ok(compare(&got, &want).map(|detail| format!("{detail} after 1 launch and 3 replays")))
         })();
@@ -412,23 +408,21 @@ pub mod cuda_app {
     pub fn check_raw_pointer(inputs: &mut Inputs, report: &mut Report) {
         let what = "cuda interop: a buffer over the app's device pointer";
         let (x, y) = (inputs.f32s(N), inputs.f32s(N));
-        let outcome = (|| {
+        let outcome = (|| -> Outcome {
             let (stream, rt) = app_stream_and_runtime()?;
             let app_y = upload(&stream, &y)?;
-            let dx = rt.upload(&x).map_err(|e| e.to_string())?;
+            let dx = rt.upload(&x)?;
             // SAFETY: `app_y` is a live allocation of N f32s on this context,
             // outlives the buffer, and nothing else touches it meanwhile.
             let mut dy =
-                unsafe { DeviceBuffer::<f32>::from_raw_cuda(&rt, address(&app_y, &stream), N) }
-                    .map_err(|e| e.to_string())?;
-            saxpy::launch(&rt, Grid::linear(N, 128), -2.0, &dx, &mut dy)
-                .map_err(|e| e.to_string())?;
+                unsafe { DeviceBuffer::<f32>::from_raw_cuda(&rt, address(&app_y, &stream), N) }?;
+            saxpy::launch(&rt, Grid::linear(N, 128), -2.0, &dx, &mut dy)?;
             let dy = match dy.into_cuda_slice() {
-                Ok(_) => return Err("a borrowed pointer was handed out as a slice".to_string()),
+                Ok(_) => return Err("a borrowed pointer was handed out as a slice".into()),
                 Err(buffer) => buffer,
             };
             drop(dy);
-            rt.synchronize().map_err(|e| e.to_string())?;
+            rt.synchronize()?;
             // Still allocated: the app reads it after the buffer is gone.
             let got = download(&stream, &app_y)?;
             Ok(compare(&got, &saxpy_reference(-2.0, &x, &y))

@@ -155,14 +155,22 @@ impl CudaBackend {
         &self,
         slice: CudaSlice<T>,
     ) -> Result<CudaBuffer<T>, Error> {
+        self.check_slice_owner(&slice)?;
+        Ok(CudaBuffer::owning(slice))
+    }
+
+    /// Refuses an app's slice of another device's context.
+    pub(crate) fn check_slice_owner<T: DeviceScalar>(
+        &self,
+        slice: &CudaSlice<T>,
+    ) -> Result<(), Error> {
         self.check_owner(slice.context(), || {
             format!(
                 "the CudaSlice of {} {} values",
                 slice.len(),
                 T::SCALAR.name()
             )
-        })?;
-        Ok(CudaBuffer::owning(slice))
+        })
     }
 
     /// A buffer over `len` elements at `ptr`, which the buffer does not free.
@@ -189,7 +197,7 @@ impl CudaBackend {
     }
 
     /// Refuses memory of another device's context.
-    pub(crate) fn check_owner(
+    fn check_owner(
         &self,
         owner: &Arc<CudaContext>,
         what: impl FnOnce() -> String,
@@ -411,8 +419,6 @@ fn query_device(ctx: &Arc<CudaContext>, driver_version: (u32, u32)) -> Result<De
     })
 }
 
-/// A CUDA allocation of any element type, as a launch borrows it: the device
-/// pointer, with cudarc's stream-ordering events kept in step.
 /// A buffer's CUDA memory: a slice the buffer frees when dropped (its own
 /// allocations and adopted slices), or one over memory the app keeps
 /// ([`crate::DeviceBuffer::from_raw_cuda`]), which it never frees.
@@ -466,6 +472,8 @@ impl<T> Drop for CudaBuffer<T> {
     }
 }
 
+/// A CUDA allocation of any element type, as a launch borrows it: the device
+/// pointer, with cudarc's stream-ordering events kept in step.
 pub(crate) trait CudaMemory: Send + Sync {
     fn context(&self) -> &Arc<CudaContext>;
     /// The pointer for a read on `stream`; drop the guard after the launch is enqueued.
