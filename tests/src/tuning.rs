@@ -12,15 +12,19 @@
 //!   direct launch of the same variant.
 
 use std::collections::BTreeMap;
+use std::ffi::{c_void, CString};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde::Serialize;
+use warpforge::cudarc::driver::sys::{self, CUfunction_attribute};
+use warpforge::cudarc::driver::{result, CudaStream, DevicePtr, DevicePtrMut, DriverError};
 use warpforge::tune::{
     measure, sweep, tune, Candidate, GpuModel, GpuTestbed, MissPolicy, Source, Status, Testbed,
     TuneDb, TuneKey, TuneOptions, VariantResources, Workload,
 };
-use warpforge::{f16, select_arch, Error, Runtime};
+use warpforge::{f16, select_arch, DeviceBuffer, Error, Grid, Runtime};
 use warpforge_kernels::gemm_problem;
 use warpforge_kernels::gemm_tc::gemm_f16;
 use warpforge_kernels::tuned::{
@@ -31,6 +35,8 @@ use warpforge_kernels::tuned::{
 pub const EXHAUSTIVE_TOLERANCE: f64 = 1.03;
 /// The host-side overhead a dispatched launch may add to a direct one.
 pub const OVERHEAD_TARGET_US: f64 = 2.0;
+/// How many times a bare cudarc launch of the same PTX a launcher may cost.
+pub const LAUNCHER_TARGET: f64 = 1.5;
 
 /// The shapes `tune` takes by default: two large squares, a ragged shape
 /// (m and n fit no tile), and a k that is not a multiple of 8 (no 16-byte
@@ -423,14 +429,21 @@ pub fn dispatch_shape<I: GemmElement, O: GemmOutput>(
     })
 }
 
-/// The host-side cost of dispatch.
+/// The host-side cost of a launch, from the driver call up to dispatch.
 #[derive(Clone, Debug, Serialize)]
 pub struct Overhead {
     pub variant: String,
     pub shape: (u32, u32, u32),
-    /// Host time per launch, enqueue only (median of the rounds).
+    /// Host time per launch, enqueue only (median of the rounds): the same
+    /// PTX launched through cudarc alone (the floor: the driver's own cost),
+    /// through the kernel's launcher (every launch check), through
+    /// `gemm_with` (the problem's checks too) and through `TunedGemm::run`.
+    pub bare_us: f64,
+    pub launcher_us: f64,
     pub direct_us: f64,
     pub dispatched_us: f64,
+    /// `launcher_us / bare_us`: what the runtime's launch path costs.
+    pub launcher_over_bare: f64,
     /// `dispatched_us - direct_us`.
     pub overhead_us: f64,
     /// One [`TunedGemm::select`] alone, resolved already.
@@ -446,9 +459,10 @@ const SELECTS: usize = 100_000;
 
 /// The f16 GEMM at 128 x 128 x 64 (a few microseconds on the GPU): the
 /// host time of enqueueing launches of the dispatched variant through
-/// [`TunedGemm::run`] and directly through `gemm_with`, in alternating
-/// rounds of [`LAUNCHES_PER_ROUND`] (the GPU drained between rounds), and
-/// the cost of [`TunedGemm::select`] alone. `dir` holds the database (the
+/// cudarc's driver calls alone ([`BareLaunch`]), its launcher,
+/// `gemm_with` and [`TunedGemm::run`], in alternating rounds of
+/// [`LAUNCHES_PER_ROUND`] (the GPU drained between rounds), and the cost of
+/// [`TunedGemm::select`] alone. `dir` holds the database (the
 /// heuristic default serves a miss; nothing is written).
 pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
     let dims = (128u32, 128u32, 64u32);
@@ -473,28 +487,45 @@ pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
     let a = rt.upload(&vec![f16::from_f32(0.5); m * k])?;
     let b = rt.upload(&vec![f16::from_f32(0.25); n * k])?;
     let mut c = rt.alloc_zeroed::<f16>(m * n)?;
-    let (mut direct, mut dispatched) = (Vec::new(), Vec::new());
+    let mut c_bare = rt.alloc_zeroed::<f16>(m * n)?;
+    let bare = BareLaunch::new(rt, consts, dims)?;
+    // The launcher's arguments, as `gemm_with` passes them for this problem
+    // (one batch, A row-major, B column-major, the bias stood in for by A).
+    let grid = Grid::blocks([dims.1.div_ceil(consts.BN), dims.0.div_ceil(consts.BM), 1]);
+    let launcher = |c: &mut DeviceBuffer<f16>| {
+        let (sa, sb, sc) = (dims.0 * dims.2, dims.1 * dims.2, dims.0 * dims.1);
+        gemm_f16::launch(
+            rt, consts, grid, &a, &b, c, &a, dims.0, dims.1, dims.2, 1, sa, sb, sc, 1.0, 0.0, 0, 0,
+            false, false,
+        )
+    };
+    let mut times: [Vec<f64>; 4] = Default::default();
     for round in 0..=OVERHEAD_ROUNDS {
-        for dispatch in [false, true] {
+        for (path, samples) in times.iter_mut().enumerate() {
             rt.synchronize()?;
             let started = Instant::now();
             for _ in 0..LAUNCHES_PER_ROUND {
-                if dispatch {
-                    tuned.run(rt, &a, &b, &mut c, dims, 1.0, 0.0)?;
-                } else {
-                    gemm_problem::gemm_with(rt, consts, &a, &b, &mut c, dims, 1.0, 0.0)?;
+                match path {
+                    0 => bare.launch(&a, &b, &mut c_bare)?,
+                    1 => launcher(&mut c)?,
+                    2 => gemm_problem::gemm_with(rt, consts, &a, &b, &mut c, dims, 1.0, 0.0)?,
+                    _ => tuned.run(rt, &a, &b, &mut c, dims, 1.0, 0.0)?,
                 }
             }
             let us = started.elapsed().as_secs_f64() * 1e6 / LAUNCHES_PER_ROUND as f64;
-            // Round 0 warms both paths up.
+            // Round 0 warms every path up.
             if round > 0 {
-                if dispatch {
-                    dispatched.push(us);
-                } else {
-                    direct.push(us);
-                }
+                samples.push(us);
             }
         }
+    }
+    // The bare launch is a launch of the same kernel on the same arguments,
+    // not a cheaper stand-in: it computes the same C.
+    if rt.download(&c_bare)? != rt.download(&c)? {
+        return Err(Error::Tune(format!(
+            "the bare cudarc launch of {} computed another C than its launcher",
+            candidate.name()
+        )));
     }
     rt.synchronize()?;
     let started = Instant::now();
@@ -502,17 +533,154 @@ pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
         std::hint::black_box(tuned.select(rt, std::hint::black_box(dims))?);
     }
     let select_ns = started.elapsed().as_secs_f64() * 1e9 / SELECTS as f64;
-    let (direct_us, dispatched_us) = (median(direct), median(dispatched));
+    let [bare_us, launcher_us, direct_us, dispatched_us] = times.map(median);
     let overhead_us = dispatched_us - direct_us;
     Ok(Overhead {
         variant: candidate.name().to_string(),
         shape: dims,
+        bare_us,
+        launcher_us,
         direct_us,
         dispatched_us,
+        launcher_over_bare: launcher_us / bare_us,
         overhead_us,
         select_ns,
         within_target: overhead_us < OVERHEAD_TARGET_US,
     })
+}
+
+/// A variant of `gemm_f16` loaded and launched through cudarc's driver
+/// calls alone (`cuModuleLoadData`, `cuLaunchKernel`), on the runtime's
+/// stream and context: the floor of what a launch of that PTX costs the host.
+struct BareLaunch {
+    stream: Arc<CudaStream>,
+    module: sys::CUmodule,
+    function: sys::CUfunction,
+    grid: (u32, u32, u32),
+    block: (u32, u32, u32),
+    shared_bytes: u32,
+    dims: (u32, u32, u32),
+}
+
+impl BareLaunch {
+    fn new(rt: &Runtime, consts: gemm_f16::Consts, dims: (u32, u32, u32)) -> Result<Self, Error> {
+        let stream = rt
+            .cuda_stream()
+            .ok_or_else(|| Error::Tune("the bare launch needs a CUDA runtime".into()))?
+            .clone();
+        let def = gemm_f16::def();
+        let arch = select_arch(def, rt.device())?;
+        let ptx = warpforge_codegen::compile_ptx(def, &consts.values(), arch)
+            .map_err(|e| Error::Tune(format!("compiling {consts:?} for the bare launch: {e}")))?;
+        let block = ptx
+            .block
+            .ok_or_else(|| Error::Tune("gemm_f16 declares its block shape".into()))?;
+        let driver =
+            |what: &str, e: DriverError| Error::Tune(format!("the bare launch, {what}: {e}"));
+        let text = CString::new(ptx.text).map_err(|_| Error::Tune("PTX holds a NUL".into()))?;
+        let entry = CString::new(ptx.entry).map_err(|_| Error::Tune("entry holds a NUL".into()))?;
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(|e| driver("making the context current", e))?;
+        // SAFETY: `text` is NUL-terminated PTX; the context is current.
+        let module = unsafe { result::module::load_data(text.as_ptr().cast()) }
+            .map_err(|e| driver("loading the module", e))?;
+        // Owned from here, so that an error below unloads the module.
+        let mut bare = BareLaunch {
+            stream,
+            module,
+            function: std::ptr::null_mut(),
+            grid: (dims.1.div_ceil(consts.BN), dims.0.div_ceil(consts.BM), 1),
+            block: (block[0], block[1], block[2]),
+            shared_bytes: ptx.shared_bytes,
+            dims,
+        };
+        // SAFETY: `module` is loaded and current; `entry` names its kernel.
+        let function = unsafe { result::module::get_function(module, entry) }
+            .map_err(|e| driver("finding its kernel", e))?;
+        // SAFETY: `function` belongs to the loaded module.
+        unsafe {
+            result::function::set_function_attribute(
+                function,
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                ptx.shared_bytes as i32,
+            )
+        }
+        .map_err(|e| driver("allowing its shared memory", e))?;
+        bare.function = function;
+        Ok(bare)
+    }
+
+    /// `c = a b` with the launcher's arguments (the bias stood in for by A,
+    /// unread), packed as a cudarc user packs them.
+    fn launch(
+        &self,
+        a: &DeviceBuffer<f16>,
+        b: &DeviceBuffer<f16>,
+        c: &mut DeviceBuffer<f16>,
+    ) -> Result<(), Error> {
+        let cuda = "the bare launch takes CUDA buffers";
+        let a = a.cuda_slice().ok_or_else(|| Error::Tune(cuda.into()))?;
+        let b = b.cuda_slice().ok_or_else(|| Error::Tune(cuda.into()))?;
+        let c = c.cuda_slice_mut().ok_or_else(|| Error::Tune(cuda.into()))?;
+        let (m, n, k) = self.dims;
+        let (a_ptr, _a_read) = a.device_ptr(&self.stream);
+        let (b_ptr, _b_read) = b.device_ptr(&self.stream);
+        let (c_len, (c_ptr, _c_write)) = (c.len() as u32, c.device_ptr_mut(&self.stream));
+        let (mut a_ptr, mut b_ptr, mut c_ptr, mut bias_ptr) = (a_ptr, b_ptr, c_ptr, a_ptr);
+        let (mut a_len, mut b_len, mut c_len, mut bias_len) =
+            (a.len() as u32, b.len() as u32, c_len, a.len() as u32);
+        let mut scalars = [m, n, k, 1, m * k, n * k, m * n];
+        let (mut alpha, mut beta) = (1.0f32, 0.0f32);
+        // bias_mode, activation, a_col_major, b_row_major.
+        let mut codes = [0u32; 4];
+        let mut params: [*mut c_void; 21] = [std::ptr::null_mut(); 21];
+        let slots: [*mut c_void; 8] = [
+            (&mut a_ptr as *mut u64).cast(),
+            (&mut a_len as *mut u32).cast(),
+            (&mut b_ptr as *mut u64).cast(),
+            (&mut b_len as *mut u32).cast(),
+            (&mut c_ptr as *mut u64).cast(),
+            (&mut c_len as *mut u32).cast(),
+            (&mut bias_ptr as *mut u64).cast(),
+            (&mut bias_len as *mut u32).cast(),
+        ];
+        params[..8].copy_from_slice(&slots);
+        for (param, value) in params[8..15].iter_mut().zip(scalars.iter_mut()) {
+            *param = (value as *mut u32).cast();
+        }
+        params[15] = (&mut alpha as *mut f32).cast();
+        params[16] = (&mut beta as *mut f32).cast();
+        for (param, value) in params[17..].iter_mut().zip(codes.iter_mut()) {
+            *param = (value as *mut u32).cast();
+        }
+        // SAFETY: `function` is loaded in the stream's context; `params`
+        // points at one live value per kernel parameter, in the ABI's order
+        // and types (`warpforge_runtime::cuda::launch`: pointer and u32
+        // length per slice, then the scalars, bools as u32); the slices hold
+        // what the lengths say and stay borrowed until the launch returns.
+        unsafe {
+            result::launch_kernel(
+                self.function,
+                self.grid,
+                self.block,
+                self.shared_bytes,
+                self.stream.cu_stream(),
+                &mut params,
+            )
+        }
+        .map_err(|e| Error::Tune(format!("the bare launch: {e}")))
+    }
+}
+
+impl Drop for BareLaunch {
+    fn drop(&mut self) {
+        // SAFETY: nothing launched from the module is pending once the
+        // stream is drained; the module is unloaded once.
+        let _ = self.stream.synchronize();
+        let _ = unsafe { result::module::unload(self.module) };
+    }
 }
 
 #[cfg(test)]

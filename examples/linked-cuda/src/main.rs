@@ -7,6 +7,7 @@
 //! slice in place with a warpforge kernel on that stream, and reads it back
 //! itself: `cargo run` in this directory on a machine with an NVIDIA driver.
 
+use cudarc::driver::DevicePtr;
 use warpforge::prelude::*;
 
 #[kernel]
@@ -26,6 +27,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n = 1000u32;
     let host: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let app_x: cudarc::driver::CudaSlice<f32> = app_stream.clone_htod(&host)?;
+    let address = app_x.device_ptr(&app_stream).0;
 
     // warpforge on the app's stream, scaling the app's slice where it lies.
     let rt = Runtime::cuda_on_stream(app_stream.clone())?;
@@ -34,6 +36,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let app_x = x
         .into_cuda_slice()
         .map_err(|_| "warpforge kept the app's slice")?;
+    // The same allocation came back: warpforge computed in it, not in a copy.
+    let returned = app_x.device_ptr(&app_stream).0;
+    if returned != address {
+        return Err(format!("the slice came back at {returned:#x}, not {address:#x}").into());
+    }
+    println!("the app's slice stayed at device address {address:#x}");
 
     let back = app_stream.clone_dtoh(&app_x)?;
     let wrong = host

@@ -54,6 +54,9 @@ struct Args {
     /// Only the 2:4 sparse sections (mma.sp rates, the sparse GEMM)
     #[arg(long, conflicts_with = "only")]
     sparse: bool,
+    /// Only the host cost of a launch: bare cudarc, the launcher, `gemm_with`, `TunedGemm::run`
+    #[arg(long, conflicts_with_all = ["only", "sparse"])]
+    launch_cost: bool,
     /// The shape of the GEMMs `--only` runs, as MxNxK [default: 8192x8192x8192]
     #[arg(long, value_name = "MxNxK", value_parser = parse_shape, requires = "only")]
     shape: Option<(u32, u32, u32)>,
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
     let result = match only {
         Some(pattern) => bench_gemm_16bit(&rt, shape, pattern),
         None if sparse_only => bench_mma_sp(&rt).and_then(|()| bench_gemm_sparse(&rt, 8192)),
+        None if args.launch_cost => bench_dispatch_overhead(&rt),
         None => bench_stream(&rt, 1 << 28)
             .and_then(|()| bench_mma_sp(&rt))
             .and_then(|()| bench_gemm_sparse(&rt, 8192))
@@ -139,27 +143,41 @@ fn bench_gemm_f32_wgpu(size: usize, ptx_ms: f32) -> Result<(), Box<dyn std::erro
     Ok(())
 }
 
-/// The host time a dispatched launch adds to a direct one
-/// ([`warpforge_tests::tuning::dispatch_overhead`]), with an empty database:
+/// The host time of a launch, from a bare driver launch of the same PTX to a
+/// dispatched one ([`warpforge_tests::tuning::dispatch_overhead`]), with an empty database:
 /// the heuristic default serves the call, and nothing is written.
 fn bench_dispatch_overhead(rt: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
     let dir = std::env::temp_dir().join("warpforge-bench-empty-tune-db");
     let o = warpforge_tests::tuning::dispatch_overhead(rt, &dir)?;
     println!(
-        "\ndispatch overhead ({} at {}x{}x{}, host time per launch, enqueue only):",
+        "\nlaunch host cost ({} at {}x{}x{}, host time per launch, enqueue only):",
         o.variant, o.shape.0, o.shape.1, o.shape.2
     );
-    println!("\n| launch | us |");
-    println!("|---|---|");
-    println!("| direct (gemm_with) | {:.3} |", o.direct_us);
-    println!("| dispatched (TunedGemm::run) | {:.3} |", o.dispatched_us);
+    println!("\n| launch | us | vs bare |");
+    println!("|---|---|---|");
+    let rows = [
+        ("bare (cuLaunchKernel through cudarc, same PTX)", o.bare_us),
+        ("the kernel's launcher (gemm_f16::launch)", o.launcher_us),
+        ("direct (gemm_with)", o.direct_us),
+        ("dispatched (TunedGemm::run)", o.dispatched_us),
+    ];
+    for (row, us) in rows {
+        println!("| {row} | {us:.3} | {:.2}x |", us / o.bare_us);
+    }
     println!(
-        "| overhead (target < {} us) | {:.3} |",
-        warpforge_tests::tuning::OVERHEAD_TARGET_US,
-        o.overhead_us
+        "\nlauncher / bare: {:.2}x (target <= {}x: {})",
+        o.launcher_over_bare,
+        warpforge_tests::tuning::LAUNCHER_TARGET,
+        if o.launcher_over_bare <= warpforge_tests::tuning::LAUNCHER_TARGET {
+            "met"
+        } else {
+            "MISSED"
+        }
     );
     println!(
-        "| one resolved TunedGemm::select | {:.3} |",
+        "dispatch overhead: {:.3} us (target < {} us); one resolved TunedGemm::select: {:.3} us",
+        o.overhead_us,
+        warpforge_tests::tuning::OVERHEAD_TARGET_US,
         o.select_ns / 1e3
     );
     if !o.within_target {
