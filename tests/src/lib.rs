@@ -4,6 +4,7 @@
 //! `tests/` (integration tests); the GPU tier is the `gpu-check`, `bench` and
 //! `tune` binaries, carried to a GPU machine by `cargo xtask gpu-bundle`.
 
+pub mod bench;
 pub mod checks;
 pub mod compare;
 pub mod hopper;

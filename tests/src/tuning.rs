@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use warpforge::cudarc::driver::sys::{self, CUfunction_attribute};
 use warpforge::cudarc::driver::{result, CudaStream, DevicePtr, DevicePtrMut, DriverError};
 use warpforge::tune::{
@@ -430,7 +430,7 @@ pub fn dispatch_shape<I: GemmElement, O: GemmOutput>(
 }
 
 /// The host-side cost of a launch, from the driver call up to dispatch.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Overhead {
     pub variant: String,
     pub shape: (u32, u32, u32),

@@ -53,7 +53,7 @@ run_step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$bundle/gpu-c
 run_step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step synccheck "$sanitizer" --tool synccheck --error-exitcode 1 "$bundle/gpu-check" --quick
 run_step quickstart "$bundle/example-quickstart"
-run_step bench "$bundle/bench"
+run_step bench "$bundle/bench" --out "$out/bench"
 # The autotuner: tune the stock GEMMs into a fresh database and check each
 # winner against an exhaustive sweep, then dispatch from that database in a
 # second process that must tune nothing (and measure the dispatch overhead).

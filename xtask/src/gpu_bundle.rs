@@ -17,8 +17,10 @@ pub const PACKAGE: &str = "warpforge-tests";
 pub const GPU_CHECK: &str = "gpu-check";
 /// Tunes the stock GEMMs and writes the tuning database (`cargo xtask tune`).
 pub const TUNE: &str = "tune";
+/// Times the stock kernels beside cuBLAS (`cargo xtask bench`).
+pub const BENCH: &str = "bench";
 /// Every binary run.sh needs.
-const GPU_BINARIES: [&str; 3] = [GPU_CHECK, "bench", TUNE];
+const GPU_BINARIES: [&str; 3] = [GPU_CHECK, BENCH, TUNE];
 /// The README's example, run on the GPU as a new user would run it.
 const EXAMPLE: (&str, &str) = ("warpforge", "quickstart");
 /// Crates whose own tests include `#[ignore]`d GPU tests.
@@ -154,6 +156,20 @@ fn build_gpu_tests(repo: &Path) -> Result<Vec<(String, PathBuf)>> {
 
 /// Runs `cargo <args> --release --locked` (stripped) and returns the
 /// (target name, executable) of each artifact that `keep` accepts.
+/// `git describe --always --dirty` of `repo` (what bench records it was
+/// built from), or "unknown" without git.
+pub fn commit(repo: &Path) -> String {
+    Command::new("git")
+        .current_dir(repo)
+        .args(["describe", "--always", "--dirty"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map_or("unknown".to_string(), |out| {
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        })
+}
+
 fn cargo_executables(
     repo: &Path,
     args: &[&str],
@@ -161,6 +177,8 @@ fn cargo_executables(
 ) -> Result<Vec<(String, PathBuf)>> {
     let mut child = Command::new(cargo())
         .current_dir(repo)
+        // bench records what it was built from in its report.
+        .env("WARPFORGE_COMMIT", commit(repo))
         .args(args)
         .args(["--release", "--locked"])
         // Symbols would make the bundle several times larger.

@@ -52,6 +52,21 @@ enum Task {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Benchmark the stock kernels beside cuBLAS: build and run `bench` in release
+    ///
+    /// Per GEMM dtype and shape, every architecture path's fastest variant,
+    /// the tuned dispatch and cuBLAS in interleaved rounds on a GPU kept busy
+    /// (the method is in tests/src/bench/method.rs), and the other sections
+    /// (sparse, stream, instruction rates, wgpu, launch cost); writes
+    /// report.json, table.md and SVG/PNG charts into `--out` (bench-out/).
+    /// `cargo xtask bench -- report FILE` renders a recorded report again,
+    /// with no GPU. See `cargo xtask bench -- --help`. Without a GPU it says so
+    /// and exits with status 2.
+    Bench {
+        /// Arguments for bench (after `--`)
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// The CPU test tier (what CI runs)
     ///
     /// In order, stopping at the first failure: find ptxas, `cargo fmt --all
@@ -122,6 +137,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Task::Run { args } => run_release_binary(&repo, gpu_bundle::GPU_CHECK, &args),
         Task::Tune { args } => run_release_binary(&repo, gpu_bundle::TUNE, &args),
+        Task::Bench { args } => run_release_binary(&repo, gpu_bundle::BENCH, &args),
         Task::Test => done(test::run(&repo)),
         Task::Tidy => done(tidy::run(&repo)),
         Task::BuildPtx { check } => done(find_ptxas(&repo).and_then(|ptxas| {
@@ -169,6 +185,8 @@ pub fn find_ptxas(repo: &Path) -> Result<Ptxas> {
 fn run_release_binary(repo: &Path, binary: &str, args: &[String]) -> Result<ExitCode> {
     let status = Command::new(cargo())
         .current_dir(repo)
+        // The same build as gpu-bundle's: bench records the commit.
+        .env("WARPFORGE_COMMIT", gpu_bundle::commit(repo))
         .args([
             "run",
             "--release",

@@ -1,36 +1,46 @@
-//! Benchmarks beside cuBLAS, in one run: CUDA-event medians after warm-up, on
-//! random inputs larger than L2.
+//! `bench`: the stock kernels beside cuBLAS on this GPU, timed by one method
+//! (`warpforge_tests::bench::method`: the GPU kept busy, warm-up, interleaved
+//! rounds, the spread and the SM clock beside every median), written as a
+//! table on stdout and `table.md`, `report.json` (every sample) and charts in
+//! `--out`.
 //!
-//! `bench` times the `cp_async` stream (`stream_scale`, every variant, the best
-//! beside `cuMemcpyDtoD`), the dense and 2:4 sparse Tensor Core instruction
-//! rates (`mma.sync` beside both forms of `mma.sp`), the 2:4 sparse f16 GEMM at
-//! 8192^3 beside the best dense f16 variant, the f16, bf16, tf32 and s8 Tensor
-//! Core GEMMs and the sm_70 `wmma` f16 GEMM (register-staged pipelines) at 8192^3
-//! (A row-major, B column-major: every 16-byte-copy variant that reads those
-//! layouts, the best beside cuBLAS, the best per pipeline depth),
-//! every variant of the SIMT f32 GEMM at 8192^3 and the fastest against cuBLAS
-//! sgemm (no TF32), checking that each agrees with cuBLAS. Then the
-//! same GEMM's WGSL variants through wgpu on the same GPU (the portable path):
-//! wgpu has no event timer here, so those are host wall-clock medians of
-//! launch + wait, which include a submission (microseconds against milliseconds).
-//! Last, the host time a dispatched launch (the autotuner's `TunedGemm::run`)
-//! adds to a direct launch of the same variant.
-//! `bench --only PATTERN` runs only the Tensor Core GEMM variants whose
-//! kernel name or `Consts` debug text holds PATTERN (for profilers); `bench --sparse` only the sparse
-//! sections; `--shape MxNxK` sets the shape of the GEMMs `--only` runs (`bench --help`
-//! lists the options, and needs no GPU).
+//! Sections (`--sections`, all by default):
+//! - `gemm`: per dtype (f16, bf16, tf32, s8) and shape, each architecture path
+//!   the GPU runs (the sm_70 `wmma` kernel for f16, the sm_80 `mma.sync`
+//!   family, on Hopper the sm_90a `wgmma` family: each path's fastest variant
+//!   for the shape, from a short sweep), the tuned dispatch (`TunedGemm`: the
+//!   database's winner, else the heuristic default), and cuBLAS GemmEx, the
+//!   baseline; every path's C checked against cuBLAS's;
+//! - `f32`: the SIMT f32 GEMM beside cuBLAS sgemm (no TF32);
+//! - `sparse`: the 2:4 sparse f16 GEMM beside the dense one on the
+//!   decompressed A (cuSPARSELt is not bound);
+//! - `stream`: the `cp.async` streaming kernel beside `cuMemcpyDtoD`;
+//! - `mma`: the dense and the two sparse Tensor Core instruction rates;
+//! - `wgpu`: the f32 GEMM's WGSL variants through wgpu (host wall clock:
+//!   wgpu has no event timer here);
+//! - `launch`: the host cost of a launch, bare cudarc beside the launcher and
+//!   the dispatch.
+//!
+//! `bench report FILE` renders a recorded `report.json` again (no GPU
+//! needed). Without a usable GPU, `bench` says so and exits 2.
 
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{Parser, Subcommand, ValueEnum};
 
-use warpforge::{
-    bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
-};
-use warpforge_kernels::gemm_problem::{gemm_with, GemmProblem, GemmVariant};
+use warpforge::tune::MissPolicy;
+use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
+use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
 use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_with, SparseGemmVariant};
 use warpforge_kernels::sparse::device::{compress, decompress};
-use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, stream};
+use warpforge_kernels::tuned::{GemmElement, GemmKind, GemmOutput, TunedGemm};
+use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, stream, tuned};
+use warpforge_tests::bench::charts;
+use warpforge_tests::bench::method::{compare, Contender, Method, Spacer};
+use warpforge_tests::bench::monitor::Monitor;
+use warpforge_tests::bench::report::{self, Absent, Case, ContenderSamples, Report, WorkUnit};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::sparse::{
     mma_dense_rate, mma_sp_rate, rate_words, RATE_CHAINS, RATE_META, RATE_THREADS,
@@ -41,32 +51,114 @@ use warpforge_tests::{run_seed, GemmFloat, Inputs};
 /// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
 const NOT_RUN: u8 = 2;
 
+/// The default shapes: squares 512 to 16384 and the shapes users have.
+const DEFAULT_SHAPES: [(u32, u32, u32); 14] = [
+    (512, 512, 512),
+    (1024, 1024, 1024),
+    (2048, 2048, 2048),
+    (4096, 4096, 4096),
+    (8192, 8192, 8192),
+    (16384, 16384, 16384),
+    (4096, 11008, 4096),
+    (11008, 4096, 4096),
+    (8192, 8192, 1024),
+    (16, 8192, 8192),
+    (64, 8192, 8192),
+    (128, 8192, 8192),
+    (3001, 2999, 1000),
+    (2048, 2048, 1020),
+];
+
+/// The shape the ladder and the other sections use.
+const LADDER_SHAPE: (u32, u32, u32) = (8192, 8192, 8192);
+
 #[derive(Parser)]
 #[command(
     name = "bench",
-    about = "Benchmark the stock kernels beside cuBLAS on this GPU (all sections unless narrowed)"
+    about = "Benchmark the stock kernels beside cuBLAS on this GPU (module docs: the method and the sections)"
 )]
 struct Args {
-    /// Only the Tensor Core GEMM variants whose kernel name or `Consts` debug
-    /// text holds PATTERN (for profilers), and nothing else
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// The sections to run
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Section::all())]
+    sections: Vec<Section>,
+    /// The GEMM dtypes
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Dtype::all())]
+    dtypes: Vec<Dtype>,
+    /// The GEMM shapes, as MxNxK,MxNxK,... [default: squares 512 to 16384 and the shapes users have]
+    #[arg(long, value_name = "MxNxK", value_delimiter = ',', value_parser = parse_shape)]
+    shapes: Vec<(u32, u32, u32)>,
+    /// Only the GEMM variants whose kernel name or `Consts` text holds PATTERN (for profilers)
     #[arg(long, value_name = "PATTERN")]
     only: Option<String>,
-    /// Only the 2:4 sparse sections (mma.sp rates, the sparse GEMM)
-    #[arg(long, conflicts_with = "only")]
-    sparse: bool,
-    /// Only the host cost of a launch: bare cudarc, the launcher, `gemm_with`, `TunedGemm::run`
-    #[arg(long, conflicts_with_all = ["only", "sparse"])]
-    launch_cost: bool,
-    /// The shape of the GEMMs `--only` runs, as MxNxK [default: 8192x8192x8192]
-    #[arg(long, value_name = "MxNxK", value_parser = parse_shape, requires = "only")]
-    shape: Option<(u32, u32, u32)>,
+    /// Interleaved rounds per comparison
+    #[arg(long, default_value_t = Method::default().rounds)]
+    rounds: usize,
+    /// Where report.json, table.md and the charts go
+    #[arg(long, default_value = "bench-out")]
+    out: PathBuf,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Render a recorded report.json again: the table on stdout, table.md and
+    /// the charts beside it (or in --out)
+    Report {
+        file: PathBuf,
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Section {
+    Gemm,
+    F32,
+    Sparse,
+    Stream,
+    Mma,
+    Wgpu,
+    Launch,
+}
+
+impl Section {
+    fn all() -> Vec<Section> {
+        Section::value_variants().to_vec()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Dtype {
+    F16,
+    Bf16,
+    Tf32,
+    S8,
+}
+
+impl Dtype {
+    fn all() -> Vec<Dtype> {
+        Dtype::value_variants().to_vec()
+    }
 }
 
 fn main() -> ExitCode {
-    // Parsed before the GPU is looked for, so that `--help` and a wrong
-    // argument need none.
+    // Parsed before the GPU is looked for, so that `--help`, a wrong argument
+    // and `report` need none.
     let args = Args::parse();
     warpforge_tests::stderr_log::init();
+    if let Some(Command::Report { file, out }) = &args.command {
+        let dir = out
+            .clone()
+            .unwrap_or_else(|| file.parent().unwrap_or(Path::new(".")).to_path_buf());
+        return match rerender(file, &dir) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                println!("bench report failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let rt = match Runtime::cuda(0) {
         Ok(rt) => rt,
         Err(e) => {
@@ -74,22 +166,7 @@ fn main() -> ExitCode {
             return ExitCode::from(NOT_RUN);
         }
     };
-    let (m, n, k) = args.shape.unwrap_or((8192, 8192, 8192));
-    let shape = (m as usize, n as usize, k as usize);
-    let (only, sparse_only) = (args.only.as_deref(), args.sparse);
-    let result = match only {
-        Some(pattern) => bench_gemm_16bit(&rt, shape, pattern),
-        None if sparse_only => bench_mma_sp(&rt).and_then(|()| bench_gemm_sparse(&rt, 8192)),
-        None if args.launch_cost => bench_dispatch_overhead(&rt),
-        None => bench_stream(&rt, 1 << 28)
-            .and_then(|()| bench_mma_sp(&rt))
-            .and_then(|()| bench_gemm_sparse(&rt, 8192))
-            .and_then(|()| bench_gemm_16bit(&rt, (8192, 8192, 8192), ""))
-            .and_then(|()| bench_gemm_f32(&rt, 8192))
-            .and_then(|ptx_ms| bench_gemm_f32_wgpu(8192, ptx_ms))
-            .and_then(|()| bench_dispatch_overhead(&rt)),
-    };
-    match result {
+    match run(&rt, &args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             println!("bench failed: {e}");
@@ -98,8 +175,729 @@ fn main() -> ExitCode {
     }
 }
 
-/// The WGSL variants of the same GEMM through wgpu, beside the PTX path's best time.
-fn bench_gemm_f32_wgpu(size: usize, ptx_ms: f32) -> Result<(), Box<dyn std::error::Error>> {
+type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn rerender(file: &Path, dir: &Path) -> BenchResult<()> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
+    let report: Report = serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a bench report: {e}", file.display()))?;
+    write_outputs(&report, dir)
+}
+
+/// The table on stdout and in `table.md`, the JSON and the charts in `dir`.
+fn write_outputs(report: &Report, dir: &Path) -> BenchResult<()> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let shape = shape_name(LADDER_SHAPE);
+    let text = format!(
+        "{}\n### The architecture ladder, GEMM {shape} (multiples of the sm_80 path)\n\n{}",
+        report::table(report),
+        report::ladder(report, &shape)
+    );
+    println!("\n{text}");
+    std::fs::write(dir.join("table.md"), &text)?;
+    save_json(report, dir)?;
+    let charts = charts::write_all(report, dir, &shape)?;
+    println!(
+        "wrote {} and {} charts into {}",
+        ["table.md", "report.json"].join(", "),
+        charts.len(),
+        dir.display()
+    );
+    Ok(())
+}
+
+/// `dir/report.json`.
+fn save_json(report: &Report, dir: &Path) -> BenchResult<()> {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let path = dir.join("report.json");
+    std::fs::write(&path, serde_json::to_string_pretty(report)? + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", path.display()).into())
+}
+
+fn shape_name((m, n, k): (u32, u32, u32)) -> String {
+    format!("{m}x{n}x{k}")
+}
+
+/// Everything one run needs beside the runtime.
+struct Bench<'a> {
+    rt: &'a Runtime,
+    spacer: Spacer,
+    monitor: Monitor,
+    method: Method,
+    only: Option<&'a str>,
+    inputs: Inputs,
+}
+
+fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
+    let method = Method {
+        rounds: args.rounds.max(1),
+        ..Method::default()
+    };
+    let device = rt.device();
+    println!(
+        "device: {} (sm_{}{}, {} SMs)",
+        device.name, device.compute_capability.0, device.compute_capability.1, device.sm_count
+    );
+    let monitor = Monitor::start(rt);
+    if let Some(why) = &monitor.unavailable {
+        println!("NO CLOCK READINGS: {why}");
+    }
+    let mut report = Report {
+        gpu: device.name.clone(),
+        compute_capability: device.compute_capability,
+        gpu_facts: monitor.facts().clone(),
+        monitor_unavailable: monitor.unavailable.clone(),
+        commit: option_env!("WARPFORGE_COMMIT").map(str::to_string),
+        started_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        method,
+        cases: Vec::new(),
+        launch_cost: None,
+    };
+    let mut bench = Bench {
+        rt,
+        spacer: Spacer::new(rt, method.spacer_ms)?,
+        monitor,
+        method,
+        only: args.only.as_deref(),
+        inputs: Inputs::new(run_seed()),
+    };
+    let shapes = if args.shapes.is_empty() {
+        DEFAULT_SHAPES.to_vec()
+    } else {
+        args.shapes.clone()
+    };
+    let has = |s: Section| args.sections.contains(&s);
+    let mut failures = Vec::new();
+    // Each section's cases go into the report as they come, and report.json
+    // is rewritten after each, so that a run cut short keeps what it measured.
+    let mut record = |report: &mut Report, what: &str, result: BenchResult<Vec<Case>>| {
+        match result {
+            Ok(cases) => report.cases.extend(cases),
+            Err(e) => {
+                println!("{what}: FAILED: {e}");
+                failures.push(format!("{what}: {e}"));
+            }
+        }
+        if let Err(e) = save_json(report, &args.out) {
+            println!("{e}");
+        }
+    };
+    if has(Section::Stream) {
+        record(&mut report, "stream", bench.stream(1 << 28));
+    }
+    if has(Section::Mma) {
+        record(&mut report, "mma", bench.mma_rates());
+    }
+    if has(Section::Gemm) {
+        for &dtype in &args.dtypes {
+            for &shape in &shapes {
+                let what = format!("gemm {dtype:?} {}", shape_name(shape));
+                record(
+                    &mut report,
+                    &what,
+                    bench.gemm(dtype, shape).map(|c| vec![c]),
+                );
+            }
+        }
+    }
+    if has(Section::F32) {
+        // The SIMT kernel takes 30 ms at 8192^3: larger shapes would hold the run.
+        let small = |s: &&(u32, u32, u32)| {
+            f64::from(s.0) * f64::from(s.1) * f64::from(s.2) <= 8192f64.powi(3)
+        };
+        for &shape in shapes.iter().filter(small) {
+            let what = format!("f32 {}", shape_name(shape));
+            record(&mut report, &what, bench.gemm_f32(shape).map(|c| vec![c]));
+        }
+    }
+    if has(Section::Sparse) {
+        record(&mut report, "sparse", bench.sparse(8192));
+    }
+    if has(Section::Wgpu) {
+        record(&mut report, "wgpu", bench_wgpu(4096).map(|c| vec![c]));
+    }
+    if has(Section::Launch) {
+        let dir = std::env::temp_dir().join("warpforge-bench-empty-tune-db");
+        match warpforge_tests::tuning::dispatch_overhead(rt, &dir) {
+            Ok(o) => report.launch_cost = Some(o),
+            Err(e) => record(&mut report, "launch", Err(e.into())),
+        }
+    }
+    write_outputs(&report, &args.out)?;
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} section(s) failed: {}",
+            failures.len(),
+            failures.join("; ")
+        )
+        .into())
+    }
+}
+
+/// A contender of a case before it runs: named, with its launch.
+fn contender<'a>(
+    name: &str,
+    detail: String,
+    launch: impl FnMut(&Runtime) -> Result<(), Error> + 'a,
+) -> Contender<'a> {
+    Contender {
+        name: name.to_string(),
+        detail,
+        launch: Box::new(launch),
+    }
+}
+
+impl Bench<'_> {
+    /// Times `contenders` (the baseline at `baseline`) and makes the case.
+    #[allow(clippy::too_many_arguments)]
+    fn case(
+        &mut self,
+        section: &str,
+        dtype: &str,
+        shape: String,
+        dims: Option<(u32, u32, u32)>,
+        (work, work_unit): (f64, WorkUnit),
+        baseline: usize,
+        mut contenders: Vec<Contender<'_>>,
+        absent: Vec<Absent>,
+    ) -> Result<Case, Error> {
+        let samples = compare(
+            self.rt,
+            &mut self.spacer,
+            &self.monitor,
+            &self.method,
+            &mut contenders,
+        )?;
+        let case = Case {
+            section: section.to_string(),
+            dtype: dtype.to_string(),
+            shape,
+            dims,
+            work,
+            work_unit,
+            baseline,
+            contenders: contenders
+                .into_iter()
+                .zip(samples)
+                .map(|(c, samples)| ContenderSamples {
+                    name: c.name,
+                    detail: c.detail,
+                    samples,
+                })
+                .collect(),
+            absent,
+        };
+        print_case(&case);
+        Ok(case)
+    }
+
+    /// The fastest of `candidates` by one short sample each (behind the
+    /// spacer, like the comparison's samples), or None when there are none.
+    fn fastest<'a>(
+        &mut self,
+        mut candidates: Vec<Contender<'a>>,
+    ) -> Result<Option<Contender<'a>>, Error> {
+        let quick = Method {
+            warmup_ms: 0.0,
+            sample_ms: self.method.sample_ms / 4.0,
+            rounds: 1,
+            spacer_ms: self.method.spacer_ms,
+        };
+        let mut best: Option<(f64, usize)> = None;
+        for (index, candidate) in candidates.iter_mut().enumerate() {
+            let samples = compare(
+                self.rt,
+                &mut self.spacer,
+                &self.monitor,
+                &quick,
+                std::slice::from_mut(candidate),
+            )?;
+            let ms = samples[0][0].ms;
+            if self.only.is_some() {
+                println!("  {:<72} {ms:>9.4} ms", candidate.detail);
+            }
+            if best.is_none_or(|(b, _)| ms < b) {
+                best = Some((ms, index));
+            }
+        }
+        Ok(best.map(|(_, index)| candidates.swap_remove(index)))
+    }
+}
+
+/// Prints one case's rows as it finishes (the whole table comes at the end).
+fn print_case(case: &Case) {
+    let unit = case.work_unit.rate_unit();
+    println!("\n{} {} {}:", case.section, case.dtype, case.shape);
+    for (index, c) in case.summary().iter().enumerate() {
+        let ratio = if index == case.baseline {
+            "baseline".to_string()
+        } else {
+            format!("{:.3}x", c.ratio)
+        };
+        println!(
+            "  {:<22} {:>9.4} ms {:>8.1} {unit} {ratio:>9} spread {:>5.1}%  {}",
+            c.name,
+            c.median_ms,
+            c.rate,
+            c.spread * 100.0,
+            c.detail
+        );
+    }
+    for absent in &case.absent {
+        println!("  {:<22} not run: {}", absent.name, absent.why);
+    }
+}
+
+/// One GEMM dtype: its element types, its cuBLAS precision, its families per
+/// path, its tuned kind and how results are compared.
+trait GemmDtype {
+    type In: GemmElement;
+    type Out: GemmOutput;
+    const NAME: &'static str;
+    const PRECISION: GemmPrecision;
+    fn kind() -> &'static GemmKind<Self::In, Self::Out>;
+    fn values(inputs: &mut Inputs, n: usize) -> Vec<Self::In>;
+    /// Whether our C matches cuBLAS's, and how far apart they are.
+    fn agree(ours: &[Self::Out], theirs: &[Self::Out]) -> (bool, String);
+    /// Per path (sm_70, sm_80, sm_90a), its variants for `problem`.
+    fn paths<'a>(
+        bench: &GemmInputs<'a, Self>,
+        problem: &GemmProblem<<Self::Out as GemmOutput>::Scale>,
+    ) -> [Vec<Contender<'a>>; 3]
+    where
+        Self: Sized;
+}
+
+/// A GEMM case's buffers: what every contender's launch borrows.
+struct GemmInputs<'a, D: GemmDtype + ?Sized> {
+    a: &'a DeviceBuffer<D::In>,
+    b: &'a DeviceBuffer<D::In>,
+    c: &'a RefCell<DeviceBuffer<D::Out>>,
+    dims: (u32, u32, u32),
+    only: Option<&'a str>,
+}
+
+impl<'a, D: GemmDtype> GemmInputs<'a, D> {
+    /// The variants of family `V` that take `problem` (the 16-byte-copy ones
+    /// when any does: element copies are the fallback) and match `--only`.
+    fn family<V>(&self, problem: &GemmProblem<V::Scale>) -> Vec<Contender<'a>>
+    where
+        V: GemmVariant<Elem = D::In, Out = D::Out, Scale = <D::Out as GemmOutput>::Scale> + 'a,
+    {
+        let variants = V::variants_for(problem);
+        let chunked = variants.iter().any(|v| v.takes().chunks.is_some());
+        let (a, b, c, dims) = (self.a, self.b, self.c, self.dims);
+        let (alpha, beta) = D::Out::PLAIN;
+        variants
+            .into_iter()
+            .filter(|v| !chunked || v.takes().chunks.is_some())
+            .filter(|v| {
+                self.only
+                    .is_none_or(|p| V::def().ir.name.contains(p) || format!("{v:?}").contains(p))
+            })
+            .map(|v| {
+                let detail = format!("{} {v:?}", V::def().ir.name);
+                contender("", detail, move |rt| {
+                    let problem = GemmProblem::new(dims, alpha, beta);
+                    v.run(rt, &problem, a, b, &mut c.borrow_mut(), None)
+                })
+            })
+            .collect()
+    }
+}
+
+/// The paths' names, oldest first (as `report::LADDER` has them).
+const PATHS: [&str; 3] = ["warpforge sm_70", "warpforge sm_80", "warpforge sm_90a"];
+
+macro_rules! gemm_dtype {
+    ($dtype:ident: $in:ty => $out:ty, $name:literal, $precision:ident, $kind:ident,
+     values: $values:expr, agree: $agree:expr,
+     paths: [$($sm70:ty)?; $sm80:ty; $sm90:ty]) => {
+        struct $dtype;
+        impl GemmDtype for $dtype {
+            type In = $in;
+            type Out = $out;
+            const NAME: &'static str = $name;
+            const PRECISION: GemmPrecision = GemmPrecision::$precision;
+            fn kind() -> &'static GemmKind<$in, $out> {
+                &tuned::$kind
+            }
+            fn values(inputs: &mut Inputs, n: usize) -> Vec<$in> {
+                ($values)(inputs, n)
+            }
+            fn agree(ours: &[$out], theirs: &[$out]) -> (bool, String) {
+                ($agree)(ours, theirs)
+            }
+            fn paths<'a>(
+                inputs: &GemmInputs<'a, Self>,
+                problem: &GemmProblem<<$out as GemmOutput>::Scale>,
+            ) -> [Vec<Contender<'a>>; 3] {
+                [
+                    Vec::new() $(.into_iter().chain(inputs.family::<$sm70>(problem)).collect())?,
+                    inputs.family::<$sm80>(problem),
+                    inputs.family::<$sm90>(problem),
+                ]
+            }
+        }
+    };
+}
+
+gemm_dtype!(F16: f16 => f16, "f16", F16, GEMM_F16,
+    values: float_values::<f16>, agree: |o: &[f16], t: &[f16]| agree_within(o, t, 1e-3),
+    paths: [gemm_wmma::gemm_f16_wmma::Consts; gemm_tc::gemm_f16::Consts; gemm_wgmma::gemm_wgmma_f16::Consts]);
+gemm_dtype!(Bf16: bf16 => bf16, "bf16", Bf16, GEMM_BF16,
+    values: float_values::<bf16>, agree: |o: &[bf16], t: &[bf16]| agree_within(o, t, 8e-3),
+    paths: [; gemm_tc::gemm_bf16::Consts; gemm_wgmma::gemm_wgmma_bf16::Consts]);
+// tf32: wgmma truncates the inputs to tf32 where cuBLAS rounds them.
+gemm_dtype!(Tf32: f32 => f32, "tf32", Tf32, GEMM_TF32,
+    values: float_values::<f32>, agree: |o: &[f32], t: &[f32]| agree_within(o, t, 5e-3),
+    paths: [; gemm_tc::gemm_tf32::Consts; gemm_wgmma::gemm_wgmma_tf32::Consts]);
+// s8: integer sums, exact in both.
+gemm_dtype!(S8: i8 => i32, "s8", I8, GEMM_S8,
+    values: |inputs: &mut Inputs, n| inputs.i8s(n), agree: exact,
+    paths: [; gemm_tc::gemm_s8::Consts; gemm_wgmma::gemm_wgmma_s8::Consts]);
+
+impl Bench<'_> {
+    fn gemm(&mut self, dtype: Dtype, dims: (u32, u32, u32)) -> BenchResult<Case> {
+        match dtype {
+            Dtype::F16 => self.gemm_of::<F16>(dims),
+            Dtype::Bf16 => self.gemm_of::<Bf16>(dims),
+            Dtype::Tf32 => self.gemm_of::<Tf32>(dims),
+            Dtype::S8 => self.gemm_of::<S8>(dims),
+        }
+    }
+
+    /// One GEMM case: every path's fastest variant, the tuned dispatch and
+    /// cuBLAS (A row-major, B column-major, C row-major).
+    fn gemm_of<D: GemmDtype>(&mut self, dims: (u32, u32, u32)) -> BenchResult<Case> {
+        let rt = self.rt;
+        let (m, n, k) = (dims.0 as usize, dims.1 as usize, dims.2 as usize);
+        let a = rt.upload(&D::values(&mut self.inputs, m * k))?;
+        let b = rt.upload(&D::values(&mut self.inputs, n * k))?;
+        let c = RefCell::new(rt.alloc_zeroed::<D::Out>(m * n)?);
+        let reference = RefCell::new(rt.alloc_zeroed::<D::Out>(m * n)?);
+        let inputs = GemmInputs::<D> {
+            a: &a,
+            b: &b,
+            c: &c,
+            dims,
+            only: self.only,
+        };
+        let (alpha, beta) = D::Out::PLAIN;
+        let problem = GemmProblem::new(dims, alpha, beta);
+        let mut contenders = vec![contender(
+            "cuBLAS",
+            format!("GemmEx {}", D::PRECISION.name()),
+            |rt| {
+                rt.cublas_gemm(
+                    D::PRECISION,
+                    (m, n, k),
+                    (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
+                    &a,
+                    &b,
+                    &mut reference.borrow_mut(),
+                )
+            },
+        )];
+        let mut absent = Vec::new();
+        let mut checked = Vec::new();
+        for (name, candidates) in PATHS.iter().zip(D::paths(&inputs, &problem)) {
+            let runnable = candidates.len();
+            match self.fastest(candidates)? {
+                Some(mut best) => {
+                    best.name = name.to_string();
+                    checked.push(contenders.len());
+                    contenders.push(best);
+                }
+                None => absent.push(Absent {
+                    name: name.to_string(),
+                    why: if runnable == 0 && self.only.is_some() {
+                        "no variant matches --only".into()
+                    } else {
+                        "no variant of this path takes the shape on this GPU".into()
+                    },
+                }),
+            }
+        }
+        if self.only.is_none() {
+            let tuned = TunedGemm::with_policy(rt, D::kind(), MissPolicy::Heuristic, None)?;
+            let selection = tuned.select(rt, dims)?;
+            let detail = format!(
+                "{} ({:?})",
+                tuned.dispatcher().candidate(selection).name(),
+                selection.source
+            );
+            let c = &c;
+            let (a, b) = (&a, &b);
+            checked.push(contenders.len());
+            contenders.push(contender("warpforge tuned", detail, move |rt| {
+                tuned.run(rt, a, b, &mut c.borrow_mut(), dims, alpha, beta)
+            }));
+        }
+        // Each warpforge contender's C against cuBLAS's, before timing.
+        (contenders[0].launch)(rt)?;
+        let theirs = rt.download(&reference.borrow())?;
+        for &index in &checked {
+            (contenders[index].launch)(rt)?;
+            let (agrees, how) = D::agree(&rt.download(&c.borrow())?, &theirs);
+            if !agrees {
+                return Err(format!(
+                    "{} ({}) disagrees with cuBLAS at {}: {how}",
+                    contenders[index].name,
+                    contenders[index].detail,
+                    shape_name(dims)
+                )
+                .into());
+            }
+        }
+        let work = 2.0 * m as f64 * n as f64 * k as f64;
+        Ok(self.case(
+            "gemm",
+            D::NAME,
+            shape_name(dims),
+            Some(dims),
+            (work, WorkUnit::Operations),
+            0,
+            contenders,
+            absent,
+        )?)
+    }
+
+    /// The SIMT f32 GEMM (its fastest variant) beside cuBLAS sgemm, no TF32.
+    fn gemm_f32(&mut self, dims: (u32, u32, u32)) -> BenchResult<Case> {
+        let rt = self.rt;
+        let (m, n, k) = (dims.0 as usize, dims.1 as usize, dims.2 as usize);
+        let a = rt.upload(&self.inputs.f32s(m * k))?;
+        let b = rt.upload(&self.inputs.f32s(k * n))?;
+        let c = RefCell::new(rt.alloc_zeroed::<f32>(m * n)?);
+        let reference = RefCell::new(rt.alloc_zeroed::<f32>(m * n)?);
+        let problem = GemmProblem::new(dims, 1.0, 0.0);
+        let candidates: Vec<_> = gemm::gemm_f32::Consts::variants_for(&problem)
+            .into_iter()
+            .map(|v| {
+                let (a, b, c) = (&a, &b, &c);
+                contender("warpforge sm_70", format!("gemm_f32 {v:?}"), move |rt| {
+                    gemm::gemm_f32_with(rt, v, a, b, &mut c.borrow_mut(), dims, 1.0, 0.0)
+                })
+            })
+            .collect();
+        let best = self
+            .fastest(candidates)?
+            .ok_or("gemm_f32 takes no variant of this shape")?;
+        let mut contenders = vec![
+            contender("cuBLAS", "sgemm (fp32, no TF32)".into(), |rt| {
+                rt.cublas_sgemm(m, n, k, &a, &b, &mut reference.borrow_mut())
+            }),
+            best,
+        ];
+        for contender in &mut contenders {
+            (contender.launch)(rt)?;
+        }
+        let theirs: Vec<f64> = rt
+            .download(&reference.borrow())?
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect();
+        let d = deviation(&rt.download(&c.borrow())?, &theirs);
+        if !d.passes(1e-5) {
+            return Err(format!("gemm_f32 disagrees with cuBLAS sgemm: {d}").into());
+        }
+        let work = 2.0 * m as f64 * n as f64 * k as f64;
+        Ok(self.case(
+            "gemm-simt",
+            "f32",
+            shape_name(dims),
+            Some(dims),
+            (work, WorkUnit::Operations),
+            0,
+            contenders,
+            Vec::new(),
+        )?)
+    }
+
+    /// The `cp.async` stream (its fastest variant) beside a device-to-device
+    /// copy of the same buffers; bandwidth counts bytes read plus written.
+    fn stream(&mut self, n: usize) -> BenchResult<Vec<Case>> {
+        let rt = self.rt;
+        let x = rt.upload(&self.inputs.f32s(n))?;
+        let y = RefCell::new(rt.alloc_zeroed::<f32>(n)?);
+        let candidates: Vec<_> = stream::stream_scale::variants()
+            .into_iter()
+            .map(|v| {
+                let (x, y) = (&x, &y);
+                contender("warpforge stream_scale", format!("{v:?}"), move |rt| {
+                    stream::stream_scale_with(rt, v, x, &mut y.borrow_mut(), 1.5)
+                })
+            })
+            .collect();
+        let best = self
+            .fastest(candidates)?
+            .ok_or("stream_scale has no variants")?;
+        let contenders = vec![
+            contender("cuMemcpyDtoD", "device-to-device copy".into(), |rt| {
+                rt.copy(&x, &mut y.borrow_mut())
+            }),
+            best,
+        ];
+        let bytes = 2.0 * 4.0 * n as f64;
+        Ok(vec![self.case(
+            "stream",
+            "f32",
+            format!("{n} elements"),
+            None,
+            (bytes, WorkUnit::Bytes),
+            0,
+            contenders,
+            Vec::new(),
+        )?])
+    }
+
+    /// The Tensor Core instruction rates: dense `mma.sync` m16n8k16 f16 and
+    /// sparse `mma.sp` m16n8k32 in both PTX forms, independent MMAs back to
+    /// back on every SM. Sparse work counts the dense-equivalent k = 32, so
+    /// the ratio is the most a 2:4 GEMM can gain.
+    fn mma_rates(&mut self) -> BenchResult<Vec<Case>> {
+        let rt = self.rt;
+        let words = rt.upload(&rate_words(&mut self.inputs))?;
+        let blocks = rt.device().sm_count * 4;
+        let out = RefCell::new(rt.alloc_zeroed::<f32>((blocks * RATE_THREADS) as usize)?);
+        let grid = Grid::blocks([blocks, 1, 1]);
+        let iters = 4096u32;
+        let mmas = f64::from(blocks * RATE_THREADS / 32) * f64::from(iters * RATE_CHAINS);
+        let dense_ops = mmas * 2.0 * 16.0 * 8.0 * 16.0;
+        let sparse = |ordered: bool| {
+            let (words, out) = (&words, &out);
+            let form = if ordered {
+                "mma.sp::ordered_metadata"
+            } else {
+                "mma.sp"
+            };
+            // Twice the dense work per instruction (k = 32): the launch's
+            // time is scaled so that the case's one work figure holds.
+            contender(form, "m16n8k32, dense-equivalent".into(), move |rt| {
+                let consts = mma_sp_rate::Consts { ORDERED: ordered };
+                mma_sp_rate::launch(
+                    rt,
+                    consts,
+                    grid,
+                    words,
+                    RATE_META,
+                    iters / 2,
+                    &mut *out.borrow_mut(),
+                )
+            })
+        };
+        let contenders = vec![
+            contender("mma.sync", "m16n8k16 dense".into(), |rt| {
+                mma_dense_rate::launch(rt, grid, &words, iters, &mut *out.borrow_mut())
+            }),
+            sparse(false),
+            sparse(true),
+        ];
+        Ok(vec![self.case(
+            "mma",
+            "f16",
+            format!("{blocks} blocks x {RATE_THREADS} threads"),
+            None,
+            (dense_ops, WorkUnit::Operations),
+            0,
+            contenders,
+            Vec::new(),
+        )?])
+    }
+
+    /// The 2:4 sparse f16 GEMM at `size`^3 (A pruned and compressed on the
+    /// GPU) beside the fastest dense sm_80 variant on the decompressed A.
+    /// Rates count the dense-equivalent work 2 m n k.
+    fn sparse(&mut self, size: usize) -> BenchResult<Vec<Case>> {
+        let rt = self.rt;
+        let dense_a = rt.upload(&float_values::<f16>(&mut self.inputs, size * size))?;
+        let a = compress(rt, &dense_a, size, size)?;
+        let a_decompressed = decompress(rt, &a)?;
+        drop(dense_a);
+        let b = rt.upload(&float_values::<f16>(&mut self.inputs, size * size))?;
+        let c_sparse = RefCell::new(rt.alloc_zeroed::<f16>(size * size)?);
+        let c_dense = RefCell::new(rt.alloc_zeroed::<f16>(size * size)?);
+        let s = size as u32;
+        let problem = GemmProblem::new((s, s, s), 1.0, 0.0);
+        let sparse_candidates: Vec<_> = gemm_sparse_f16::Consts::variants_for(&problem)
+            .into_iter()
+            .filter(|v| v.ALIGNED)
+            .map(|v| {
+                let (a, b, c) = (&a, &b, &c_sparse);
+                contender(
+                    "warpforge 2:4 sparse",
+                    format!("gemm_sparse_f16 {v:?}"),
+                    move |rt| {
+                        gemm_sparse_with(rt, v, a, b, &mut c.borrow_mut(), (s, s, s), 1.0, 0.0)
+                    },
+                )
+            })
+            .collect();
+        let dense_candidates: Vec<_> = gemm_tc::gemm_f16::Consts::variants_for(&problem)
+            .into_iter()
+            .filter(|v| v.ALIGNED)
+            .map(|v| {
+                let (a, b, c) = (&a_decompressed, &b, &c_dense);
+                contender(
+                    "warpforge dense sm_80",
+                    format!("gemm_f16 {v:?}"),
+                    move |rt| {
+                        let problem = GemmProblem::new((s, s, s), 1.0, 0.0);
+                        v.run(rt, &problem, a, b, &mut c.borrow_mut(), None)
+                    },
+                )
+            })
+            .collect();
+        let sparse = self
+            .fastest(sparse_candidates)?
+            .ok_or("no sparse variant")?;
+        let dense = self.fastest(dense_candidates)?.ok_or("no dense variant")?;
+        let mut contenders = vec![dense, sparse];
+        for contender in &mut contenders {
+            (contender.launch)(rt)?;
+        }
+        let dense_result: Vec<f64> = rt
+            .download(&c_dense.borrow())?
+            .into_iter()
+            .map(f16::to_f64)
+            .collect();
+        let sparse_result: Vec<f32> = rt
+            .download(&c_sparse.borrow())?
+            .into_iter()
+            .map(f16::to_f32)
+            .collect();
+        let d = deviation(&sparse_result, &dense_result);
+        // Both round f32 sums of the same products to f16; summation orders differ.
+        if !d.passes(1e-3) {
+            return Err(format!("the sparse f16 GEMM disagrees with the dense one: {d}").into());
+        }
+        let work = 2.0 * (size as f64).powi(3);
+        Ok(vec![self.case(
+            "sparse",
+            "f16",
+            shape_name((s, s, s)),
+            Some((s, s, s)),
+            (work, WorkUnit::Operations),
+            0,
+            contenders,
+            vec![Absent {
+                name: "cuSPARSELt".into(),
+                why: "not bound by warpforge's cudarc".into(),
+            }],
+        )?])
+    }
+}
+
+/// The WGSL variants of the f32 GEMM through wgpu at `size`^3, the fastest
+/// as the case: host wall clock of launch + wait per sample (wgpu has no
+/// event timer here), so a submission is included.
+fn bench_wgpu(size: usize) -> BenchResult<Case> {
     let rt = Runtime::wgpu()?;
     println!("\nwgpu: {} through {}", rt.device().name, rt.backend_name());
     let mut inputs = Inputs::new(run_seed());
@@ -107,326 +905,49 @@ fn bench_gemm_f32_wgpu(size: usize, ptx_ms: f32) -> Result<(), Box<dyn std::erro
     let b = rt.upload(&inputs.f32s(size * size))?;
     let mut c: DeviceBuffer<f32> = rt.alloc_zeroed(size * size)?;
     let s = size as u32;
-    let mut best: Option<(f32, gemm::gemm_f32::Consts)> = None;
+    let mut best: Option<(f64, Vec<report::Sample>, gemm::gemm_f32::Consts)> = None;
     for consts in gemm::gemm_f32::variants() {
-        let mut run = || -> Result<f32, Error> {
+        let mut run = || -> Result<f64, Error> {
             let start = std::time::Instant::now();
             gemm::gemm_f32_with(&rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0)?;
             rt.synchronize()?;
-            Ok(start.elapsed().as_secs_f32() * 1e3)
+            Ok(start.elapsed().as_secs_f64() * 1e3)
         };
         run()?;
-        let mut times = (0..5).map(|_| run()).collect::<Result<Vec<_>, _>>()?;
-        times.sort_by(f32::total_cmp);
-        let ms = times[2];
-        println!(
-            "  {:<40} {:>8.3} ms {:>7.2} TFLOP/s",
-            format!("{consts:?}"),
-            ms,
-            tflops(size, ms)
-        );
-        if best.is_none_or(|(b, _)| ms < b) {
-            best = Some((ms, consts));
+        let samples = (0..5)
+            .map(|round| {
+                run().map(|ms| report::Sample {
+                    round,
+                    ms,
+                    launches: 1,
+                    gpu: None,
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut times: Vec<f64> = samples.iter().map(|s| s.ms).collect();
+        times.sort_by(f64::total_cmp);
+        if best.as_ref().is_none_or(|(b, _, _)| times[2] < *b) {
+            best = Some((times[2], samples, consts));
         }
     }
-    let (ms, consts) = best.ok_or("gemm_f32 has no variants")?;
-    println!("\n| path | best variant | ms | TFLOP/s |");
-    println!("|---|---|---|---|");
-    println!(
-        "| PTX (CUDA events) | see above | {ptx_ms:.3} | {:.2} |",
-        tflops(size, ptx_ms)
-    );
-    println!(
-        "| WGSL via wgpu (wall clock) | {consts:?} | {ms:.3} | {:.2} |",
-        tflops(size, ms)
-    );
-    Ok(())
-}
-
-/// The host time of a launch, from a bare driver launch of the same PTX to a
-/// dispatched one ([`warpforge_tests::tuning::dispatch_overhead`]), with an empty database:
-/// the heuristic default serves the call, and nothing is written.
-fn bench_dispatch_overhead(rt: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::temp_dir().join("warpforge-bench-empty-tune-db");
-    let o = warpforge_tests::tuning::dispatch_overhead(rt, &dir)?;
-    println!(
-        "\nlaunch host cost ({} at {}x{}x{}, host time per launch, enqueue only):",
-        o.variant, o.shape.0, o.shape.1, o.shape.2
-    );
-    println!("\n| launch | us | vs bare |");
-    println!("|---|---|---|");
-    let rows = [
-        ("bare (cuLaunchKernel through cudarc, same PTX)", o.bare_us),
-        ("the kernel's launcher (gemm_f16::launch)", o.launcher_us),
-        ("direct (gemm_with)", o.direct_us),
-        ("dispatched (TunedGemm::run)", o.dispatched_us),
-    ];
-    for (row, us) in rows {
-        println!("| {row} | {us:.3} | {:.2}x |", us / o.bare_us);
-    }
-    println!(
-        "\nlauncher / bare: {:.2}x (target <= {}x: {})",
-        o.launcher_over_bare,
-        warpforge_tests::tuning::LAUNCHER_TARGET,
-        if o.launcher_over_bare <= warpforge_tests::tuning::LAUNCHER_TARGET {
-            "met"
-        } else {
-            "MISSED"
-        }
-    );
-    println!(
-        "dispatch overhead: {:.3} us (target < {} us); one resolved TunedGemm::select: {:.3} us",
-        o.overhead_us,
-        warpforge_tests::tuning::OVERHEAD_TARGET_US,
-        o.select_ns / 1e3
-    );
-    if !o.within_target {
-        return Err(format!("dispatch adds {:.3} us per launch", o.overhead_us).into());
-    }
-    Ok(())
-}
-
-/// Median of `reps` timed runs of `work`, after `warmup` untimed ones.
-fn median_ms(
-    rt: &Runtime,
-    warmup: usize,
-    reps: usize,
-    mut work: impl FnMut(&Runtime) -> Result<(), Error>,
-) -> Result<f32, Error> {
-    for _ in 0..warmup {
-        work(rt)?;
-    }
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        times.push(rt.time_ms(&mut work)?);
-    }
-    times.sort_by(f32::total_cmp);
-    Ok(times[reps / 2])
-}
-
-fn tflops(size: usize, ms: f32) -> f64 {
-    gemm_tflops((size, size, size), ms)
-}
-
-/// TFLOP/s of an m x n x k GEMM (2 m n k operations) that took `ms`.
-fn gemm_tflops((m, n, k): (usize, usize, usize), ms: f32) -> f64 {
-    2.0 * m as f64 * n as f64 * k as f64 / (ms as f64 * 1e-3) / 1e12
-}
-
-/// Returns the best variant's median time in ms.
-fn bench_gemm_f32(rt: &Runtime, size: usize) -> Result<f32, Box<dyn std::error::Error>> {
-    let device = rt.device();
-    println!(
-        "device: {} (sm_{}{}, {} SMs)",
-        device.name, device.compute_capability.0, device.compute_capability.1, device.sm_count
-    );
-    let mut inputs = Inputs::new(run_seed());
-    let a = rt.upload(&inputs.f32s(size * size))?;
-    let b = rt.upload(&inputs.f32s(size * size))?;
-    let mut c: DeviceBuffer<f32> = rt.alloc_zeroed(size * size)?;
-    let s = size as u32;
-
-    println!("\ngemm_f32 {size}^3, every variant (median of 10 after 2 warm-ups):");
-    let mut results = Vec::new();
-    for consts in gemm::gemm_f32::variants() {
-        let ms = median_ms(rt, 2, 10, |rt| {
-            gemm::gemm_f32_with(rt, consts, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
-        })?;
-        println!(
-            "  {:<40} {:>8.3} ms {:>7.2} TFLOP/s",
-            format!("{consts:?}"),
-            ms,
-            tflops(size, ms)
-        );
-        results.push((ms, consts));
-    }
-    results.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let best = results[0].1;
-
-    // The winner and cuBLAS, timed alternately so that drift hits both alike.
-    let mut ours = Vec::new();
-    let mut theirs = Vec::new();
-    let mut reference: DeviceBuffer<f32> = rt.alloc_zeroed(size * size)?;
-    for _ in 0..5 {
-        ours.push(median_ms(rt, 3, 20, |rt| {
-            gemm::gemm_f32_with(rt, best, &a, &b, &mut c, (s, s, s), 1.0, 0.0)
-        })?);
-        theirs.push(median_ms(rt, 3, 20, |rt| {
-            rt.cublas_sgemm(size, size, size, &a, &b, &mut reference)
-        })?);
-    }
-    ours.sort_by(f32::total_cmp);
-    theirs.sort_by(f32::total_cmp);
-    let (ours, theirs) = (ours[2], theirs[2]);
-
-    let cublas_result: Vec<f64> = rt.download(&reference)?.iter().map(|&v| v as f64).collect();
-    // A zero difference is plausible (both accumulate k in order with FMA), so
-    // show that the reference is not trivially zero.
-    let reference_max = cublas_result.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-    let d = deviation(&rt.download(&c)?, &cublas_result);
-    println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
-    println!("|---|---|---|---|");
-    println!(
-        "| warpforge gemm_f32 {best:?} | {ours:.3} | {:.2} | {:.3}x |",
-        tflops(size, ours),
-        theirs / ours
-    );
-    println!(
-        "| cuBLAS sgemm (fp32, no TF32) | {theirs:.3} | {:.2} | 1.000x |",
-        tflops(size, theirs)
-    );
-    println!("\nwarpforge vs cuBLAS result: {d} (max |cuBLAS| {reference_max:.3})");
-    if !d.passes(1e-5) {
-        return Err(format!("gemm_f32 disagrees with cuBLAS: {d}").into());
-    }
-    Ok(ours)
-}
-
-/// Launches variant `index` of a Tensor Core GEMM on (a, b, c) with (m, n, k).
-type Launch<'a, I, O> = dyn Fn(
-        &Runtime,
-        usize,
-        &DeviceBuffer<I>,
-        &DeviceBuffer<I>,
-        &mut DeviceBuffer<O>,
-        (u32, u32, u32),
-    ) -> Result<(), Error>
-    + 'a;
-
-/// Every `ALIGNED` variant of the f16, bf16, tf32 and s8 Tensor Core GEMMs,
-/// and every variant of the `wmma` GEMM, at `shape` (m, n, k) whose name holds `only`.
-fn bench_gemm_16bit(
-    rt: &Runtime,
-    shape: (usize, usize, usize),
-    only: &str,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let (m, n, k) = shape;
-    let dims = (m as u32, n as u32, k as u32);
-    // One Tensor Core GEMM `$module::$kernel`: its variants that read A
-    // row-major and B column-major and pass `$keep` (the 16-byte-copy ones
-    // of `gemm_tc`), launched with alpha = `$one` and beta = `$zero`.
-    macro_rules! bench_variants {
-        ($module:ident::$kernel:ident, $keep:expr, $precision:expr, $one:expr, $zero:expr, $values:expr, $agree:expr) => {{
-            let problem = GemmProblem::new(dims, $one, $zero);
-            let variants: Vec<_> = $module::$kernel::Consts::variants_for(&problem)
-                .into_iter()
-                .filter($keep)
-                .collect();
-            let names: Vec<(String, u32)> = variants
-                .iter()
-                .map(|c| (format!("{c:?}"), c.STAGES))
-                .collect();
-            bench_gemm_tc(
-                rt,
-                shape,
-                only,
-                stringify!($kernel),
-                $precision,
-                &names,
-                &|rt, i, a, b, c, dims| gemm_with(rt, variants[i], a, b, c, dims, $one, $zero),
-                $values,
-                $agree,
-            )
-        }};
-    }
-    macro_rules! bench_aligned {
-        ($kernel:ident, $($rest:tt)*) => {
-            bench_variants!(gemm_tc::$kernel, |c| c.ALIGNED, $($rest)*)
-        };
-    }
-    // f16: both round f32 sums of the same products to f16 (summation orders differ).
-    bench_aligned!(
-        gemm_f16,
-        GemmPrecision::F16,
-        1.0,
-        0.0,
-        &float_values::<f16>,
-        &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3)
-    )?;
-    bench_aligned!(
-        gemm_bf16,
-        GemmPrecision::Bf16,
-        1.0,
-        0.0,
-        &float_values::<bf16>,
-        &|ours, theirs| agree_within::<bf16>(ours, theirs, 8e-3)
-    )?;
-    // tf32: both round the inputs to tf32 and sum in f32 in different orders.
-    bench_aligned!(
-        gemm_tf32,
-        GemmPrecision::Tf32,
-        1.0,
-        0.0,
-        &float_values::<f32>,
-        &|ours, theirs| agree_within::<f32>(ours, theirs, 1e-3)
-    )?;
-    // s8: integer sums, exact in both.
-    bench_aligned!(
-        gemm_s8,
-        GemmPrecision::I8,
-        1,
-        0,
-        &|inputs: &mut Inputs, n| inputs.i8s(n),
-        &exact
-    )?;
-    // The sm_90a form (wgmma fed by the TMA, warp-specialized), on Hopper only.
-    if rt.device().compute_capability == (9, 0) {
-        bench_variants!(
-            gemm_wgmma::gemm_wgmma_f16,
-            |_| true,
-            GemmPrecision::F16,
-            1.0,
-            0.0,
-            &float_values::<f16>,
-            &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3)
-        )?;
-        bench_variants!(
-            gemm_wgmma::gemm_wgmma_bf16,
-            |_| true,
-            GemmPrecision::Bf16,
-            1.0,
-            0.0,
-            &float_values::<bf16>,
-            &|ours, theirs| agree_within::<bf16>(ours, theirs, 8e-3)
-        )?;
-        // tf32: wgmma truncates the inputs to tf32 where cuBLAS rounds them.
-        bench_variants!(
-            gemm_wgmma::gemm_wgmma_tf32,
-            |_| true,
-            GemmPrecision::Tf32,
-            1.0,
-            0.0,
-            &float_values::<f32>,
-            &|ours, theirs| agree_within::<f32>(ours, theirs, 5e-3)
-        )?;
-        bench_variants!(
-            gemm_wgmma::gemm_wgmma_s8,
-            |_| true,
-            GemmPrecision::I8,
-            1,
-            0,
-            &|inputs: &mut Inputs, n| inputs.i8s(n),
-            &exact
-        )?;
-    }
-    // The sm_70 form: its copies are staged through registers, so STAGES
-    // shows what that overlap is worth.
-    let wmma_variants = gemm_wmma::gemm_f16_wmma::variants();
-    let wmma_names: Vec<(String, u32)> = wmma_variants
-        .iter()
-        .map(|c| (format!("{c:?}"), c.STAGES))
-        .collect();
-    bench_gemm_tc(
-        rt,
-        shape,
-        only,
-        "gemm_f16_wmma",
-        GemmPrecision::F16,
-        &wmma_names,
-        &|rt, i, a, b, c, dims| gemm_with(rt, wmma_variants[i], a, b, c, dims, 1.0, 0.0),
-        &float_values::<f16>,
-        &|ours, theirs| agree_within::<f16>(ours, theirs, 1e-3),
-    )
+    let (_, samples, consts) = best.ok_or("gemm_f32 has no variants")?;
+    let case = Case {
+        section: "wgpu".into(),
+        dtype: "f32".into(),
+        shape: shape_name((s, s, s)),
+        dims: Some((s, s, s)),
+        work: 2.0 * (size as f64).powi(3),
+        work_unit: WorkUnit::Operations,
+        baseline: 0,
+        contenders: vec![ContenderSamples {
+            name: "warpforge WGSL (wall clock)".into(),
+            detail: format!("gemm_f32 {consts:?} through {}", rt.backend_name()),
+            samples,
+        }],
+        absent: Vec::new(),
+    };
+    print_case(&case);
+    Ok(case)
 }
 
 /// Whether an integer GEMM's result equals cuBLAS's, element by element.
@@ -450,360 +971,4 @@ fn agree_within<T: GemmFloat>(ours: &[T], theirs: &[T], tolerance: f64) -> (bool
     let theirs: Vec<f64> = theirs.iter().map(|x| x.to_f64()).collect();
     let d = deviation(&ours, &theirs);
     (d.passes(tolerance), d.to_string())
-}
-
-/// The variants (debug name, stages) of one Tensor Core GEMM `kernel` at
-/// `shape` (m, n, k; A row-major, B column-major) whose name holds `only`, then the best beside
-/// cuBLAS GemmEx of the same precision, alternating, then the best per
-/// pipeline depth. `values` draws the inputs; `agree` says whether our result
-/// matches cuBLAS's, and how far apart they are.
-#[allow(clippy::too_many_arguments)]
-fn bench_gemm_tc<I: DeviceScalar, O: DeviceScalar>(
-    rt: &Runtime,
-    shape: (usize, usize, usize),
-    only: &str,
-    kernel: &str,
-    precision: GemmPrecision,
-    variants: &[(String, u32)],
-    launch: &Launch<'_, I, O>,
-    values: &dyn Fn(&mut Inputs, usize) -> Vec<I>,
-    agree: &dyn Fn(&[O], &[O]) -> (bool, String),
-) -> Result<(), Box<dyn std::error::Error>> {
-    let mut inputs = Inputs::new(run_seed());
-    let (m, n, k) = shape;
-    let a = rt.upload(&values(&mut inputs, m * k))?;
-    let b = rt.upload(&values(&mut inputs, n * k))?;
-    let mut c: DeviceBuffer<O> = rt.alloc_zeroed(m * n)?;
-    let dims = (m as u32, n as u32, k as u32);
-    let tflops = |ms: f32| gemm_tflops(shape, ms);
-    let kind = precision.name();
-    println!("\n{kernel}, {kind} GEMM {m}x{n}x{k} (A row-major, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups):");
-    let mut results = Vec::new();
-    for (index, (name, stages)) in variants
-        .iter()
-        .enumerate()
-        .filter(|(_, (name, _))| kernel.contains(only) || name.contains(only))
-    {
-        let ms = median_ms(rt, 2, 10, |rt| launch(rt, index, &a, &b, &mut c, dims))?;
-        println!("  {name:<72} {ms:>8.3} ms {:>7.2} TFLOP/s", tflops(ms));
-        results.push((ms, index, *stages));
-    }
-    results.sort_by(|x, y| x.0.total_cmp(&y.0));
-    let Some(&(_, best, _)) = results.first() else {
-        // `--only` picked another family's variants.
-        println!("  (no variant of {kernel} matches `{only}`)");
-        return Ok(());
-    };
-
-    let mut reference: DeviceBuffer<O> = rt.alloc_zeroed(m * n)?;
-    // The same rounds with nothing in between: the alternating rounds below have
-    // measured slower than this (and than the sweep) with unchanged SM clocks,
-    // so both are printed; the ratio quoted is the alternating one.
-    let mut alone = Vec::new();
-    for _ in 0..5 {
-        alone.push(median_ms(rt, 3, 20, |rt| {
-            launch(rt, best, &a, &b, &mut c, dims)
-        })?);
-    }
-    alone.sort_by(f32::total_cmp);
-    let alone = alone[2];
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        ours.push(median_ms(rt, 3, 20, |rt| {
-            launch(rt, best, &a, &b, &mut c, dims)
-        })?);
-        theirs.push(median_ms(rt, 3, 20, |rt| {
-            rt.cublas_gemm(
-                precision,
-                shape,
-                (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
-                &a,
-                &b,
-                &mut reference,
-            )
-        })?);
-    }
-    ours.sort_by(f32::total_cmp);
-    theirs.sort_by(f32::total_cmp);
-    let (ours, theirs) = (ours[2], theirs[2]);
-    let (agrees, difference) = agree(&rt.download(&c)?, &rt.download(&reference)?);
-    println!("\n| kernel | ms | TFLOP/s | vs cuBLAS |");
-    println!("|---|---|---|---|");
-    println!(
-        "| warpforge {kernel} {} | {ours:.3} | {:.1} | {:.3}x |",
-        variants[best].0,
-        tflops(ours),
-        theirs / ours
-    );
-    println!(
-        "| same, timed alone (not alternating) | {alone:.3} | {:.1} | {:.3}x |",
-        tflops(alone),
-        theirs / alone
-    );
-    println!(
-        "| cuBLAS GemmEx {kind} | {theirs:.3} | {:.1} | 1.000x |",
-        tflops(theirs)
-    );
-    println!("\nwarpforge vs cuBLAS result: {difference}");
-    if !agrees {
-        return Err(format!("{kernel} disagrees with cuBLAS: {difference}").into());
-    }
-
-    println!("\n| STAGES | best variant | ms | TFLOP/s |");
-    println!("|---|---|---|---|");
-    for stages in 1..=5 {
-        if let Some((ms, index, _)) = results.iter().find(|r| r.2 == stages) {
-            println!(
-                "| {stages} | {} | {ms:.3} | {:.1} |",
-                variants[*index].0,
-                tflops(*ms)
-            );
-        }
-    }
-    Ok(())
-}
-
-/// Every `stream_scale` variant on `n` f32 (read once, written once), then
-/// the best beside a device-to-device copy of the same buffers
-/// (`cuMemcpyDtoD`), alternating; bandwidth counts bytes read plus written.
-fn bench_stream(rt: &Runtime, n: usize) -> Result<(), Box<dyn std::error::Error>> {
-    let mut inputs = Inputs::new(run_seed());
-    let x = rt.upload(&inputs.f32s(n))?;
-    let mut y: DeviceBuffer<f32> = rt.alloc_zeroed(n)?;
-    let bytes = 2.0 * 4.0 * n as f64;
-    let gbps = |ms: f32| bytes / (ms as f64 * 1e-3) / 1e9;
-    println!("\nstream_scale, {n} f32 (median of 10 after 2 warm-ups):");
-    let mut results = Vec::new();
-    for consts in stream::stream_scale::variants() {
-        let ms = median_ms(rt, 2, 10, |rt| {
-            stream::stream_scale_with(rt, consts, &x, &mut y, 1.5)
-        })?;
-        println!(
-            "  {:<40} {ms:>8.3} ms {:>8.1} GB/s",
-            format!("{consts:?}"),
-            gbps(ms)
-        );
-        results.push((ms, consts));
-    }
-    results.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let best = results[0].1;
-    let (mut ours, mut copies) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        ours.push(median_ms(rt, 3, 20, |rt| {
-            stream::stream_scale_with(rt, best, &x, &mut y, 1.5)
-        })?);
-        copies.push(median_ms(rt, 3, 20, |rt| rt.copy(&x, &mut y))?);
-    }
-    ours.sort_by(f32::total_cmp);
-    copies.sort_by(f32::total_cmp);
-    let (ours, copy) = (ours[2], copies[2]);
-    println!("\n| kernel | ms | GB/s (read + written) | vs copy |");
-    println!("|---|---|---|---|");
-    println!(
-        "| stream_scale {best:?} | {ours:.3} | {:.1} | {:.3}x |",
-        gbps(ours),
-        copy / ours
-    );
-    println!("| cuMemcpyDtoD | {copy:.3} | {:.1} | 1.000x |", gbps(copy));
-    println!("\n| STAGES | best variant | ms | GB/s |");
-    println!("|---|---|---|---|");
-    for stages in 1..=5 {
-        if let Some((ms, consts)) = results.iter().find(|(_, c)| c.STAGES == stages) {
-            println!("| {stages} | {consts:?} | {ms:.3} | {:.1} |", gbps(*ms));
-        }
-    }
-    Ok(())
-}
-
-/// The Tensor Core instruction rates: dense `mma.sync` m16n8k16 f16 and sparse
-/// `mma.sp` m16n8k32 f16 in both PTX forms (plain and `::ordered_metadata`),
-/// independent MMAs back to back on every SM, timed alternately. Sparse
-/// TFLOP/s count the dense-equivalent work (k = 32), so the sparse/dense ratio
-/// is the speedup a 2:4 GEMM can reach at most.
-fn bench_mma_sp(rt: &Runtime) -> Result<(), Box<dyn std::error::Error>> {
-    let mut inputs = Inputs::new(run_seed());
-    let words = rt.upload(&rate_words(&mut inputs))?;
-    let blocks = rt.device().sm_count * 4;
-    let mut out: DeviceBuffer<f32> = rt.alloc_zeroed((blocks * RATE_THREADS) as usize)?;
-    let grid = Grid::blocks([blocks, 1, 1]);
-    let iters = 4096u32;
-    let mmas = f64::from(blocks * RATE_THREADS / 32) * f64::from(iters * RATE_CHAINS);
-    let tflops_at = |k: f64, ms: f32| mmas * 2.0 * 16.0 * 8.0 * k / (ms as f64 * 1e-3) / 1e12;
-    let sparse = |ordered: bool| mma_sp_rate::Consts { ORDERED: ordered };
-    let (mut dense, mut plain, mut ordered) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..5 {
-        dense.push(median_ms(rt, 3, 20, |rt| {
-            mma_dense_rate::launch(rt, grid, &words, iters, &mut out)
-        })?);
-        plain.push(median_ms(rt, 3, 20, |rt| {
-            mma_sp_rate::launch(rt, sparse(false), grid, &words, RATE_META, iters, &mut out)
-        })?);
-        ordered.push(median_ms(rt, 3, 20, |rt| {
-            mma_sp_rate::launch(rt, sparse(true), grid, &words, RATE_META, iters, &mut out)
-        })?);
-    }
-    let median = |mut v: Vec<f32>| {
-        v.sort_by(f32::total_cmp);
-        v[2]
-    };
-    let (dense, plain, ordered) = (median(dense), median(plain), median(ordered));
-    let dense_rate = tflops_at(16.0, dense);
-    println!("\nTensor Core instruction rates, f16 in, f32 accumulation ({blocks} blocks of {RATE_THREADS} threads, {RATE_CHAINS} independent MMAs per step, 5 x median of 20, alternating):");
-    println!("\n| instruction | ms | TFLOP/s (dense-equivalent) | vs dense |");
-    println!("|---|---|---|---|");
-    println!("| mma.sync m16n8k16 (dense) | {dense:.3} | {dense_rate:.1} | 1.000x |");
-    for (form, ms) in [("mma.sp", plain), ("mma.sp::ordered_metadata", ordered)] {
-        let rate = tflops_at(32.0, ms);
-        println!(
-            "| {form} m16n8k32 | {ms:.3} | {rate:.1} | {:.3}x |",
-            rate / dense_rate
-        );
-    }
-    let (faster, by) = if ordered <= plain {
-        ("mma.sp::ordered_metadata", plain / ordered)
-    } else {
-        ("mma.sp", ordered / plain)
-    };
-    println!("\nfaster sparse form on this GPU: {faster} ({by:.3}x the other)");
-    Ok(())
-}
-
-/// Every variant `launch(rt, index)` of `names` whose name holds `only`,
-/// median of 10 after 2 warm-ups each, printed; returns (ms, index), fastest first.
-fn sweep(
-    rt: &Runtime,
-    size: usize,
-    names: &[String],
-    mut launch: impl FnMut(&Runtime, usize) -> Result<(), Error>,
-) -> Result<Vec<(f32, usize)>, Error> {
-    let mut results = Vec::new();
-    for (index, name) in names.iter().enumerate() {
-        let ms = median_ms(rt, 2, 10, |rt| launch(rt, index))?;
-        println!(
-            "  {name:<72} {ms:>8.3} ms {:>7.2} TFLOP/s",
-            tflops(size, ms)
-        );
-        results.push((ms, index));
-    }
-    results.sort_by(|x, y| x.0.total_cmp(&y.0));
-    Ok(results)
-}
-
-/// The 2:4 sparse f16 GEMM at `size`^3 (A pruned and compressed on the GPU,
-/// B column-major): every 16-byte-copy variant, then the best beside the best
-/// dense f16 variant (`gemm_f16`, swept in the same run, on the decompressed
-/// A), alternating. TFLOP/s count the dense-equivalent work 2 m n k.
-fn bench_gemm_sparse(rt: &Runtime, size: usize) -> Result<(), Box<dyn std::error::Error>> {
-    let mut inputs = Inputs::new(run_seed());
-    let mut values =
-        |n: usize| -> Vec<f16> { inputs.f32s(n).into_iter().map(f16::from_f32).collect() };
-    let dense_a = rt.upload(&values(size * size))?;
-    let a = compress(rt, &dense_a, size, size)?;
-    let a_decompressed = decompress(rt, &a)?;
-    drop(dense_a);
-    let b = rt.upload(&values(size * size))?;
-    let mut c_sparse: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
-    let mut c_dense: DeviceBuffer<f16> = rt.alloc_zeroed(size * size)?;
-    let s = size as u32;
-
-    let tn = GemmProblem::new((s, s, s), 1.0, 0.0);
-    let sparse_variants: Vec<_> = gemm_sparse_f16::Consts::variants_for(&tn)
-        .into_iter()
-        .filter(|c| c.ALIGNED)
-        .collect();
-    let sparse_names: Vec<String> = sparse_variants.iter().map(|c| format!("{c:?}")).collect();
-    println!("\n2:4 sparse f16 GEMM {size}^3 (A compressed, B column-major), every 16-byte-copy variant (median of 10 after 2 warm-ups; dense-equivalent TFLOP/s):");
-    let sparse_results = sweep(rt, size, &sparse_names, |rt, i| {
-        gemm_sparse_with(
-            rt,
-            sparse_variants[i],
-            &a,
-            &b,
-            &mut c_sparse,
-            (s, s, s),
-            1.0,
-            0.0,
-        )
-    })?;
-    let dense_variants: Vec<_> = gemm_tc::gemm_f16::Consts::variants_for(&tn)
-        .into_iter()
-        .filter(|c| c.ALIGNED)
-        .collect();
-    let dense_names: Vec<String> = dense_variants.iter().map(|c| format!("{c:?}")).collect();
-    println!("\ndense f16 GEMM {size}^3 on the decompressed A, every 16-byte-copy variant:");
-    let dense_results = sweep(rt, size, &dense_names, |rt, i| {
-        gemm_with(
-            rt,
-            dense_variants[i],
-            &a_decompressed,
-            &b,
-            &mut c_dense,
-            (s, s, s),
-            1.0,
-            0.0,
-        )
-    })?;
-    let best_sparse = sparse_variants[sparse_results.first().ok_or("no sparse variant")?.1];
-    let best_dense = dense_variants[dense_results.first().ok_or("no dense variant")?.1];
-
-    let (mut sparse_ms, mut dense_ms) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        sparse_ms.push(median_ms(rt, 3, 20, |rt| {
-            gemm_sparse_with(rt, best_sparse, &a, &b, &mut c_sparse, (s, s, s), 1.0, 0.0)
-        })?);
-        dense_ms.push(median_ms(rt, 3, 20, |rt| {
-            gemm_with(
-                rt,
-                best_dense,
-                &a_decompressed,
-                &b,
-                &mut c_dense,
-                (s, s, s),
-                1.0,
-                0.0,
-            )
-        })?);
-    }
-    sparse_ms.sort_by(f32::total_cmp);
-    dense_ms.sort_by(f32::total_cmp);
-    let (sparse, dense) = (sparse_ms[2], dense_ms[2]);
-    let to_f64 = |v: Vec<f16>| -> Vec<f64> { v.into_iter().map(f16::to_f64).collect() };
-    let dense_result = to_f64(rt.download(&c_dense)?);
-    let sparse_result: Vec<f32> = rt
-        .download(&c_sparse)?
-        .into_iter()
-        .map(f16::to_f32)
-        .collect();
-    let d = deviation(&sparse_result, &dense_result);
-    println!("\n| kernel | ms | TFLOP/s (dense-equivalent) | vs best dense |");
-    println!("|---|---|---|---|");
-    println!(
-        "| warpforge 2:4 sparse f16 {best_sparse:?} | {sparse:.3} | {:.1} | {:.3}x |",
-        tflops(size, sparse),
-        dense / sparse
-    );
-    println!(
-        "| warpforge dense f16 {best_dense:?} | {dense:.3} | {:.1} | 1.000x |",
-        tflops(size, dense)
-    );
-    println!("\nsparse vs dense of the decompressed A: {d}");
-    // Both round f32 sums of the same products to f16; summation orders differ.
-    if !d.passes(1e-3) {
-        return Err(format!("the sparse f16 GEMM disagrees with the dense one: {d}").into());
-    }
-    println!("\n| STAGES | best sparse variant | ms | TFLOP/s |");
-    println!("|---|---|---|---|");
-    for stages in 2..=4 {
-        if let Some((ms, index)) = sparse_results
-            .iter()
-            .find(|(_, i)| sparse_variants[*i].STAGES == stages)
-        {
-            println!(
-                "| {stages} | {} | {ms:.3} | {:.1} |",
-                sparse_names[*index],
-                tflops(size, *ms)
-            );
-        }
-    }
-    Ok(())
 }

@@ -1,0 +1,10 @@
+//! The `bench` binary's parts that are not GPU plumbing: how a comparison is
+//! timed ([`method`]), the clocks and power beside it ([`monitor`]), the
+//! report as data with its tables ([`report`]) and its charts ([`charts`]).
+//! The readers are tested in the CPU tier on a recorded run
+//! (`tests/tests/bench_report.rs`).
+
+pub mod charts;
+pub mod method;
+pub mod monitor;
+pub mod report;

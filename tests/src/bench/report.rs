@@ -1,0 +1,387 @@
+//! What a `bench` run found, as data: every sample with the GPU readings
+//! beside it, the GPU, driver and commit; and the readers of it: the medians
+//! and spreads ([`Case::summary`]), the terminal table ([`table`]) and the
+//! architecture ladder ([`ladder`]). The JSON file is this [`Report`]
+//! serialised; `bench report FILE` renders a recorded one again.
+
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+
+use super::method::Method;
+use super::monitor::GpuFacts;
+use crate::tuning::Overhead;
+
+/// One `bench` run.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Report {
+    /// The GPU's name as CUDA reports it.
+    pub gpu: String,
+    pub compute_capability: (u32, u32),
+    pub gpu_facts: GpuFacts,
+    /// Why there are no clock and power readings, when there are none.
+    pub monitor_unavailable: Option<String>,
+    /// The commit the bench was built from (`git describe`), when known.
+    pub commit: Option<String>,
+    /// Seconds since the Unix epoch when the run started.
+    pub started_unix_s: u64,
+    pub method: Method,
+    pub cases: Vec<Case>,
+    /// The host cost of a launch (`launch` section), when it ran.
+    pub launch_cost: Option<Overhead>,
+}
+
+/// One comparison: a kernel family at one shape, every contender timed in
+/// the same interleaved rounds.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Case {
+    /// The section, e.g. "gemm", "sparse", "stream".
+    pub section: String,
+    /// The precision or element type, e.g. "f16", "s8".
+    pub dtype: String,
+    /// The problem, e.g. "8192x8192x8192", and its size in `work_unit`s.
+    pub shape: String,
+    /// The GEMM's m, n, k (None for other sections).
+    pub dims: Option<(u32, u32, u32)>,
+    /// Work per launch: floating-point (or integer) operations, or bytes moved.
+    pub work: f64,
+    pub work_unit: WorkUnit,
+    /// The contender the ratios divide by (cuBLAS where it runs).
+    pub baseline: usize,
+    pub contenders: Vec<ContenderSamples>,
+    /// Contenders that could not run this case, and why.
+    pub absent: Vec<Absent>,
+}
+
+/// What `work` counts.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum WorkUnit {
+    /// Operations (2 m n k for a GEMM): rates in TFLOP/s (TOP/s for integers).
+    Operations,
+    /// Bytes read plus written: rates in GB/s.
+    Bytes,
+}
+
+impl WorkUnit {
+    fn rate(self, work: f64, ms: f64) -> f64 {
+        let per_second = work / (ms * 1e-3);
+        match self {
+            WorkUnit::Operations => per_second / 1e12,
+            WorkUnit::Bytes => per_second / 1e9,
+        }
+    }
+
+    /// The rate's unit.
+    pub fn rate_unit(self) -> &'static str {
+        match self {
+            WorkUnit::Operations => "TFLOP/s",
+            WorkUnit::Bytes => "GB/s",
+        }
+    }
+}
+
+/// A contender that has no samples in a case.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Absent {
+    pub name: String,
+    pub why: String,
+}
+
+/// One contender's samples in a case.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ContenderSamples {
+    /// What is timed, e.g. "warpforge sm_90a" or "cuBLAS GemmEx".
+    pub name: String,
+    /// The variant or library call.
+    pub detail: String,
+    pub samples: Vec<Sample>,
+}
+
+/// One timed batch of back-to-back launches.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Sample {
+    /// The interleaved round it was taken in.
+    pub round: usize,
+    /// GPU milliseconds per launch.
+    pub ms: f64,
+    pub launches: u32,
+    /// The GPU while it ran; None without NVML or when no reading fell inside.
+    pub gpu: Option<GpuReadings>,
+}
+
+/// What NVML read while a sample ran.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq)]
+pub struct GpuReadings {
+    pub readings: usize,
+    pub sm_mhz_min: u32,
+    pub sm_mhz_mean: f64,
+    pub power_w_mean: f64,
+    /// NVML clock event reasons seen (bit mask: 0x4 SW power cap, 0x8 HW
+    /// slowdown, 0x20 SW thermal, 0x40 HW thermal, 0x80 HW power brake).
+    pub reasons: u64,
+}
+
+/// A contender's figures in a case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContenderSummary {
+    pub name: String,
+    pub detail: String,
+    /// Median over rounds of the milliseconds per launch.
+    pub median_ms: f64,
+    /// (slowest - fastest) / median over the rounds.
+    pub spread: f64,
+    /// The work rate at the median.
+    pub rate: f64,
+    /// Median over rounds of the baseline's time divided by this one's in the
+    /// same round (above 1: faster than the baseline), and the lowest and
+    /// highest round's ratio.
+    pub ratio: f64,
+    pub ratio_range: (f64, f64),
+    /// The lowest SM clock read during its samples, and the mean.
+    pub sm_mhz: Option<(u32, f64)>,
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+impl Case {
+    /// Every contender's medians, spreads and ratios to the baseline.
+    pub fn summary(&self) -> Vec<ContenderSummary> {
+        let baseline = &self.contenders[self.baseline].samples;
+        self.contenders
+            .iter()
+            .map(|c| {
+                let times: Vec<f64> = c.samples.iter().map(|s| s.ms).collect();
+                let median_ms = median(times.clone());
+                let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
+                let slowest = times.iter().copied().fold(0.0, f64::max);
+                let ratios: Vec<f64> = c
+                    .samples
+                    .iter()
+                    .filter_map(|s| {
+                        let base = baseline.iter().find(|b| b.round == s.round)?;
+                        Some(base.ms / s.ms)
+                    })
+                    .collect();
+                let readings: Vec<&GpuReadings> =
+                    c.samples.iter().filter_map(|s| s.gpu.as_ref()).collect();
+                let sm_mhz = (!readings.is_empty()).then(|| {
+                    let lowest = readings.iter().map(|r| r.sm_mhz_min).min().unwrap_or(0);
+                    let mean =
+                        readings.iter().map(|r| r.sm_mhz_mean).sum::<f64>() / readings.len() as f64;
+                    (lowest, mean)
+                });
+                ContenderSummary {
+                    name: c.name.clone(),
+                    detail: c.detail.clone(),
+                    median_ms,
+                    spread: (slowest - fastest) / median_ms,
+                    rate: self.work_unit.rate(self.work, median_ms),
+                    ratio: median(ratios.clone()),
+                    ratio_range: (
+                        ratios.iter().copied().fold(f64::INFINITY, f64::min),
+                        ratios.iter().copied().fold(0.0, f64::max),
+                    ),
+                    sm_mhz,
+                }
+            })
+            .collect()
+    }
+
+    /// The summary of the contender named `name`.
+    pub fn contender(&self, name: &str) -> Option<ContenderSummary> {
+        self.summary().into_iter().find(|c| c.name == name)
+    }
+}
+
+/// The terminal table: per case, every contender's rate, ratio to the
+/// baseline with the rounds' range, spread and SM clock.
+pub fn table(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", header(report));
+    let mut section = None;
+    for case in &report.cases {
+        if section != Some((&case.section, &case.dtype)) {
+            section = Some((&case.section, &case.dtype));
+            let unit = case.work_unit.rate_unit();
+            let _ = writeln!(out, "\n### {} {}\n", case.section, case.dtype);
+            let _ = writeln!(
+                out,
+                "| shape | contender | ms | {unit} | vs baseline (rounds' range) | spread | SM MHz min/mean | variant |"
+            );
+            let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+        }
+        for (index, c) in case.summary().iter().enumerate() {
+            let clock = c
+                .sm_mhz
+                .map_or("-".to_string(), |(min, mean)| format!("{min}/{mean:.0}"));
+            let ratio = if index == case.baseline {
+                "baseline".to_string()
+            } else {
+                format!(
+                    "**{:.3}x** ({:.3}-{:.3})",
+                    c.ratio, c.ratio_range.0, c.ratio_range.1
+                )
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {:.4} | {:.1} | {ratio} | {:.1}% | {clock} | {} |",
+                case.shape,
+                c.name,
+                c.median_ms,
+                c.rate,
+                c.spread * 100.0,
+                c.detail
+            );
+        }
+        for absent in &case.absent {
+            let _ = writeln!(
+                out,
+                "| {} | {} | - | - | not run: {} | | | |",
+                case.shape, absent.name, absent.why
+            );
+        }
+    }
+    if let Some(o) = &report.launch_cost {
+        let _ = writeln!(
+            out,
+            "\n### launch host cost ({} at {}x{}x{}, enqueue only, median of rounds)\n",
+            o.variant, o.shape.0, o.shape.1, o.shape.2
+        );
+        let _ = writeln!(out, "| launch | us | vs bare |");
+        let _ = writeln!(out, "|---|---|---|");
+        for (row, us) in [
+            ("bare (cuLaunchKernel through cudarc, same PTX)", o.bare_us),
+            ("the kernel's launcher", o.launcher_us),
+            ("gemm_with (the problem's checks too)", o.direct_us),
+            ("TunedGemm::run (dispatched)", o.dispatched_us),
+        ] {
+            let _ = writeln!(out, "| {row} | {us:.3} | {:.2}x |", us / o.bare_us);
+        }
+    }
+    out
+}
+
+/// The run's header line: GPU, driver, clocks, commit, method.
+pub fn header(report: &Report) -> String {
+    let facts = &report.gpu_facts;
+    let m = &report.method;
+    format!(
+        "bench on {} (sm_{}{}), driver {}, max SM clock {}, power limit {}; commit {}; {} rounds \
+         of ~{} ms samples behind a {} ms spacer after {} ms of warm-up; clocks {}",
+        report.gpu,
+        report.compute_capability.0,
+        report.compute_capability.1,
+        facts.driver.as_deref().unwrap_or("unknown"),
+        facts
+            .max_sm_mhz
+            .map_or("unknown".to_string(), |mhz| format!("{mhz} MHz")),
+        facts
+            .power_limit_w
+            .map_or("unknown".to_string(), |w| format!("{w:.0} W")),
+        report.commit.as_deref().unwrap_or("unknown"),
+        m.rounds,
+        m.sample_ms,
+        m.spacer_ms,
+        m.warmup_ms,
+        match &report.monitor_unavailable {
+            None => "read through NVML".to_string(),
+            Some(why) => format!("not read ({why})"),
+        }
+    )
+}
+
+/// The contenders the ladder puts side by side, oldest path first.
+pub const LADDER: [&str; 4] = [
+    "warpforge sm_70",
+    "warpforge sm_80",
+    "warpforge sm_90a",
+    "cuBLAS",
+];
+
+/// The architecture ladder: per GEMM dtype at `shape`, each path's rate and
+/// its multiple of the sm_80 path (the one every dtype has), cuBLAS beside.
+pub fn ladder(report: &Report, shape: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| dtype | {} |",
+        LADDER
+            .map(|name| name.trim_start_matches("warpforge "))
+            .join(" | ")
+    );
+    let _ = writeln!(out, "|---|{}", "---|".repeat(LADDER.len()));
+    for case in report
+        .cases
+        .iter()
+        .filter(|c| c.section == "gemm" && c.shape == shape)
+    {
+        let base = case.contender("warpforge sm_80").map(|c| c.rate);
+        let cells: Vec<String> = LADDER
+            .iter()
+            .map(|name| match case.contender(name) {
+                Some(c) => match base {
+                    Some(base) => format!("{:.1} ({:.2}x)", c.rate, c.rate / base),
+                    None => format!("{:.1}", c.rate),
+                },
+                None => "-".to_string(),
+            })
+            .collect();
+        let _ = writeln!(out, "| {} | {} |", case.dtype, cells.join(" | "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(round: usize, ms: f64) -> Sample {
+        Sample {
+            round,
+            ms,
+            launches: 1,
+            gpu: None,
+        }
+    }
+
+    #[test]
+    fn ratios_pair_samples_of_the_same_round() {
+        let case = Case {
+            section: "gemm".into(),
+            dtype: "f16".into(),
+            shape: "1x1x1".into(),
+            dims: Some((1, 1, 1)),
+            work: 2e9,
+            work_unit: WorkUnit::Operations,
+            baseline: 1,
+            contenders: vec![
+                ContenderSamples {
+                    name: "ours".into(),
+                    detail: String::new(),
+                    samples: vec![sample(0, 1.0), sample(1, 2.0), sample(2, 1.0)],
+                },
+                ContenderSamples {
+                    name: "theirs".into(),
+                    detail: String::new(),
+                    samples: vec![sample(0, 1.1), sample(1, 2.2), sample(2, 1.2)],
+                },
+            ],
+            absent: vec![],
+        };
+        let [ours, theirs] = <[_; 2]>::try_from(case.summary()).unwrap();
+        // Rounds' ratios 1.1, 1.1, 1.2: the drift in round 1 hits both.
+        assert!((ours.ratio - 1.1).abs() < 1e-12, "{}", ours.ratio);
+        assert!((ours.ratio_range.1 - 1.2).abs() < 1e-12);
+        assert_eq!(ours.median_ms, 1.0);
+        assert_eq!(ours.spread, 1.0);
+        assert!((ours.rate - 2.0).abs() < 1e-12, "2e9 operations in 1 ms");
+        assert_eq!(theirs.ratio, 1.0);
+    }
+}
