@@ -397,11 +397,10 @@ impl Bench<'_> {
     }
 
     /// The fastest of `candidates` by one short sample each (behind the
-    /// spacer, like the comparison's samples), or None when there are none.
-    fn fastest<'a>(
-        &mut self,
-        mut candidates: Vec<Contender<'a>>,
-    ) -> Result<Option<Contender<'a>>, Error> {
+    /// spacer, like the comparison's samples). A candidate whose launch is
+    /// refused (a tensor map's stride, say) is left out; with none left, the
+    /// `Err` is the first refusal, or says there were no candidates.
+    fn fastest<'a>(&mut self, mut candidates: Vec<Contender<'a>>) -> Result<Contender<'a>, String> {
         let quick = Method {
             warmup_ms: 0.0,
             sample_ms: self.method.sample_ms / 4.0,
@@ -409,15 +408,22 @@ impl Bench<'_> {
             spacer_ms: self.method.spacer_ms,
         };
         let mut best: Option<(f64, usize)> = None;
+        let mut refused = None;
         for (index, candidate) in candidates.iter_mut().enumerate() {
-            let samples = compare(
+            let timed = compare(
                 self.rt,
                 &mut self.spacer,
                 &self.monitor,
                 &quick,
                 std::slice::from_mut(candidate),
-            )?;
-            let ms = samples[0][0].ms;
+            );
+            let ms = match timed {
+                Ok(samples) => samples[0][0].ms,
+                Err(e) => {
+                    refused.get_or_insert_with(|| format!("{}: {e}", candidate.detail));
+                    continue;
+                }
+            };
             if self.only.is_some() {
                 println!("  {:<72} {ms:>9.4} ms", candidate.detail);
             }
@@ -425,7 +431,17 @@ impl Bench<'_> {
                 best = Some((ms, index));
             }
         }
-        Ok(best.map(|(_, index)| candidates.swap_remove(index)))
+        match best {
+            Some((_, index)) => Ok(candidates.swap_remove(index)),
+            None if candidates.is_empty() => Err(match self.only {
+                Some(_) => "no variant takes the shape and matches --only".into(),
+                None => "no variant takes the shape".into(),
+            }),
+            None => Err(format!(
+                "every variant was refused, the first: {}",
+                refused.unwrap_or_default()
+            )),
+        }
     }
 }
 
@@ -590,59 +606,75 @@ impl Bench<'_> {
         };
         let (alpha, beta) = D::Out::PLAIN;
         let problem = GemmProblem::new(dims, alpha, beta);
-        let mut contenders = vec![contender(
-            "cuBLAS",
-            format!("GemmEx {}", D::PRECISION.name()),
-            |rt| {
-                rt.cublas_gemm(
-                    D::PRECISION,
-                    (m, n, k),
-                    (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
-                    &a,
-                    &b,
-                    &mut reference.borrow_mut(),
-                )
-            },
-        )];
+        let mut cublas = contender("cuBLAS", format!("GemmEx {}", D::PRECISION.name()), |rt| {
+            rt.cublas_gemm(
+                D::PRECISION,
+                (m, n, k),
+                (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
+                &a,
+                &b,
+                &mut reference.borrow_mut(),
+            )
+        });
+        // cuBLAS refuses some shapes (i8 wants n and k multiples of 4): then
+        // the sm_80 path is the baseline and nothing is compared with cuBLAS.
         let mut absent = Vec::new();
+        let mut contenders = Vec::new();
+        let baseline_ran = match (cublas.launch)(rt) {
+            Ok(()) => {
+                contenders.push(cublas);
+                true
+            }
+            Err(e) => {
+                absent.push(Absent {
+                    name: "cuBLAS".into(),
+                    why: format!("{e}; the results were not compared with cuBLAS"),
+                });
+                false
+            }
+        };
         let mut checked = Vec::new();
         for (name, candidates) in PATHS.iter().zip(D::paths(&inputs, &problem)) {
-            let runnable = candidates.len();
-            match self.fastest(candidates)? {
-                Some(mut best) => {
+            match self.fastest(candidates) {
+                Ok(mut best) => {
                     best.name = name.to_string();
                     checked.push(contenders.len());
                     contenders.push(best);
                 }
-                None => absent.push(Absent {
+                Err(why) => absent.push(Absent {
                     name: name.to_string(),
-                    why: if runnable == 0 && self.only.is_some() {
-                        "no variant matches --only".into()
-                    } else {
-                        "no variant of this path takes the shape on this GPU".into()
-                    },
+                    why,
                 }),
             }
         }
         if self.only.is_none() {
-            let tuned = TunedGemm::with_policy(rt, D::kind(), MissPolicy::Heuristic, None)?;
-            let selection = tuned.select(rt, dims)?;
-            let detail = format!(
-                "{} ({:?})",
-                tuned.dispatcher().candidate(selection).name(),
-                selection.source
-            );
-            let c = &c;
-            let (a, b) = (&a, &b);
-            checked.push(contenders.len());
-            contenders.push(contender("warpforge tuned", detail, move |rt| {
-                tuned.run(rt, a, b, &mut c.borrow_mut(), dims, alpha, beta)
-            }));
+            let tuned = TunedGemm::with_policy(rt, D::kind(), MissPolicy::Heuristic, None)
+                .and_then(|tuned| Ok((tuned.select(rt, dims)?, tuned)));
+            match tuned {
+                Ok((selection, tuned)) => {
+                    let detail = format!(
+                        "{} ({:?})",
+                        tuned.dispatcher().candidate(selection).name(),
+                        selection.source
+                    );
+                    let (a, b, c) = (&a, &b, &c);
+                    checked.push(contenders.len());
+                    contenders.push(contender("warpforge tuned", detail, move |rt| {
+                        tuned.run(rt, a, b, &mut c.borrow_mut(), dims, alpha, beta)
+                    }));
+                }
+                Err(e) => absent.push(Absent {
+                    name: "warpforge tuned".into(),
+                    why: e.to_string(),
+                }),
+            }
+        }
+        if contenders.is_empty() {
+            return Err(format!("nothing runs {}: {absent:?}", shape_name(dims)).into());
         }
         // Each warpforge contender's C against cuBLAS's, before timing.
-        (contenders[0].launch)(rt)?;
         let theirs = rt.download(&reference.borrow())?;
-        for &index in &checked {
+        for &index in checked.iter().filter(|_| baseline_ran) {
             (contenders[index].launch)(rt)?;
             let (agrees, how) = D::agree(&rt.download(&c.borrow())?, &theirs);
             if !agrees {
@@ -686,9 +718,7 @@ impl Bench<'_> {
                 })
             })
             .collect();
-        let best = self
-            .fastest(candidates)?
-            .ok_or("gemm_f32 takes no variant of this shape")?;
+        let best = self.fastest(candidates)?;
         let mut contenders = vec![
             contender("cuBLAS", "sgemm (fp32, no TF32)".into(), |rt| {
                 rt.cublas_sgemm(m, n, k, &a, &b, &mut reference.borrow_mut())
@@ -735,9 +765,7 @@ impl Bench<'_> {
                 })
             })
             .collect();
-        let best = self
-            .fastest(candidates)?
-            .ok_or("stream_scale has no variants")?;
+        let best = self.fastest(candidates)?;
         let contenders = vec![
             contender("cuMemcpyDtoD", "device-to-device copy".into(), |rt| {
                 rt.copy(&x, &mut y.borrow_mut())
@@ -854,10 +882,8 @@ impl Bench<'_> {
                 )
             })
             .collect();
-        let sparse = self
-            .fastest(sparse_candidates)?
-            .ok_or("no sparse variant")?;
-        let dense = self.fastest(dense_candidates)?.ok_or("no dense variant")?;
+        let sparse = self.fastest(sparse_candidates)?;
+        let dense = self.fastest(dense_candidates)?;
         let mut contenders = vec![dense, sparse];
         for contender in &mut contenders {
             (contender.launch)(rt)?;
