@@ -151,7 +151,8 @@ fn fits(ty: Scalar, value: i64) -> bool {
 }
 
 fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), Error> {
-    let kernel = def.variant_name(consts);
+    // Named only in a refusal: the name costs more to format than the checks.
+    let kernel = || def.variant_name(consts);
     let params = &def.ir.params;
     if args.len() != params.len() {
         let signature: Vec<String> = params
@@ -159,7 +160,7 @@ fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), E
             .map(|p| format!("{}: {}", p.name, param_type_name(p.ty)))
             .collect();
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "it takes {} argument(s) ({}), got {}",
                 params.len(),
@@ -171,7 +172,7 @@ fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), E
     for (index, (param, arg)) in params.iter().zip(args).enumerate() {
         let wrong = |what: String| {
             invalid(
-                &kernel,
+                &kernel(),
                 format!(
                     "argument {index} `{}` is {}, {what}",
                     param.name,
@@ -237,7 +238,8 @@ fn check_binding_limits(
     let DeviceBackend::Wgpu(wgpu) = &device.backend else {
         return Ok(());
     };
-    let kernel = def.variant_name(consts);
+    // Named only in a refusal: the name costs more to format than the checks.
+    let kernel = || def.variant_name(consts);
     let slices = def
         .ir
         .params
@@ -246,7 +248,7 @@ fn check_binding_limits(
         .count();
     if slices > wgpu.max_storage_buffers_per_shader_stage as usize {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "it takes {slices} slices, and {} binds at most {} storage buffers per kernel: run \
                  it on CUDA or on an adapter with a higher limit",
@@ -259,7 +261,7 @@ fn check_binding_limits(
             let bytes = len.saturating_mul(elem.size_bytes() as u64);
             if bytes > wgpu.max_storage_buffer_binding_size {
                 return Err(invalid(
-                    &kernel,
+                    &kernel(),
                     format!(
                         "argument {index} `{}` is a buffer of {bytes} bytes, and {} binds at most \
                          {} bytes per storage buffer: split the data into smaller launches",
@@ -435,11 +437,12 @@ fn launch_dims(
     grid: &Grid,
     device: &DeviceInfo,
 ) -> Result<LaunchDims, Error> {
-    let kernel = def.variant_name(consts);
+    // Named only in a refusal: the name costs more to format than the checks.
+    let kernel = || def.variant_name(consts);
     let threads = match (facts.block, grid.threads) {
         (Some(declared), Some(given)) if declared != given => {
             return Err(invalid(
-                &kernel,
+                &kernel(),
                 format!(
                     "the kernel declares block({}) but the grid gives {} threads per block: leave \
                      the threads out (Grid::blocks) or give exactly the declared shape",
@@ -449,11 +452,11 @@ fn launch_dims(
             ));
         }
         (Some(shape), _) | (None, Some(shape)) => shape,
-        (None, None) => return Err(missing_block(&kernel)),
+        (None, None) => return Err(missing_block(&kernel())),
     };
     if threads.contains(&0) {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "a block of {} threads is empty: every block dimension must be at least 1",
                 dims(threads)
@@ -464,7 +467,7 @@ fn launch_dims(
     let per_block: u128 = threads.iter().map(|&t| u128::from(t)).product();
     if per_block > u128::from(device.max_threads_per_block) {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "a block of {} = {per_block} threads is more than {} allows ({} per block): use \
                  smaller blocks",
@@ -477,7 +480,7 @@ fn launch_dims(
     for (axis, (&t, &max)) in AXES.iter().zip(threads.iter().zip(&device.max_block_dims)) {
         if t > max {
             return Err(invalid(
-                &kernel,
+                &kernel(),
                 format!(
                     "a block of {} threads has {t} along {axis}, more than {} allows ({max}): \
                      reshape the block",
@@ -489,7 +492,7 @@ fn launch_dims(
     }
     if grid.blocks.contains(&0) {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "the grid of {} blocks is empty: every grid dimension must be at least 1 (skip the \
                  launch when there is no work)",
@@ -503,7 +506,7 @@ fn launch_dims(
     {
         if b > max {
             return Err(invalid(
-                &kernel,
+                &kernel(),
                 format!(
                     "the grid of {} blocks has {b} along {axis}, more than {} allows ({max}): \
                      spread the blocks over more grid dimensions or give each thread more work",
@@ -515,7 +518,7 @@ fn launch_dims(
     }
     if facts.shared_bytes > device.shared_mem_per_block_optin {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "this variant needs {} bytes of shared memory per block, more than {} allows ({} \
                  bytes): pick a variant with smaller tiles or fewer stages",

@@ -153,7 +153,7 @@ impl CudaBackend {
         };
         drop(guards);
         launched.map_err(|e| driver_error(&format!("launching `{kernel}`"), e))?;
-        self.check_recorded(&format!("launching `{kernel}`"))
+        self.check_recorded(format_args!("launching `{kernel}`"))
     }
 }
 
