@@ -134,7 +134,7 @@ fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<Toke
         (
             consts_items(def),
             quote!(consts: self::Consts,),
-            quote!(&consts.values()),
+            quote!(&consts.value_array()),
         )
     };
     // `launch` repeats the kernel's docs; without any it still gets its own,
@@ -215,6 +215,7 @@ fn consts_items(def: &KernelDef) -> TokenStream2 {
         }
     });
     let ctor = format_ident!("Consts");
+    let count = names.len();
     quote! {
         /// One variant's values of the const parameters.
         #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -226,7 +227,12 @@ fn consts_items(def: &KernelDef) -> TokenStream2 {
         impl #ctor {
             /// The values in declaration order, as the runtime takes them.
             pub fn values(&self) -> ::std::vec::Vec<i64> {
-                ::std::vec![#(self.#names as i64),*]
+                self.value_array().to_vec()
+            }
+
+            /// [`Self::values`] on the stack, for `launch`.
+            fn value_array(&self) -> [i64; #count] {
+                [#(self.#names as i64),*]
             }
         }
 

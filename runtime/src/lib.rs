@@ -76,4 +76,6 @@ pub use stream::Event;
 #[cfg(feature = "cuda")]
 pub use stream::Graph;
 pub use tensor_map::{plan_tensor_maps, TensorMapPlan};
-pub use validate::{check_call, select_arch, validate_launch, LaunchDims, VariantFacts};
+pub use validate::{
+    check_call, select_arch, validate_launch, LaunchDims, VariantChecks, VariantFacts,
+};

@@ -6,7 +6,7 @@
 //! 16 bytes) without a GPU, and tests check every rule.
 
 use warpforge_codegen::eval::{self, HostValue};
-use warpforge_codegen::ir::{Expr, Literal, ParamType, Scalar, Swizzle};
+use warpforge_codegen::ir::{Expr, Literal, Param, ParamType, Scalar, Swizzle};
 use warpforge_codegen::KernelDef;
 
 use crate::buffer::ArgInfo;
@@ -46,9 +46,22 @@ pub fn plan_tensor_maps(
     consts: &[i64],
     args: &[ArgInfo],
 ) -> Result<Vec<TensorMapPlan>, Error> {
-    let mut plans = Vec::new();
     let host_values: Vec<HostValue> = args.iter().map(ArgInfo::host_value).collect();
-    for (index, param) in def.ir.params.iter().enumerate() {
+    plan_maps(def, consts, def.ir.params.iter().enumerate(), &host_values)
+}
+
+/// [`plan_tensor_maps`] over `params`, each with its index into
+/// `def.ir.params` (which its messages name): the kernel's, or a variant's
+/// tensor-mapped ones with their expressions specialized
+/// ([`crate::VariantChecks`]).
+pub(crate) fn plan_maps<'p>(
+    def: &KernelDef,
+    consts: &[i64],
+    params: impl IntoIterator<Item = (usize, &'p Param)>,
+    host_values: &[HostValue],
+) -> Result<Vec<TensorMapPlan>, Error> {
+    let mut plans = Vec::new();
+    for (index, param) in params {
         let Some(map) = &param.tensor_map else {
             continue;
         };
@@ -64,7 +77,7 @@ pub fn plan_tensor_maps(
             ),
         };
         let value = |what: &str, e: &Expr| -> Result<u64, Error> {
-            match eval::eval(e, consts, &host_values) {
+            match eval::eval(e, consts, host_values) {
                 Ok(Literal::Int(v)) if v >= 0 => Ok(v as u64),
                 Ok(other) => Err(fail(format!("its {what} evaluated to {other:?}"))),
                 Err(e) => Err(fail(format!("its {what} could not be computed ({e})"))),

@@ -3,12 +3,15 @@
 //! is valid. The runtime runs them before any driver call of a launch.
 
 use warpforge_codegen::eval::{self, HostValue};
-use warpforge_codegen::ir::{Expr, ExprKind, Literal, ParamType, Place, Scalar};
+use warpforge_codegen::ir::{
+    Block, Expr, ExprKind, Kernel, Literal, Param, ParamType, Place, Requirement, Scalar,
+};
+use warpforge_codegen::specialize::specialize;
 use warpforge_codegen::{Arch, KernelDef};
 
 use crate::buffer::{ArgInfo, Grid};
 use crate::device::{DeviceBackend, DeviceInfo};
-use crate::tensor_map::plan_tensor_maps;
+use crate::tensor_map::{plan_maps, TensorMapPlan};
 use crate::Error;
 
 /// What the compiled variant fixes about its launch.
@@ -83,11 +86,8 @@ pub fn validate_launch(
     device: &DeviceInfo,
 ) -> Result<LaunchDims, Error> {
     check_consts(def, consts)?;
-    check_args(def, consts, args)?;
-    check_binding_limits(def, consts, args, device)?;
-    check_requirements(def, consts, args)?;
-    plan_tensor_maps(def, consts, args)?;
-    launch_dims(def, consts, facts, grid, device)
+    let (dims, _) = checks_as_written(def, consts).validate_launch(facts, grid, args, device)?;
+    Ok(dims)
 }
 
 /// Whether the variant `consts` of `def` can take a call with these
@@ -97,9 +97,167 @@ pub fn validate_launch(
 /// variants that cannot take a problem (alignment, divisibility).
 pub fn check_call(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), Error> {
     check_consts(def, consts)?;
-    check_args(def, consts, args)?;
-    check_requirements(def, consts, args)?;
-    plan_tensor_maps(def, consts, args).map(drop)
+    checks_as_written(def, consts).check_call(args)
+}
+
+/// The checks of one variant's calls, with what depends only on the kernel
+/// and its const values done once: [`check_consts`], and the `requires(..)`
+/// clauses and tensor maps specialized for the values as the variant's code
+/// is (const parameters substituted, constants folded), less the clauses
+/// that then hold for every call. The runtime makes one when it compiles a
+/// variant, so that each launch evaluates only what its arguments decide;
+/// [`validate_launch`] and [`check_call`], which run once per call, take
+/// the kernel's clauses as written instead. Its methods take the `def` it
+/// was made from, whose names and source text their messages quote.
+#[derive(Debug)]
+pub struct VariantChecks {
+    consts: Vec<i64>,
+    /// The clauses a call can fail: the index into `def.ir.requires`, and
+    /// the condition to evaluate.
+    requirements: Vec<(usize, Expr)>,
+    /// The `#[tensor_map(..)]` slice parameters, with their index into `def.ir.params`.
+    tensor_maps: Vec<(usize, Param)>,
+}
+
+impl VariantChecks {
+    /// Checks the const values ([`check_consts`]) and specializes the rest.
+    pub fn new(def: &KernelDef, consts: &[i64]) -> Result<VariantChecks, Error> {
+        check_consts(def, consts)?;
+        // The parameters and clauses alone: the body is the code generator's.
+        let declared = Kernel {
+            name: def.ir.name.clone(),
+            const_params: def.ir.const_params.clone(),
+            params: def.ir.params.clone(),
+            locals: Vec::new(),
+            block: None,
+            requires: def.ir.requires.clone(),
+            body: Block::new(),
+        };
+        // A fold that fails (an overflow among constants) also fails the
+        // variant's compilation; unspecialized, a launch that reaches it
+        // reports it as the clause's or tensor map's evaluation error.
+        let specialized = specialize(&declared, consts).unwrap_or(declared);
+        let requirements = specialized
+            .requires
+            .into_iter()
+            .enumerate()
+            .filter(|(_, r)| !matches!(r.cond.kind, ExprKind::Literal(Literal::Bool(true))))
+            .map(|(index, r)| (index, r.cond))
+            .collect();
+        let tensor_maps = specialized
+            .params
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| p.tensor_map.is_some())
+            .collect();
+        Ok(VariantChecks {
+            consts: consts.to_vec(),
+            requirements,
+            tensor_maps,
+        })
+    }
+
+    /// [`validate_launch`] of this variant: on success, the dimensions to
+    /// launch with and the tensor maps to encode.
+    pub fn validate_launch(
+        &self,
+        def: &KernelDef,
+        facts: &VariantFacts,
+        grid: &Grid,
+        args: &[ArgInfo],
+        device: &DeviceInfo,
+    ) -> Result<(LaunchDims, Vec<TensorMapPlan>), Error> {
+        self.of(def).validate_launch(facts, grid, args, device)
+    }
+
+    /// [`check_call`] of this variant.
+    pub fn check_call(&self, def: &KernelDef, args: &[ArgInfo]) -> Result<(), Error> {
+        self.of(def).check_call(args)
+    }
+
+    fn of<'a>(
+        &'a self,
+        def: &'a KernelDef,
+    ) -> CallChecks<
+        'a,
+        impl Iterator<Item = (&'a Requirement, &'a Expr)>,
+        impl Iterator<Item = (usize, &'a Param)>,
+    > {
+        CallChecks {
+            def,
+            consts: &self.consts,
+            requirements: self
+                .requirements
+                .iter()
+                .map(|(index, cond)| (&def.ir.requires[*index], cond)),
+            tensor_maps: self
+                .tensor_maps
+                .iter()
+                .map(|(index, param)| (*index, param)),
+        }
+    }
+}
+
+/// The checks of one call after its const values, over the `requires(..)`
+/// clauses and tensor maps of either the kernel as written or a variant
+/// ([`VariantChecks`]).
+struct CallChecks<'a, R, M> {
+    def: &'a KernelDef,
+    consts: &'a [i64],
+    /// Each clause to check: as written (which messages quote), and the
+    /// condition to evaluate.
+    requirements: R,
+    /// The `#[tensor_map(..)]` slice parameters, with their index into `def.ir.params`.
+    tensor_maps: M,
+}
+
+/// The checks of a call of the variant `consts` over the kernel's clauses
+/// and tensor maps as written.
+fn checks_as_written<'a>(
+    def: &'a KernelDef,
+    consts: &'a [i64],
+) -> CallChecks<
+    'a,
+    impl Iterator<Item = (&'a Requirement, &'a Expr)>,
+    impl Iterator<Item = (usize, &'a Param)>,
+> {
+    CallChecks {
+        def,
+        consts,
+        requirements: def.ir.requires.iter().map(|r| (r, &r.cond)),
+        tensor_maps: def.ir.params.iter().enumerate(),
+    }
+}
+
+impl<'a, R, M> CallChecks<'a, R, M>
+where
+    R: Iterator<Item = (&'a Requirement, &'a Expr)>,
+    M: Iterator<Item = (usize, &'a Param)>,
+{
+    fn validate_launch(
+        self,
+        facts: &VariantFacts,
+        grid: &Grid,
+        args: &[ArgInfo],
+        device: &DeviceInfo,
+    ) -> Result<(LaunchDims, Vec<TensorMapPlan>), Error> {
+        let (def, consts) = (self.def, self.consts);
+        check_args(def, consts, args)?;
+        check_binding_limits(def, consts, args, device)?;
+        let host_values: Vec<HostValue> = args.iter().map(ArgInfo::host_value).collect();
+        check_requirements(def, consts, self.requirements, &host_values)?;
+        let maps = plan_maps(def, consts, self.tensor_maps, &host_values)?;
+        let dims = launch_dims(def, consts, facts, grid, device)?;
+        Ok((dims, maps))
+    }
+
+    fn check_call(self, args: &[ArgInfo]) -> Result<(), Error> {
+        let (def, consts) = (self.def, self.consts);
+        check_args(def, consts, args)?;
+        let host_values: Vec<HostValue> = args.iter().map(ArgInfo::host_value).collect();
+        check_requirements(def, consts, self.requirements, &host_values)?;
+        plan_maps(def, consts, self.tensor_maps, &host_values).map(drop)
+    }
 }
 
 /// The number of const values and that each fits its parameter's type. The
@@ -151,7 +309,8 @@ fn fits(ty: Scalar, value: i64) -> bool {
 }
 
 fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), Error> {
-    let kernel = def.variant_name(consts);
+    // Named only in a refusal: the name costs more to format than the checks.
+    let kernel = || def.variant_name(consts);
     let params = &def.ir.params;
     if args.len() != params.len() {
         let signature: Vec<String> = params
@@ -159,7 +318,7 @@ fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), E
             .map(|p| format!("{}: {}", p.name, param_type_name(p.ty)))
             .collect();
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "it takes {} argument(s) ({}), got {}",
                 params.len(),
@@ -171,7 +330,7 @@ fn check_args(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), E
     for (index, (param, arg)) in params.iter().zip(args).enumerate() {
         let wrong = |what: String| {
             invalid(
-                &kernel,
+                &kernel(),
                 format!(
                     "argument {index} `{}` is {}, {what}",
                     param.name,
@@ -237,7 +396,8 @@ fn check_binding_limits(
     let DeviceBackend::Wgpu(wgpu) = &device.backend else {
         return Ok(());
     };
-    let kernel = def.variant_name(consts);
+    // Named only in a refusal: the name costs more to format than the checks.
+    let kernel = || def.variant_name(consts);
     let slices = def
         .ir
         .params
@@ -246,7 +406,7 @@ fn check_binding_limits(
         .count();
     if slices > wgpu.max_storage_buffers_per_shader_stage as usize {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "it takes {slices} slices, and {} binds at most {} storage buffers per kernel: run \
                  it on CUDA or on an adapter with a higher limit",
@@ -259,7 +419,7 @@ fn check_binding_limits(
             let bytes = len.saturating_mul(elem.size_bytes() as u64);
             if bytes > wgpu.max_storage_buffer_binding_size {
                 return Err(invalid(
-                    &kernel,
+                    &kernel(),
                     format!(
                         "argument {index} `{}` is a buffer of {bytes} bytes, and {} binds at most \
                          {} bytes per storage buffer: split the data into smaller launches",
@@ -286,23 +446,27 @@ fn param_type_name(ty: ParamType) -> String {
     }
 }
 
-fn check_requirements(def: &KernelDef, consts: &[i64], args: &[ArgInfo]) -> Result<(), Error> {
-    if def.ir.requires.is_empty() {
-        return Ok(());
-    }
-    let host_values: Vec<HostValue> = args.iter().map(ArgInfo::host_value).collect();
-    for requirement in &def.ir.requires {
+/// Evaluates each clause of `requirements` (as written, and the condition
+/// to evaluate) on the call's `host_values`.
+fn check_requirements<'r>(
+    def: &KernelDef,
+    consts: &[i64],
+    requirements: impl Iterator<Item = (&'r Requirement, &'r Expr)>,
+    host_values: &[HostValue],
+) -> Result<(), Error> {
+    for (requirement, cond) in requirements {
+        // Messages quote the clause as written, with the values it reads.
         let failed = |why: &str, advice: &str| {
             invalid(
                 &def.variant_name(consts),
                 format!(
                     "requirement `{}` {why}{}: {advice}",
                     requirement.text,
-                    values_of(def, consts, &host_values, &requirement.cond)
+                    values_of(def, consts, host_values, &requirement.cond)
                 ),
             )
         };
-        match eval::eval(&requirement.cond, consts, &host_values) {
+        match eval::eval(cond, consts, host_values) {
             Ok(Literal::Bool(true)) => {}
             Ok(Literal::Bool(false)) => {
                 return Err(failed(
@@ -435,11 +599,12 @@ fn launch_dims(
     grid: &Grid,
     device: &DeviceInfo,
 ) -> Result<LaunchDims, Error> {
-    let kernel = def.variant_name(consts);
+    // Named only in a refusal: the name costs more to format than the checks.
+    let kernel = || def.variant_name(consts);
     let threads = match (facts.block, grid.threads) {
         (Some(declared), Some(given)) if declared != given => {
             return Err(invalid(
-                &kernel,
+                &kernel(),
                 format!(
                     "the kernel declares block({}) but the grid gives {} threads per block: leave \
                      the threads out (Grid::blocks) or give exactly the declared shape",
@@ -449,11 +614,11 @@ fn launch_dims(
             ));
         }
         (Some(shape), _) | (None, Some(shape)) => shape,
-        (None, None) => return Err(missing_block(&kernel)),
+        (None, None) => return Err(missing_block(&kernel())),
     };
     if threads.contains(&0) {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "a block of {} threads is empty: every block dimension must be at least 1",
                 dims(threads)
@@ -464,7 +629,7 @@ fn launch_dims(
     let per_block: u128 = threads.iter().map(|&t| u128::from(t)).product();
     if per_block > u128::from(device.max_threads_per_block) {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "a block of {} = {per_block} threads is more than {} allows ({} per block): use \
                  smaller blocks",
@@ -477,7 +642,7 @@ fn launch_dims(
     for (axis, (&t, &max)) in AXES.iter().zip(threads.iter().zip(&device.max_block_dims)) {
         if t > max {
             return Err(invalid(
-                &kernel,
+                &kernel(),
                 format!(
                     "a block of {} threads has {t} along {axis}, more than {} allows ({max}): \
                      reshape the block",
@@ -489,7 +654,7 @@ fn launch_dims(
     }
     if grid.blocks.contains(&0) {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "the grid of {} blocks is empty: every grid dimension must be at least 1 (skip the \
                  launch when there is no work)",
@@ -503,7 +668,7 @@ fn launch_dims(
     {
         if b > max {
             return Err(invalid(
-                &kernel,
+                &kernel(),
                 format!(
                     "the grid of {} blocks has {b} along {axis}, more than {} allows ({max}): \
                      spread the blocks over more grid dimensions or give each thread more work",
@@ -515,7 +680,7 @@ fn launch_dims(
     }
     if facts.shared_bytes > device.shared_mem_per_block_optin {
         return Err(invalid(
-            &kernel,
+            &kernel(),
             format!(
                 "this variant needs {} bytes of shared memory per block, more than {} allows ({} \
                  bytes): pick a variant with smaller tiles or fewer stages",

@@ -2,12 +2,12 @@
 
 use warpforge_codegen::ir::{
     BinaryOp, Block, ConstParam, Expr, ExprKind, Kernel, Literal, Param, ParamType, Requirement,
-    Scalar, Swizzle, TensorMap,
+    Scalar, Swizzle, TensorMap, UnaryOp,
 };
 use warpforge_codegen::{Arch, KernelDef, Target, TuneAxis};
 use warpforge_runtime::{
     check_call, plan_tensor_maps, select_arch, validate_launch, ArgInfo, DeviceBackend, DeviceInfo,
-    Error, Grid, HostValue, LaunchDims, TensorMapPlan, VariantFacts, WgpuDeviceInfo,
+    Error, Grid, HostValue, LaunchDims, TensorMapPlan, VariantChecks, VariantFacts, WgpuDeviceInfo,
 };
 
 fn h200() -> DeviceInfo {
@@ -852,4 +852,164 @@ fn a_written_tensor_needs_room_for_the_last_rows_whole_chunk() {
         "{e}"
     );
     assert!(plan_tensor_maps(&written, &[64], &args(99 * 208 + 208)).is_ok());
+}
+
+/// `scaled<const ALIGNED: bool, const BM: u32>(x: &[f32], n: u32)` with
+/// clauses that a variant folds to a condition on `n`, leaves whole,
+/// decides either way, or cannot fold (an overflow it would reach for
+/// BM = 128, which a launch with n = 0 never evaluates).
+fn scaled() -> KernelDef {
+    let bin = |ty, op, a, b| expr(ty, ExprKind::Binary(op, Box::new(a), Box::new(b)));
+    let bool_op = |op, a, b| bin(Scalar::Bool, op, a, b);
+    let u32_op = |op, a, b| bin(Scalar::U32, op, a, b);
+    let aligned = || expr(Scalar::Bool, ExprKind::Const(0));
+    let bm = || expr(Scalar::U32, ExprKind::Const(1));
+    let n = || expr(Scalar::U32, ExprKind::Param(1));
+    let clause = |cond, text: &str| Requirement {
+        cond,
+        text: text.into(),
+    };
+    let not_aligned = expr(
+        Scalar::Bool,
+        ExprKind::Unary(UnaryOp::Not, Box::new(aligned())),
+    );
+    let n_mod_4 = u32_op(BinaryOp::Rem, n(), Expr::u32(4));
+    KernelDef::new(
+        Kernel {
+            name: "scaled".into(),
+            const_params: vec![
+                ConstParam {
+                    name: "ALIGNED".into(),
+                    ty: Scalar::Bool,
+                },
+                ConstParam {
+                    name: "BM".into(),
+                    ty: Scalar::U32,
+                },
+            ],
+            params: vec![
+                param(
+                    "x",
+                    ParamType::Slice {
+                        elem: Scalar::F32,
+                        mutable: false,
+                    },
+                ),
+                param("n", ParamType::Scalar(Scalar::U32)),
+            ],
+            locals: vec![],
+            block: None,
+            requires: vec![
+                clause(
+                    bool_op(
+                        BinaryOp::LogicalOr,
+                        not_aligned,
+                        bool_op(BinaryOp::Eq, n_mod_4, Expr::u32(0)),
+                    ),
+                    "!ALIGNED || n % 4 == 0",
+                ),
+                clause(
+                    bool_op(
+                        BinaryOp::Ge,
+                        expr(Scalar::U32, ExprKind::Len(0)),
+                        u32_op(BinaryOp::Mul, n(), bm()),
+                    ),
+                    "x.len() >= n * BM",
+                ),
+                clause(bool_op(BinaryOp::Ne, bm(), Expr::u32(32)), "BM != 32"),
+                clause(
+                    bool_op(
+                        BinaryOp::LogicalOr,
+                        bool_op(BinaryOp::Eq, n(), Expr::u32(0)),
+                        bool_op(
+                            BinaryOp::Gt,
+                            u32_op(BinaryOp::Mul, bm(), Expr::u32(40_000_000)),
+                            n(),
+                        ),
+                    ),
+                    "n == 0 || BM * 40000000 > n",
+                ),
+            ],
+            body: Block::new(),
+        },
+        vec![Target::Ptx(Arch::Sm80)],
+        vec![],
+        vec![],
+    )
+}
+
+#[test]
+fn a_variants_checks_refuse_as_the_kernels_do() {
+    let def = scaled();
+    let grid = Grid::linear(64, 64);
+    for consts in [[0, 32], [0, 64], [1, 64], [1, 128], [2, 64]] {
+        let checks = VariantChecks::new(&def, &consts);
+        for n in [0, 3, 4, 1000] {
+            for len in [0, 3000, 1 << 20] {
+                let args = [buffer(Scalar::F32, len, false), u32_arg(n)];
+                let case = format!("consts {consts:?}, n = {n}, x.len() = {len}");
+                let written = validate_launch(&def, &consts, &NO_BLOCK, &grid, &args, &h200())
+                    .map_err(|e| e.to_string());
+                let cached = checks
+                    .as_ref()
+                    .map_err(|e| e.to_string())
+                    .and_then(|checks| {
+                        checks
+                            .validate_launch(&def, &NO_BLOCK, &grid, &args, &h200())
+                            .map(|(dims, maps)| {
+                                assert!(maps.is_empty(), "{case}");
+                                dims
+                            })
+                            .map_err(|e| e.to_string())
+                    });
+                assert_eq!(cached, written, "{case}");
+                let written = check_call(&def, &consts, &args).map_err(|e| e.to_string());
+                let cached = checks
+                    .as_ref()
+                    .map_err(|e| e.to_string())
+                    .and_then(|checks| checks.check_call(&def, &args).map_err(|e| e.to_string()));
+                assert_eq!(cached, written, "{case}");
+            }
+        }
+    }
+    // The messages quote the clause as written, with the const values it reads.
+    let message = refused(
+        validate_launch(
+            &def,
+            &[0, 32],
+            &NO_BLOCK,
+            &grid,
+            &[buffer(Scalar::F32, 64, false), u32_arg(1)],
+            &h200(),
+        ),
+        "scaled[ALIGNED=0,BM=32]",
+    );
+    assert!(
+        message.contains("`BM != 32` does not hold (with BM = 32)"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_variants_checks_plan_the_tensor_maps_the_kernels_do() {
+    let def = tensor_mapped();
+    let grid = Grid::blocks([1, 1, 1]);
+    let facts = VariantFacts {
+        block: Some([128, 1, 1]),
+        shared_bytes: 0,
+    };
+    for (consts, args) in [
+        ([64], tensor_args(100 * 208, 100, 200, 208)),
+        ([64], tensor_args(100 * 201, 100, 200, 201)),
+        ([64], tensor_args(99 * 208 + 199, 100, 200, 208)),
+        ([512], tensor_args(100 * 208, 100, 200, 208)),
+    ] {
+        let planned = plan_tensor_maps(&def, &consts, &args).map_err(|e| e.to_string());
+        let cached = VariantChecks::new(&def, &consts)
+            .unwrap()
+            .validate_launch(&def, &facts, &grid, &args, &h200())
+            .map(|(_, maps)| maps)
+            .map_err(|e| e.to_string());
+        assert_eq!(cached, planned, "consts {consts:?}, args {args:?}");
+    }
 }

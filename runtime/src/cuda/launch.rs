@@ -18,8 +18,8 @@ use super::driver_error::driver_error;
 use super::module::Variant;
 use super::CudaBackend;
 use crate::buffer::{ArgKind, KernelArg, MemoryRef};
-use crate::tensor_map::{plan_tensor_maps, TensorMapPlan, ALIGN as TMA_ALIGN};
-use crate::validate::{check_consts, select_arch, validate_launch, LaunchDims};
+use crate::tensor_map::{TensorMapPlan, ALIGN as TMA_ALIGN};
+use crate::validate::{select_arch, LaunchDims, VariantChecks};
 use crate::{Error, Grid};
 
 // Parameter slots hold values in their low bytes, which the driver reads first
@@ -42,8 +42,10 @@ impl CudaBackend {
     ) -> Result<(), Error> {
         let variant = self.variant(def, consts, compile)?;
         let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
-        let dims = validate_launch(def, consts, &variant.facts, &grid, &infos, &self.info)?;
-        let maps = plan_tensor_maps(def, consts, &infos)?;
+        let (dims, maps) =
+            variant
+                .checks
+                .validate_launch(def, &variant.facts, &grid, &infos, &self.info)?;
         let function = variant.function(&self.ctx, self.info.shared_mem_per_block)?;
         self.enqueue(function, &dims, args, &maps, &variant.variant_name)
     }
@@ -58,14 +60,15 @@ impl CudaBackend {
     ) -> Result<Arc<Variant>, Error> {
         let arch = select_arch(def, &self.info)?;
         self.modules.get_or_compile(def, consts, arch, || {
-            // Codegen would also refuse a wrong count, in its own words; ours say what to pass.
-            check_consts(def, consts)?;
+            // Before codegen, which would also refuse wrong const values, in
+            // its own words; ours say what to pass.
+            let checks = VariantChecks::new(def, consts)?;
             let ptx = compile(arch).map_err(|source| Error::Codegen {
                 variant: def.variant_name(consts),
                 target: Target::Ptx(arch),
                 source,
             })?;
-            Ok(Variant::new(def, consts, arch, ptx))
+            Ok(Variant::new(def, consts, arch, ptx, checks))
         })
     }
 
@@ -153,7 +156,7 @@ impl CudaBackend {
         };
         drop(guards);
         launched.map_err(|e| driver_error(&format!("launching `{kernel}`"), e))?;
-        self.check_recorded(&format!("launching `{kernel}`"))
+        self.check_recorded(format_args!("launching `{kernel}`"))
     }
 }
 

@@ -191,9 +191,12 @@ impl CudaBackend {
     }
 
     /// Surfaces errors that cudarc recorded where it could not return them
-    /// (drops, stream syncs at the end of copies).
-    fn check_recorded(&self, op: &str) -> Result<(), Error> {
-        self.ctx.check_err().map_err(|e| driver_error(op, e))
+    /// (drops, stream syncs at the end of copies). `op` is formatted only
+    /// for an error: this runs after every launch.
+    fn check_recorded(&self, op: impl std::fmt::Display) -> Result<(), Error> {
+        self.ctx
+            .check_err()
+            .map_err(|e| driver_error(&op.to_string(), e))
     }
 
     /// Refuses memory of another device's context.

@@ -14,7 +14,7 @@ use warpforge_codegen::{Arch, KernelDef};
 use super::driver_error::{code_name, driver_error, driver_hint};
 use crate::device::DeviceInfo;
 use crate::tune::{LoadedResources, VariantResources};
-use crate::validate::VariantFacts;
+use crate::validate::{VariantChecks, VariantFacts};
 use crate::variants::VariantCache;
 use crate::Error;
 
@@ -27,11 +27,18 @@ pub(crate) struct Variant {
     pub(crate) variant_name: String,
     ptx: PtxModule,
     pub(crate) facts: VariantFacts,
+    pub(crate) checks: VariantChecks,
     loaded: OnceLock<LoadedModule>,
 }
 
 impl Variant {
-    pub(crate) fn new(def: &KernelDef, consts: &[i64], arch: Arch, ptx: PtxModule) -> Variant {
+    pub(crate) fn new(
+        def: &KernelDef,
+        consts: &[i64],
+        arch: Arch,
+        ptx: PtxModule,
+        checks: VariantChecks,
+    ) -> Variant {
         Variant {
             arch,
             variant_name: def.variant_name(consts),
@@ -39,6 +46,7 @@ impl Variant {
                 block: ptx.block,
                 shared_bytes: ptx.shared_bytes,
             },
+            checks,
             ptx,
             loaded: OnceLock::new(),
         }

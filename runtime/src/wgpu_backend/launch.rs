@@ -13,12 +13,13 @@ use warpforge_codegen::{KernelDef, Target};
 use super::WgpuBackend;
 use crate::buffer::{ArgKind, KernelArg, MemoryRef};
 use crate::device::DeviceBackend;
-use crate::validate::{check_consts, missing_block, validate_launch, LaunchDims, VariantFacts};
+use crate::validate::{check_consts, missing_block, LaunchDims, VariantChecks, VariantFacts};
 use crate::{Error, Grid};
 
 /// One compiled WGSL variant; its pipeline is created on first use.
 pub(crate) struct WgslVariant {
     variant_name: String,
+    checks: VariantChecks,
     module: WgslModule,
     /// Whether the kernel fixes its block shape (`block(..)`), as opposed to
     /// taking the launch's.
@@ -64,6 +65,7 @@ impl WgpuBackend {
             (false, None) => return Err(missing_block(&def.variant_name(consts))),
         };
         let variant = self.pipelines.get_or_compile(def, consts, block, || {
+            let checks = VariantChecks::new(def, consts)?;
             let module = compile(block).map_err(|source| Error::Codegen {
                 variant: def.variant_name(consts),
                 target: Target::Wgsl,
@@ -71,6 +73,7 @@ impl WgpuBackend {
             })?;
             Ok(WgslVariant {
                 variant_name: def.variant_name(consts),
+                checks,
                 module,
                 declared_block,
                 pipeline: OnceLock::new(),
@@ -83,7 +86,10 @@ impl WgpuBackend {
             shared_bytes: 0,
         };
         let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
-        let dims = validate_launch(def, consts, &facts, &grid, &infos, &self.info)?;
+        // WGSL has no tensor maps.
+        let (dims, _) = variant
+            .checks
+            .validate_launch(def, &facts, &grid, &infos, &self.info)?;
         self.check_features(&variant)?;
         let (pipeline, layout) = self.pipeline(&variant)?;
         self.dispatch(&variant, pipeline, layout, &dims, args)
