@@ -171,7 +171,8 @@ fn encode_tensor_map(
     use sys::CUtensorMapSwizzle_enum as Swizzled;
     if ptr % TMA_ALIGN != 0 {
         return Err(Error::Buffer(format!(
-            "{what} starts at device address {ptr:#x}, and a tensor map needs a multiple of              {TMA_ALIGN} bytes: pass a buffer (or a view) that starts aligned"
+            "{what} starts at device address {ptr:#x}, and a tensor map needs a multiple of \
+             {TMA_ALIGN} bytes: pass a buffer (or a view) that starts aligned"
         )));
     }
     let data_type = match plan.elem {
