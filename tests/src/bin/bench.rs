@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use warpforge::tune::MissPolicy;
 use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
@@ -227,6 +228,8 @@ struct Bench<'a> {
     method: Method,
     only: Option<&'a str>,
     inputs: Inputs,
+    /// One step per section or GEMM case; what is printed goes above it.
+    bar: ProgressBar,
 }
 
 fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
@@ -263,6 +266,11 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         method,
         only: args.only.as_deref(),
         inputs: Inputs::new(run_seed()),
+        bar: ProgressBar::new(0).with_style(
+            ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
+                .expect("the template is valid")
+                .progress_chars("=> "),
+        ),
     };
     let shapes = if args.shapes.is_empty() {
         DEFAULT_SHAPES.to_vec()
@@ -270,19 +278,44 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         args.shapes.clone()
     };
     let has = |s: Section| args.sections.contains(&s);
+    let f32_shapes: Vec<(u32, u32, u32)> = shapes
+        .iter()
+        .copied()
+        // The SIMT kernel takes 30 ms at 8192^3: larger shapes would hold the run.
+        .filter(|s| f64::from(s.0) * f64::from(s.1) * f64::from(s.2) <= 8192f64.powi(3))
+        .collect();
+    let steps = [
+        (Section::Stream, 1),
+        (Section::Mma, 1),
+        (Section::Gemm, args.dtypes.len() * shapes.len()),
+        (Section::F32, f32_shapes.len()),
+        (Section::Sparse, 1),
+        (Section::Wgpu, 1),
+        (Section::Launch, 1),
+    ];
+    bench.bar.set_prefix("bench");
+    bench.bar.set_length(
+        steps
+            .iter()
+            .filter(|(s, _)| has(*s))
+            .map(|(_, n)| *n as u64)
+            .sum(),
+    );
     let mut failures = Vec::new();
     // Each section's cases go into the report as they come, and report.json
     // is rewritten after each, so that a run cut short keeps what it measured.
+    let bar = bench.bar.clone();
     let mut record = |report: &mut Report, what: &str, result: BenchResult<Vec<Case>>| {
+        bar.inc(1);
         match result {
             Ok(cases) => report.cases.extend(cases),
             Err(e) => {
-                println!("{what}: FAILED: {e}");
+                bar.suspend(|| println!("{what}: FAILED: {e}"));
                 failures.push(format!("{what}: {e}"));
             }
         }
         if let Err(e) = save_json(report, &args.out) {
-            println!("{e}");
+            bar.suspend(|| println!("{e}"));
         }
     };
     if has(Section::Stream) {
@@ -295,6 +328,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         for &dtype in &args.dtypes {
             for &shape in &shapes {
                 let what = format!("gemm {dtype:?} {}", shape_name(shape));
+                bench.bar.set_message(what.clone());
                 record(
                     &mut report,
                     &what,
@@ -304,12 +338,9 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         }
     }
     if has(Section::F32) {
-        // The SIMT kernel takes 30 ms at 8192^3: larger shapes would hold the run.
-        let small = |s: &&(u32, u32, u32)| {
-            f64::from(s.0) * f64::from(s.1) * f64::from(s.2) <= 8192f64.powi(3)
-        };
-        for &shape in shapes.iter().filter(small) {
+        for &shape in &f32_shapes {
             let what = format!("f32 {}", shape_name(shape));
+            bench.bar.set_message(what.clone());
             record(&mut report, &what, bench.gemm_f32(shape).map(|c| vec![c]));
         }
     }
@@ -317,7 +348,11 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         record(&mut report, "sparse", bench.sparse(8192));
     }
     if has(Section::Wgpu) {
-        record(&mut report, "wgpu", bench_wgpu(4096).map(|c| vec![c]));
+        let case = bench_wgpu(4096);
+        if let Ok(case) = &case {
+            bench.bar.suspend(|| print_case(case));
+        }
+        record(&mut report, "wgpu", case.map(|c| vec![c]));
     }
     if has(Section::Launch) {
         let dir = std::env::temp_dir().join("warpforge-bench-empty-tune-db");
@@ -326,6 +361,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
             Err(e) => record(&mut report, "launch", Err(e.into())),
         }
     }
+    bench.bar.finish_and_clear();
     write_outputs(&report, &args.out)?;
     if failures.is_empty() {
         Ok(())
@@ -392,7 +428,7 @@ impl Bench<'_> {
                 .collect(),
             absent,
         };
-        print_case(&case);
+        self.bar.suspend(|| print_case(&case));
         Ok(case)
     }
 
@@ -425,7 +461,8 @@ impl Bench<'_> {
                 }
             };
             if self.only.is_some() {
-                println!("  {:<72} {ms:>9.4} ms", candidate.detail);
+                self.bar
+                    .suspend(|| println!("  {:<72} {ms:>9.4} ms", candidate.detail));
             }
             if best.is_none_or(|(b, _)| ms < b) {
                 best = Some((ms, index));
@@ -925,7 +962,6 @@ impl Bench<'_> {
 /// event timer here), so a submission is included.
 fn bench_wgpu(size: usize) -> BenchResult<Case> {
     let rt = Runtime::wgpu()?;
-    println!("\nwgpu: {} through {}", rt.device().name, rt.backend_name());
     let mut inputs = Inputs::new(run_seed());
     let a = rt.upload(&inputs.f32s(size * size))?;
     let b = rt.upload(&inputs.f32s(size * size))?;
@@ -972,7 +1008,6 @@ fn bench_wgpu(size: usize) -> BenchResult<Case> {
         }],
         absent: Vec::new(),
     };
-    print_case(&case);
     Ok(case)
 }
 
