@@ -1,7 +1,7 @@
 //! General matrix products.
 
 use warpforge::prelude::*;
-use warpforge::MatrixLayout;
+use warpforge::{BufferMut, BufferRef, MatrixLayout};
 
 use crate::epilogue;
 use crate::gemm_problem::{GemmProblem, GemmVariant, VariantLayouts, VariantTakes};
@@ -252,7 +252,7 @@ impl GemmVariant for gemm_f32::Consts {
         (self.BM, self.BN)
     }
 
-    fn bias_stand_in(a: &DeviceBuffer<f32>) -> Option<&DeviceBuffer<f32>> {
+    fn bias_stand_in(a: BufferRef<'_, f32>) -> Option<BufferRef<'_, f32>> {
         Some(a)
     }
 }
@@ -276,12 +276,12 @@ pub fn tile_grid((bm, bn): (u32, u32), m: u32, n: u32) -> Grid {
 /// `C = alpha * A B + beta * C` (row-major A, B and C, one batch, no bias
 /// or activation) with the given variant: shorthand for [`GemmVariant::run`].
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_f32_with(
+pub fn gemm_f32_with<'a>(
     rt: &Runtime,
     consts: gemm_f32::Consts,
-    a: &DeviceBuffer<f32>,
-    b: &DeviceBuffer<f32>,
-    c: &mut DeviceBuffer<f32>,
+    a: impl Into<BufferRef<'a, f32>>,
+    b: impl Into<BufferRef<'a, f32>>,
+    c: impl Into<BufferMut<'a, f32>>,
     dims: (u32, u32, u32),
     alpha: f32,
     beta: f32,

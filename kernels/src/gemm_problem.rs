@@ -9,7 +9,8 @@
 use std::fmt::Debug;
 
 use warpforge::{
-    DeviceBuffer, DeviceScalar, Error, Grid, KernelArg, KernelVariant, MatrixLayout, Runtime,
+    BufferMut, BufferRef, DeviceScalar, Error, Grid, KernelArg, KernelVariant, MatrixLayout,
+    Runtime,
 };
 
 use crate::gemm::tile_grid;
@@ -280,10 +281,10 @@ impl<S: Copy> KernelProblem<S> {
     /// `a`, `b`, `c`, `bias`, then the scalars ([`KernelProblem::scalar_args`]).
     pub(crate) fn args<'a, T: DeviceScalar, O: DeviceScalar>(
         &self,
-        a: &'a DeviceBuffer<T>,
-        b: &'a DeviceBuffer<T>,
-        c: &'a mut DeviceBuffer<O>,
-        bias: &'a DeviceBuffer<O>,
+        a: BufferRef<'a, T>,
+        b: BufferRef<'a, T>,
+        c: BufferMut<'a, O>,
+        bias: BufferRef<'a, O>,
         bias_mode: u32,
     ) -> Vec<KernelArg<'a>>
     where
@@ -327,9 +328,9 @@ impl<S: Copy> KernelProblem<S> {
     /// The caller's A and B in the order the kernel reads them.
     fn operands<'a, T: DeviceScalar>(
         &self,
-        a: &'a DeviceBuffer<T>,
-        b: &'a DeviceBuffer<T>,
-    ) -> (&'a DeviceBuffer<T>, &'a DeviceBuffer<T>) {
+        a: BufferRef<'a, T>,
+        b: BufferRef<'a, T>,
+    ) -> (BufferRef<'a, T>, BufferRef<'a, T>) {
         if self.swapped {
             (b, a)
         } else {
@@ -402,7 +403,7 @@ pub trait GemmVariant: KernelVariant {
     /// The buffer a launch without a bias passes as `bias`, which the kernel
     /// then never reads: A where it has C's element type; `None` for a
     /// one-element buffer made for the launch (s8: i8 A, i32 C).
-    fn bias_stand_in(a: &DeviceBuffer<Self::Elem>) -> Option<&DeviceBuffer<Self::Out>>;
+    fn bias_stand_in(a: BufferRef<'_, Self::Elem>) -> Option<BufferRef<'_, Self::Out>>;
 
     /// The grid of a launch on `problem`: one block per [`GemmVariant::tile`]
     /// and batch, unless the kernel's blocks walk the tiles themselves.
@@ -416,10 +417,10 @@ pub trait GemmVariant: KernelVariant {
         &self,
         rt: &Runtime,
         problem: &KernelProblem<Self::Scale>,
-        a: &DeviceBuffer<Self::Elem>,
-        b: &DeviceBuffer<Self::Elem>,
-        c: &mut DeviceBuffer<Self::Out>,
-        bias: Option<&DeviceBuffer<Self::Out>>,
+        a: BufferRef<'_, Self::Elem>,
+        b: BufferRef<'_, Self::Elem>,
+        c: BufferMut<'_, Self::Out>,
+        bias: Option<BufferRef<'_, Self::Out>>,
     ) -> Result<(), Error> {
         let bias_mode = problem.bias_mode(bias.is_some());
         let fresh;
@@ -427,7 +428,7 @@ pub trait GemmVariant: KernelVariant {
             Some(bias) => bias,
             None => {
                 fresh = rt.alloc_zeroed(1)?;
-                &fresh
+                BufferRef::from(&fresh)
             }
         };
         rt.launch(
@@ -488,17 +489,23 @@ pub trait GemmVariant: KernelVariant {
     /// (see [`GemmProblem`]). Every input the variant cannot take is an `Err`
     /// naming the constraint, before anything runs; a problem with no output
     /// element does nothing.
-    fn run(
+    ///
+    /// A, B, C and the bias may be whole buffers or views
+    /// ([`DeviceBuffer::slice`], [`DeviceBuffer::slice_mut`]): a view holds
+    /// the matrix from its first element, and its length is what the
+    /// problem's checks see.
+    fn run<'a>(
         &self,
         rt: &Runtime,
         problem: &GemmProblem<Self::Scale>,
-        a: &DeviceBuffer<Self::Elem>,
-        b: &DeviceBuffer<Self::Elem>,
-        c: &mut DeviceBuffer<Self::Out>,
-        bias: Option<&DeviceBuffer<Self::Out>>,
+        a: impl Into<BufferRef<'a, Self::Elem>>,
+        b: impl Into<BufferRef<'a, Self::Elem>>,
+        c: impl Into<BufferMut<'a, Self::Out>>,
+        bias: Option<BufferRef<'a, Self::Out>>,
     ) -> Result<(), Error> {
+        let (a, b, c) = (a.into(), b.into(), c.into());
         let kernel = self.check(problem)?;
-        let lengths = (Some(a.len()), b.len(), c.len(), bias.map(DeviceBuffer::len));
+        let lengths = (Some(a.len()), b.len(), c.len(), bias.map(|bias| bias.len()));
         check_lengths(problem, lengths).map_err(|message| Error::InvalidLaunch {
             kernel: self.name(),
             message,
@@ -535,12 +542,12 @@ pub trait GemmVariant: KernelVariant {
 /// one batch, no bias or activation) with the given variant: shorthand for
 /// [`GemmVariant::run`] on `GemmProblem::new((m, n, k), alpha, beta)`.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_with<V: GemmVariant>(
+pub fn gemm_with<'a, V: GemmVariant>(
     rt: &Runtime,
     consts: V,
-    a: &DeviceBuffer<V::Elem>,
-    b: &DeviceBuffer<V::Elem>,
-    c: &mut DeviceBuffer<V::Out>,
+    a: impl Into<BufferRef<'a, V::Elem>>,
+    b: impl Into<BufferRef<'a, V::Elem>>,
+    c: impl Into<BufferMut<'a, V::Out>>,
     dims: (u32, u32, u32),
     alpha: V::Scale,
     beta: V::Scale,

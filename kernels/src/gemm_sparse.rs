@@ -25,7 +25,7 @@
 //! `stride_a = m.next_multiple_of(16) * k`; 0 shares one A.
 
 use warpforge::prelude::*;
-use warpforge::{KernelArg, KernelVariant, MatrixLayout};
+use warpforge::{BufferRef, KernelArg, KernelVariant, MatrixLayout};
 
 use crate::gemm_problem::{
     check_chunks, check_lengths, Chunks, GemmProblem, GemmVariant, KernelProblem, Operands,
@@ -726,7 +726,7 @@ pub fn decompressed_gemm_f16(
         return Ok(());
     }
     let dense = decompress(rt, a)?;
-    FALLBACK.run(rt, problem, &dense, b, c, bias)
+    FALLBACK.run(rt, problem, &dense, b, c, bias.map(BufferRef::from))
 }
 
 /// [`sparse_gemm`] with a 2:4 sparse bf16 A. bf16 Tensor Cores (dense or

@@ -5,7 +5,7 @@
 //! functions of [`crate::tile`] and [`crate::epilogue`].
 
 use warpforge::prelude::*;
-use warpforge::MatrixLayout;
+use warpforge::{BufferRef, MatrixLayout};
 
 use crate::gemm_problem::{Chunks, GemmVariant, VariantLayouts, VariantTakes};
 use crate::{epilogue, tile};
@@ -430,7 +430,7 @@ macro_rules! tc_variants {
             fn tile(&self) -> (u32, u32) {
                 (self.BM, self.BN)
             }
-            fn bias_stand_in(a: &DeviceBuffer<$elem>) -> Option<&DeviceBuffer<$out>> {
+            fn bias_stand_in(a: BufferRef<'_, $elem>) -> Option<BufferRef<'_, $out>> {
                 $stand_in(a)
             }
         }

@@ -6,7 +6,7 @@
 //! `gemm_wgmma_s8`.
 
 use warpforge::prelude::*;
-use warpforge::{KernelVariant, MatrixLayout};
+use warpforge::{BufferRef, KernelVariant, MatrixLayout};
 
 use warpforge::__private::KernelDef;
 
@@ -366,7 +366,7 @@ macro_rules! wgmma_variants {
             fn grid(&self, rt: &Runtime, problem: &KernelProblem<$scale>) -> Result<Grid, Error> {
                 persistent_grid(rt, Self::def(), &self.values(), problem.grid(self.tile()))
             }
-            fn bias_stand_in(a: &DeviceBuffer<$elem>) -> Option<&DeviceBuffer<$out>> {
+            fn bias_stand_in(a: BufferRef<'_, $elem>) -> Option<BufferRef<'_, $out>> {
                 $stand_in(a)
             }
         }

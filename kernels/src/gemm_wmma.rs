@@ -2,6 +2,7 @@
 //! (newer GPUs compile its PTX to their native instructions).
 
 use warpforge::prelude::*;
+use warpforge::BufferRef;
 
 use crate::epilogue;
 use crate::gemm_problem::{Chunks, GemmVariant, VariantLayouts, VariantTakes};
@@ -343,7 +344,7 @@ impl GemmVariant for gemm_f16_wmma::Consts {
         (self.BM, self.BN)
     }
 
-    fn bias_stand_in(a: &DeviceBuffer<f16>) -> Option<&DeviceBuffer<f16>> {
+    fn bias_stand_in(a: BufferRef<'_, f16>) -> Option<BufferRef<'_, f16>> {
         Some(a)
     }
 }

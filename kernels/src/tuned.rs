@@ -43,8 +43,8 @@ use warpforge::tune::{
     Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket, Workload,
 };
 use warpforge::{
-    bf16, f16, ArgInfo, DeviceBuffer, DeviceScalar, Error, GemmPrecision, KernelArg, MatrixLayout,
-    Runtime,
+    bf16, f16, ArgInfo, BufferMut, BufferRef, DeviceBuffer, DeviceScalar, Error, GemmPrecision,
+    KernelArg, MatrixLayout, Runtime,
 };
 
 use crate::gemm::{gemm_f32, DEFAULT_F32};
@@ -462,10 +462,10 @@ pub fn gemm_tile(candidate: &Candidate) -> Result<(u32, u32), Error> {
 /// The operands of one tuned launch: A, B, C and the bias argument, a
 /// one-element buffer the kernels never read (no bias).
 struct GemmBuffers<'a, I: DeviceScalar, O: DeviceScalar> {
-    a: &'a DeviceBuffer<I>,
-    b: &'a DeviceBuffer<I>,
-    c: &'a mut DeviceBuffer<O>,
-    no_bias: &'a DeviceBuffer<O>,
+    a: BufferRef<'a, I>,
+    b: BufferRef<'a, I>,
+    c: BufferMut<'a, O>,
+    no_bias: BufferRef<'a, O>,
 }
 
 /// `C = alpha * A B + beta * C` with one candidate of a GEMM family, whose
@@ -570,12 +570,12 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
     /// kind's layout, C m x n row-major) with the variant
     /// [`TunedGemm::select`] picks.
     #[allow(clippy::too_many_arguments)]
-    pub fn run(
+    pub fn run<'a>(
         &self,
         rt: &Runtime,
-        a: &DeviceBuffer<I>,
-        b: &DeviceBuffer<I>,
-        c: &mut DeviceBuffer<O>,
+        a: impl Into<BufferRef<'a, I>>,
+        b: impl Into<BufferRef<'a, I>>,
+        c: impl Into<BufferMut<'a, O>>,
         dims: (u32, u32, u32),
         alpha: O::Scale,
         beta: O::Scale,
@@ -612,23 +612,23 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
 
     /// `C = alpha * A B + beta * C` with the family's candidate `candidate`.
     #[allow(clippy::too_many_arguments)]
-    pub fn launch(
+    pub fn launch<'a>(
         &self,
         rt: &Runtime,
         candidate: usize,
-        a: &DeviceBuffer<I>,
-        b: &DeviceBuffer<I>,
-        c: &mut DeviceBuffer<O>,
+        a: impl Into<BufferRef<'a, I>>,
+        b: impl Into<BufferRef<'a, I>>,
+        c: impl Into<BufferMut<'a, O>>,
         dims: (u32, u32, u32),
         alpha: O::Scale,
         beta: O::Scale,
     ) -> Result<(), Error> {
         let chosen = &self.dispatcher.family().candidates()[candidate];
         let buffers = GemmBuffers {
-            a,
-            b,
-            c,
-            no_bias: &self.no_bias,
+            a: a.into(),
+            b: b.into(),
+            c: c.into(),
+            no_bias: BufferRef::from(&self.no_bias),
         };
         let problem = self.kind.problem(dims, alpha, beta);
         launch_gemm(rt, chosen, self.tiles[candidate], &problem, buffers)
@@ -733,10 +733,10 @@ impl<I: GemmElement, O: GemmOutput> Workload for GemmWorkload<I, O> {
         let (a, b, c) = &mut self.sets[set];
         let (alpha, beta) = O::PLAIN;
         let buffers = GemmBuffers {
-            a,
-            b,
-            c,
-            no_bias: &self.no_bias,
+            a: BufferRef::from(&*a),
+            b: BufferRef::from(&*b),
+            c: BufferMut::from(c),
+            no_bias: BufferRef::from(&self.no_bias),
         };
         launch_gemm(
             rt,

@@ -5,7 +5,9 @@
 //! `inputs`, poisons outputs with NaN so that an unwritten element fails, and
 //! records one line per variant and size in `report`.
 
-use warpforge::{DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
+use warpforge::{
+    BufferRef, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
+};
 use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant, VariantLayouts, VariantTakes};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, reduce, simple, softmax, stream};
 
@@ -568,7 +570,7 @@ pub fn check_gemm<V: CheckedGemm>(
                 let what = case.describe(&variant.name(), &problem);
                 let run = || -> Result<Vec<f64>, Error> {
                     let mut dc = rt.upload(c_initial)?;
-                    let bias = case.bias.then_some(&bias_buffer);
+                    let bias = case.bias.then(|| BufferRef::from(&bias_buffer));
                     let (a, b) = (
                         in_layout(&a_buffers, a_layout),
                         in_layout(&b_buffers, b_layout),

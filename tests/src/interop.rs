@@ -8,6 +8,7 @@
 //! the CUDA ones in the GPU tier (`gpu-check --only interop`).
 
 use warpforge::{DeviceBuffer, Grid, Runtime};
+use warpforge_kernels::gemm;
 use warpforge_kernels::simple::saxpy;
 
 use crate::report::Report;
@@ -92,6 +93,61 @@ pub fn check_views(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
         Ok(Ok(
             "a misaligned start, a range past the end, an empty range".to_string(),
         ))
+    })();
+    record(report, &what, outcome);
+
+    // A GEMM on views: the same launch on buffers holding just the views'
+    // elements computes the same C bit for bit, and C's buffer is untouched
+    // outside its view.
+    let (m, n, k) = (70u32, 50u32, 33u32);
+    let what = format!(
+        "views: gemm_f32 {m}x{n}x{k} on A, B and C at offsets 64, 128 and 192 ({})",
+        rt.backend_name()
+    );
+    let (mk, kn, mn) = ((m * k) as usize, (k * n) as usize, (m * n) as usize);
+    let (a, b, c) = (
+        inputs.f32s(mk + 64),
+        inputs.f32s(kn + 128 + 64),
+        inputs.f32s(mn + 192 + 64),
+    );
+    let outcome = (|| -> Outcome {
+        let (da, db) = (rt.upload(&a)?, rt.upload(&b)?);
+        let mut dc = rt.upload(&c)?;
+        let views = (
+            da.slice(64..)?,
+            db.slice(128..128 + kn)?,
+            dc.slice_mut(192..192 + mn)?,
+        );
+        let dims = (m, n, k);
+        gemm::gemm_f32_with(
+            rt,
+            gemm::DEFAULT_F32,
+            views.0,
+            views.1,
+            views.2,
+            dims,
+            1.0,
+            0.0,
+        )?;
+        let (whole_a, whole_b) = (rt.upload(&a[64..])?, rt.upload(&b[128..128 + kn])?);
+        let mut whole_c = rt.upload(&c[192..192 + mn])?;
+        gemm::gemm_f32_with(
+            rt,
+            gemm::DEFAULT_F32,
+            &whole_a,
+            &whole_b,
+            &mut whole_c,
+            dims,
+            1.0,
+            0.0,
+        )?;
+        let mut want = c.clone();
+        want[192..192 + mn].copy_from_slice(&rt.download(&whole_c)?);
+        Ok(compare(&rt.download(&dc)?, &want).map(|detail| {
+            format!(
+                "{detail} of C's buffer: the view's equal to whole buffers', the rest untouched"
+            )
+        }))
     })();
     record(report, &what, outcome);
 }

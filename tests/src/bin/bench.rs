@@ -557,7 +557,7 @@ impl<'a, D: GemmDtype> GemmInputs<'a, D> {
                 let detail = format!("{} {v:?}", V::def().ir.name);
                 contender("", detail, move |rt| {
                     let problem = GemmProblem::new(dims, alpha, beta);
-                    v.run(rt, &problem, a, b, &mut c.borrow_mut(), None)
+                    v.run(rt, &problem, a, b, &mut *c.borrow_mut(), None)
                 })
             })
             .collect()
@@ -697,7 +697,7 @@ impl Bench<'_> {
                     let (a, b, c) = (&a, &b, &c);
                     checked.push(contenders.len());
                     contenders.push(contender("warpforge tuned", detail, move |rt| {
-                        tuned.run(rt, a, b, &mut c.borrow_mut(), dims, alpha, beta)
+                        tuned.run(rt, a, b, &mut *c.borrow_mut(), dims, alpha, beta)
                     }));
                 }
                 Err(e) => absent.push(Absent {
@@ -751,7 +751,7 @@ impl Bench<'_> {
             .map(|v| {
                 let (a, b, c) = (&a, &b, &c);
                 contender("warpforge sm_70", format!("gemm_f32 {v:?}"), move |rt| {
-                    gemm::gemm_f32_with(rt, v, a, b, &mut c.borrow_mut(), dims, 1.0, 0.0)
+                    gemm::gemm_f32_with(rt, v, a, b, &mut *c.borrow_mut(), dims, 1.0, 0.0)
                 })
             })
             .collect();
@@ -914,7 +914,7 @@ impl Bench<'_> {
                     format!("gemm_f16 {v:?}"),
                     move |rt| {
                         let problem = GemmProblem::new((s, s, s), 1.0, 0.0);
-                        v.run(rt, &problem, a, b, &mut c.borrow_mut(), None)
+                        v.run(rt, &problem, a, b, &mut *c.borrow_mut(), None)
                     },
                 )
             })
