@@ -25,7 +25,7 @@
 //! `stride_a = m.next_multiple_of(16) * k`; 0 shares one A.
 
 use warpforge::prelude::*;
-use warpforge::{BufferRef, KernelArg, KernelVariant, MatrixLayout};
+use warpforge::{BufferMut, BufferRef, KernelArg, KernelVariant, MatrixLayout};
 
 use crate::gemm_problem::{
     check_chunks, check_lengths, Chunks, GemmProblem, GemmVariant, KernelProblem, Operands,
@@ -402,12 +402,12 @@ sparse_variants! {
 /// given variant: shorthand for [`SparseGemmVariant::run`] on
 /// `GemmProblem::new((m, n, k), alpha, beta)`.
 #[allow(clippy::too_many_arguments)]
-pub fn gemm_sparse_with<V: SparseGemmVariant>(
+pub fn gemm_sparse_with<'a, V: SparseGemmVariant>(
     rt: &Runtime,
     consts: V,
     a: &DeviceCompressed<V::Elem>,
-    b: &DeviceBuffer<V::Elem>,
-    c: &mut DeviceBuffer<V::Elem>,
+    b: impl Into<BufferRef<'a, V::Elem>>,
+    c: impl Into<BufferMut<'a, V::Elem>>,
     dims: (u32, u32, u32),
     alpha: f32,
     beta: f32,
@@ -459,9 +459,9 @@ pub trait SparseGemmVariant: KernelVariant {
         kernel: &KernelProblem<f32>,
         c_layout: MatrixLayout,
         a: &DeviceCompressed<Self::Elem>,
-        b: &DeviceBuffer<Self::Elem>,
-        c: &mut DeviceBuffer<Self::Elem>,
-        bias: Option<&DeviceBuffer<Self::Elem>>,
+        b: BufferRef<'_, Self::Elem>,
+        c: BufferMut<'_, Self::Elem>,
+        bias: Option<BufferRef<'_, Self::Elem>>,
     ) -> Result<(), Error> {
         let bias_mode = kernel.bias_mode(bias.is_some());
         // Without a bias (`bias_mode` 0) the kernel never reads it.
@@ -518,17 +518,18 @@ pub trait SparseGemmVariant: KernelVariant {
     /// Every input the variant cannot take is an `Err` naming the
     /// constraint, before anything runs; a problem with no output element
     /// does nothing.
-    fn run(
+    fn run<'a>(
         &self,
         rt: &Runtime,
         problem: &GemmProblem<f32>,
         a: &DeviceCompressed<Self::Elem>,
-        b: &DeviceBuffer<Self::Elem>,
-        c: &mut DeviceBuffer<Self::Elem>,
-        bias: Option<&DeviceBuffer<Self::Elem>>,
+        b: impl Into<BufferRef<'a, Self::Elem>>,
+        c: impl Into<BufferMut<'a, Self::Elem>>,
+        bias: Option<BufferRef<'a, Self::Elem>>,
     ) -> Result<(), Error> {
+        let (b, c) = (b.into(), c.into());
         let kernel = self.check(problem)?;
-        let lengths = (None, b.len(), c.len(), bias.map(DeviceBuffer::len));
+        let lengths = (None, b.len(), c.len(), bias.map(|bias| bias.len()));
         check_lengths(problem, lengths)
             .and_then(|()| check_compressed(problem, (a.rows(), a.cols())))
             .map_err(|message| Error::InvalidLaunch {
@@ -665,13 +666,13 @@ pub fn has_sparse_tensor_cores(rt: &Runtime) -> bool {
 
 /// `problem` ([`GemmProblem`], A 2:4 sparse and compressed: module docs) with
 /// the [`default_variant`] of the sparse GEMM `V` (sm_80 and newer).
-pub fn sparse_gemm<V: SparseGemmVariant>(
+pub fn sparse_gemm<'a, V: SparseGemmVariant>(
     rt: &Runtime,
     problem: &GemmProblem<f32>,
     a: &DeviceCompressed<V::Elem>,
-    b: &DeviceBuffer<V::Elem>,
-    c: &mut DeviceBuffer<V::Elem>,
-    bias: Option<&DeviceBuffer<V::Elem>>,
+    b: impl Into<BufferRef<'a, V::Elem>>,
+    c: impl Into<BufferMut<'a, V::Elem>>,
+    bias: Option<BufferRef<'a, V::Elem>>,
 ) -> Result<(), Error> {
     default_variant::<V>(problem)?.run(rt, problem, a, b, c, bias)
 }
@@ -679,13 +680,13 @@ pub fn sparse_gemm<V: SparseGemmVariant>(
 /// `problem` with a 2:4 sparse f16 A (compressed: module docs) on any CUDA
 /// GPU: with [`gemm_sparse_f16`] ([`default_variant`]) where the GPU has
 /// sparse Tensor Cores, else (sm_70) with [`decompressed_gemm_f16`].
-pub fn sparse_gemm_f16(
+pub fn sparse_gemm_f16<'a>(
     rt: &Runtime,
     problem: &GemmProblem<f32>,
     a: &DeviceCompressed<f16>,
-    b: &DeviceBuffer<f16>,
-    c: &mut DeviceBuffer<f16>,
-    bias: Option<&DeviceBuffer<f16>>,
+    b: impl Into<BufferRef<'a, f16>>,
+    c: impl Into<BufferMut<'a, f16>>,
+    bias: Option<BufferRef<'a, f16>>,
 ) -> Result<(), Error> {
     if has_sparse_tensor_cores(rt) {
         sparse_gemm::<gemm_sparse_f16::Consts>(rt, problem, a, b, c, bias)
@@ -708,13 +709,13 @@ const FALLBACK: gemm_f16_wmma::Consts = gemm_f16_wmma::Consts {
 /// stack of its batches, `stride_a` apart), then the Volta GEMM
 /// [`gemm_f16_wmma`] on the same problem, whose 16-byte copies need k, a
 /// row-major B's n and the batch strides to be multiples of 8.
-pub fn decompressed_gemm_f16(
+pub fn decompressed_gemm_f16<'a>(
     rt: &Runtime,
     problem: &GemmProblem<f32>,
     a: &DeviceCompressed<f16>,
-    b: &DeviceBuffer<f16>,
-    c: &mut DeviceBuffer<f16>,
-    bias: Option<&DeviceBuffer<f16>>,
+    b: impl Into<BufferRef<'a, f16>>,
+    c: impl Into<BufferMut<'a, f16>>,
+    bias: Option<BufferRef<'a, f16>>,
 ) -> Result<(), Error> {
     compressed_stride(problem)
         .and_then(|_| check_compressed(problem, (a.rows(), a.cols())))
@@ -725,20 +726,21 @@ pub fn decompressed_gemm_f16(
     if problem.m == 0 || problem.n == 0 || problem.batch.count == 0 {
         return Ok(());
     }
+    let (b, c) = (b.into(), c.into());
     let dense = decompress(rt, a)?;
-    FALLBACK.run(rt, problem, &dense, b, c, bias.map(BufferRef::from))
+    FALLBACK.run(rt, problem, &dense, b, c, bias)
 }
 
 /// [`sparse_gemm`] with a 2:4 sparse bf16 A. bf16 Tensor Cores (dense or
 /// sparse) start at sm_80, so on older GPUs this is an error, as for dense
 /// bf16.
-pub fn sparse_gemm_bf16(
+pub fn sparse_gemm_bf16<'a>(
     rt: &Runtime,
     problem: &GemmProblem<f32>,
     a: &DeviceCompressed<bf16>,
-    b: &DeviceBuffer<bf16>,
-    c: &mut DeviceBuffer<bf16>,
-    bias: Option<&DeviceBuffer<bf16>>,
+    b: impl Into<BufferRef<'a, bf16>>,
+    c: impl Into<BufferMut<'a, bf16>>,
+    bias: Option<BufferRef<'a, bf16>>,
 ) -> Result<(), Error> {
     if !has_sparse_tensor_cores(rt) {
         let (major, minor) = rt.device().compute_capability;

@@ -12,7 +12,7 @@
 //! `mma_dense_rate` issue independent MMAs back to back for the bench.
 
 use warpforge::prelude::*;
-use warpforge::{DeviceScalar, GemmPrecision, MatrixLayout};
+use warpforge::{BufferRef, DeviceScalar, GemmPrecision, MatrixLayout};
 use warpforge_kernels::gemm_problem::{Chunks, GemmProblem, VariantLayouts, VariantTakes};
 use warpforge_kernels::gemm_sparse::{
     decompressed_gemm_f16, gemm_sparse_bf16, gemm_sparse_f16, has_sparse_tensor_cores,
@@ -428,14 +428,23 @@ pub trait CheckedSparseGemm: SparseGemmVariant<Elem: GemmFloat + DeviceSparse> {
 
 impl CheckedSparseGemm for gemm_sparse_f16::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::F16;
-    const PICKED: (&'static str, SparseLaunch<f16>) = ("sparse_gemm_f16", sparse_gemm_f16);
+    // Closures: the entry points are generic over their buffer arguments.
+    const PICKED: (&'static str, SparseLaunch<f16>) =
+        ("sparse_gemm_f16", |rt, p, a, b, c, bias| {
+            sparse_gemm_f16(rt, p, a, b, c, bias.map(BufferRef::from))
+        });
     const FALLBACK: Option<(&'static str, SparseLaunch<f16>)> =
-        Some(("decompressed_gemm_f16", decompressed_gemm_f16));
+        Some(("decompressed_gemm_f16", |rt, p, a, b, c, bias| {
+            decompressed_gemm_f16(rt, p, a, b, c, bias.map(BufferRef::from))
+        }));
 }
 
 impl CheckedSparseGemm for gemm_sparse_bf16::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::Bf16;
-    const PICKED: (&'static str, SparseLaunch<bf16>) = ("sparse_gemm_bf16", sparse_gemm_bf16);
+    const PICKED: (&'static str, SparseLaunch<bf16>) =
+        ("sparse_gemm_bf16", |rt, p, a, b, c, bias| {
+            sparse_gemm_bf16(rt, p, a, b, c, bias.map(BufferRef::from))
+        });
     const FALLBACK: Option<(&'static str, SparseLaunch<bf16>)> = None;
 }
 
@@ -520,7 +529,7 @@ impl<V: CheckedSparseGemm> SparseRun<V> {
         bias: Option<&DeviceBuffer<V::Elem>>,
     ) -> Result<(), Error> {
         match self {
-            SparseRun::Variant(v, _) => v.run(rt, problem, a, b, c, bias),
+            SparseRun::Variant(v, _) => v.run(rt, problem, a, b, c, bias.map(BufferRef::from)),
             SparseRun::Path(_, launch, _) => launch(rt, problem, a, b, c, bias),
         }
     }

@@ -899,7 +899,7 @@ impl Bench<'_> {
                     "warpforge 2:4 sparse",
                     format!("gemm_sparse_f16 {v:?}"),
                     move |rt| {
-                        gemm_sparse_with(rt, v, a, b, &mut c.borrow_mut(), (s, s, s), 1.0, 0.0)
+                        gemm_sparse_with(rt, v, a, b, &mut *c.borrow_mut(), (s, s, s), 1.0, 0.0)
                     },
                 )
             })
