@@ -517,11 +517,12 @@ trait GemmDtype {
     fn values(inputs: &mut Inputs, n: usize) -> Vec<Self::In>;
     /// Whether our C matches cuBLAS's, and how far apart they are.
     fn agree(ours: &[Self::Out], theirs: &[Self::Out]) -> (bool, String);
-    /// Per path (sm_70, sm_80, sm_90a), its variants for `problem`.
+    /// Per path (sm_70, sm_80, sm_90a), its variants for `problem`; None
+    /// where the dtype has no family on that path (sm_70 has only f16).
     fn paths<'a>(
         bench: &GemmInputs<'a, Self>,
         problem: &GemmProblem<<Self::Out as GemmOutput>::Scale>,
-    ) -> [Vec<Contender<'a>>; 3]
+    ) -> [Option<Vec<Contender<'a>>>; 3]
     where
         Self: Sized;
 }
@@ -589,11 +590,12 @@ macro_rules! gemm_dtype {
             fn paths<'a>(
                 inputs: &GemmInputs<'a, Self>,
                 problem: &GemmProblem<<$out as GemmOutput>::Scale>,
-            ) -> [Vec<Contender<'a>>; 3] {
+            ) -> [Option<Vec<Contender<'a>>>; 3] {
+                let sm70 = None $(.or(Some(inputs.family::<$sm70>(problem))))?;
                 [
-                    Vec::new() $(.into_iter().chain(inputs.family::<$sm70>(problem)).collect())?,
-                    inputs.family::<$sm80>(problem),
-                    inputs.family::<$sm90>(problem),
+                    sm70,
+                    Some(inputs.family::<$sm80>(problem)),
+                    Some(inputs.family::<$sm90>(problem)),
                 ]
             }
         }
@@ -672,6 +674,9 @@ impl Bench<'_> {
         };
         let mut checked = Vec::new();
         for (name, candidates) in PATHS.iter().zip(D::paths(&inputs, &problem)) {
+            let Some(candidates) = candidates else {
+                continue;
+            };
             match self.fastest(candidates) {
                 Ok(mut best) => {
                     best.name = name.to_string();

@@ -1,0 +1,136 @@
+//! The bench's report writers on a run recorded on the H200
+//! (`tests/data/bench-report.json`: `gpu-bundle/bench` of 887e388 on 2026-12-02,
+//! device run B1 in perf/LOG.md, only its f16 and s8 GEMMs at five shapes, the
+//! stream and the sparse cases kept): the JSON
+//! reads back unchanged, the medians and ratios are those of the samples,
+//! and the table, the ladder and the charts are drawn from them.
+
+use std::path::Path;
+
+use warpforge_tests::bench::charts;
+use warpforge_tests::bench::report::{ladder, table, Report};
+
+fn recorded() -> Report {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bench-report.json");
+    let text = std::fs::read_to_string(&path).expect("the recorded report is in the repository");
+    serde_json::from_str(&text).expect("the recorded report parses")
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+#[test]
+fn the_json_reads_back_unchanged() {
+    let report = recorded();
+    let text = serde_json::to_string(&report).unwrap();
+    assert_eq!(serde_json::from_str::<Report>(&text).unwrap(), report);
+}
+
+#[test]
+fn ratios_and_medians_are_those_of_the_samples() {
+    let report = recorded();
+    assert!(!report.cases.is_empty());
+    for case in &report.cases {
+        let base = &case.contenders[case.baseline].samples;
+        for (contender, summary) in case.contenders.iter().zip(case.summary()) {
+            let times: Vec<f64> = contender.samples.iter().map(|s| s.ms).collect();
+            assert_eq!(
+                summary.median_ms,
+                median(times),
+                "{} {}",
+                case.shape,
+                summary.name
+            );
+            // Each round's ratio divides the baseline's sample of that round.
+            let ratios: Vec<f64> = contender
+                .samples
+                .iter()
+                .map(|s| base.iter().find(|b| b.round == s.round).unwrap().ms / s.ms)
+                .collect();
+            assert_eq!(
+                summary.ratio,
+                median(ratios),
+                "{} {}",
+                case.shape,
+                summary.name
+            );
+            assert!(
+                summary.ratio_range.0 <= summary.ratio && summary.ratio <= summary.ratio_range.1
+            );
+        }
+    }
+}
+
+#[test]
+fn the_table_and_the_ladder_show_every_case() {
+    let report = recorded();
+    let text = table(&report);
+    assert!(text.contains(&report.gpu), "{text}");
+    for case in &report.cases {
+        assert!(text.contains(&format!("### {} {}", case.section, case.dtype)));
+        for summary in case.summary() {
+            let row = format!(
+                "| {} | {} | {:.4} |",
+                case.shape, summary.name, summary.median_ms
+            );
+            assert!(text.contains(&row), "missing row {row} in\n{text}");
+        }
+    }
+    let gemm_shape = report
+        .cases
+        .iter()
+        .find(|c| c.section == "gemm")
+        .map(|c| c.shape.clone())
+        .expect("the recorded run has GEMM cases");
+    let rows = ladder(&report, &gemm_shape);
+    for case in report
+        .cases
+        .iter()
+        .filter(|c| c.section == "gemm" && c.shape == gemm_shape)
+    {
+        assert!(rows.contains(&format!("| {} |", case.dtype)), "{rows}");
+    }
+}
+
+#[test]
+fn the_charts_are_drawn_as_svg_and_png() {
+    let report = recorded();
+    let dir = tempfile::tempdir().unwrap();
+    let shape = report
+        .cases
+        .iter()
+        .find(|c| c.section == "gemm")
+        .map(|c| c.shape.clone())
+        .unwrap();
+    let written = charts::write_all(&report, dir.path(), &shape).unwrap();
+    assert_eq!(written.len(), 6, "{written:?}");
+    for path in &written {
+        let bytes = std::fs::read(path).unwrap();
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("svg") => {
+                let svg = String::from_utf8(bytes).unwrap();
+                assert!(svg.contains("<text"), "{} has no text", path.display());
+                assert!(
+                    svg.contains("<polyline") || svg.contains("<rect"),
+                    "{}",
+                    path.display()
+                );
+            }
+            Some("png") => {
+                let image = image::load_from_memory(&bytes).unwrap().to_rgb8();
+                assert_eq!(image.dimensions(), (1200, 800));
+                // Not blank: drawn pixels (text, axes, series) beside the white.
+                let drawn = image.pixels().filter(|p| p.0 != [255, 255, 255]).count();
+                assert!(drawn > 5_000, "{} has {drawn} drawn pixels", path.display());
+            }
+            _ => panic!("unexpected chart file {}", path.display()),
+        }
+    }
+}
