@@ -97,3 +97,27 @@ impl GemmFloat for f32 {
         self as f64
     }
 }
+
+/// The H200 as the CUDA driver describes it (driver 580, CUDA 12.8 API),
+/// for CPU-tier tests of launch checks and tuning that need a device's
+/// limits without one.
+pub fn h200_device_info() -> warpforge::DeviceInfo {
+    warpforge::DeviceInfo {
+        backend: warpforge::DeviceBackend::Cuda,
+        name: "NVIDIA H200".into(),
+        ordinal: 0,
+        compute_capability: (9, 0),
+        sm_count: 132,
+        max_threads_per_block: 1024,
+        max_block_dims: [1024, 1024, 64],
+        max_grid_dims: [2_147_483_647, 65_535, 65_535],
+        shared_mem_per_block: 48 * 1024,
+        shared_mem_per_block_optin: 227 * 1024,
+        shared_mem_per_sm: 228 * 1024,
+        registers_per_block: 65_536,
+        warp_size: 32,
+        l2_cache_bytes: 60 << 20,
+        total_memory_bytes: 141 << 30,
+        driver_version: (12, 8),
+    }
+}

@@ -1,16 +1,17 @@
 //! The host work of a checked launch of gemm_f16 (the launch `bench
-//! --launch-cost` times on a GPU), part by part, without a GPU: run with
+//! --sections launch` times on a GPU), part by part, without a GPU: run with
 //! `cargo test --release -p warpforge-tests --test launch_cost -- --ignored --nocapture`.
 
 use std::hint::black_box;
 use std::time::Instant;
 
 use warpforge::{
-    check_call, select_arch, validate_launch, ArgInfo, DeviceBackend, DeviceInfo, Grid, HostValue,
-    KernelVariant, Scalar, VariantChecks, VariantFacts,
+    check_call, select_arch, validate_launch, ArgInfo, Grid, HostValue, KernelVariant, Scalar,
+    VariantChecks, VariantFacts,
 };
 use warpforge_codegen::ir::Literal;
 use warpforge_kernels::gemm_tc::gemm_f16;
+use warpforge_tests::h200_device_info;
 
 const CALLS_PER_ROUND: u32 = 20_000;
 const ROUNDS: usize = 21;
@@ -28,27 +29,6 @@ fn ns_per_call<T>(mut work: impl FnMut() -> T) -> f64 {
         .collect();
     rounds.sort_by(f64::total_cmp);
     rounds[ROUNDS / 2]
-}
-
-fn h200() -> DeviceInfo {
-    DeviceInfo {
-        backend: DeviceBackend::Cuda,
-        name: "NVIDIA H200".into(),
-        ordinal: 0,
-        compute_capability: (9, 0),
-        sm_count: 132,
-        max_threads_per_block: 1024,
-        max_block_dims: [1024, 1024, 64],
-        max_grid_dims: [2_147_483_647, 65_535, 65_535],
-        shared_mem_per_block: 48 * 1024,
-        shared_mem_per_block_optin: 227 * 1024,
-        shared_mem_per_sm: 228 * 1024,
-        registers_per_block: 65_536,
-        warp_size: 32,
-        l2_cache_bytes: 60 * 1024 * 1024,
-        total_memory_bytes: 141 * 1024 * 1024 * 1024,
-        driver_version: (12, 8),
-    }
 }
 
 /// The arguments of the bench's launch: 128x128x64, one batch, A row-major,
@@ -99,7 +79,7 @@ fn launch_host_work_of_gemm_f16() {
         .find(|c| c.BM == 128 && c.BN == 128)
         .expect("a 128x128 variant takes the bench's problem");
     let values = consts.values();
-    let device = h200();
+    let device = h200_device_info();
     let arch = select_arch(def, &device).unwrap();
     let ptx = warpforge_codegen::compile_ptx(def, &values, arch).unwrap();
     let facts = VariantFacts {

@@ -13,10 +13,11 @@ use warpforge::tune::{
     sweep, tune, Call, Candidate, Family, KeyBase, LoadedResources, PruneRule, ShapeBucket, Status,
     Testbed, TuneOptions, VariantResources,
 };
-use warpforge::{check_call, ArgInfo, DeviceBackend, DeviceInfo, KernelArg};
+use warpforge::{check_call, ArgInfo, DeviceInfo, KernelArg};
 use warpforge_kernels::tuned::{
     GemmElement, GemmKind, GemmOutput, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32,
 };
+use warpforge_tests::h200_device_info;
 
 /// Doubles the first `n` elements; `T` and `ALIGNED` only make variants.
 /// The `ALIGNED` variants require n to be a multiple of 4.
@@ -47,33 +48,12 @@ pub fn scale_sm90<const T: u32>(x: &mut [f32], n: u32) {
     }
 }
 
-fn h200() -> DeviceInfo {
-    DeviceInfo {
-        backend: DeviceBackend::Cuda,
-        name: "NVIDIA H200".into(),
-        ordinal: 0,
-        compute_capability: (9, 0),
-        sm_count: 132,
-        max_threads_per_block: 1024,
-        max_block_dims: [1024, 1024, 64],
-        max_grid_dims: [2_147_483_647, 65_535, 65_535],
-        shared_mem_per_block: 48 * 1024,
-        shared_mem_per_block_optin: 227 * 1024,
-        shared_mem_per_sm: 228 * 1024,
-        registers_per_block: 65_536,
-        warp_size: 32,
-        l2_cache_bytes: 60 << 20,
-        total_memory_bytes: 141 << 30,
-        driver_version: (12, 8),
-    }
-}
-
 fn a100() -> DeviceInfo {
     DeviceInfo {
         name: "NVIDIA A100-SXM4-80GB".into(),
         compute_capability: (8, 0),
         sm_count: 108,
-        ..h200()
+        ..h200_device_info()
     }
 }
 
@@ -82,7 +62,7 @@ fn v100() -> DeviceInfo {
         name: "Tesla V100-SXM2-32GB".into(),
         compute_capability: (7, 0),
         sm_count: 80,
-        ..h200()
+        ..h200_device_info()
     }
 }
 
@@ -332,7 +312,7 @@ fn the_heuristic_goes_first_and_slow_candidates_are_dropped_early() {
         .collect();
     let mut sim = Simulated::new(true_ms, 0.0, 2);
     let options = TuneOptions::default();
-    let report = tune(&family, &call, &h200(), &mut sim, &options).unwrap();
+    let report = tune(&family, &call, &h200_device_info(), &mut sim, &options).unwrap();
 
     assert_eq!(sim.verified[0], "scale[T=4,ALIGNED=1]");
     assert_eq!(name(&family, report.winner), fastest);
@@ -399,7 +379,14 @@ fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
     let mut sim = Simulated::new(true_ms.clone(), 0.01, 3);
     sim.wrong.insert(wrong.into());
     sim.refused.insert(refused.into());
-    let report = tune(&family, &call, &h200(), &mut sim, &TuneOptions::default()).unwrap();
+    let report = tune(
+        &family,
+        &call,
+        &h200_device_info(),
+        &mut sim,
+        &TuneOptions::default(),
+    )
+    .unwrap();
     let status_of = |variant: &str| {
         let i = family
             .candidates()
@@ -423,7 +410,7 @@ fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
     let err = tune(
         &family,
         &call,
-        &h200(),
+        &h200_device_info(),
         &mut faulting,
         &TuneOptions::default(),
     )
@@ -437,9 +424,15 @@ fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
         .iter()
         .map(|c| c.name().to_string())
         .collect();
-    let err = tune(&family, &call, &h200(), &mut none, &TuneOptions::default())
-        .unwrap_err()
-        .to_string();
+    let err = tune(
+        &family,
+        &call,
+        &h200_device_info(),
+        &mut none,
+        &TuneOptions::default(),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("no variant of `scale` could be timed") && err.contains("wrong result"),
         "{err}"
@@ -467,7 +460,7 @@ fn with_noise_the_winner_is_within_three_percent_of_an_exhaustive_search() {
             .collect();
         // +-3% per sample: more than CUDA-event medians of a GEMM vary.
         let mut sim = Simulated::new(true_ms, 0.03, seed);
-        let report = tune(&family, &call, &h200(), &mut sim, &options).unwrap();
+        let report = tune(&family, &call, &h200_device_info(), &mut sim, &options).unwrap();
         let legal: Vec<usize> = (0..family.candidates().len())
             .filter(|&i| !matches!(report.statuses[i], Status::Pruned { .. }))
             .collect();
@@ -502,7 +495,7 @@ fn inconsistent_options_are_refused() {
         ..TuneOptions::default()
     };
     let mut sim = Simulated::new(times(&family, ""), 0.0, 6);
-    let err = tune(&family, &call, &h200(), &mut sim, &options)
+    let err = tune(&family, &call, &h200_device_info(), &mut sim, &options)
         .unwrap_err()
         .to_string();
     assert!(err.contains("early_samples <= samples"), "{err}");
@@ -512,7 +505,7 @@ fn inconsistent_options_are_refused() {
 #[test]
 fn keys_name_everything_that_decides_the_winner() {
     let family = scale_family();
-    let base = KeyBase::of(&h200());
+    let base = KeyBase::of(&h200_device_info());
     let (alignments, args) = (scale_alignments(1000), scale_args(1000));
     let call = Call {
         shape: ShapeBucket::gemm(1000, 1, 1),
@@ -544,7 +537,7 @@ fn keys_name_everything_that_decides_the_winner() {
     // Another model of the same name differs in its SM count (MIG slices).
     let slice = DeviceInfo {
         sm_count: 16,
-        ..h200()
+        ..h200_device_info()
     };
     assert_ne!(family.key(&KeyBase::of(&slice), &call), key);
 
@@ -608,7 +601,7 @@ fn alignments_decide_legality<I: GemmElement, O: GemmOutput>(kind: &GemmKind<I, 
                 alignments: &alignments,
                 args: &args,
             };
-            let heuristic = family.heuristic(&call, &h200()).unwrap();
+            let heuristic = family.heuristic(&call, &h200_device_info()).unwrap();
             assert!(legal[heuristic], "{}: {dims:?}", kind.name);
         }
     }
@@ -650,11 +643,11 @@ fn stock_gemm_heuristic_defaults() {
     let ragged_k = (4096, 4096, 1020);
     let cases = [
         (
-            heuristic_for(&GEMM_F16, square, &h200()),
+            heuristic_for(&GEMM_F16, square, &h200_device_info()),
             Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         (
-            heuristic_for(&GEMM_F16, ragged_k, &h200()),
+            heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
             Some("gemm_f16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         (
@@ -672,16 +665,16 @@ fn stock_gemm_heuristic_defaults() {
             Some("gemm_f32[BM=128,BN=128,BK=16,TM=8,TN=8]"),
         ),
         (
-            heuristic_for(&GEMM_TF32, square, &h200()),
+            heuristic_for(&GEMM_TF32, square, &h200_device_info()),
             Some("gemm_tf32[BM=128,BN=128,BK=16,WARP=64,STAGES=3,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         (
-            heuristic_for(&GEMM_S8, square, &h200()),
+            heuristic_for(&GEMM_S8, square, &h200_device_info()),
             Some("gemm_s8[BM=128,BN=128,BK=128,WARP=64,STAGES=3,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // k = 1020 i8 elements is not a multiple of 16: element copies.
         (
-            heuristic_for(&GEMM_S8, ragged_k, &h200()),
+            heuristic_for(&GEMM_S8, ragged_k, &h200_device_info()),
             Some("gemm_s8[BM=64,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // The s8 kernel does not run on sm_70.

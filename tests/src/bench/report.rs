@@ -217,36 +217,7 @@ pub fn table(report: &Report) -> String {
             );
             let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
         }
-        for (index, c) in case.summary().iter().enumerate() {
-            let clock = c
-                .sm_mhz
-                .map_or("-".to_string(), |(min, mean)| format!("{min}/{mean:.0}"));
-            let ratio = if index == case.baseline {
-                "baseline".to_string()
-            } else {
-                format!(
-                    "**{:.3}x** ({:.3}-{:.3})",
-                    c.ratio, c.ratio_range.0, c.ratio_range.1
-                )
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | {:.4} | {:.1} | {ratio} | {:.1}% | {clock} | {} |",
-                case.shape,
-                c.name,
-                c.median_ms,
-                c.rate,
-                c.spread * 100.0,
-                c.detail
-            );
-        }
-        for absent in &case.absent {
-            let _ = writeln!(
-                out,
-                "| {} | {} | - | - | not run: {} | | | |",
-                case.shape, absent.name, absent.why
-            );
-        }
+        out.push_str(&case_rows(case));
     }
     if let Some(o) = &report.launch_cost {
         let _ = writeln!(
@@ -264,6 +235,44 @@ pub fn table(report: &Report) -> String {
         ] {
             let _ = writeln!(out, "| {row} | {us:.3} | {:.2}x |", us / o.bare_us);
         }
+    }
+    out
+}
+
+/// One case's rows of the table: every contender's median, rate, ratio to
+/// the baseline with the rounds' range, spread and SM clock, then the
+/// contenders that did not run and why.
+pub fn case_rows(case: &Case) -> String {
+    let mut out = String::new();
+    for (index, c) in case.summary().iter().enumerate() {
+        let clock = c
+            .sm_mhz
+            .map_or("-".to_string(), |(min, mean)| format!("{min}/{mean:.0}"));
+        let ratio = if index == case.baseline {
+            "baseline".to_string()
+        } else {
+            format!(
+                "**{:.3}x** ({:.3}-{:.3})",
+                c.ratio, c.ratio_range.0, c.ratio_range.1
+            )
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.4} | {:.1} | {ratio} | {:.1}% | {clock} | {} |",
+            case.shape,
+            c.name,
+            c.median_ms,
+            c.rate,
+            c.spread * 100.0,
+            c.detail
+        );
+    }
+    for absent in &case.absent {
+        let _ = writeln!(
+            out,
+            "| {} | {} | - | - | not run: {} | | | |",
+            case.shape, absent.name, absent.why
+        );
     }
     out
 }

@@ -484,26 +484,14 @@ impl Bench<'_> {
 
 /// Prints one case's rows as it finishes (the whole table comes at the end).
 fn print_case(case: &Case) {
-    let unit = case.work_unit.rate_unit();
-    println!("\n{} {} {}:", case.section, case.dtype, case.shape);
-    for (index, c) in case.summary().iter().enumerate() {
-        let ratio = if index == case.baseline {
-            "baseline".to_string()
-        } else {
-            format!("{:.3}x", c.ratio)
-        };
-        println!(
-            "  {:<22} {:>9.4} ms {:>8.1} {unit} {ratio:>9} spread {:>5.1}%  {}",
-            c.name,
-            c.median_ms,
-            c.rate,
-            c.spread * 100.0,
-            c.detail
-        );
-    }
-    for absent in &case.absent {
-        println!("  {:<22} not run: {}", absent.name, absent.why);
-    }
+    println!(
+        "\n{} {} {} ({}):\n{}",
+        case.section,
+        case.dtype,
+        case.shape,
+        case.work_unit.rate_unit(),
+        report::case_rows(case)
+    );
 }
 
 /// One GEMM dtype: its element types, its cuBLAS precision, its families per
