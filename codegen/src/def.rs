@@ -70,6 +70,28 @@ pub struct TuneAxis {
     pub values: Vec<i64>,
 }
 
+/// The most parameters a tuned launch's `tune_key(..)` names, and so the
+/// most sizes a tuning key holds.
+pub const MAX_KEY_SIZES: usize = 4;
+
+/// How a kernel's tuned launch (`tune_key(..)`) keys, starts and checks its
+/// calls.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TunedLaunch {
+    /// Indices into `ir.params` of the parameters that key a call, in the
+    /// order `tune_key(..)` names them: an integer scalar contributes its
+    /// value, a slice its length.
+    pub key: Vec<usize>,
+    /// The heuristic default's const values (`tune_default(..)`, the
+    /// unnamed params at their axis's first value); `None`: the first
+    /// variant.
+    pub default: Option<Vec<i64>>,
+    /// How far a candidate's outputs may be from the default's, relative to
+    /// each output's largest magnitude (`tune_tolerance(..)`); `None`: the
+    /// element type's own.
+    pub tolerance: Option<f64>,
+}
+
 /// One kernel as the macro records it: the IR of the whole family, the targets
 /// it is compiled for, and the values of its const params.
 ///
@@ -86,6 +108,10 @@ pub struct KernelDef {
     /// `constrain(..)`: conditions over const params that a combination of
     /// tune values must meet to be a variant.
     pub constraints: Vec<Requirement>,
+    /// `tune_key(..)` and its companions: the kernel's tuned launch, if it
+    /// has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tuned_launch: Option<TunedLaunch>,
     #[serde(skip)]
     ir_digest: IrDigest,
 }
@@ -124,6 +150,7 @@ impl KernelDef {
             targets,
             tune,
             constraints,
+            tuned_launch: None,
             ir_digest: IrDigest::default(),
         }
     }

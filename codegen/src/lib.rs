@@ -22,7 +22,7 @@ pub mod print;
 pub mod specialize;
 pub mod valid;
 
-pub use def::{Digest, KernelDef, Target, TuneAxis};
+pub use def::{Digest, KernelDef, Target, TuneAxis, TunedLaunch, MAX_KEY_SIZES};
 pub use ir::{Arch, Kernel, Scalar};
 
 /// A hash of this code generator's sources (16 hex digits), computed at build

@@ -156,6 +156,12 @@ fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<Toke
         quote!(#(#docs)*)
     };
 
+    let tuned_items = if def.tuned_launch.is_some() {
+        tuned_items(name, &params, &args)
+    } else {
+        TokenStream2::new()
+    };
+
     Ok(quote! {
         #(#docs)*
         #vis mod #name {
@@ -182,8 +188,55 @@ fn expand(item: &syn::ItemFn, name: &Ident, def: &KernelDef) -> syn::Result<Toke
             ) -> ::core::result::Result<(), ::warpforge::Error> {
                 rt.launch(self::def(), #consts_values, grid, &mut [#(#args),*])
             }
+
+            #tuned_items
         }
     })
+}
+
+/// `tuned(rt)` and its `Tuned` launcher, for a kernel with `tune_key(..)`.
+fn tuned_items(name: &Ident, params: &[TokenStream2], args: &[TokenStream2]) -> TokenStream2 {
+    let tuned_docs = format!(
+        " The tuned launch of `{name}` on `rt`: each call goes to the variant tuned for its \
+         `tune_key(..)` sizes on this GPU (see `warpforge::tune::TunedKernel`), shared by every \
+         `tuned(rt)` of the runtime."
+    );
+    quote! {
+        #[doc = #tuned_docs]
+        pub fn tuned(
+            rt: &::warpforge::Runtime,
+        ) -> ::core::result::Result<self::Tuned<'_>, ::warpforge::Error> {
+            ::warpforge::tune::TunedKernel::new(rt, ::core::module_path!(), self::def())
+                .map(self::Tuned)
+        }
+
+        /// The kernel's tuned launch on one runtime (from `tuned(rt)`).
+        pub struct Tuned<'rt>(::warpforge::tune::TunedKernel<'rt>);
+
+        impl<'rt> Tuned<'rt> {
+            /// Launches the variant tuned for this call's `tune_key(..)` sizes, with
+            /// the grid `grid` gives for its const values; tunes first when the
+            /// runtime's miss policy says so and nothing was tuned for the sizes (on
+            /// this call's own arguments, which it leaves as they were). Returns the
+            /// variant launched and where it came from.
+            #[allow(clippy::too_many_arguments)]
+            pub fn launch<'a>(
+                &self,
+                grid: impl Fn(self::Consts) -> ::warpforge::Grid,
+                #(#params),*
+            ) -> ::core::result::Result<::warpforge::tune::Selection, ::warpforge::Error> {
+                self.0.launch(
+                    &|values: &[i64]| grid(self::Consts::from_values(values)),
+                    &mut [#(#args),*],
+                )
+            }
+
+            /// The tuned launch itself: its dispatcher, stats and records.
+            pub fn kernel(&self) -> &::warpforge::tune::TunedKernel<'rt> {
+                &self.0
+            }
+        }
+    }
 }
 
 /// `Consts`, its `values()`, and `variants()`.
@@ -225,6 +278,12 @@ fn consts_items(def: &KernelDef) -> TokenStream2 {
         }
 
         impl #ctor {
+            /// The variant whose values, in declaration order, are `values`
+            /// (as [`Self::values`] gives them).
+            fn from_values(values: &[i64]) -> #ctor {
+                #ctor { #(#from_values),* }
+            }
+
             /// The values in declaration order, as the runtime takes them.
             pub fn values(&self) -> ::std::vec::Vec<i64> {
                 self.value_array().to_vec()
@@ -238,7 +297,7 @@ fn consts_items(def: &KernelDef) -> TokenStream2 {
 
         /// Every variant the kernel is built in: the cartesian product of its `tune(..)` values.
         pub fn variants() -> ::std::vec::Vec<#ctor> {
-            self::def().variants().into_iter().map(|values| #ctor { #(#from_values),* }).collect()
+            self::def().variants().into_iter().map(|values| #ctor::from_values(&values)).collect()
         }
 
         impl ::warpforge::KernelVariant for #ctor {

@@ -35,12 +35,13 @@
 
 use std::marker::PhantomData;
 use std::path::Path;
+use std::sync::Arc;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use warpforge::__private::KernelDef;
 use warpforge::tune::{
-    Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket, Workload,
+    Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket, TuneJob, Workload,
 };
 use warpforge::{
     bf16, f16, ArgInfo, BufferMut, BufferRef, DeviceBuffer, DeviceScalar, Error, GemmPrecision,
@@ -497,7 +498,7 @@ fn launch_gemm<I: GemmElement, O: GemmOutput>(
 /// variant tuned for it.
 pub struct TunedGemm<I: GemmElement, O: GemmOutput> {
     kind: &'static GemmKind<I, O>,
-    dispatcher: Dispatcher,
+    dispatcher: Arc<Dispatcher>,
     /// Each candidate's (BM, BN).
     tiles: Vec<(u32, u32)>,
     /// The bias argument of every launch: one element, never read.
@@ -509,14 +510,16 @@ pub struct TunedGemm<I: GemmElement, O: GemmOutput> {
 const TUNE_NOW_SEED: u64 = 0x7761_7270_666f_7267;
 
 impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
-    /// The dispatcher of `kind` on `rt`'s device, with the miss policy of
-    /// `WARPFORGE_TUNE_MISS` and the database in the default directory
-    /// (`WARPFORGE_TUNE_DIR`, see `warpforge::tune::default_dir`).
+    /// The dispatcher of `kind` on `rt`'s device that the runtime shares
+    /// among its tuned entry points, with the runtime's
+    /// [`TuneSettings`](warpforge::tune::TuneSettings) (by default the miss
+    /// policy of `WARPFORGE_TUNE_MISS` and the database in the default
+    /// directory, `WARPFORGE_TUNE_DIR`, see `warpforge::tune::default_dir`).
     pub fn new(rt: &Runtime, kind: &'static GemmKind<I, O>) -> Result<TunedGemm<I, O>, Error> {
-        TunedGemm::with_policy(rt, kind, MissPolicy::from_env()?, None)
+        TunedGemm::on(rt, kind, rt.tuned_dispatcher(kind.name, || kind.family())?)
     }
 
-    /// As [`TunedGemm::new`], with the miss policy and (when `Some`) the
+    /// A dispatcher of its own, with the miss policy and (when `Some`) the
     /// database directory given.
     pub fn with_policy(
         rt: &Runtime,
@@ -524,15 +527,24 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
         policy: MissPolicy,
         dir: Option<&Path>,
     ) -> Result<TunedGemm<I, O>, Error> {
-        let family = kind.family()?;
-        let tiles = family
+        let dispatcher = Dispatcher::new(rt, kind.family()?, policy, dir)?;
+        TunedGemm::on(rt, kind, Arc::new(dispatcher))
+    }
+
+    fn on(
+        rt: &Runtime,
+        kind: &'static GemmKind<I, O>,
+        dispatcher: Arc<Dispatcher>,
+    ) -> Result<TunedGemm<I, O>, Error> {
+        let tiles = dispatcher
+            .family()
             .candidates()
             .iter()
             .map(gemm_tile)
             .collect::<Result<Vec<_>, _>>()?;
         Ok(TunedGemm {
             kind,
-            dispatcher: Dispatcher::new(rt, family, policy, dir)?,
+            dispatcher,
             tiles,
             no_bias: rt.alloc_zeroed(1)?,
         })
@@ -782,3 +794,68 @@ impl<I: GemmElement, O: GemmOutput> Workload for GemmWorkload<I, O> {
         Ok(Ok(()))
     }
 }
+
+/// The [`TuneJob`] of one stock GEMM family: named as the family.
+macro_rules! gemm_job {
+    ($kind:ident) => {
+        TuneJob {
+            name: $kind.name,
+            shapes: JOB_SHAPES,
+            run: |rt, shape| run_gemm_job(rt, &$kind, shape),
+        }
+    };
+}
+
+/// One tuned call of `kind` at `shape` (m, n, k) on random inputs.
+fn run_gemm_job<I: GemmElement, O: GemmOutput>(
+    rt: &Runtime,
+    kind: &'static GemmKind<I, O>,
+    shape: &[u64],
+) -> Result<(), Error> {
+    let dims = match shape {
+        &[m, n, k] => (u32::try_from(m), u32::try_from(n), u32::try_from(k)),
+        _ => {
+            return Err(Error::Tune(format!(
+                "a GEMM job's shape is m, n and k, and {shape:?} has {} sizes",
+                shape.len()
+            )))
+        }
+    };
+    let (Ok(m), Ok(n), Ok(k)) = dims else {
+        return Err(Error::Tune(format!(
+            "the GEMM shape {shape:?} does not fit u32 sizes"
+        )));
+    };
+    let mut rng = StdRng::seed_from_u64(TUNE_NOW_SEED);
+    let mut values = |rows: u32, cols: u32| -> Vec<I> {
+        (0..rows as usize * cols as usize)
+            .map(|_| I::random(&mut rng))
+            .collect()
+    };
+    let a = rt.upload(&values(m, k))?;
+    let b = rt.upload(&values(k, n))?;
+    let mut c = rt.alloc_zeroed::<O>(m as usize * n as usize)?;
+    let (alpha, beta) = O::PLAIN;
+    TunedGemm::new(rt, kind)?.run(rt, &a, &b, &mut c, (m, n, k), alpha, beta)?;
+    rt.synchronize()
+}
+
+/// The shapes the stock GEMM jobs tune for: squares that fill the GPU, and
+/// ragged ones whose edges take other tiles.
+const JOB_SHAPES: &[&[u64]] = &[
+    &[4096, 4096, 4096],
+    &[8192, 8192, 8192],
+    &[3001, 2999, 1000],
+    &[2048, 2048, 1020],
+];
+
+/// The stock GEMM families as tuning jobs, for a workspace's
+/// `warpforge_tuner::main`: each job runs one [`TunedGemm`] call per shape
+/// (m, n, k) on random inputs.
+pub static TUNE_JOBS: &[TuneJob] = &[
+    gemm_job!(GEMM_F32),
+    gemm_job!(GEMM_F16),
+    gemm_job!(GEMM_BF16),
+    gemm_job!(GEMM_TF32),
+    gemm_job!(GEMM_S8),
+];

@@ -368,7 +368,7 @@ pub(crate) enum MemoryRef<'a> {
 }
 
 impl MemoryRef<'_> {
-    fn is_mutable(&self) -> bool {
+    pub(crate) fn is_mutable(&self) -> bool {
         match self {
             #[cfg(feature = "cuda")]
             MemoryRef::Cuda(_) => false,

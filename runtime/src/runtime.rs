@@ -47,6 +47,8 @@ use crate::Error;
 /// the adapter has).
 pub struct Runtime {
     pub(crate) backend: Backend,
+    /// The tuned entry points' settings and dispatchers.
+    pub(crate) tuning: crate::tune::RuntimeTuning,
 }
 
 /// The API a runtime drives its device through: the backends this build has
@@ -355,6 +357,7 @@ impl Runtime {
     pub(crate) fn from_cuda(backend: CudaBackend) -> Runtime {
         Runtime {
             backend: Backend::Cuda(backend),
+            tuning: Default::default(),
         }
     }
 
@@ -362,6 +365,7 @@ impl Runtime {
     pub(crate) fn from_wgpu(backend: WgpuBackend) -> Runtime {
         Runtime {
             backend: Backend::Wgpu(backend),
+            tuning: Default::default(),
         }
     }
 

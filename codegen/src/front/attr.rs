@@ -21,6 +21,20 @@ pub struct KernelAttr {
     /// `instances(NAME = <T, ..>, ..)`: the kernels a generic kernel is
     /// built as.
     pub instances: Vec<Instance>,
+    /// `tune_key(n, x, ..)`: the parameters whose values (scalars) or
+    /// lengths (slices) key a tuned launch.
+    pub tune_key: Option<Vec<Ident>>,
+    /// `tune_default(NAME = v, ..)`: the tuned launch's heuristic default.
+    pub tune_default: Vec<DefaultEntry>,
+    /// `tune_tolerance(r)`: how far a candidate's outputs may be from the
+    /// default's, relative to the output's largest magnitude.
+    pub tune_tolerance: Option<syn::Expr>,
+}
+
+/// One `NAME = v` of `tune_default(..)`.
+pub struct DefaultEntry {
+    pub name: Ident,
+    pub value: syn::Expr,
 }
 
 /// One `NAME = <T, ..>` of `instances(..)`: a kernel named `NAME` with the
@@ -39,7 +53,8 @@ pub struct TuneEntry {
 }
 
 const OPTIONS: &str = "`arch(sm_70, sm_80)`, `block(256)`, `tune(NAME = [v, ..])`, \
-     `constrain(cond, ..)`, `requires(cond, ..)` and `instances(NAME = <T, ..>, ..)`";
+     `constrain(cond, ..)`, `requires(cond, ..)`, `instances(NAME = <T, ..>, ..)`, \
+     `tune_key(param, ..)`, `tune_default(NAME = v, ..)` and `tune_tolerance(r)`";
 
 impl Parse for KernelAttr {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -136,6 +151,31 @@ impl Parse for KernelAttr {
                         attr.instances.push(Instance { name, types, arch });
                         Ok(())
                     })?;
+                }
+                "tune_key" => {
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    let list = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
+                    attr.tune_key = Some(list.into_iter().collect());
+                }
+                "tune_default" => {
+                    meta.parse_nested_meta(|entry| {
+                        let Some(name) = entry.path.get_ident().cloned() else {
+                            return Err(entry.error("write each default as `NAME = value`"));
+                        };
+                        if attr.tune_default.iter().any(|d| d.name == name) {
+                            return Err(entry
+                                .error(format!("`{name}` is given twice in `tune_default(..)`")));
+                        }
+                        let value = entry.value()?.parse::<syn::Expr>()?;
+                        attr.tune_default.push(DefaultEntry { name, value });
+                        Ok(())
+                    })?;
+                }
+                "tune_tolerance" => {
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    attr.tune_tolerance = Some(content.parse()?);
                 }
                 "requires" => attr.requires = parenthesized_exprs(meta.input)?,
                 "constrain" => attr.constrain = parenthesized_exprs(meta.input)?,

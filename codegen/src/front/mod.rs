@@ -38,7 +38,7 @@ mod tests;
 
 use proc_macro2::TokenStream;
 
-use crate::def::{KernelDef, Target, TuneAxis};
+use crate::def::{KernelDef, Target, TuneAxis, TunedLaunch, MAX_KEY_SIZES};
 use crate::valid;
 use errors::Errors;
 
@@ -267,7 +267,7 @@ fn compile_instance(
     if errors.len() != before {
         return None;
     }
-    let def = KernelDef::new(lowered.ir, targets, tune, lowered.constraints);
+    let mut def = KernelDef::new(lowered.ir, targets, tune, lowered.constraints);
     if def.variants().is_empty() {
         errors.push(
             &item.sig.ident,
@@ -275,6 +275,7 @@ fn compile_instance(
         );
         return None;
     }
+    def.tuned_launch = tuned_launch(attr, &sig, &def, errors).ok()?;
     lower::check_variants(&def, &lowered.variant_checks, errors);
     (errors.len() == before).then_some(def)
 }
@@ -449,6 +450,167 @@ fn targets(arch: Option<&Vec<proc_macro2::Ident>>, errors: &mut Errors) -> Vec<T
         }
     }
     targets
+}
+
+/// The tuned launch `tune_key(..)`, `tune_default(..)` and
+/// `tune_tolerance(..)` declare, checked against the signature and the
+/// variants.
+fn tuned_launch(
+    attr: &attr::KernelAttr,
+    sig: &signature::Signature,
+    def: &KernelDef,
+    errors: &mut Errors,
+) -> Result<Option<TunedLaunch>, errors::Reported> {
+    let before = errors.len();
+    let Some(names) = &attr.tune_key else {
+        if let Some(entry) = attr.tune_default.first() {
+            errors.push(
+                &entry.name,
+                "`tune_default(..)` chooses the default of a tuned launch: add `tune_key(..)` \
+                 naming the parameters that key a call",
+            );
+        }
+        if let Some(tolerance) = &attr.tune_tolerance {
+            errors.push(
+                tolerance,
+                "`tune_tolerance(..)` checks the candidates of a tuned launch: add \
+                 `tune_key(..)` naming the parameters that key a call",
+            );
+        }
+        return if errors.len() == before {
+            Ok(None)
+        } else {
+            Err(errors::Reported)
+        };
+    };
+    if sig.const_params.is_empty() {
+        errors.push(
+            &sig_ident(names, attr),
+            "`tune_key(..)` keys the choice among a kernel's variants, and this kernel has one: \
+             give it const parameters with `tune(NAME = [..])`",
+        );
+        return Err(errors::Reported);
+    }
+    if names.is_empty() || names.len() > MAX_KEY_SIZES {
+        errors.push(
+            &sig_ident(names, attr),
+            format!(
+                "`tune_key(..)` names one to {MAX_KEY_SIZES} parameters, and this one names {}: \
+                 key on the sizes that decide which variant is fastest",
+                names.len()
+            ),
+        );
+        return Err(errors::Reported);
+    }
+    let mut key = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            errors.push(name, format!("`{name}` is named twice in `tune_key(..)`"));
+            continue;
+        }
+        let Some(index) = sig.params.iter().position(|p| p.ident == *name) else {
+            let params: Vec<String> = sig.params.iter().map(|p| p.ident.to_string()).collect();
+            errors.push(
+                name,
+                format!(
+                    "`tune_key({name})` names no parameter: the parameters are {}",
+                    params.join(", ")
+                ),
+            );
+            continue;
+        };
+        match sig.params[index].ty {
+            crate::ir::ParamType::Scalar(s) if !s.is_int() => {
+                errors.push(
+                    name,
+                    format!(
+                        "`{name}` is `{}`, and a tuning key holds sizes: name an integer \
+                         parameter or a slice (whose length counts)",
+                        s.name()
+                    ),
+                );
+            }
+            _ => key.push(index),
+        }
+    }
+    let default = if attr.tune_default.is_empty() {
+        None
+    } else {
+        let mut consts: Vec<i64> = def.tune.iter().map(|axis| axis.values[0]).collect();
+        for entry in &attr.tune_default {
+            let Some(index) = sig.const_params.iter().position(|c| c.ident == entry.name) else {
+                errors.push(
+                    &entry.name,
+                    format!(
+                        "`tune_default({} = ..)` names no const parameter",
+                        entry.name
+                    ),
+                );
+                continue;
+            };
+            match types::const_value(&entry.value, sig.const_params[index].ty) {
+                Ok(v) if def.tune[index].values.contains(&v) => consts[index] = v,
+                Ok(v) => {
+                    errors.push(
+                        &entry.value,
+                        format!(
+                            "{v} is not among the `tune({} = ..)` values {:?}: the default must \
+                             be a variant",
+                            entry.name, def.tune[index].values
+                        ),
+                    );
+                }
+                Err(msg) => {
+                    errors.push(&entry.value, msg);
+                }
+            }
+        }
+        if errors.len() == before {
+            if let Err(e) = def.check_constraints(&consts) {
+                errors.push(&attr.tune_default[0].name, format!("the tuned default {e}"));
+            }
+        }
+        Some(consts)
+    };
+    let tolerance = attr.tune_tolerance.as_ref().and_then(|expr| {
+        let value = match expr {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Float(f),
+                ..
+            }) => f.base10_parse::<f64>().ok(),
+            _ => None,
+        };
+        match value {
+            Some(v) if v > 0.0 && v < 1.0 => Some(v),
+            _ => {
+                errors.push(
+                    expr,
+                    "`tune_tolerance(..)` takes a float literal between 0 and 1, e.g. \
+                     `tune_tolerance(1e-3)`: the largest difference from the default's outputs, \
+                     relative to each output's largest magnitude",
+                );
+                None
+            }
+        }
+    });
+    if errors.len() != before {
+        return Err(errors::Reported);
+    }
+    Ok(Some(TunedLaunch {
+        key,
+        default,
+        tolerance,
+    }))
+}
+
+/// Where an error about `tune_key(..)` as a whole points: its first name,
+/// or the first `tune(..)` entry when it names none.
+fn sig_ident(names: &[proc_macro2::Ident], attr: &attr::KernelAttr) -> proc_macro2::Ident {
+    names
+        .first()
+        .or(attr.tune.first().map(|t| &t.name))
+        .cloned()
+        .unwrap_or_else(|| proc_macro2::Ident::new("tune_key", proc_macro2::Span::call_site()))
 }
 
 /// One tune axis per const param, in declaration order.

@@ -8,6 +8,7 @@ mod driver_error;
 mod launch;
 mod library;
 mod module;
+mod saved;
 
 use std::mem::ManuallyDrop;
 use std::sync::Arc;

@@ -15,8 +15,9 @@ use super::key::{GpuModel, TuneKey};
 use crate::Error;
 
 /// The version of the file layout. A file with another version is reported
-/// and treated as empty; the next write replaces it.
-pub const SCHEMA_VERSION: u64 = 1;
+/// and treated as empty; the next write replaces it. Version 2 stores a
+/// shape bucket as a list of sizes (version 1 had fields m, n and k).
+pub const SCHEMA_VERSION: u64 = 2;
 
 /// The environment variable that overrides where the database files live.
 pub const TUNE_DIR_ENV: &str = "WARPFORGE_TUNE_DIR";

@@ -18,7 +18,7 @@ use super::family::{Call, Candidate, Family, KeyBase};
 use super::key::{ShapeBucket, TuneKey};
 use super::prune::check_candidate;
 use super::testbed::{GpuTestbed, Workload};
-use super::tuner::{tune, TuneOptions};
+use super::tuner::{tune, TuneOptions, TuneReport};
 use crate::device::{BackendKind, DeviceInfo};
 use crate::{Error, Runtime};
 
@@ -135,6 +135,18 @@ struct State {
     db: TuneDb,
     stats: DispatchStats,
     warnings: Vec<String>,
+    outcomes: Vec<TuneOutcome>,
+}
+
+/// One tuning a dispatcher did ([`MissPolicy::TuneNow`]): what it was for
+/// and what it found. [`Dispatcher::take_outcomes`] hands them out, e.g. to
+/// a tuning CLI's table.
+#[derive(Clone, Debug)]
+pub struct TuneOutcome {
+    /// The call's key, under which the winner was recorded.
+    pub key: TuneKey,
+    /// Every candidate's fate, the winner, the runner-up and the default.
+    pub report: TuneReport,
 }
 
 #[derive(Hash, PartialEq, Eq)]
@@ -194,6 +206,7 @@ impl Dispatcher {
                 db,
                 stats: DispatchStats::default(),
                 warnings,
+                outcomes: Vec::new(),
             }),
         })
     }
@@ -235,15 +248,20 @@ impl Dispatcher {
         self.state().warnings.clone()
     }
 
+    /// The tunings done since the last call, oldest first.
+    pub fn take_outcomes(&self) -> Vec<TuneOutcome> {
+        std::mem::take(&mut self.state().outcomes)
+    }
+
     /// The variant for `call`. `workload` creates tuning inputs for the
     /// call; it is called only when the policy is [`MissPolicy::TuneNow`]
-    /// and nothing usable is stored. A caller that cannot tune passes
-    /// [`no_workload`].
-    pub fn select(
+    /// and nothing usable is stored, and its [`Workload::finish`] runs when
+    /// the tuning is over. A caller that cannot tune passes [`no_workload`].
+    pub fn select<'w>(
         &self,
         rt: &Runtime,
         call: &Call<'_>,
-        workload: impl FnOnce() -> Result<Box<dyn Workload>, Error>,
+        workload: impl FnOnce() -> Result<Box<dyn Workload + 'w>, Error>,
     ) -> Result<Selection, Error> {
         if let Some(selection) = self.resolved_for(call) {
             return Ok(selection);
@@ -282,12 +300,12 @@ impl Dispatcher {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn resolve(
+    fn resolve<'w>(
         &self,
         state: &mut State,
         rt: &Runtime,
         call: &Call<'_>,
-        workload: impl FnOnce() -> Result<Box<dyn Workload>, Error>,
+        workload: impl FnOnce() -> Result<Box<dyn Workload + 'w>, Error>,
     ) -> Result<Selection, Error> {
         let key = self.key(call);
         if let Some(record) = state.db.lookup(&key) {
@@ -328,7 +346,14 @@ impl Dispatcher {
                     &self.device,
                     &mut testbed,
                     &TuneOptions::default(),
-                )?;
+                );
+                // The inputs are put back whether or not a winner was found.
+                workload.finish(rt)?;
+                let report = report?;
+                state.outcomes.push(TuneOutcome {
+                    key: key.clone(),
+                    report: report.clone(),
+                });
                 if let Err(e) = state.db.record(key, report.record(&self.family)) {
                     let warning = format!("the tuning result was used but not stored: {e}");
                     log::warn!("{warning}");
@@ -383,12 +408,9 @@ impl Dispatcher {
                     ..(*stored).clone()
                 } == *key
             })
-            .map(|(stored, record)| {
-                (
-                    bucket_distance(stored.shape, key.shape),
-                    stored.shape,
-                    record,
-                )
+            .filter_map(|(stored, record)| {
+                let distance = bucket_distance(stored.shape, key.shape)?;
+                Some((distance, stored.shape, record))
             })
             .collect();
         near.sort_by_key(|&(distance, shape, _)| (distance, shape));
@@ -412,11 +434,21 @@ pub fn no_workload() -> Result<Box<dyn Workload>, Error> {
     ))
 }
 
-/// The sum over m, n and k of |log2| of the ratio of two buckets' sizes
-/// (bucket sizes are powers of two).
-fn bucket_distance(a: ShapeBucket, b: ShapeBucket) -> u32 {
+/// The sum over the sizes of |log2| of the ratio of two buckets' sizes
+/// (bucket sizes are powers of two); buckets of different key lengths are
+/// never near.
+fn bucket_distance(a: ShapeBucket, b: ShapeBucket) -> Option<u32> {
+    if a.sizes().len() != b.sizes().len() {
+        return None;
+    }
     let log = |x: u64| x.max(1).trailing_zeros();
-    log(a.m).abs_diff(log(b.m)) + log(a.n).abs_diff(log(b.n)) + log(a.k).abs_diff(log(b.k))
+    Some(
+        a.sizes()
+            .iter()
+            .zip(b.sizes())
+            .map(|(&x, &y)| log(x).abs_diff(log(y)))
+            .sum(),
+    )
 }
 
 #[cfg(test)]
@@ -455,9 +487,17 @@ mod tests {
     #[test]
     fn bucket_distance_counts_doublings() {
         let b = |m, n, k| ShapeBucket::gemm(m, n, k);
-        assert_eq!(bucket_distance(b(1024, 1024, 1024), b(1024, 1024, 1024)), 0);
-        assert_eq!(bucket_distance(b(1024, 1024, 1024), b(2048, 512, 1024)), 2);
-        assert_eq!(bucket_distance(b(1, 1, 1), b(8, 1, 1)), 3);
+        assert_eq!(
+            bucket_distance(b(1024, 1024, 1024), b(1024, 1024, 1024)),
+            Some(0)
+        );
+        assert_eq!(
+            bucket_distance(b(1024, 1024, 1024), b(2048, 512, 1024)),
+            Some(2)
+        );
+        assert_eq!(bucket_distance(b(1, 1, 1), b(8, 1, 1)), Some(3));
+        let one = ShapeBucket::of(&[8]).unwrap();
+        assert_eq!(bucket_distance(one, b(8, 1, 1)), None);
     }
 
     #[test]

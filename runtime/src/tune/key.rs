@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::device::{DeviceBackend, DeviceInfo};
+use crate::Error;
 
 /// The GPU a tuning result was measured on. One database file holds the
 /// results of one model.
@@ -48,28 +49,88 @@ impl GpuModel {
     }
 }
 
-/// A GEMM-like problem size, coarsened so that nearby shapes share one
-/// tuning result: each of m, n and k is rounded up to the next power of two
-/// (0 counts as 1). So 1000x1000x1000 and 1024x1024x600 share the bucket
-/// 1024x1024x1024, while 1025 moves to 2048.
+pub use warpforge_codegen::MAX_KEY_SIZES;
+
+/// A call's problem size, coarsened so that nearby sizes share one tuning
+/// result: each size is rounded up to the next power of two (0 counts as 1).
+/// A GEMM's sizes are m, n and k ([`ShapeBucket::gemm`]), so 1000x1000x1000
+/// and 1024x1024x600 share the bucket 1024x1024x1024, while 1025 moves to
+/// 2048; a kernel's `tune_key(..)` names its own ([`ShapeBucket::of`]).
+/// Stored as the list of rounded sizes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(into = "Vec<u64>", try_from = "Vec<u64>")]
 pub struct ShapeBucket {
-    /// Rows of C, rounded up to a power of two.
-    pub m: u64,
-    /// Columns of C, rounded up to a power of two.
-    pub n: u64,
-    /// The reduction length, rounded up to a power of two.
-    pub k: u64,
+    /// The rounded sizes; the first `len` count, the rest are 0.
+    sizes: [u64; MAX_KEY_SIZES],
+    len: u8,
 }
 
 impl ShapeBucket {
     /// The bucket of an m x n x k GEMM (C is m x n, the reduction runs over k).
     pub fn gemm(m: u64, n: u64, k: u64) -> ShapeBucket {
-        ShapeBucket {
-            m: round_up_pow2(m),
-            n: round_up_pow2(n),
-            k: round_up_pow2(k),
+        ShapeBucket::rounded(&[m, n, k])
+    }
+
+    /// The bucket of a call whose tuning key is `sizes` (one to
+    /// [`MAX_KEY_SIZES`] of them, in the order the key declares), or an
+    /// [`Error::Tune`] for a count outside that range.
+    pub fn of(sizes: &[u64]) -> Result<ShapeBucket, Error> {
+        if sizes.is_empty() || sizes.len() > MAX_KEY_SIZES {
+            return Err(Error::Tune(format!(
+                "a tuning key holds one to {MAX_KEY_SIZES} sizes, and this one has {}: key the \
+                 call on the sizes that decide which variant is fastest",
+                sizes.len()
+            )));
         }
+        Ok(ShapeBucket::rounded(sizes))
+    }
+
+    /// `sizes` rounded; at most [`MAX_KEY_SIZES`] of them (checked by the callers).
+    fn rounded(sizes: &[u64]) -> ShapeBucket {
+        let mut bucket = ShapeBucket {
+            sizes: [0; MAX_KEY_SIZES],
+            len: sizes.len() as u8,
+        };
+        for (rounded, &size) in bucket.sizes.iter_mut().zip(sizes) {
+            *rounded = round_up_pow2(size);
+        }
+        bucket
+    }
+
+    /// The rounded sizes, in the key's order (m, n, k for a GEMM).
+    pub fn sizes(&self) -> &[u64] {
+        &self.sizes[..usize::from(self.len)]
+    }
+}
+
+impl std::fmt::Display for ShapeBucket {
+    /// `1024x1024x512`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, size) in self.sizes().iter().enumerate() {
+            if i > 0 {
+                f.write_str("x")?;
+            }
+            write!(f, "{size}")?;
+        }
+        Ok(())
+    }
+}
+
+impl From<ShapeBucket> for Vec<u64> {
+    fn from(bucket: ShapeBucket) -> Vec<u64> {
+        bucket.sizes().to_vec()
+    }
+}
+
+impl TryFrom<Vec<u64>> for ShapeBucket {
+    type Error = String;
+
+    /// A stored bucket: one to [`MAX_KEY_SIZES`] powers of two.
+    fn try_from(sizes: Vec<u64>) -> Result<ShapeBucket, String> {
+        if let Some(bad) = sizes.iter().find(|size| !size.is_power_of_two()) {
+            return Err(format!("a shape bucket holds powers of two, not {bad}"));
+        }
+        ShapeBucket::of(&sizes).map_err(|e| e.to_string())
     }
 }
 
@@ -146,20 +207,32 @@ mod tests {
     #[test]
     fn nearby_gemm_shapes_share_a_bucket() {
         let bucket = ShapeBucket::gemm(1000, 1000, 1000);
-        assert_eq!(
-            bucket,
-            ShapeBucket {
-                m: 1024,
-                n: 1024,
-                k: 1024
-            }
-        );
+        assert_eq!(bucket.sizes(), [1024, 1024, 1024]);
         assert_eq!(ShapeBucket::gemm(1024, 513, 600), bucket);
         assert_ne!(ShapeBucket::gemm(1025, 1024, 1024), bucket);
-        assert_eq!(ShapeBucket::gemm(1025, 1, 0).m, 2048);
-        assert_eq!(ShapeBucket::gemm(1025, 1, 0).n, 1);
-        assert_eq!(ShapeBucket::gemm(1025, 1, 0).k, 1);
-        assert_eq!(ShapeBucket::gemm(u64::MAX, 3, 4).m, 1 << 63);
+        assert_eq!(ShapeBucket::gemm(1025, 1, 0).sizes(), [2048, 1, 1]);
+        assert_eq!(ShapeBucket::gemm(u64::MAX, 3, 4).sizes()[0], 1 << 63);
+        assert_eq!(bucket.to_string(), "1024x1024x1024");
+    }
+
+    #[test]
+    fn key_sizes_are_counted_and_stored_as_a_list() {
+        let bucket = ShapeBucket::of(&[3000]).unwrap();
+        assert_eq!(bucket.sizes(), [4096]);
+        assert_ne!(bucket, ShapeBucket::of(&[3000, 1]).unwrap());
+        assert_eq!(serde_json::to_string(&bucket).unwrap(), "[4096]");
+        let four = ShapeBucket::of(&[1, 2, 3, 4]).unwrap();
+        let json = serde_json::to_string(&four).unwrap();
+        assert_eq!(json, "[1,2,4,4]");
+        assert_eq!(serde_json::from_str::<ShapeBucket>(&json).unwrap(), four);
+        for bad in ["[]", "[1,2,4,8,16]", "[3]"] {
+            assert!(serde_json::from_str::<ShapeBucket>(bad).is_err(), "{bad}");
+        }
+        let err = ShapeBucket::of(&[1; 5]).unwrap_err().to_string();
+        assert!(
+            err.contains("one to 4 sizes") && err.contains("has 5"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -12,7 +12,11 @@
 //!   through a [`Testbed`] ([`GpuTestbed`] on a GPU, simulated in tests);
 //! - [`TuneDb`]: the results, one JSON file per [`GpuModel`];
 //! - [`Dispatcher`]: sends each call to its stored winner, with a
-//!   [`MissPolicy`] for calls nothing was tuned for.
+//!   [`MissPolicy`] for calls nothing was tuned for;
+//! - [`TunedKernel`]: a kernel's tuned launch (`tune_key(..)`, the macro's
+//!   `tuned(rt)`), tuned on the call's own arguments, through the
+//!   dispatchers a runtime keeps with its [`TuneSettings`];
+//! - [`TuneJob`]: the calls a tuning CLI makes to tune a crate's kernels.
 //!
 //! Where the files live ([`default_dir`]): `$WARPFORGE_TUNE_DIR` when set;
 //! otherwise `$XDG_CACHE_HOME/warpforge/tune`; otherwise
@@ -28,19 +32,26 @@
 mod db;
 mod dispatch;
 mod family;
+mod job;
 mod key;
+mod own_inputs;
 mod prune;
 mod testbed;
+mod tuned_kernel;
 mod tuner;
 
 pub use db::{default_dir, LoadWarning, Record, TuneDb, SCHEMA_VERSION, TUNE_DIR_ENV};
 pub use dispatch::{
-    no_workload, DispatchStats, Dispatcher, MissPolicy, Selection, Source, MISS_POLICY_ENV,
+    no_workload, DispatchStats, Dispatcher, MissPolicy, Selection, Source, TuneOutcome,
+    MISS_POLICY_ENV,
 };
 pub use family::{Call, Candidate, Family, KeyBase};
-pub use key::{driver_version, GpuModel, ShapeBucket, TuneKey};
+pub use job::TuneJob;
+pub use key::{driver_version, GpuModel, ShapeBucket, TuneKey, MAX_KEY_SIZES};
 pub use prune::{check_candidate, check_resources, LoadedResources, PruneRule, VariantResources};
 pub use testbed::{GpuTestbed, Workload};
+pub(crate) use tuned_kernel::RuntimeTuning;
+pub use tuned_kernel::{TuneSettings, TunedKernel};
 pub use tuner::{
     measure, sweep, tune, Status, Testbed, TuneOptions, TuneReport, MAX_LAUNCHES_PER_SAMPLE,
 };

@@ -22,6 +22,13 @@ pub trait Workload {
     /// `Ok(Err(why))` when it ran and was wrong. Outputs should be poisoned
     /// first (NaN), so that an element left unwritten fails.
     fn verify(&mut self, rt: &Runtime, candidate: &Candidate) -> Result<Result<(), String>, Error>;
+    /// Called once when tuning is over, before the call runs its winner:
+    /// e.g. to write back outputs the candidates overwrote. Does nothing by
+    /// default.
+    fn finish(&mut self, rt: &Runtime) -> Result<(), Error> {
+        let _ = rt;
+        Ok(())
+    }
 }
 
 /// Candidates built and loaded by the runtime (sharing its variant cache, so

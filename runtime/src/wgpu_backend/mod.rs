@@ -11,6 +11,7 @@ mod launch;
 #[cfg(test)]
 #[path = "../../tests/common/mesa.rs"]
 mod mesa;
+mod saved;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};

@@ -1,0 +1,304 @@
+//! [`TunedKernel`]: the tuned launch of a kernel declared with
+//! `tune_key(..)`, and the dispatchers a [`Runtime`] keeps for its tuned
+//! entry points ([`TuneSettings`]).
+//!
+//! A tuned launch keys each call on the sizes `tune_key(..)` names (an
+//! integer parameter's value, a slice's length), bucketed to powers of two
+//! ([`ShapeBucket::of`]), with each size's power-of-two divisor (capped at
+//! 16) as the alignment facts, so that `requires(n % 4 == 0)` on a keyed
+//! size never sees a winner tuned for another residue. The first call of a
+//! bucket resolves it as any [`Dispatcher`] does; with
+//! [`MissPolicy::TuneNow`] it tunes on the call's own arguments
+//! ([`OwnInputs`](super::own_inputs)): each candidate is checked against the
+//! heuristic default's result, and the outputs are written back before the
+//! call runs its winner. A resolved winner that the call's other arguments
+//! rule out (a `requires` on an unkeyed parameter) gives way to the
+//! heuristic default for that call.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use warpforge_codegen::eval::HostValue;
+use warpforge_codegen::ir::Literal;
+use warpforge_codegen::{KernelDef, MAX_KEY_SIZES};
+
+use super::dispatch::{DispatchStats, Dispatcher, MissPolicy, Selection};
+use super::family::{Call, Family};
+use super::key::ShapeBucket;
+use super::own_inputs::OwnInputs;
+use super::prune::check_candidate;
+use crate::buffer::{ArgInfo, Grid, KernelArg};
+use crate::{Error, Runtime};
+
+/// How a runtime's tuned entry points (a kernel's `tuned(&rt)`, the stock
+/// `TunedGemm::new`) dispatch: set with [`Runtime::set_tune_settings`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TuneSettings {
+    /// What a call nothing was tuned for does; `None`: the policy
+    /// [`MISS_POLICY_ENV`](super::MISS_POLICY_ENV) names (heuristic when unset).
+    pub policy: Option<MissPolicy>,
+    /// The database directory; `None`: [`default_dir`](super::default_dir).
+    pub dir: Option<PathBuf>,
+}
+
+/// A runtime's settings and the dispatcher of each tuned family it has
+/// served, created on the family's first call.
+#[derive(Default)]
+pub(crate) struct RuntimeTuning {
+    settings: RwLock<TuneSettings>,
+    dispatchers: Mutex<HashMap<&'static str, Arc<Dispatcher>>>,
+}
+
+impl Runtime {
+    /// Replaces how this runtime's tuned entry points dispatch. Families
+    /// served so far start over with the new settings at their next call
+    /// (their in-memory resolutions are dropped; the database is not).
+    pub fn set_tune_settings(&self, settings: TuneSettings) {
+        *self
+            .tuning
+            .settings
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = settings;
+        self.tuning
+            .dispatchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// How this runtime's tuned entry points dispatch.
+    pub fn tune_settings(&self) -> TuneSettings {
+        self.tuning
+            .settings
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The dispatcher of the tuned family `name` on this runtime, with its
+    /// [`TuneSettings`]: made from `family` on the first call (which opens
+    /// the database), shared afterwards. `name` must identify the family in
+    /// the process (the stock GEMMs and the macro use the item's path).
+    pub fn tuned_dispatcher(
+        &self,
+        name: &'static str,
+        family: impl FnOnce() -> Result<Family, Error>,
+    ) -> Result<Arc<Dispatcher>, Error> {
+        let mut dispatchers = self
+            .tuning
+            .dispatchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if let Some(dispatcher) = dispatchers.get(name) {
+            return Ok(dispatcher.clone());
+        }
+        let settings = self.tune_settings();
+        let policy = match settings.policy {
+            Some(policy) => policy,
+            None => MissPolicy::from_env()?,
+        };
+        let dispatcher = Arc::new(Dispatcher::new(
+            self,
+            family()?,
+            policy,
+            settings.dir.as_deref(),
+        )?);
+        dispatchers.insert(name, dispatcher.clone());
+        Ok(dispatcher)
+    }
+
+    /// Every dispatcher this runtime's tuned entry points have made since
+    /// the settings last changed, by family name: their stats, warnings and
+    /// [`Dispatcher::take_outcomes`].
+    pub fn tuned_dispatchers(&self) -> Vec<(&'static str, Arc<Dispatcher>)> {
+        let dispatchers = self
+            .tuning
+            .dispatchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut all: Vec<_> = dispatchers
+            .iter()
+            .map(|(&name, dispatcher)| (name, dispatcher.clone()))
+            .collect();
+        all.sort_by_key(|&(name, _)| name);
+        all
+    }
+}
+
+/// The tuned launch of one kernel on one runtime: what a kernel's generated
+/// `tuned(&rt)` wraps. The kernel's variants form a [`Family`] named by the
+/// kernel's path, whose heuristic default is `tune_default(..)` (else the
+/// first variant that can take the call).
+pub struct TunedKernel<'rt> {
+    rt: &'rt Runtime,
+    def: &'static KernelDef,
+    dispatcher: Arc<Dispatcher>,
+}
+
+impl<'rt> TunedKernel<'rt> {
+    /// The tuned launch of `def` on `rt`; `path` names the kernel in the
+    /// process and in tuning keys (the macro passes the kernel's module
+    /// path). An `Err` when the kernel has no `tune_key(..)`, or when the
+    /// database or the miss policy cannot be used.
+    pub fn new(
+        rt: &'rt Runtime,
+        path: &'static str,
+        def: &'static KernelDef,
+    ) -> Result<TunedKernel<'rt>, Error> {
+        let Some(tuned) = &def.tuned_launch else {
+            return Err(Error::Tune(format!(
+                "`{}` has no tuned launch: add `tune_key(..)` to its `#[kernel(..)]`, naming the \
+                 parameters whose sizes decide which variant is fastest",
+                def.ir.name
+            )));
+        };
+        let dispatcher = rt.tuned_dispatcher(path, || {
+            let family = Family::new(path, signature(def), &[def])?;
+            match &tuned.default {
+                Some(consts) => family.prefer(def, consts),
+                None => Ok(family),
+            }
+        })?;
+        Ok(TunedKernel {
+            rt,
+            def,
+            dispatcher,
+        })
+    }
+
+    /// The dispatcher: its stats, stored records and outcomes.
+    pub fn dispatcher(&self) -> &Dispatcher {
+        &self.dispatcher
+    }
+
+    /// How the calls so far were resolved.
+    pub fn stats(&self) -> DispatchStats {
+        self.dispatcher.stats()
+    }
+
+    /// Launches the variant tuned for this call: `grid` gives each variant's
+    /// launch shape from its const values (in `def.ir.const_params` order),
+    /// `args` are the kernel's arguments in parameter order. Returns the
+    /// selection it launched.
+    pub fn launch(
+        &self,
+        grid: &dyn Fn(&[i64]) -> Grid,
+        args: &mut [KernelArg<'_>],
+    ) -> Result<Selection, Error> {
+        let infos: Vec<ArgInfo> = args.iter().map(KernelArg::info).collect();
+        let (shape, alignments, count) = self.key_of(&infos)?;
+        let call = Call {
+            shape,
+            alignments: &alignments[..count],
+            args: &infos,
+        };
+        let family = self.dispatcher.family();
+        let device = self.rt.device();
+        let tolerance = self.def.tuned_launch.as_ref().and_then(|t| t.tolerance);
+        let mut selection = self.dispatcher.select(self.rt, &call, || {
+            let reference = family
+                .heuristic(&call, device)
+                .ok_or_else(|| no_variant(family, self.rt))?;
+            let inputs = OwnInputs::new(
+                self.rt,
+                &family.candidates()[reference],
+                grid,
+                args,
+                tolerance,
+            )?;
+            Ok(Box::new(inputs) as Box<dyn super::Workload + '_>)
+        })?;
+        if check_candidate(self.dispatcher.candidate(selection), &call, device).is_err() {
+            selection = Selection {
+                candidate: family
+                    .heuristic(&call, device)
+                    .ok_or_else(|| no_variant(family, self.rt))?,
+                source: super::Source::Heuristic,
+            };
+        }
+        let candidate = self.dispatcher.candidate(selection);
+        let grid = grid(&candidate.consts);
+        self.rt
+            .launch(candidate.def, &candidate.consts, grid, args)?;
+        Ok(selection)
+    }
+
+    /// The call's shape bucket and alignment facts (of which the first
+    /// `count` hold), from the parameters `tune_key(..)` names.
+    fn key_of(
+        &self,
+        infos: &[ArgInfo],
+    ) -> Result<(ShapeBucket, [u32; MAX_KEY_SIZES], usize), Error> {
+        let key = &self
+            .def
+            .tuned_launch
+            .as_ref()
+            .expect("TunedKernel::new checked the tuned launch")
+            .key;
+        let mut sizes = [0u64; MAX_KEY_SIZES];
+        let mut alignments = [0u32; MAX_KEY_SIZES];
+        for (slot, &param) in key.iter().enumerate() {
+            let size = match infos.get(param).map(ArgInfo::host_value) {
+                Some(HostValue::Slice { len }) => len,
+                Some(HostValue::Scalar(Literal::Int(v))) if v >= 0 => v as u64,
+                Some(other) => {
+                    return Err(Error::InvalidLaunch {
+                        kernel: self.def.ir.name.clone(),
+                        message: format!(
+                            "`tune_key` parameter `{}` is {other:?}, and a tuning key holds \
+                             sizes: pass a non-negative value",
+                            self.def.ir.params[param].name
+                        ),
+                    })
+                }
+                None => {
+                    return Err(Error::InvalidLaunch {
+                        kernel: self.def.ir.name.clone(),
+                        message: format!(
+                            "the tuned launch got {} arguments and the kernel takes {}",
+                            infos.len(),
+                            self.def.ir.params.len()
+                        ),
+                    })
+                }
+            };
+            sizes[slot] = size;
+            // The power-of-two divisor, capped: 0 is divisible by everything.
+            alignments[slot] = 1 << size.trailing_zeros().min(4);
+        }
+        Ok((ShapeBucket::of(&sizes[..key.len()])?, alignments, key.len()))
+    }
+}
+
+/// The kernel's parameter types, as the family's dtypes in tuning keys:
+/// `u32,&[f32],&mut [f32]`.
+fn signature(def: &KernelDef) -> String {
+    use warpforge_codegen::ir::ParamType;
+    let types: Vec<String> = def
+        .ir
+        .params
+        .iter()
+        .map(|p| match p.ty {
+            ParamType::Scalar(s) => s.name().to_string(),
+            ParamType::Slice {
+                elem,
+                mutable: false,
+            } => format!("&[{}]", elem.name()),
+            ParamType::Slice {
+                elem,
+                mutable: true,
+            } => format!("&mut [{}]", elem.name()),
+        })
+        .collect();
+    types.join(",")
+}
+
+fn no_variant(family: &Family, rt: &Runtime) -> Error {
+    Error::Tune(format!(
+        "no variant of `{}` can take this call on {}: check the arguments against the kernel's \
+         `requires`",
+        family.name(),
+        rt.device().name
+    ))
+}
