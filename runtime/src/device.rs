@@ -1,6 +1,8 @@
 //! [`DeviceInfo`]: what the runtime knows about a device. Plain data, so
 //! tests without a GPU can describe one by hand.
 
+use std::fmt;
+
 use warpforge_codegen::Arch;
 
 use crate::Error;
@@ -76,6 +78,36 @@ impl BackendKind {
     }
 }
 
+/// How [`crate::Runtime::time_ms`] measures work
+/// ([`crate::Runtime::timing_method`]), so that a report can say how its
+/// times were taken. Each backend has one rule: CUDA always uses events; wgpu
+/// uses timestamp queries when the device has `Features::TIMESTAMP_QUERY`
+/// (a runtime's own device asks for it whenever the adapter offers it) and
+/// the host clock otherwise.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimingMethod {
+    /// CUDA events recorded on the runtime's stream before and after the work.
+    CudaEvents,
+    /// wgpu timestamp queries: the start of an empty compute pass submitted
+    /// before the work and the end of one submitted after it, scaled by the
+    /// queue's timestamp period.
+    GpuTimestamps,
+    /// The host's monotonic clock from an idle device to the end of the
+    /// work, waited for: GPU time plus the host's encoding and submission of
+    /// each launch, so short kernels read longer than they run.
+    HostClock,
+}
+
+impl fmt::Display for TimingMethod {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TimingMethod::CudaEvents => "CUDA events",
+            TimingMethod::GpuTimestamps => "GPU timestamp queries",
+            TimingMethod::HostClock => "host clock",
+        })
+    }
+}
+
 /// The backend of a device, with what only that backend has.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DeviceBackend {
@@ -109,7 +141,7 @@ pub struct WgpuDeviceInfo {
 
 impl DeviceBackend {
     /// Which backend this is, without its details: what code that takes a
-    /// CUDA-only path (event timing, cuBLAS) matches on.
+    /// CUDA-only path (cuBLAS, CUDA graphs) matches on.
     pub fn kind(&self) -> BackendKind {
         match self {
             DeviceBackend::Cuda => BackendKind::Cuda,

@@ -64,7 +64,7 @@ pub use wgpu;
 pub use buffer::{
     ArgInfo, BufferMut, BufferRef, BufferView, DeviceBuffer, Grid, KernelArg, VIEW_ALIGN_BYTES,
 };
-pub use device::{BackendKind, DeviceBackend, DeviceInfo, WgpuDeviceInfo};
+pub use device::{BackendKind, DeviceBackend, DeviceInfo, TimingMethod, WgpuDeviceInfo};
 pub use error::Error;
 pub use gemm::{GemmPrecision, MatrixLayout};
 #[cfg(feature = "cuda")]

@@ -8,7 +8,7 @@ use warpforge_codegen::KernelDef;
 use crate::buffer::{check_new_buffer, DeviceBuffer, Grid, KernelArg, Memory};
 #[cfg(feature = "cuda")]
 use crate::cuda::CudaBackend;
-use crate::device::{BackendKind, DeviceInfo};
+use crate::device::{BackendKind, DeviceInfo, TimingMethod};
 #[cfg(feature = "cublas")]
 use crate::gemm::{GemmPrecision, MatrixLayout};
 use crate::scalar::DeviceScalar;
@@ -22,8 +22,7 @@ use crate::Error;
 ///
 /// Which backend a runtime has: `rt.device().backend.kind()` is
 /// [`BackendKind::Cuda`] or [`BackendKind::Wgpu`]. Match on it where code
-/// takes a CUDA-only path (event timing with [`Runtime::time_ms`], cuBLAS,
-/// tuning, [`Runtime::variant_resources`]), which is an [`Error`] on wgpu;
+/// takes a CUDA-only path (cuBLAS, CUDA graphs), which is an [`Error`] on wgpu;
 /// [`Runtime::backend_name`] says the same in words, for messages.
 ///
 /// ```no_run
@@ -103,8 +102,8 @@ impl Runtime {
     }
 
     /// The adapter wgpu picks (high performance first; `WGPU_BACKEND` and
-    /// `WGPU_ADAPTER_NAME` narrow the choice), with f16 and subgroups when
-    /// it has them and its own limits.
+    /// `WGPU_ADAPTER_NAME` narrow the choice), with f16, subgroups and
+    /// timestamp queries when it has them and its own limits.
     pub fn wgpu() -> Result<Runtime, Error> {
         #[cfg(feature = "wgpu")]
         return Ok(Runtime::from_wgpu(WgpuBackend::new()?));
@@ -250,23 +249,31 @@ impl Runtime {
         }
     }
 
-    /// What the device reports about one variant of a kernel: threads per
-    /// block, shared memory, and, once loaded, registers, local memory and
-    /// the blocks per SM the driver's occupancy calculator allows. Builds and
-    /// loads the variant into the same cache that [`Runtime::launch`] uses
-    /// (the tuner prunes with this before timing). CUDA only.
-    #[cfg_attr(not(feature = "cuda"), allow(unused_variables))]
+    /// What the device reports about one variant of a kernel (the tuner
+    /// prunes with this before timing). Builds the variant into the same
+    /// cache that [`Runtime::launch`] uses.
+    ///
+    /// On CUDA: threads per block, shared memory, and, once loaded,
+    /// registers, local memory and the blocks per SM the driver's occupancy
+    /// calculator allows. On wgpu: threads per block and the workgroup
+    /// memory of its WGSL; wgpu reports no registers or occupancy, so
+    /// [`VariantResources::loaded`](crate::tune::VariantResources::loaded)
+    /// is `None`. A kernel that declares its block has its pipeline created
+    /// (unless its workgroup memory is over the adapter's limit); one that
+    /// declares none is compiled per launch block, so nothing is cached.
     pub fn variant_resources(
         &self,
         def: &KernelDef,
         consts: &[i64],
     ) -> Result<crate::tune::VariantResources, Error> {
-        #[cfg(feature = "cuda")]
-        return self
-            .cuda_backend("reading a variant's resources")?
-            .variant_resources(def, consts);
-        #[cfg(not(feature = "cuda"))]
-        return Err(self.needs_cuda(&format!("reading the resources of `{}`", def.ir.name)));
+        match &self.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(cuda) => cuda.variant_resources(def, consts),
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu(wgpu) => wgpu.variant_resources(def, consts, |block| {
+                warpforge_codegen::compile_wgsl(def, consts, block)
+            }),
+        }
     }
 
     /// Waits until all enqueued work has finished; reports a fault of any of it.
@@ -279,18 +286,38 @@ impl Runtime {
         }
     }
 
-    /// GPU time in milliseconds of the work `work` enqueues, measured with
-    /// events on the runtime's stream. The events bracket everything the
+    /// GPU time in milliseconds of the work `work` enqueues, by
+    /// [`Runtime::timing_method`]. The measurement brackets everything the
     /// closure enqueues, host time between launches included when the GPU
-    /// idles; time many launches per call to measure short kernels. CUDA only.
+    /// idles; time many launches per call to measure short kernels.
+    ///
+    /// On CUDA, events on the runtime's stream. On wgpu, after waiting for
+    /// earlier work: timestamp queries at the boundaries of two empty
+    /// compute passes submitted before and after the work, when the device
+    /// has `TIMESTAMP_QUERY`; otherwise the host clock until the work is
+    /// done, which also counts the host's encoding of each launch.
     pub fn time_ms(&self, work: impl FnOnce(&Runtime) -> Result<(), Error>) -> Result<f32, Error> {
-        #[cfg(feature = "cuda")]
-        return self.cuda_backend("GPU timing")?.time_ms(|| work(self));
-        #[cfg(not(feature = "cuda"))]
-        return {
-            drop(work);
-            Err(self.needs_cuda("GPU timing"))
-        };
+        match &self.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(cuda) => cuda.time_ms(|| work(self)),
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu(wgpu) => wgpu.time_ms(|| work(self)),
+        }
+    }
+
+    /// How [`Runtime::time_ms`] measures on this runtime: CUDA events on
+    /// CUDA; on wgpu, GPU timestamp queries when the device has
+    /// `Features::TIMESTAMP_QUERY` ([`Runtime::wgpu`] asks for it whenever
+    /// the adapter offers it; an app's device given to
+    /// `Runtime::wgpu_on_device` has it if the app asked), the host clock
+    /// otherwise.
+    pub fn timing_method(&self) -> TimingMethod {
+        match &self.backend {
+            #[cfg(feature = "cuda")]
+            Backend::Cuda(_) => TimingMethod::CudaEvents,
+            #[cfg(feature = "wgpu")]
+            Backend::Wgpu(wgpu) => wgpu.timing_method(),
+        }
     }
 
     /// Row-major `c (m x n) = a (m x k) * b (k x n)` with cuBLAS, on the
@@ -403,14 +430,11 @@ impl Runtime {
         })
     }
 
+    #[cfg(feature = "cuda")]
     fn needs_cuda(&self, what: &str) -> Error {
-        let hint = if cfg!(feature = "cuda") {
-            "run on a CUDA GPU (WARPFORGE_BACKEND=cuda)"
-        } else {
-            "build warpforge with its `cuda` feature and run on a CUDA GPU"
-        };
         Error::Wgpu(format!(
-            "{what} needs CUDA, and this runtime runs on {}: {hint}",
+            "{what} needs CUDA, and this runtime runs on {}: run on a CUDA GPU \
+             (WARPFORGE_BACKEND=cuda)",
             self.backend_name()
         ))
     }

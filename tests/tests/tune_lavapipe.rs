@@ -447,7 +447,7 @@ fn nearest_bucket_policy() {
 }
 
 #[test]
-fn corrupt_databases_and_impossible_policies_are_reported() {
+fn corrupt_databases_and_impossible_calls_are_reported() {
     let rt = lavapipe();
     let dir = tempfile::tempdir().unwrap();
     let gpu = GpuModel::of(rt.device());
@@ -486,15 +486,6 @@ fn corrupt_databases_and_impossible_policies_are_reported() {
     assert_eq!(
         select_double(&reopened, &rt, 64).unwrap().source,
         Source::Database
-    );
-
-    let err = Dispatcher::new(&rt, double_family(), MissPolicy::TuneNow, Some(dir.path()))
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(
-        err.contains("CUDA events") && err.contains("heuristic"),
-        "{err}"
     );
 
     // No variant can take a call: an error naming a reason, not a panic.
@@ -543,14 +534,4 @@ fn dispatch_is_shared_across_threads() {
     assert_eq!(selections[0].source, Source::Database);
     // Resolved once, whatever the threads' interleaving.
     assert_eq!(dispatcher.stats().database, 1);
-}
-
-#[test]
-fn variant_resources_need_cuda() {
-    let rt = lavapipe();
-    let err = rt
-        .variant_resources(double::def(), &[1, 1])
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("needs CUDA"), "{err}");
 }

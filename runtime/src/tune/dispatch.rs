@@ -19,7 +19,7 @@ use super::key::{ShapeBucket, TuneKey};
 use super::prune::check_candidate;
 use super::testbed::{GpuTestbed, Workload};
 use super::tuner::{tune, TuneOptions, TuneReport};
-use crate::device::{BackendKind, DeviceInfo};
+use crate::device::DeviceInfo;
 use crate::{Error, Runtime};
 
 /// The environment variable that chooses the [`MissPolicy`] of dispatchers
@@ -34,7 +34,8 @@ pub enum MissPolicy {
     #[default]
     Heuristic,
     /// Tune now, on inputs of the call's shape (seconds for a large GEMM),
-    /// record the winner in the database, and use it. CUDA only.
+    /// record the winner in the database, and use it. On CUDA and wgpu
+    /// alike ([`crate::Runtime::timing_method`] says how it is timed).
     TuneNow,
     /// The winner of the nearest tuned shape bucket with the same GPU,
     /// driver, code generator, family, dtypes and alignments, when it can
@@ -183,13 +184,6 @@ impl Dispatcher {
         dir: Option<&Path>,
     ) -> Result<Dispatcher, Error> {
         let device = rt.device().clone();
-        if policy == MissPolicy::TuneNow && device.backend.kind() != BackendKind::Cuda {
-            return Err(Error::Tune(format!(
-                "the miss policy `tune` times variants with CUDA events, and this runtime runs on \
-                 {}: use `heuristic` or `nearest` ({MISS_POLICY_ENV}), or run on a CUDA GPU",
-                device.backend_name()
-            )));
-        }
         let base = KeyBase::of(&device);
         let db = TuneDb::open(dir, &base.gpu)?;
         let warnings: Vec<String> = db.warnings().iter().map(ToString::to_string).collect();

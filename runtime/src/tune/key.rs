@@ -11,19 +11,28 @@ use crate::Error;
 /// results of one model.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct GpuModel {
-    /// The device name the driver reports, e.g. `NVIDIA H200`.
+    /// The device name the driver reports, e.g. `NVIDIA H200`; on wgpu the
+    /// API and the adapter's name, e.g. `wgpu Vulkan: llvmpipe (LLVM 15.0.6,
+    /// 256 bits)`.
     pub name: String,
-    /// Compute capability as (major, minor), e.g. (9, 0).
+    /// Compute capability as (major, minor), e.g. (9, 0); (0, 0) on wgpu.
     pub compute_capability: (u32, u32),
-    /// Number of streaming multiprocessors; MIG slices of one model differ here.
+    /// Number of streaming multiprocessors; MIG slices of one model differ
+    /// here. 0 on wgpu, which does not report it.
     pub sm_count: u32,
 }
 
 impl GpuModel {
-    /// The model of a runtime's device.
+    /// The model of a runtime's device. On wgpu the name says the graphics
+    /// API as well as the adapter, since one GPU driven through Vulkan and
+    /// through DX12 runs different shader compilers: `wgpu <API>: <adapter>`.
     pub fn of(device: &DeviceInfo) -> GpuModel {
+        let name = match &device.backend {
+            DeviceBackend::Cuda => device.name.clone(),
+            DeviceBackend::Wgpu(wgpu) => format!("wgpu {}: {}", wgpu.api, device.name),
+        };
         GpuModel {
-            name: device.name.clone(),
+            name,
             compute_capability: device.compute_capability,
             sm_count: device.sm_count,
         }
@@ -32,7 +41,11 @@ impl GpuModel {
     /// The database file's name without extension: the name lowercased with
     /// every run of characters other than ASCII letters and digits turned
     /// into one `-`, then the compute capability and SM count, e.g.
-    /// `nvidia-h200_sm90_132sms`. Safe as a file name on every platform.
+    /// `nvidia-h200_sm90_132sms`, or on wgpu
+    /// `wgpu-vulkan-llvmpipe-llvm-15-0-6-256-bits_sm00_0sms`. Safe as a file
+    /// name on every platform. A wgpu model's file never is a CUDA model's:
+    /// CUDA devices have a compute capability of at least 1.0, so their
+    /// stems never hold `_sm00_`, which every wgpu stem does.
     pub fn file_stem(&self) -> String {
         let mut name = String::new();
         for c in self.name.chars() {
@@ -265,5 +278,61 @@ mod tests {
             sm_count: 84,
         };
         assert_eq!(odd.file_stem(), "gpu_sm86_84sms");
+    }
+
+    fn wgpu_device(api: &str, name: &str) -> DeviceInfo {
+        DeviceInfo {
+            backend: DeviceBackend::Wgpu(crate::device::WgpuDeviceInfo {
+                api: api.into(),
+                driver: "driver".into(),
+                shader_f16: false,
+                subgroup_sizes: None,
+                max_storage_buffers_per_shader_stage: 8,
+                max_storage_buffer_binding_size: 1 << 27,
+                max_uniform_buffer_binding_size: 1 << 16,
+                max_buffer_size: 1 << 28,
+            }),
+            name: name.into(),
+            ordinal: 0,
+            compute_capability: (0, 0),
+            sm_count: 0,
+            max_threads_per_block: 256,
+            max_block_dims: [256, 256, 64],
+            max_grid_dims: [65_535; 3],
+            shared_mem_per_block: 16 * 1024,
+            shared_mem_per_block_optin: 16 * 1024,
+            shared_mem_per_sm: 0,
+            registers_per_block: 0,
+            warp_size: 32,
+            l2_cache_bytes: 0,
+            total_memory_bytes: 0,
+            driver_version: (0, 0),
+        }
+    }
+
+    #[test]
+    fn wgpu_models_name_the_api_and_never_share_a_file_with_cuda() {
+        let lavapipe = GpuModel::of(&wgpu_device("Vulkan", "llvmpipe (LLVM 15.0.6, 256 bits)"));
+        assert_eq!(
+            lavapipe.name,
+            "wgpu Vulkan: llvmpipe (LLVM 15.0.6, 256 bits)"
+        );
+        assert_eq!(
+            lavapipe.file_stem(),
+            "wgpu-vulkan-llvmpipe-llvm-15-0-6-256-bits_sm00_0sms"
+        );
+        // One GPU through two APIs: two models, two files.
+        let vulkan = GpuModel::of(&wgpu_device("Vulkan", "NVIDIA H200"));
+        let dx12 = GpuModel::of(&wgpu_device("DX12", "NVIDIA H200"));
+        assert_ne!(vulkan, dx12);
+        assert_ne!(vulkan.file_stem(), dx12.file_stem());
+        // The same GPU on CUDA, even with a name that mimics the wgpu one.
+        let cuda = GpuModel {
+            name: "wgpu Vulkan: NVIDIA H200".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+        };
+        assert_ne!(cuda.file_stem(), vulkan.file_stem());
+        assert_eq!(vulkan.file_stem(), "wgpu-vulkan-nvidia-h200_sm00_0sms");
     }
 }

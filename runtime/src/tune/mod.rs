@@ -6,10 +6,13 @@
 //!   how a [`Call`] becomes a [`TuneKey`];
 //! - pruning ([`check_candidate`], [`check_resources`]): what cannot run on
 //!   the device, cannot take the call, or cannot win (shared memory,
-//!   registers, occupancy), ruled out before timing;
-//! - [`tune`]: verification against a reference, then CUDA-event medians
-//!   after warm-up with early drop of candidates far behind the leader, all
-//!   through a [`Testbed`] ([`GpuTestbed`] on a GPU, simulated in tests);
+//!   registers, occupancy; the last two on CUDA only), ruled out before timing;
+//! - [`tune`]: verification against a reference, then medians of
+//!   [`Runtime::time_ms`](crate::Runtime::time_ms) samples after warm-up
+//!   (CUDA events; on wgpu timestamp queries, or the host clock on devices
+//!   without them: [`Runtime::timing_method`](crate::Runtime::timing_method))
+//!   with early drop of candidates far behind the leader, all through a
+//!   [`Testbed`] ([`GpuTestbed`] on a device, simulated in tests);
 //! - [`TuneDb`]: the results, one JSON file per [`GpuModel`];
 //! - [`Dispatcher`]: sends each call to its stored winner, with a
 //!   [`MissPolicy`] for calls nothing was tuned for;

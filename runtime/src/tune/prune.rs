@@ -6,14 +6,19 @@
 //!    the device's; on wgpu, no `wgsl` target);
 //! 2. **call**: the variant cannot take the call ([`check_call`]: argument
 //!    types and `requires`, e.g. `!ALIGNED || k % 8 == 0`);
-//! 3. **shared memory**: a block needs more than the device's opt-in limit;
+//! 3. **shared memory**: a block needs more than the device's opt-in limit
+//!    (on wgpu, the adapter's workgroup storage limit);
 //! 4. **registers**: with its register use the loaded function cannot run
 //!    as many threads per block as the kernel declares;
 //! 5. **occupancy**: the driver's occupancy calculator fits fewer than
 //!    [`TuneOptions::min_warps_per_sm`](super::TuneOptions) warps on an SM
 //!    (no block at all, with too many registers or too much shared memory,
-//!    or too few to hide latency). Kernels without a declared block shape
-//!    skip this rule: their block is only known at launch.
+//!    or too few to hide latency).
+//!
+//! Rules 4 and 5 need the loaded function's facts
+//! ([`VariantResources::loaded`]), which only CUDA reports: they do not
+//! apply on wgpu, nor to kernels without a declared block shape, whose
+//! block is only known at launch.
 
 use std::fmt;
 
@@ -30,14 +35,16 @@ use crate::Error;
 pub struct VariantResources {
     /// Threads per block, when the kernel declares its block shape.
     pub threads_per_block: Option<u32>,
-    /// Shared memory per block (the variant's dynamic and static), in bytes.
+    /// Shared memory per block (the variant's dynamic and static; on wgpu
+    /// its `var<workgroup>` arrays), in bytes.
     pub shared_bytes: u32,
-    /// What the loaded function reports; `None` when the variant was not
+    /// What the loaded CUDA function reports. `None` on wgpu, which reports
+    /// no registers or occupancy, and on CUDA when the variant was not
     /// loaded because it needs more shared memory than a block may have.
     pub loaded: Option<LoadedResources>,
 }
 
-/// The attributes of a loaded function and its occupancy.
+/// The attributes of a loaded CUDA function and its occupancy.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LoadedResources {
     /// Registers per thread, as ptxas (or the JIT) allocated them.
@@ -110,26 +117,24 @@ fn check_target(def: &KernelDef, device: &DeviceInfo) -> Result<(), Error> {
     }
 }
 
-/// Rules 3 to 5, on what the device reports about the compiled variant.
+/// Rules 3 to 5, on what the device reports about the compiled variant;
+/// rules 4 and 5 only where it reports the loaded function's facts.
 pub fn check_resources(
     resources: &VariantResources,
     device: &DeviceInfo,
     min_warps_per_sm: u32,
 ) -> Result<(), (PruneRule, String)> {
     let shared_limit = device.shared_mem_per_block_optin;
-    let loaded = match resources.loaded {
-        Some(loaded) if resources.shared_bytes <= shared_limit => loaded,
-        _ => {
-            return Err((
-                PruneRule::SharedMemory,
-                format!(
-                    "needs {} bytes of shared memory per block, and {} allows {shared_limit}",
-                    resources.shared_bytes, device.name
-                ),
-            ))
-        }
-    };
-    let Some(threads) = resources.threads_per_block else {
+    if resources.shared_bytes > shared_limit {
+        return Err((
+            PruneRule::SharedMemory,
+            format!(
+                "needs {} bytes of shared memory per block, and {} allows {shared_limit}",
+                resources.shared_bytes, device.name
+            ),
+        ));
+    }
+    let (Some(threads), Some(loaded)) = (resources.threads_per_block, resources.loaded) else {
         return Ok(());
     };
     if threads > loaded.max_threads_per_block {
@@ -235,5 +240,45 @@ mod tests {
             ..resources(1024, 0, 255, 0)
         };
         assert_eq!(check_resources(&undeclared, &device, 4), Ok(()));
+    }
+
+    #[test]
+    fn on_wgpu_only_the_shared_memory_rule_applies() {
+        let device = DeviceInfo {
+            backend: DeviceBackend::Wgpu(crate::device::WgpuDeviceInfo {
+                api: "Vulkan".into(),
+                driver: "llvmpipe".into(),
+                shader_f16: true,
+                subgroup_sizes: None,
+                max_storage_buffers_per_shader_stage: 8,
+                max_storage_buffer_binding_size: 1 << 27,
+                max_uniform_buffer_binding_size: 1 << 16,
+                max_buffer_size: 1 << 28,
+            }),
+            name: "llvmpipe".into(),
+            compute_capability: (0, 0),
+            sm_count: 0,
+            shared_mem_per_block: 32 * 1024,
+            shared_mem_per_block_optin: 32 * 1024,
+            shared_mem_per_sm: 0,
+            registers_per_block: 0,
+            l2_cache_bytes: 0,
+            total_memory_bytes: 0,
+            driver_version: (0, 0),
+            ..h200()
+        };
+        // What the wgpu backend reports: no loaded function's facts.
+        let wgpu = |shared| VariantResources {
+            threads_per_block: Some(1024),
+            shared_bytes: shared,
+            loaded: None,
+        };
+        assert_eq!(check_resources(&wgpu(32 * 1024), &device, 4), Ok(()));
+        let (rule, reason) = check_resources(&wgpu(32 * 1024 + 4), &device, 4).unwrap_err();
+        assert_eq!(rule, PruneRule::SharedMemory);
+        assert!(
+            reason.contains("32772 bytes") && reason.contains("llvmpipe allows 32768"),
+            "{reason}"
+        );
     }
 }

@@ -1,5 +1,5 @@
-//! [`GpuTestbed`]: the tuner's [`Testbed`] on a CUDA runtime, over the
-//! tuning inputs a [`Workload`] provides.
+//! [`GpuTestbed`]: the tuner's [`Testbed`] on a runtime (CUDA or wgpu), over
+//! the tuning inputs a [`Workload`] provides.
 
 use super::family::Candidate;
 use super::prune::VariantResources;
@@ -33,7 +33,9 @@ pub trait Workload {
 
 /// Candidates built and loaded by the runtime (sharing its variant cache, so
 /// that a tuned variant is not built again to be launched), verified and
-/// run by a [`Workload`], timed with CUDA events on the runtime's stream.
+/// run by a [`Workload`], timed by [`Runtime::time_ms`]: CUDA events on the
+/// runtime's stream, or on wgpu timestamp queries or the host clock
+/// ([`Runtime::timing_method`]).
 pub struct GpuTestbed<'a, W: Workload + ?Sized> {
     rt: &'a Runtime,
     workload: &'a mut W,

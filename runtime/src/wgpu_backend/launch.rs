@@ -2,7 +2,7 @@
 //! bound as the WGSL backend's ABI says (`warpforge_codegen::back::wgsl`, as
 //! recorded in each [`WgslModule`]), one compute pass, one submission.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use ::wgpu::{self as wg, util::DeviceExt};
 use half::f16;
@@ -13,6 +13,7 @@ use warpforge_codegen::{KernelDef, Target};
 use super::WgpuBackend;
 use crate::buffer::{ArgKind, KernelArg, MemoryRef};
 use crate::device::DeviceBackend;
+use crate::tune::VariantResources;
 use crate::validate::{check_consts, missing_block, LaunchDims, VariantChecks, VariantFacts};
 use crate::{Error, Grid};
 
@@ -39,46 +40,16 @@ impl WgpuBackend {
         args: &mut [KernelArg<'_>],
         compile: impl FnOnce(Option<[u32; 3]>) -> Result<WgslModule, warpforge_codegen::Error>,
     ) -> Result<(), Error> {
-        if !def.targets.contains(&Target::Wgsl) {
-            let built: Vec<&str> = def.targets.iter().map(|t| t.name()).collect();
-            return Err(Error::InvalidLaunch {
-                kernel: def.ir.name.clone(),
-                message: format!(
-                    "kernel {} has no WGSL variant (it targets {}): run it on CUDA \
-                     (WARPFORGE_BACKEND=cuda) or add wgsl to its arch(..)",
-                    def.ir.name,
-                    if built.is_empty() {
-                        "nothing".to_string()
-                    } else {
-                        built.join(", ")
-                    }
-                ),
-            });
-        }
+        check_wgsl_target(def)?;
         check_consts(def, consts)?;
         // A WGSL entry point fixes its workgroup size: a kernel without
         // `block(..)` is compiled for the launch's.
-        let declared_block = def.ir.block.is_some();
-        let block = match (declared_block, grid.threads) {
+        let block = match (def.ir.block.is_some(), grid.threads) {
             (true, _) => None,
             (false, Some(threads)) => Some(threads),
             (false, None) => return Err(missing_block(&def.variant_name(consts))),
         };
-        let variant = self.pipelines.get_or_compile(def, consts, block, || {
-            let checks = VariantChecks::new(def, consts)?;
-            let module = compile(block).map_err(|source| Error::Codegen {
-                variant: def.variant_name(consts),
-                target: Target::Wgsl,
-                source,
-            })?;
-            Ok(WgslVariant {
-                variant_name: def.variant_name(consts),
-                checks,
-                module,
-                declared_block,
-                pipeline: OnceLock::new(),
-            })
-        })?;
+        let variant = self.variant(def, consts, block, compile)?;
         let facts = VariantFacts {
             block: variant.declared_block.then_some(variant.module.block),
             // Workgroup memory is static in WGSL; wgpu checks it against the
@@ -93,6 +64,67 @@ impl WgpuBackend {
         self.check_features(&variant)?;
         let (pipeline, layout) = self.pipeline(&variant)?;
         self.dispatch(&variant, pipeline, layout, &dims, args)
+    }
+
+    /// The cached variant of `def` for `consts` and `block` (`None` for a
+    /// kernel that declares its block), built with `compile` on first use.
+    fn variant(
+        &self,
+        def: &KernelDef,
+        consts: &[i64],
+        block: Option<[u32; 3]>,
+        compile: impl FnOnce(Option<[u32; 3]>) -> Result<WgslModule, warpforge_codegen::Error>,
+    ) -> Result<Arc<WgslVariant>, Error> {
+        self.pipelines.get_or_compile(def, consts, block, || {
+            let checks = VariantChecks::new(def, consts)?;
+            Ok(WgslVariant {
+                variant_name: def.variant_name(consts),
+                checks,
+                module: compile(block).map_err(|source| codegen_error(def, consts, source))?,
+                declared_block: def.ir.block.is_some(),
+                pipeline: OnceLock::new(),
+            })
+        })
+    }
+
+    /// What is known on wgpu about the variant of `def` for `consts`: its
+    /// declared block and its workgroup memory, counted from the WGSL. A
+    /// kernel that declares its block is built into the pipeline cache
+    /// [`WgpuBackend::launch`] uses, and its pipeline created unless its
+    /// workgroup memory is over the adapter's limit (wgpu leaves that check
+    /// to the driver, so the pruning rule must see it first); one that
+    /// declares none is built for each launch's block, so here it is emitted
+    /// for one invocation only to count its workgroup arrays, whose sizes do
+    /// not depend on the block. wgpu reports no registers or occupancy:
+    /// `loaded` is `None`.
+    pub(crate) fn variant_resources(
+        &self,
+        def: &KernelDef,
+        consts: &[i64],
+        compile: impl FnOnce(Option<[u32; 3]>) -> Result<WgslModule, warpforge_codegen::Error>,
+    ) -> Result<VariantResources, Error> {
+        check_wgsl_target(def)?;
+        check_consts(def, consts)?;
+        if def.ir.block.is_none() {
+            let module = compile(Some([1, 1, 1])).map_err(|e| codegen_error(def, consts, e))?;
+            return Ok(VariantResources {
+                threads_per_block: None,
+                shared_bytes: workgroup_bytes(&module, &def.variant_name(consts))?,
+                loaded: None,
+            });
+        }
+        let variant = self.variant(def, consts, None, compile)?;
+        let shared_bytes = workgroup_bytes(&variant.module, &variant.variant_name)?;
+        if shared_bytes <= self.info.shared_mem_per_block_optin {
+            self.check_features(&variant)?;
+            self.pipeline(&variant)?;
+        }
+        let [x, y, z] = variant.module.block;
+        Ok(VariantResources {
+            threads_per_block: Some(x * y * z),
+            shared_bytes,
+            loaded: None,
+        })
     }
 
     /// Refuses a module that needs a feature the adapter lacks.
@@ -296,6 +328,63 @@ impl WgpuBackend {
             self.queue.submit([encoder.finish()]);
         })
     }
+}
+
+/// Refuses a kernel without a `wgsl` target, naming the targets it has.
+fn check_wgsl_target(def: &KernelDef) -> Result<(), Error> {
+    if def.targets.contains(&Target::Wgsl) {
+        return Ok(());
+    }
+    let built: Vec<&str> = def.targets.iter().map(|t| t.name()).collect();
+    Err(Error::InvalidLaunch {
+        kernel: def.ir.name.clone(),
+        message: format!(
+            "kernel {} has no WGSL variant (it targets {}): run it on CUDA \
+             (WARPFORGE_BACKEND=cuda) or add wgsl to its arch(..)",
+            def.ir.name,
+            if built.is_empty() {
+                "nothing".to_string()
+            } else {
+                built.join(", ")
+            }
+        ),
+    })
+}
+
+fn codegen_error(def: &KernelDef, consts: &[i64], source: warpforge_codegen::Error) -> Error {
+    Error::Codegen {
+        variant: def.variant_name(consts),
+        target: Target::Wgsl,
+        source,
+    }
+}
+
+/// The bytes of the module's `var<workgroup>` arrays as naga lays them out
+/// (each at its type's alignment), which is what the driver allocates.
+fn workgroup_bytes(module: &WgslModule, variant: &str) -> Result<u32, Error> {
+    use wg::naga;
+    let parsed = naga::front::wgsl::parse_str(&module.text).map_err(|e| {
+        Error::Wgpu(format!(
+            "naga could not parse the WGSL of `{variant}` to count its workgroup memory: {}\nThe \
+             WGSL backend produced a module naga rejects: report the kernel with this message",
+            e.emit_to_string(&module.text)
+        ))
+    })?;
+    let mut layouter = naga::proc::Layouter::default();
+    layouter.update(parsed.to_ctx()).map_err(|e| {
+        Error::Wgpu(format!(
+            "naga could not lay out the types of `{variant}`: {e}; report the kernel with this \
+             message"
+        ))
+    })?;
+    let mut bytes = 0u32;
+    for (_, var) in parsed.global_variables.iter() {
+        if var.space == naga::AddressSpace::WorkGroup {
+            let layout = layouter[var.ty];
+            bytes = layout.alignment.round_up(bytes) + layout.size;
+        }
+    }
+    Ok(bytes)
 }
 
 /// Binding 0 the `Params` uniform, then one storage buffer per slice.

@@ -12,6 +12,7 @@ mod launch;
 #[path = "../../tests/common/mesa.rs"]
 mod mesa;
 mod saved;
+mod timing;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -91,7 +92,9 @@ impl WgpuBackend {
             ))
         })?;
         let adapter_info = adapter.get_info();
-        let features = adapter.features() & (wg::Features::SHADER_F16 | wg::Features::SUBGROUP);
+        // Only what the adapter offers: asking for more fails the device.
+        let features = adapter.features()
+            & (wg::Features::SHADER_F16 | wg::Features::SUBGROUP | wg::Features::TIMESTAMP_QUERY);
         let (device, queue) = pollster::block_on(adapter.request_device(&wg::DeviceDescriptor {
             label: Some("warpforge"),
             required_features: features,
@@ -309,12 +312,30 @@ impl WgpuBackend {
             self.queue.submit([encoder.finish()]);
             staging
         })?;
+        self.read_mapped(&staging, &op, |bytes| {
+            let elem = std::mem::size_of::<T>();
+            bytes[..source.len * elem]
+                .chunks_exact(elem)
+                // SAFETY: every bit pattern of these element types (f32, i32, u32, f16) is a value.
+                .map(|chunk| unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast::<T>()) })
+                .collect()
+        })
+    }
+
+    /// Maps `staging` (a `MAP_READ` buffer that submitted copies fill),
+    /// waits for the device, and hands its bytes to `read`.
+    fn read_mapped<R>(
+        &self,
+        staging: &wg::Buffer,
+        op: &str,
+        read: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, Error> {
         let mapped = Arc::new(Mutex::new(None));
         let sink = mapped.clone();
         staging.map_async(wg::MapMode::Read, .., move |result| {
             *sink.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
         });
-        self.wait(&op)?;
+        self.wait(op)?;
         let outcome = mapped.lock().unwrap_or_else(PoisonError::into_inner).take();
         match outcome {
             Some(Ok(())) => {}
@@ -327,19 +348,14 @@ impl WgpuBackend {
                 )))
             }
         }
-        let values = {
+        let value = {
             let view = staging
                 .get_mapped_range(..)
                 .map_err(|e| Error::Wgpu(format!("{op} failed: reading the mapped copy: {e}")))?;
-            let elem = std::mem::size_of::<T>();
-            view[..source.len * elem]
-                .chunks_exact(elem)
-                // SAFETY: every bit pattern of these element types (f32, i32, u32, f16) is a value.
-                .map(|chunk| unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast::<T>()) })
-                .collect()
+            read(&view)
         };
         staging.unmap();
-        Ok(values)
+        Ok(value)
     }
 
     /// Buffer-to-buffer copy of equal-length buffers (the caller checks the
