@@ -10,9 +10,13 @@
 //! - [`tune`]: verification against a reference, then CUDA-event medians
 //!   after warm-up with early drop of candidates far behind the leader, all
 //!   through a [`Testbed`] ([`GpuTestbed`] on a GPU, simulated in tests);
-//! - [`TuneDb`]: the results, one JSON file per [`GpuModel`];
-//! - [`Dispatcher`]: sends each call to its stored winner, with a
-//!   [`MissPolicy`] for calls nothing was tuned for.
+//! - [`TuneDb`]: the results, one JSON file per [`GpuModel`]; [`ship`] adds
+//!   read-only results an application ships ([`ShippedDb`], embedded or
+//!   read from a file);
+//! - [`Dispatcher`]: sends each call to its stored winner (the local
+//!   database's, else the shipped one; another driver's winner is
+//!   [`revalidate`]d on this driver first), with a [`MissPolicy`] for calls
+//!   nothing was tuned for.
 //!
 //! Where the files live ([`default_dir`]): `$WARPFORGE_TUNE_DIR` when set;
 //! otherwise `$XDG_CACHE_HOME/warpforge/tune`; otherwise
@@ -33,9 +37,12 @@ mod prune;
 mod testbed;
 mod tuner;
 
-pub use db::{default_dir, LoadWarning, Record, TuneDb, SCHEMA_VERSION, TUNE_DIR_ENV};
+pub use db::{
+    default_dir, ship, LoadWarning, Record, ShippedDb, TuneDb, SCHEMA_VERSION, TUNE_DIR_ENV,
+};
 pub use dispatch::{
-    no_workload, DispatchStats, Dispatcher, MissPolicy, Selection, Source, MISS_POLICY_ENV,
+    no_workload, revalidate, DispatchStats, Dispatcher, MissPolicy, Revalidation, Selection,
+    Source, MISS_POLICY_ENV, REVALIDATION_ROUNDS,
 };
 pub use family::{Call, Candidate, Family, KeyBase};
 pub use key::{driver_version, GpuModel, ShapeBucket, TuneKey};
