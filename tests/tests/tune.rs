@@ -1,8 +1,9 @@
 //! The tuner's logic on simulated timings (no GPU): pruning by arch, call,
 //! shared memory, registers and occupancy; verification before winning;
-//! early drop; the winner against an exhaustive search under noise; key
-//! building; and the stock GEMM families' contract that a key's alignments
-//! decide which variants are legal.
+//! early drop; the winner against an exhaustive search under noise;
+//! re-validating another driver's winner; key building; and the stock GEMM
+//! families' contract that a key's alignments decide which variants are
+//! legal.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -10,8 +11,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use warpforge::prelude::*;
 use warpforge::tune::{
-    sweep, tune, Call, Candidate, Family, KeyBase, LoadedResources, PruneRule, ShapeBucket, Status,
-    Testbed, TuneOptions, VariantResources,
+    revalidate, sweep, tune, Call, Candidate, Family, KeyBase, LoadedResources, PruneRule,
+    ShapeBucket, Status, Testbed, TuneOptions, VariantResources, REVALIDATION_ROUNDS,
 };
 use warpforge::{check_call, ArgInfo, DeviceInfo, KernelArg};
 use warpforge_kernels::tuned::{
@@ -101,6 +102,8 @@ struct Simulated {
     resources: BTreeMap<String, VariantResources>,
     verified: Vec<String>,
     timed: BTreeMap<String, Vec<u32>>,
+    /// The candidate of every `time_ms` call, in order.
+    timing_order: Vec<String>,
 }
 
 impl Simulated {
@@ -115,6 +118,7 @@ impl Simulated {
             resources: BTreeMap::new(),
             verified: Vec::new(),
             timed: BTreeMap::new(),
+            timing_order: Vec::new(),
         }
     }
 
@@ -168,6 +172,7 @@ impl Testbed for Simulated {
             .entry(candidate.name().to_string())
             .or_default()
             .push(launches);
+        self.timing_order.push(candidate.name().to_string());
         let ms = self.true_ms[candidate.name()];
         let factor = 1.0 + self.rng.random_range(-self.noise..=self.noise);
         Ok(ms * factor * f64::from(launches))
@@ -500,6 +505,135 @@ fn inconsistent_options_are_refused() {
         .to_string();
     assert!(err.contains("early_samples <= samples"), "{err}");
     assert!(sim.verified.is_empty());
+}
+
+/// The index of the candidate named `variant`.
+fn index_of(family: &Family, variant: &str) -> usize {
+    family
+        .candidates()
+        .iter()
+        .position(|c| c.name() == variant)
+        .unwrap()
+}
+
+/// The heuristic default of `scale` for n = 4096 on an H200, and another variant.
+const SCALE_HEURISTIC: &str = "scale[T=4,ALIGNED=1]";
+const SCALE_FOREIGN: &str = "scale[T=2,ALIGNED=0]";
+
+/// Re-validates `SCALE_FOREIGN` for n = 4096 on an H200 with the given true
+/// times and wrong variants.
+fn revalidate_scale(
+    foreign_ms: f64,
+    heuristic_ms: f64,
+    wrong: &[&str],
+) -> (
+    Result<Option<warpforge::tune::Revalidation>, Error>,
+    Simulated,
+) {
+    let family = scale_family();
+    let n = 4096;
+    let (alignments, args) = (scale_alignments(n), scale_args(n));
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let true_ms = times(&family, "").into_iter().map(|(name, ms)| {
+        let ms = match name.as_str() {
+            SCALE_FOREIGN => foreign_ms,
+            SCALE_HEURISTIC => heuristic_ms,
+            _ => ms,
+        };
+        (name, ms)
+    });
+    let mut sim = Simulated::new(true_ms, 0.01, 7);
+    sim.wrong = wrong.iter().map(|w| w.to_string()).collect();
+    let foreign = index_of(&family, SCALE_FOREIGN);
+    let outcome = revalidate(&family, &call, &h200_device_info(), foreign, &mut sim);
+    (outcome, sim)
+}
+
+#[test]
+fn another_drivers_faster_winner_is_kept() {
+    let family = scale_family();
+    let (outcome, sim) = revalidate_scale(0.5, 1.0, &[]);
+    let outcome = outcome.unwrap().unwrap();
+    assert_eq!(outcome.winner, index_of(&family, SCALE_FOREIGN));
+    assert!(outcome.kept);
+    assert_eq!(outcome.record.variant, SCALE_FOREIGN);
+    assert_eq!(outcome.record.consts, [2, 0]);
+    assert!((outcome.record.median_ms - 0.5).abs() < 0.5 * 0.011);
+    assert!((outcome.record.runner_up_ms.unwrap() - 1.0).abs() < 0.011);
+    assert_eq!(outcome.record.heuristic_ms, outcome.record.runner_up_ms);
+    assert_eq!(sim.verified, [SCALE_FOREIGN, SCALE_HEURISTIC]);
+    // Per round, each in turn: an estimate, a warm-up and one sample.
+    let expected: Vec<&str> = (0..REVALIDATION_ROUNDS)
+        .flat_map(|_| [SCALE_FOREIGN; 3].into_iter().chain([SCALE_HEURISTIC; 3]))
+        .collect();
+    assert_eq!(sim.timing_order, expected);
+}
+
+#[test]
+fn another_drivers_slower_winner_gives_way_to_the_heuristic() {
+    let family = scale_family();
+    let (outcome, _) = revalidate_scale(2.0, 1.0, &[]);
+    let outcome = outcome.unwrap().unwrap();
+    assert_eq!(outcome.winner, index_of(&family, SCALE_HEURISTIC));
+    assert!(!outcome.kept);
+    assert_eq!(outcome.record.variant, SCALE_HEURISTIC);
+    assert!((outcome.record.median_ms - 1.0).abs() < 0.011);
+    assert!((outcome.record.runner_up_ms.unwrap() - 2.0).abs() < 0.021);
+    assert_eq!(outcome.record.heuristic_ms, Some(outcome.record.median_ms));
+}
+
+#[test]
+fn another_drivers_winner_that_fails_verification_is_never_used() {
+    let family = scale_family();
+    // Faster, but wrong on this driver.
+    let (outcome, sim) = revalidate_scale(0.1, 1.0, &[SCALE_FOREIGN]);
+    let outcome = outcome.unwrap().unwrap();
+    assert_eq!(outcome.winner, index_of(&family, SCALE_HEURISTIC));
+    assert!(!outcome.kept);
+    assert_eq!(outcome.record.variant, SCALE_HEURISTIC);
+    assert_eq!(outcome.record.runner_up_ms, None);
+    assert_eq!(sim.launches_timed(SCALE_FOREIGN), 0);
+    // The heuristic default is verified too before it is recorded.
+    let (outcome, _) = revalidate_scale(0.5, 1.0, &[SCALE_FOREIGN, SCALE_HEURISTIC]);
+    assert_eq!(outcome.unwrap(), None);
+    let (outcome, _) = revalidate_scale(2.0, 1.0, &[SCALE_HEURISTIC]);
+    let outcome = outcome.unwrap().unwrap();
+    assert!(outcome.kept);
+    assert_eq!(
+        (outcome.record.runner_up_ms, outcome.record.heuristic_ms),
+        (None, None)
+    );
+}
+
+#[test]
+fn revalidating_the_heuristic_default_itself_times_it_once_per_round() {
+    let family = scale_family();
+    let n = 4096;
+    let (alignments, args) = (scale_alignments(n), scale_args(n));
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    let mut sim = Simulated::new(times(&family, SCALE_HEURISTIC), 0.0, 8);
+    let heuristic = index_of(&family, SCALE_HEURISTIC);
+    let outcome = revalidate(&family, &call, &h200_device_info(), heuristic, &mut sim)
+        .unwrap()
+        .unwrap();
+    assert!(outcome.kept);
+    assert_eq!(outcome.record.heuristic_ms, Some(0.5));
+    assert_eq!(outcome.record.runner_up_ms, None);
+    assert_eq!(sim.verified, [SCALE_HEURISTIC]);
+    assert_eq!(sim.timing_order.len(), 3 * REVALIDATION_ROUNDS);
+
+    // A fault ends the re-validation with the driver's error.
+    sim.faulting.insert(SCALE_HEURISTIC.into());
+    let err = revalidate(&family, &call, &h200_device_info(), heuristic, &mut sim).unwrap_err();
+    assert!(err.to_string().contains("simulated fault"), "{err}");
 }
 
 #[test]

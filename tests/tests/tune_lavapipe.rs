@@ -1,6 +1,7 @@
 //! The dispatcher and the tuned GEMM entry points on a real runtime without a
 //! GPU (wgpu on Mesa's lavapipe): database hits and misses, every miss
-//! policy, stale and corrupt databases, results of dispatched launches
+//! policy, stale and corrupt databases, shipped databases and other
+//! drivers' records, results of dispatched launches
 //! against the float64 reference, and the GEMM workload's verification
 //! catching wrong and unwritten outputs.
 
@@ -8,8 +9,9 @@ use std::collections::BTreeMap;
 
 use warpforge::prelude::*;
 use warpforge::tune::{
-    no_workload, tune, Call, Candidate, Dispatcher, Family, GpuModel, LoadedResources, MissPolicy,
-    Record, ShapeBucket, Source, Status, Testbed, TuneDb, TuneOptions, VariantResources, Workload,
+    no_workload, ship, tune, Call, Candidate, Dispatcher, Family, GpuModel, LoadedResources,
+    MissPolicy, Record, ShapeBucket, ShippedDb, Source, Status, Testbed, TuneDb, TuneKey,
+    TuneOptions, VariantResources, Workload,
 };
 use warpforge::{BackendKind, DeviceScalar, GemmPrecision, MatrixLayout};
 use warpforge_kernels::gemm::DEFAULT_F32;
@@ -534,4 +536,210 @@ fn dispatch_is_shared_across_threads() {
     assert_eq!(selections[0].source, Source::Database);
     // Resolved once, whatever the threads' interleaving.
     assert_eq!(dispatcher.stats().database, 1);
+}
+
+/// `double` under another family name: the shipped records of these tests
+/// (process-wide) never meet the other tests' keys. Each test uses its own
+/// shape buckets.
+fn travel_family() -> Family {
+    Family::new("double_travel", "f32", &[double::def()])
+        .unwrap()
+        .prefer(double::def(), &[2, 0])
+        .unwrap()
+}
+
+fn travel_dispatcher(rt: &Runtime, policy: MissPolicy, dir: &std::path::Path) -> Dispatcher {
+    Dispatcher::new(rt, travel_family(), policy, Some(dir)).unwrap()
+}
+
+/// The key of `double_travel` on n elements on `rt`'s device.
+fn travel_key(rt: &Runtime, n: u32) -> TuneKey {
+    let empty = tempfile::tempdir().unwrap();
+    let (alignments, args) = double_call(n);
+    let call = Call {
+        shape: ShapeBucket::gemm(n.into(), 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    travel_dispatcher(rt, MissPolicy::Heuristic, empty.path()).key(&call)
+}
+
+/// Records `consts` as the winner under `key` in the database of `rt`'s GPU in `dir`.
+fn record_travel(rt: &Runtime, dir: &std::path::Path, key: TuneKey, consts: [i64; 2]) {
+    let mut db = TuneDb::open(Some(dir), &GpuModel::of(rt.device())).unwrap();
+    db.record(
+        key,
+        Record::new(double::def().variant_name(&consts), consts.to_vec(), 1.0),
+    )
+    .unwrap();
+}
+
+/// A file as `TuneDb::export` (`tune --export`) writes it, holding `records`.
+fn exported(
+    rt: &Runtime,
+    records: &[(TuneKey, [i64; 2])],
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    for (key, consts) in records {
+        record_travel(rt, dir.path(), key.clone(), *consts);
+    }
+    let path = dir.path().join("shipped.json");
+    TuneDb::open(Some(dir.path()), &GpuModel::of(rt.device()))
+        .unwrap()
+        .export(&path)
+        .unwrap();
+    (dir, path)
+}
+
+fn select_travel(dispatcher: &Dispatcher, rt: &Runtime, n: u32) -> (Source, String) {
+    let selection = select_double(dispatcher, rt, n).unwrap();
+    (
+        selection.source,
+        dispatcher.candidate(selection).name().to_string(),
+    )
+}
+
+#[test]
+fn a_shipped_database_resolves_calls_and_a_local_record_beats_it() {
+    let rt = lavapipe();
+    let (_files, path) = exported(
+        &rt,
+        &[
+            (travel_key(&rt, 300), [1, 1]),
+            (travel_key(&rt, 600), [1, 0]),
+        ],
+    );
+    // As an application embeds it with include_bytes!.
+    let bytes = std::fs::read(&path).unwrap();
+    let shipped = ShippedDb::from_bytes(&bytes).unwrap();
+    assert_eq!(shipped.len(), 2);
+    ship(shipped);
+
+    let local = tempfile::tempdir().unwrap();
+    let dispatcher = travel_dispatcher(&rt, MissPolicy::Heuristic, local.path());
+    assert_eq!(
+        select_travel(&dispatcher, &rt, 300),
+        (Source::Shipped, "double[T=1,ALIGNED=1]".to_string())
+    );
+    let (alignments, args) = double_call(300);
+    let call = Call {
+        shape: ShapeBucket::gemm(300, 1, 1),
+        alignments: &alignments,
+        args: &args,
+    };
+    assert_eq!(
+        dispatcher.stored(&call).unwrap().variant,
+        "double[T=1,ALIGNED=1]"
+    );
+    assert_eq!(dispatcher.stats().shipped, 1);
+    assert!(
+        dispatcher.warnings().is_empty(),
+        "{:?}",
+        dispatcher.warnings()
+    );
+    // Nothing was written to the local database.
+    assert_eq!(std::fs::read_dir(local.path()).unwrap().count(), 0);
+
+    // Measured on this machine: the local record wins over the shipped one.
+    record_travel(&rt, local.path(), travel_key(&rt, 600), [2, 1]);
+    let dispatcher = travel_dispatcher(&rt, MissPolicy::Heuristic, local.path());
+    assert_eq!(
+        select_travel(&dispatcher, &rt, 600),
+        (Source::Database, "double[T=2,ALIGNED=1]".to_string())
+    );
+    // A shipped file read from a path works the same.
+    ship(ShippedDb::from_file(&path).unwrap());
+    assert_eq!(select_travel(&dispatcher, &rt, 300).0, Source::Shipped);
+}
+
+#[test]
+fn shipped_records_of_another_gpu_or_stale_ones_do_not_apply() {
+    let rt = lavapipe();
+    // n = 5001 cannot take an ALIGNED variant: the shipped winner is stale.
+    let (_files, path) = exported(
+        &rt,
+        &[
+            (travel_key(&rt, 5000), [1, 1]),
+            (travel_key(&rt, 5001), [1, 1]),
+        ],
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let gpu = GpuModel::of(rt.device());
+    let other_gpu = text.replace(&gpu.name, "Another GPU");
+    assert_ne!(other_gpu, text);
+    ship(ShippedDb::from_bytes(other_gpu.as_bytes()).unwrap());
+    let local = tempfile::tempdir().unwrap();
+    let dispatcher = travel_dispatcher(&rt, MissPolicy::Heuristic, local.path());
+    assert_eq!(
+        select_travel(&dispatcher, &rt, 5000),
+        (Source::Heuristic, "double[T=2,ALIGNED=0]".to_string())
+    );
+    ship(ShippedDb::from_bytes(text.as_bytes()).unwrap());
+    assert_eq!(
+        select_travel(&dispatcher, &rt, 5001),
+        (Source::Heuristic, "double[T=2,ALIGNED=0]".to_string())
+    );
+    assert_eq!(dispatcher.stats().stale, 1);
+}
+
+#[test]
+fn a_corrupt_shipped_database_is_refused_with_what_was_wrong() {
+    let err = ShippedDb::from_bytes(b"{\"schema\": 1, \"gp")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the embedded database (17 bytes) is not a valid tuning database (")
+            && err.contains("tune --export"),
+        "{err}"
+    );
+    let rt = lavapipe();
+    let (files, path) = exported(&rt, &[(travel_key(&rt, 700), [1, 1])]);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let truncated = files.path().join("truncated.json");
+    std::fs::write(&truncated, &text[..text.len() - 10]).unwrap();
+    let err = ShippedDb::from_file(&truncated).unwrap_err().to_string();
+    assert!(
+        err.contains(&format!(
+            "{} is not a valid tuning database",
+            truncated.display()
+        )),
+        "{err}"
+    );
+}
+
+/// Records under `n`'s key but for the driver: re-validation asks for tuning
+/// inputs, and without any the record is not used, nothing is recorded
+/// under the call's key, and the miss policy applies.
+#[test]
+fn another_drivers_record_is_not_trusted_unchecked() {
+    let rt = lavapipe();
+    let older = |n: u32, driver: &str| TuneKey {
+        driver_version: driver.to_string(),
+        ..travel_key(&rt, n)
+    };
+    let local = tempfile::tempdir().unwrap();
+    record_travel(&rt, local.path(), older(1200, "vulkan/old"), [1, 1]);
+    let (_files, path) = exported(&rt, &[(older(2400, "vulkan/older"), [1, 1])]);
+    ship(ShippedDb::from_file(&path).unwrap());
+    let dispatcher = travel_dispatcher(&rt, MissPolicy::Heuristic, local.path());
+    for n in [1200, 2400] {
+        let (alignments, args) = double_call(n);
+        let call = Call {
+            shape: ShapeBucket::gemm(n.into(), 1, 1),
+            alignments: &alignments,
+            args: &args,
+        };
+        let mut asked = false;
+        let selection = dispatcher
+            .select(&rt, &call, || {
+                asked = true;
+                no_workload()
+            })
+            .unwrap();
+        assert_eq!(selection.source, Source::Heuristic, "{n}");
+        assert!(asked, "re-validation asks for the tuning inputs");
+        assert_eq!(dispatcher.stored(&call), None);
+    }
+    assert_eq!(dispatcher.stats().revalidated, 0);
+    assert_eq!(dispatcher.stats().heuristic, 2);
 }

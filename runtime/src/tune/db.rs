@@ -1,5 +1,6 @@
 //! [`TuneDb`]: one JSON file per GPU model, shared safely by concurrent
-//! tuning processes.
+//! tuning processes; [`ShippedDb`]: read-only records an application ships,
+//! registered process-wide with [`ship`].
 
 use std::collections::btree_map::{BTreeMap, Entry};
 use std::ffi::OsString;
@@ -7,6 +8,7 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -170,7 +172,7 @@ struct DbEntry {
     record: Record,
 }
 
-type Records = BTreeMap<TuneKey, Record>;
+pub(super) type Records = BTreeMap<TuneKey, Record>;
 
 /// The tuning results of one GPU model, loaded from and written to
 /// `<dir>/<GpuModel::file_stem>.json`, with writes serialized through
@@ -314,6 +316,89 @@ impl TuneDb {
     }
 }
 
+/// Tuning results an application ships with itself: the records of a file
+/// written by [`TuneDb::export`] (`tune --export FILE`), embedded at build
+/// time or read from a path, to be registered with [`ship`]. Records of
+/// another GPU model are kept and never match: an application may ship one
+/// file per model it supports, each registered once.
+#[derive(Clone, Debug)]
+pub struct ShippedDb {
+    records: Records,
+}
+
+impl ShippedDb {
+    /// The records of an exported file embedded in the binary, e.g.
+    /// `ShippedDb::from_bytes(include_bytes!("../tune/nvidia-h200_sm90_132sms.json"))`.
+    /// Refuses bytes that are not such a file (not JSON, truncated, missing
+    /// fields, another schema version), saying what was wrong.
+    pub fn from_bytes(bytes: &[u8]) -> Result<ShippedDb, Error> {
+        ShippedDb::parse(
+            bytes,
+            &format!("the embedded database ({} bytes)", bytes.len()),
+        )
+    }
+
+    /// The records of an exported file at `path`, read now. Refuses a file
+    /// that cannot be read or is not such a file, saying what was wrong.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<ShippedDb, Error> {
+        let path = path.as_ref();
+        let bytes = fs::read(path).map_err(|e| {
+            Error::Tune(format!(
+                "cannot ship tuning results from {}: {e}; check the path",
+                path.display()
+            ))
+        })?;
+        ShippedDb::parse(&bytes, &path.display().to_string())
+    }
+
+    /// `origin` names the bytes in the error.
+    fn parse(bytes: &[u8], origin: &str) -> Result<ShippedDb, Error> {
+        let file = read_file(bytes, Path::new(origin)).map_err(|warning| {
+            Error::Tune(format!(
+                "cannot ship tuning results: {origin} {}; ship a file written by \
+                 `TuneDb::export` (`tune --export FILE`) with this warpforge version",
+                warning.problem()
+            ))
+        })?;
+        Ok(ShippedDb {
+            records: into_records(file.entries),
+        })
+    }
+
+    /// The number of records, of every GPU model in the file.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    /// Whether the file held no records.
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+/// Every record [`ship`] registered, merged: read by the dispatchers of the
+/// whole process.
+static SHIPPED: RwLock<Records> = RwLock::new(Records::new());
+
+/// Registers shipped tuning results for every [`Dispatcher`](super::Dispatcher)
+/// of this process, read-only: dispatch looks a call's key up in the local
+/// database first (its records were measured on this machine), then in the
+/// shipped records. Registering several files merges them; of two records
+/// for one key the later `tuned_at_unix_s` wins. Calls already resolved keep
+/// their resolution; register before the first dispatch.
+pub fn ship(db: ShippedDb) {
+    // A poisoned map is still whole: each merge is one insertion.
+    let mut shipped = SHIPPED.write().unwrap_or_else(PoisonError::into_inner);
+    for (key, record) in db.records {
+        merge(&mut shipped, key, record);
+    }
+}
+
+/// The records [`ship`] registered.
+pub(super) fn shipped_records() -> RwLockReadGuard<'static, Records> {
+    SHIPPED.read().unwrap_or_else(PoisonError::into_inner)
+}
+
 /// Where database files live when the caller names no directory:
 /// `$WARPFORGE_TUNE_DIR`, else `$XDG_CACHE_HOME/warpforge/tune`, else
 /// `$HOME/.cache/warpforge/tune`, else (none of them set, as in some
@@ -388,6 +473,21 @@ fn load(path: &Path, gpu: &GpuModel) -> Result<Records, LoadWarning> {
 }
 
 fn parse(bytes: &[u8], path: &Path, gpu: &GpuModel) -> Result<Records, LoadWarning> {
+    let file = read_file(bytes, path)?;
+    if let Some(other) = std::iter::once(&file.gpu)
+        .chain(file.entries.iter().map(|entry| &entry.key.gpu))
+        .find(|model| *model != gpu)
+    {
+        return Err(LoadWarning::OtherGpu {
+            path: path.to_path_buf(),
+            found: other.clone(),
+        });
+    }
+    Ok(into_records(file.entries))
+}
+
+/// The file in `bytes`, of any GPU model; `path` names it in the warning.
+fn read_file(bytes: &[u8], path: &Path) -> Result<DbFile, LoadWarning> {
     let corrupt = |e: serde_json::Error| LoadWarning::Corrupt {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -402,21 +502,16 @@ fn parse(bytes: &[u8], path: &Path, gpu: &GpuModel) -> Result<Records, LoadWarni
             found,
         });
     }
-    let file: DbFile = serde_json::from_value(value).map_err(corrupt)?;
-    if let Some(other) = std::iter::once(&file.gpu)
-        .chain(file.entries.iter().map(|entry| &entry.key.gpu))
-        .find(|model| *model != gpu)
-    {
-        return Err(LoadWarning::OtherGpu {
-            path: path.to_path_buf(),
-            found: other.clone(),
-        });
-    }
+    serde_json::from_value(value).map_err(corrupt)
+}
+
+/// The entries as records; of two for one key, the later wins.
+fn into_records(entries: Vec<DbEntry>) -> Records {
     let mut records = Records::new();
-    for entry in file.entries {
+    for entry in entries {
         merge(&mut records, entry.key, entry.record);
     }
-    Ok(records)
+    records
 }
 
 /// Replaces `path` so that readers see the old file or the new one, never a
@@ -621,11 +716,17 @@ mod tests {
     #[test]
     fn schema_mismatch_is_reported_and_ignored() {
         let text = valid_file_text();
-        let future = text.replacen("\"schema\": 1", "\"schema\": 2", 1);
+        let next = SCHEMA_VERSION + 1;
+        let future = text.replacen(
+            &format!("\"schema\": {SCHEMA_VERSION}"),
+            &format!("\"schema\": {next}"),
+            1,
+        );
         assert_ne!(future, text);
-        assert_replaced(&future, |w| {
-            matches!(w, LoadWarning::SchemaMismatch { found: Some(2), .. })
-        });
+        assert_replaced(
+            &future,
+            |w| matches!(w, LoadWarning::SchemaMismatch { found: Some(found), .. } if *found == next),
+        );
         assert_replaced(r#"{"entries": []}"#, |w| {
             matches!(w, LoadWarning::SchemaMismatch { found: None, .. })
         });
@@ -641,7 +742,7 @@ mod tests {
         assert_replaced("\u{0}\u{1}garbage", |w| {
             matches!(w, LoadWarning::Corrupt { .. })
         });
-        assert_replaced(r#"{"schema": 1, "gpu": 3}"#, |w| {
+        assert_replaced(r#"{"schema": 2, "gpu": 3}"#, |w| {
             matches!(w, LoadWarning::Corrupt { .. })
         });
         let other_gpu = text.replace("NVIDIA H200", "NVIDIA H100");
@@ -703,7 +804,11 @@ mod tests {
 
         let future = dir.path().join("future.json");
         let text = fs::read_to_string(a100_db.path()).unwrap();
-        fs::write(&future, text.replacen("\"schema\": 1", "\"schema\": 7", 1)).unwrap();
+        fs::write(
+            &future,
+            text.replacen(&format!("\"schema\": {SCHEMA_VERSION}"), "\"schema\": 7", 1),
+        )
+        .unwrap();
         let err = db.import(&future).unwrap_err().to_string();
         assert!(err.contains("schema version 7"), "{err}");
 
@@ -720,6 +825,59 @@ mod tests {
 
         assert!(db.is_empty());
         assert!(!db.path().exists());
+    }
+
+    #[test]
+    fn shipped_databases_read_exported_files_of_any_gpu() {
+        let text = valid_file_text();
+        let shipped = ShippedDb::from_bytes(text.as_bytes()).unwrap();
+        assert_eq!(shipped.len(), 2);
+        // Another model's file is accepted: its records just never match.
+        let other_gpu = text.replace("NVIDIA H200", "NVIDIA H100");
+        assert_eq!(
+            ShippedDb::from_bytes(other_gpu.as_bytes()).unwrap().len(),
+            2
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shipped.json");
+        fs::write(&path, &text).unwrap();
+        let from_file = ShippedDb::from_file(&path).unwrap();
+        assert_eq!(from_file.records, shipped.records);
+    }
+
+    #[test]
+    fn corrupt_shipped_databases_are_refused_with_the_reason() {
+        let text = valid_file_text();
+        let err = ShippedDb::from_bytes(&text.as_bytes()[..text.len() / 2])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("the embedded database (")
+                && err.contains("is not a valid tuning database (")
+                && err.contains("line ")
+                && err.contains("tune --export"),
+            "{err}"
+        );
+        let future = text.replacen(&format!("\"schema\": {SCHEMA_VERSION}"), "\"schema\": 7", 1);
+        let err = ShippedDb::from_bytes(future.as_bytes())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("has schema version 7"), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("shipped.json");
+        fs::write(&path, r#"{"schema": 2, "gpu": 3}"#).unwrap();
+        let err = ShippedDb::from_file(&path).unwrap_err().to_string();
+        assert!(
+            err.contains(&path.display().to_string()) && err.contains("not a valid"),
+            "{err}"
+        );
+        let err = ShippedDb::from_file(dir.path().join("missing.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("missing.json") && err.contains("check the path"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -1,24 +1,37 @@
 //! [`Dispatcher`]: sends each call of a [`Family`] to the variant tuned for
 //! it, with a documented [`MissPolicy`] when nothing was tuned.
 //!
-//! The first call of a (shape bucket, alignments) pair resolves it: the
-//! database's winner when there is one that the family still has and that
-//! can take the call (a stored winner that cannot, e.g. one tuned before the
-//! kernel's `requires` changed, counts as stale and is not used), otherwise
-//! the miss policy's choice. Later calls of the pair find the resolution in
-//! an in-memory map: a hash lookup under a read lock, with no allocation.
+//! The first call of a (shape bucket, alignments) pair resolves it, from
+//! the first of these that gives a winner the family still has and that can
+//! take the call (a stored winner that cannot, e.g. one tuned before the
+//! kernel's `requires` changed, counts as stale and is not used):
+//! 1. the local database's record for the call's key (measured on this
+//!    machine, so it beats a shipped one);
+//! 2. the shipped record for the key ([`super::ship`]);
+//! 3. a record, local or shipped, for the same key except the driver (the
+//!    most recent by `tuned_at_unix_s`): [`revalidate`]d against the
+//!    family's heuristic default on this driver, the faster verified one
+//!    used and recorded under the call's own key, so that the next process
+//!    finds it directly. This needs the tuning inputs of
+//!    [`Dispatcher::select`]'s `workload` and a backend that times variants
+//!    (CUDA); without either, the record is not used;
+//! 4. the miss policy's choice.
+//!
+//! Later calls of the pair find the resolution in an in-memory map: a hash
+//! lookup under a read lock, with no allocation.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError, RwLock};
 
 use hashbrown::{Equivalent, HashMap};
 
-use super::db::{Record, TuneDb};
+use super::db::{shipped_records, Record, TuneDb};
 use super::family::{Call, Candidate, Family, KeyBase};
 use super::key::{ShapeBucket, TuneKey};
 use super::prune::check_candidate;
 use super::testbed::{GpuTestbed, Workload};
-use super::tuner::{tune, TuneOptions, TuneReport};
+use super::tuner::{measure, tune, verify, Status, Testbed, TuneOptions, TuneReport};
 use crate::device::DeviceInfo;
 use crate::{Error, Runtime};
 
@@ -83,8 +96,20 @@ impl MissPolicy {
 /// Where a dispatched variant came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Source {
-    /// The database's winner for the call's key.
+    /// The local database's winner for the call's key.
     Database,
+    /// The shipped winner for the call's key ([`super::ship`]).
+    Shipped,
+    /// Another driver's winner for the call's key otherwise equal, re-verified
+    /// and re-timed against the heuristic default just now ([`revalidate`]);
+    /// the faster one was recorded under the call's key.
+    Revalidated {
+        /// The driver the record was tuned on ([`TuneKey::driver_version`]).
+        driver: &'static str,
+        /// Whether its winner was kept (it verified and was not slower than
+        /// the heuristic default); otherwise the heuristic default was used.
+        kept: bool,
+    },
     /// Tuned for this call just now ([`MissPolicy::TuneNow`]), and recorded.
     Tuned,
     /// The database's winner for a nearby shape bucket ([`MissPolicy::NearestBucket`]).
@@ -106,8 +131,12 @@ pub struct Selection {
 /// alignments) pair resolved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DispatchStats {
-    /// Resolved to the database's winner.
+    /// Resolved to the local database's winner.
     pub database: u64,
+    /// Resolved to a shipped winner ([`Source::Shipped`]).
+    pub shipped: u64,
+    /// Resolved by re-validating another driver's winner ([`Source::Revalidated`]).
+    pub revalidated: u64,
     /// Tuned on the spot ([`MissPolicy::TuneNow`]).
     pub tuned: u64,
     /// Resolved to a nearby bucket's winner ([`MissPolicy::NearestBucket`]).
@@ -117,6 +146,21 @@ pub struct DispatchStats {
     /// Stored winners not used: the family no longer has them, or they
     /// cannot take the call.
     pub stale: u64,
+}
+
+impl DispatchStats {
+    /// Counts one resolution from `source`.
+    fn count(&mut self, source: Source) {
+        let counter = match source {
+            Source::Database => &mut self.database,
+            Source::Shipped => &mut self.shipped,
+            Source::Revalidated { .. } => &mut self.revalidated,
+            Source::Tuned => &mut self.tuned,
+            Source::Nearest(_) => &mut self.nearest,
+            Source::Heuristic => &mut self.heuristic,
+        };
+        *counter += 1;
+    }
 }
 
 /// Sends the calls of one [`Family`] on one device to their variants.
@@ -226,9 +270,12 @@ impl Dispatcher {
         self.family.key(&self.base, call)
     }
 
-    /// The stored record for `call`, if any.
+    /// The record for `call`'s key: the local database's, else the shipped
+    /// one ([`super::ship`]), if any.
     pub fn stored(&self, call: &Call<'_>) -> Option<Record> {
-        self.state().db.lookup(&self.key(call)).cloned()
+        let key = self.key(call);
+        let local = self.state().db.lookup(&key).cloned();
+        local.or_else(|| shipped_records().get(&key).cloned())
     }
 
     /// How the calls resolved so far were resolved.
@@ -248,9 +295,13 @@ impl Dispatcher {
     }
 
     /// The variant for `call`. `workload` creates tuning inputs for the
-    /// call; it is called only when the policy is [`MissPolicy::TuneNow`]
-    /// and nothing usable is stored, and its [`Workload::finish`] runs when
-    /// the tuning is over. A caller that cannot tune passes [`no_workload`].
+    /// call; it is called at most once, and only when nothing usable is
+    /// stored for the call's key and either another driver's record for it
+    /// is to be re-validated or the policy is [`MissPolicy::TuneNow`]; its
+    /// [`Workload::finish`] runs when the measuring is over. When it fails,
+    /// another driver's record is not used and the miss policy applies (for
+    /// `TuneNow`, its error is returned). A caller that cannot tune passes
+    /// [`no_workload`].
     pub fn select<'w>(
         &self,
         rt: &Runtime,
@@ -302,37 +353,64 @@ impl Dispatcher {
         workload: impl FnOnce() -> Result<Box<dyn Workload + 'w>, Error>,
     ) -> Result<Selection, Error> {
         let key = self.key(call);
-        if let Some(record) = state.db.lookup(&key) {
-            match self.usable(record, call) {
-                Some(candidate) => {
-                    state.stats.database += 1;
-                    return Ok(Selection {
-                        candidate,
-                        source: Source::Database,
-                    });
+        let foreign = {
+            let shipped = shipped_records();
+            let exact = [
+                (state.db.lookup(&key), Source::Database),
+                (shipped.get(&key), Source::Shipped),
+            ];
+            for (record, source) in exact {
+                let Some(record) = record else { continue };
+                match self.usable(record, call) {
+                    Some(candidate) => {
+                        state.stats.count(source);
+                        return Ok(Selection { candidate, source });
+                    }
+                    None => state.stats.stale += 1,
                 }
-                None => state.stats.stale += 1,
+            }
+            self.foreign(state.db.records().chain(shipped.iter()), &key, call)
+        };
+        let needs_inputs = foreign.is_some() || self.policy == MissPolicy::TuneNow;
+        if needs_inputs && rt.device() != &self.device {
+            return Err(Error::Tune(format!(
+                "this dispatcher serves {}, and was called with a runtime on {}: create one \
+                 dispatcher per device",
+                self.device.name,
+                rt.device().name
+            )));
+        }
+        let mut inputs = needs_inputs.then(workload);
+        if let Some(foreign) = foreign {
+            match &mut inputs {
+                Some(Ok(workload)) => {
+                    let mut testbed = GpuTestbed::new(rt, &mut **workload);
+                    let revalidated =
+                        self.revalidated(state, &mut testbed, call, key.clone(), foreign);
+                    // The inputs are put back whatever re-validation found.
+                    workload.finish(rt)?;
+                    if let Some(selection) = revalidated? {
+                        return Ok(selection);
+                    }
+                }
+                Some(Err(e)) => log::info!(
+                    "the record of `{}` tuned on driver {} is not re-validated for this driver \
+                     without tuning inputs ({e}); the miss policy applies",
+                    self.family.name(),
+                    foreign.driver
+                ),
+                None => {}
             }
         }
-        match self.policy {
-            MissPolicy::Heuristic => self.heuristic(state, call),
+        let selection = match self.policy {
+            MissPolicy::Heuristic => self.heuristic(call)?,
             MissPolicy::NearestBucket => match self.nearest(&state.db, &key, call) {
-                Some(selection) => {
-                    state.stats.nearest += 1;
-                    Ok(selection)
-                }
-                None => self.heuristic(state, call),
+                Some(selection) => selection,
+                None => self.heuristic(call)?,
             },
             MissPolicy::TuneNow => {
-                if rt.device() != &self.device {
-                    return Err(Error::Tune(format!(
-                        "this dispatcher serves {}, and was called with a runtime on {}: create \
-                         one dispatcher per device",
-                        self.device.name,
-                        rt.device().name
-                    )));
-                }
-                let mut workload = workload()?;
+                let mut workload =
+                    inputs.unwrap_or_else(|| no_workload().map(|w| w as Box<dyn Workload + 'w>))?;
                 let mut testbed = GpuTestbed::new(rt, &mut *workload);
                 let report = tune(
                     &self.family,
@@ -348,18 +426,73 @@ impl Dispatcher {
                     key: key.clone(),
                     report: report.clone(),
                 });
-                if let Err(e) = state.db.record(key, report.record(&self.family)) {
-                    let warning = format!("the tuning result was used but not stored: {e}");
-                    log::warn!("{warning}");
-                    state.warnings.push(warning);
-                }
-                state.stats.tuned += 1;
-                Ok(Selection {
+                store(state, key, report.record(&self.family));
+                Selection {
                     candidate: report.winner,
                     source: Source::Tuned,
-                })
+                }
             }
-        }
+        };
+        state.stats.count(selection.source);
+        Ok(selection)
+    }
+
+    /// The most recent record (by `tuned_at_unix_s`) among `records` whose
+    /// key is `key` but for the driver, and whose winner is usable.
+    fn foreign<'r>(
+        &self,
+        records: impl Iterator<Item = (&'r TuneKey, &'r Record)>,
+        key: &TuneKey,
+        call: &Call<'_>,
+    ) -> Option<Foreign> {
+        records
+            .filter(|(stored, _)| other_driver_only(stored, key))
+            .filter_map(|(stored, record)| {
+                let candidate = self.usable(record, call)?;
+                Some((record.tuned_at_unix_s, &stored.driver_version, candidate))
+            })
+            .max_by_key(|&(tuned_at, _, _)| tuned_at)
+            .map(|(_, driver, candidate)| Foreign {
+                driver: interned(driver),
+                candidate,
+            })
+    }
+
+    /// Re-validates another driver's winner on `testbed` and records the
+    /// result under `key`; `None` (with a warning) when neither it nor the
+    /// heuristic default verified and timed.
+    fn revalidated(
+        &self,
+        state: &mut State,
+        testbed: &mut impl Testbed,
+        call: &Call<'_>,
+        key: TuneKey,
+        foreign: Foreign,
+    ) -> Result<Option<Selection>, Error> {
+        let Some(outcome) =
+            revalidate(&self.family, call, &self.device, foreign.candidate, testbed)?
+        else {
+            let warning = format!(
+                "the winner `{}` of `{}` tuned on driver {} and the heuristic default both failed \
+                 verification or timing on this driver; the miss policy applies",
+                self.family.candidates()[foreign.candidate].name(),
+                self.family.name(),
+                foreign.driver
+            );
+            log::warn!("{warning}");
+            state.warnings.push(warning);
+            return Ok(None);
+        };
+        store(state, key, outcome.record);
+        let source = Source::Revalidated {
+            driver: foreign.driver,
+            kept: outcome.kept,
+        };
+        state.stats.count(source);
+        Ok(Some(Selection {
+            candidate: outcome.winner,
+            source,
+        }))
     }
 
     /// The candidate a stored record names, if the family has it and it can
@@ -371,7 +504,7 @@ impl Dispatcher {
             .map(|()| index)
     }
 
-    fn heuristic(&self, state: &mut State, call: &Call<'_>) -> Result<Selection, Error> {
+    fn heuristic(&self, call: &Call<'_>) -> Result<Selection, Error> {
         let candidate = self.family.heuristic(call, &self.device).ok_or_else(|| {
             let first = &self.family.candidates()[0];
             let why = check_candidate(first, call, &self.device)
@@ -386,16 +519,19 @@ impl Dispatcher {
                 self.device.name
             ))
         })?;
-        state.stats.heuristic += 1;
         Ok(Selection {
             candidate,
             source: Source::Heuristic,
         })
     }
 
+    /// The winner of the nearest bucket, local records before shipped ones
+    /// of the same bucket.
     fn nearest(&self, db: &TuneDb, key: &TuneKey, call: &Call<'_>) -> Option<Selection> {
+        let shipped = shipped_records();
         let mut near: Vec<(u32, ShapeBucket, &Record)> = db
             .records()
+            .chain(shipped.iter())
             .filter(|(stored, _)| {
                 TuneKey {
                     shape: key.shape,
@@ -407,6 +543,7 @@ impl Dispatcher {
                 Some((distance, stored.shape, record))
             })
             .collect();
+        // Stable: of equally near records, the local one first.
         near.sort_by_key(|&(distance, shape, _)| (distance, shape));
         near.into_iter().find_map(|(_, shape, record)| {
             self.usable(record, call).map(|candidate| Selection {
@@ -415,6 +552,135 @@ impl Dispatcher {
             })
         })
     }
+}
+
+/// Another driver's usable record for a call's key.
+#[derive(Clone, Copy)]
+struct Foreign {
+    driver: &'static str,
+    candidate: usize,
+}
+
+/// Whether `stored` is `key` but for the driver.
+fn other_driver_only(stored: &TuneKey, key: &TuneKey) -> bool {
+    stored.driver_version != key.driver_version
+        && stored.gpu == key.gpu
+        && stored.codegen_version == key.codegen_version
+        && stored.kernel == key.kernel
+        && stored.dtypes == key.dtypes
+        && stored.alignments == key.alignments
+        && stored.shape == key.shape
+}
+
+/// Stores a result the dispatcher measured; one that cannot be written is
+/// still used, with a warning.
+fn store(state: &mut State, key: TuneKey, record: Record) {
+    if let Err(e) = state.db.record(key, record) {
+        let warning = format!("the tuning result was used but not stored: {e}");
+        log::warn!("{warning}");
+        state.warnings.push(warning);
+    }
+}
+
+/// The driver a [`Source::Revalidated`] names. Selections are `Copy` and a
+/// resolved lookup allocates nothing, so the name is a `&'static str`: each
+/// distinct driver string is leaked once per process (databases name a
+/// handful).
+fn interned(driver: &str) -> &'static str {
+    static DRIVERS: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut drivers = DRIVERS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(&known) = drivers.get(driver) {
+        return known;
+    }
+    let leaked: &'static str = Box::leak(driver.into());
+    drivers.insert(leaked);
+    leaked
+}
+
+/// Alternating rounds in which [`revalidate`] times its two variants.
+pub const REVALIDATION_ROUNDS: usize = 3;
+
+/// What [`revalidate`] found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Revalidation {
+    /// The candidate to use: the other driver's winner when it verified and
+    /// was not slower than the heuristic default, else the heuristic default.
+    pub winner: usize,
+    /// Whether the winner is the other driver's.
+    pub kept: bool,
+    /// What to store under the call's key: the winner and its time, the
+    /// other variant's as the runner-up, the heuristic default's.
+    pub record: Record,
+}
+
+/// Checks another driver's winner `foreign` (a candidate of `family` that
+/// can take `call` on `device`) on this driver: verifies it and the
+/// family's heuristic default, then times the verified ones against each
+/// other, a quick measurement (per round, each in turn: [`measure`] with
+/// one sample after its warm-up; [`REVALIDATION_ROUNDS`] rounds; the median
+/// of its rounds is a variant's time), and picks the faster, the other
+/// driver's on a tie. `Ok(None)` when neither verified and timed; `Err` on
+/// a device error.
+pub fn revalidate(
+    family: &Family,
+    call: &Call<'_>,
+    device: &DeviceInfo,
+    foreign: usize,
+    testbed: &mut impl Testbed,
+) -> Result<Option<Revalidation>, Error> {
+    let candidates = family.candidates();
+    let heuristic = family.heuristic(call, device);
+    let mut contenders = Vec::with_capacity(2);
+    for index in std::iter::once(foreign).chain(heuristic.filter(|&h| h != foreign)) {
+        if verify(&candidates[index], testbed)?.is_none() {
+            contenders.push((index, Some(Vec::with_capacity(REVALIDATION_ROUNDS))));
+        }
+    }
+    let quick = TuneOptions {
+        early_samples: 1,
+        samples: 1,
+        ..TuneOptions::default()
+    };
+    // Alternating, so that drift (clocks, temperature) affects both alike.
+    for _ in 0..REVALIDATION_ROUNDS {
+        for (index, times) in &mut contenders {
+            let Some(samples) = times else { continue };
+            match measure(&candidates[*index], testbed, &quick, None)? {
+                Status::Timed { median_ms } => samples.push(median_ms),
+                // A variant that fails to run once is out.
+                _ => *times = None,
+            }
+        }
+    }
+    let mut timed: Vec<(usize, f64)> = contenders
+        .into_iter()
+        .filter_map(|(index, times)| {
+            let mut times = times?;
+            times.sort_by(f64::total_cmp);
+            Some((index, times[times.len() / 2]))
+        })
+        .collect();
+    // Stable: on a tie the other driver's winner, listed first, stays first.
+    timed.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let Some(&(winner, median_ms)) = timed.first() else {
+        return Ok(None);
+    };
+    let time_of = |index: Option<usize>| {
+        timed
+            .iter()
+            .find(|&&(i, _)| Some(i) == index)
+            .map(|&(_, ms)| ms)
+    };
+    let chosen = &candidates[winner];
+    Ok(Some(Revalidation {
+        winner,
+        kept: winner == foreign,
+        record: Record {
+            runner_up_ms: timed.get(1).map(|&(_, ms)| ms),
+            heuristic_ms: time_of(heuristic),
+            ..Record::new(chosen.name(), chosen.consts.clone(), median_ms)
+        },
+    }))
 }
 
 /// The `workload` argument of [`Dispatcher::select`] for callers that have

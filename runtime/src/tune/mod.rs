@@ -13,9 +13,13 @@
 //!   without them: [`Runtime::timing_method`](crate::Runtime::timing_method))
 //!   with early drop of candidates far behind the leader, all through a
 //!   [`Testbed`] ([`GpuTestbed`] on a device, simulated in tests);
-//! - [`TuneDb`]: the results, one JSON file per [`GpuModel`];
-//! - [`Dispatcher`]: sends each call to its stored winner, with a
-//!   [`MissPolicy`] for calls nothing was tuned for;
+//! - [`TuneDb`]: the results, one JSON file per [`GpuModel`]; [`ship`] adds
+//!   read-only results an application ships ([`ShippedDb`], embedded or
+//!   read from a file);
+//! - [`Dispatcher`]: sends each call to its stored winner (the local
+//!   database's, else the shipped one; another driver's winner is
+//!   [`revalidate`]d on this driver first), with a [`MissPolicy`] for calls
+//!   nothing was tuned for;
 //! - [`TunedKernel`]: a kernel's tuned launch (`tune_key(..)`, the macro's
 //!   `tuned(rt)`), tuned on the call's own arguments, through the
 //!   dispatchers a runtime keeps with its [`TuneSettings`];
@@ -43,10 +47,12 @@ mod testbed;
 mod tuned_kernel;
 mod tuner;
 
-pub use db::{default_dir, LoadWarning, Record, TuneDb, SCHEMA_VERSION, TUNE_DIR_ENV};
+pub use db::{
+    default_dir, ship, LoadWarning, Record, ShippedDb, TuneDb, SCHEMA_VERSION, TUNE_DIR_ENV,
+};
 pub use dispatch::{
-    no_workload, DispatchStats, Dispatcher, MissPolicy, Selection, Source, TuneOutcome,
-    MISS_POLICY_ENV,
+    no_workload, revalidate, DispatchStats, Dispatcher, MissPolicy, Revalidation, Selection,
+    Source, TuneOutcome, MISS_POLICY_ENV, REVALIDATION_ROUNDS,
 };
 pub use family::{Call, Candidate, Family, KeyBase};
 pub use job::TuneJob;

@@ -193,12 +193,9 @@ pub fn tune(
     let mut leader: Option<f64> = None;
     for index in order {
         let candidate = &candidates[index];
-        let status = match testbed.verify(candidate) {
-            Ok(Ok(())) => measure(candidate, testbed, options, leader)?,
-            Ok(Err(why)) => Status::Rejected {
-                reason: format!("wrong result: {why}"),
-            },
-            Err(e) => rejected(e)?,
+        let status = match verify(candidate, testbed)? {
+            None => measure(candidate, testbed, options, leader)?,
+            Some(rejected) => rejected,
         };
         if let Status::Timed { median_ms } = status {
             leader = Some(leader.map_or(median_ms, |l| l.min(median_ms)));
@@ -246,6 +243,22 @@ pub fn sweep(
         .iter()
         .map(|&i| Ok((i, measure(&family.candidates()[i], testbed, options, None)?)))
         .collect()
+}
+
+/// Runs the testbed's verification of one candidate: `None` when it
+/// computed the right result, a [`Status::Rejected`] saying why when it was
+/// wrong or refused; a device error ends the caller's work.
+pub(super) fn verify(
+    candidate: &Candidate,
+    testbed: &mut impl Testbed,
+) -> Result<Option<Status>, Error> {
+    match testbed.verify(candidate) {
+        Ok(Ok(())) => Ok(None),
+        Ok(Err(why)) => Ok(Some(Status::Rejected {
+            reason: format!("wrong result: {why}"),
+        })),
+        Err(e) => rejected(e).map(Some),
+    }
 }
 
 /// Times one candidate (see the module documentation); with a `leader`, it

@@ -5,7 +5,11 @@
 //! and checks each winner against the sweep's best; `--dispatch` tunes
 //! nothing: it dispatches every shape from the database (failing on any
 //! that would need tuning), verifies and times the dispatched variants, and
-//! measures the host overhead of a dispatched launch. Without a GPU it says
+//! measures the host overhead of a dispatched launch. `--export FILE` and
+//! `--import FILE` tune nothing either: they write the database of the GPU
+//! at hand to a file (to ship with an application, `warpforge::tune::ship`,
+//! or to import on another machine) and merge such a file into it. Every
+//! mode needs the CUDA GPU, which names the database; without one it says
 //! so and exits with status 2: not run is never passed.
 
 use std::path::{Path, PathBuf};
@@ -47,6 +51,12 @@ struct Args {
     /// dispatched variants, and measure the dispatch overhead
     #[arg(long, conflicts_with = "verify_exhaustive")]
     dispatch: bool,
+    /// Tune nothing: write this GPU's database to FILE (the format `warpforge::tune::ShippedDb` reads)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["import", "dispatch", "verify_exhaustive", "shapes", "families"])]
+    export: Option<PathBuf>,
+    /// Tune nothing: merge FILE, written by --export on the same GPU model, into this GPU's database
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dispatch", "verify_exhaustive", "shapes", "families"])]
+    import: Option<PathBuf>,
     /// The database directory [default: $WARPFORGE_TUNE_DIR, else ~/.cache/warpforge/tune]
     #[arg(long)]
     db_dir: Option<PathBuf>,
@@ -80,7 +90,12 @@ fn main() -> ExitCode {
             return ExitCode::from(NOT_RUN);
         }
     };
-    match run(&rt, &args) {
+    let outcome = match (&args.export, &args.import) {
+        (Some(file), _) => export(&rt, &args, file).map(|()| true),
+        (None, Some(file)) => import(&rt, &args, file).map(|()| true),
+        (None, None) => run(&rt, &args),
+    };
+    match outcome {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {
@@ -88,6 +103,44 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The database directory the arguments name.
+fn db_dir(args: &Args) -> PathBuf {
+    args.db_dir.clone().unwrap_or_else(default_dir)
+}
+
+/// The database of `rt`'s GPU, its load warnings printed.
+fn open_db(rt: &Runtime, args: &Args) -> Result<TuneDb, Error> {
+    let db = TuneDb::open(Some(&db_dir(args)), &GpuModel::of(rt.device()))?;
+    for warning in db.warnings() {
+        println!("warning: {warning}");
+    }
+    Ok(db)
+}
+
+fn export(rt: &Runtime, args: &Args, file: &Path) -> Result<(), Error> {
+    let db = open_db(rt, args)?;
+    db.export(file)?;
+    println!(
+        "exported {} record(s) from {} to {}",
+        db.len(),
+        db.path().display(),
+        file.display()
+    );
+    Ok(())
+}
+
+fn import(rt: &Runtime, args: &Args, file: &Path) -> Result<(), Error> {
+    let mut db = open_db(rt, args)?;
+    let count = db.import(file)?;
+    println!(
+        "imported {count} record(s) from {} into {} ({} record(s) now)",
+        file.display(),
+        db.path().display(),
+        db.len()
+    );
+    Ok(())
 }
 
 fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
@@ -104,10 +157,7 @@ fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
             .filter(|f| args.families.iter().any(|g| g == f))
             .collect()
     };
-    let dir = match &args.db_dir {
-        Some(dir) => dir.clone(),
-        None => default_dir(),
-    };
+    let dir = db_dir(args);
     let device = rt.device();
     let gpu = GpuModel::of(device);
     let db_path = TuneDb::open(Some(&dir), &gpu)?.path();
