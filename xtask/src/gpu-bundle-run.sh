@@ -61,6 +61,12 @@ tune_dir=$(mktemp -d)
 run_step tune env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --verify-exhaustive --report "$out/tune-report.json"
 run_step tune-dispatch env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --dispatch --report "$out/tune-dispatch-report.json"
 cp "$tune_dir"/*.json "$out/" 2>/dev/null
+# A user's workspace (examples/tuned-user): its `cargo xtask tune` tunes the
+# example's two kernels and the stock GEMMs into a fresh database, and a
+# second process dispatches every call from it.
+user_dir=$(mktemp -d)
+run_step user-tune "$bundle/user-xtask" tune --db-dir "$user_dir" --report "$out/user-tune-report.json"
+run_step user-dispatch "$bundle/user-xtask" tune --dispatch --db-dir "$user_dir" --report "$out/user-dispatch-report.json"
 
 echo
 echo "==> summary"

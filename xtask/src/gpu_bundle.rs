@@ -23,6 +23,9 @@ pub const BENCH: &str = "bench";
 const GPU_BINARIES: [&str; 3] = [GPU_CHECK, BENCH, TUNE];
 /// The README's example, run on the GPU as a new user would run it.
 const EXAMPLE: (&str, &str) = ("warpforge", "quickstart");
+/// A user workspace's xtask (examples/tuned-user): its `tune` tunes the
+/// example's kernels and the stock GEMMs as `cargo xtask tune` there does.
+const USER_XTASK: (&str, &str) = ("warpforge-example-tuned-xtask", "user-xtask");
 /// Crates whose own tests include `#[ignore]`d GPU tests.
 const GPU_TESTED_CRATES: [&str; 1] = ["warpforge-runtime"];
 /// Bundle file names of those test executables start with this; run.sh runs them all.
@@ -38,6 +41,7 @@ pub fn build(repo: &Path) -> Result<()> {
     let executables = build_binaries(repo)?;
     let gpu_tests = build_gpu_tests(repo)?;
     let example = build_example(repo)?;
+    let user_xtask = build_user_xtask(repo)?;
     let bundle = repo.join(BUNDLE_DIR);
     if bundle.exists() {
         std::fs::remove_dir_all(&bundle)
@@ -54,7 +58,7 @@ pub fn build(repo: &Path) -> Result<()> {
             )
         })?;
     }
-    for (name, executable) in gpu_tests.iter().chain([&example]) {
+    for (name, executable) in gpu_tests.iter().chain([&example, &user_xtask]) {
         std::fs::copy(executable, bundle.join(name)).with_context(|| {
             format!(
                 "could not copy {} into {}",
@@ -129,6 +133,19 @@ fn build_example(repo: &Path) -> Result<(String, PathBuf)> {
         .find(|(target, _)| target == name)
         .with_context(|| format!("cargo built no example `{name}` in {krate}"))?;
     Ok((format!("example-{name}"), path))
+}
+
+/// Builds [`USER_XTASK`]'s binary in release; returns (bundle file name, path).
+fn build_user_xtask(repo: &Path) -> Result<(String, PathBuf)> {
+    let (krate, name) = USER_XTASK;
+    let artifacts = cargo_executables(repo, &["build", "-p", krate, "--bins"], |a| {
+        a.target.kind.contains(&TargetKind::Bin)
+    })?;
+    let (_, path) = artifacts
+        .into_iter()
+        .next()
+        .with_context(|| format!("cargo built no binary in {krate}"))?;
+    Ok((name.to_string(), path))
 }
 
 /// Builds the test executables of [`GPU_TESTED_CRATES`] in release: their
