@@ -22,7 +22,7 @@ use warpforge::cudarc::driver::sys::{self, CUfunction_attribute};
 use warpforge::cudarc::driver::{result, CudaStream, DevicePtr, DevicePtrMut, DriverError};
 use warpforge::tune::{
     measure, sweep, tune, Candidate, GpuModel, GpuTestbed, MissPolicy, Source, Status, Testbed,
-    TuneDb, TuneKey, TuneOptions, VariantResources, Workload,
+    TuneDb, TuneKey, TuneOptions, TuneSettings, VariantResources, Workload,
 };
 use warpforge::{f16, select_arch, DeviceBuffer, Error, Grid, Runtime};
 use warpforge_kernels::gemm_problem;
@@ -448,7 +448,23 @@ pub struct Overhead {
     pub overhead_us: f64,
     /// One [`TunedGemm::select`] alone, resolved already.
     pub select_ns: f64,
+    /// The macro's tuned launch; absent from reports recorded before it existed.
+    #[serde(default)]
+    pub tuned_kernel: Option<TunedKernelOverhead>,
+    /// Both overheads under [`OVERHEAD_TARGET_US`].
     pub within_target: bool,
+}
+
+/// The host cost of the macro's tuned launch (`tune_key(..)`): the example
+/// crate's `scale_add` on 2^16 elements through its launcher and through
+/// `scale_add::tuned(rt)?.launch(..)` (the resolved variant each time).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TunedKernelOverhead {
+    /// Host time per launch, enqueue only, medians of alternating rounds.
+    pub direct_us: f64,
+    pub tuned_us: f64,
+    /// `tuned_us - direct_us`.
+    pub overhead_us: f64,
 }
 
 /// Launches per timed round: few enough that the launch queue never fills
@@ -535,6 +551,7 @@ pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
     let select_ns = started.elapsed().as_secs_f64() * 1e9 / SELECTS as f64;
     let [bare_us, launcher_us, direct_us, dispatched_us] = times.map(median);
     let overhead_us = dispatched_us - direct_us;
+    let tuned_kernel = tuned_kernel_overhead(rt, dir)?;
     Ok(Overhead {
         variant: candidate.name().to_string(),
         shape: dims,
@@ -545,7 +562,54 @@ pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
         launcher_over_bare: launcher_us / bare_us,
         overhead_us,
         select_ns,
-        within_target: overhead_us < OVERHEAD_TARGET_US,
+        within_target: overhead_us < OVERHEAD_TARGET_US
+            && tuned_kernel.overhead_us < OVERHEAD_TARGET_US,
+        tuned_kernel: Some(tuned_kernel),
+    })
+}
+
+/// [`TunedKernelOverhead`], resolved from `dir` with the heuristic policy
+/// (nothing is written), in alternating rounds as in [`dispatch_overhead`].
+/// The runtime's tune settings are put back afterwards.
+fn tuned_kernel_overhead(rt: &Runtime, dir: &Path) -> Result<TunedKernelOverhead, Error> {
+    use warpforge_example_tuned::{scale_add, scale_add_grid};
+    let n = 1 << 16;
+    let saved = rt.tune_settings();
+    rt.set_tune_settings(TuneSettings {
+        policy: Some(MissPolicy::Heuristic),
+        dir: Some(dir.to_path_buf()),
+    });
+    let x = rt.upload(&vec![1.0f32; n])?;
+    let mut y = rt.alloc_zeroed::<f32>(n)?;
+    let tuned = scale_add::tuned(rt)?;
+    let selection = tuned.launch(|c| scale_add_grid(n, c.ITEMS), 0.5, &x, &mut y)?;
+    let items = tuned.kernel().dispatcher().candidate(selection).consts[0] as u32;
+    let consts = scale_add::Consts { ITEMS: items };
+    let mut times: [Vec<f64>; 2] = Default::default();
+    for round in 0..=OVERHEAD_ROUNDS {
+        for (path, samples) in times.iter_mut().enumerate() {
+            rt.synchronize()?;
+            let started = Instant::now();
+            for _ in 0..LAUNCHES_PER_ROUND {
+                if path == 0 {
+                    scale_add::launch(rt, consts, scale_add_grid(n, items), 0.5, &x, &mut y)?;
+                } else {
+                    tuned.launch(|c| scale_add_grid(n, c.ITEMS), 0.5, &x, &mut y)?;
+                }
+            }
+            let us = started.elapsed().as_secs_f64() * 1e6 / LAUNCHES_PER_ROUND as f64;
+            if round > 0 {
+                samples.push(us);
+            }
+        }
+    }
+    rt.synchronize()?;
+    rt.set_tune_settings(saved);
+    let [direct_us, tuned_us] = times.map(median);
+    Ok(TunedKernelOverhead {
+        direct_us,
+        tuned_us,
+        overhead_us: tuned_us - direct_us,
     })
 }
 

@@ -435,6 +435,13 @@ fn print_dispatched(report: &RunReport) {
             if o.within_target { "met" } else { "MISSED" },
             o.select_ns
         );
+        if let Some(k) = &o.tuned_kernel {
+            println!(
+                "tuned kernel launch (scale_add, 2^16 elements, tune_key): launcher {:.3} us, \
+                 tuned {:.3} us per launch, overhead {:.3} us",
+                k.direct_us, k.tuned_us, k.overhead_us
+            );
+        }
     }
 }
 
