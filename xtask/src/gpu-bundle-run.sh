@@ -11,6 +11,13 @@ bundle=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$bundle/logs}
 mkdir -p "$out"
 
+# The binaries travel packed; unpack them beside this script (once). To run
+# one alone: tar -xzf gpu-bundle/binaries.tar.gz -C gpu-bundle
+if [ -f "$bundle/binaries.tar.gz" ]; then
+    tar -xzf "$bundle/binaries.tar.gz" -C "$bundle" || { echo "could not unpack $bundle/binaries.tar.gz" >&2; exit 1; }
+    rm "$bundle/binaries.tar.gz"
+fi
+
 # cuBLAS comes from the CUDA toolkit or from pip's nvidia-cublas-cu12; cudarc
 # loads it (and libcuda) at run time through the loader path.
 cublas_lib=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
