@@ -114,18 +114,29 @@ pub fn tuned_row_sums(
 }
 
 /// What `cargo xtask tune` runs to tune this crate's kernels: one tuned
-/// call per shape on random inputs. `scale_add` at 1 Mi and 16 Mi
-/// elements; `row_sums` for many short rows and for few long ones.
+/// call per shape on random inputs, its result checked against the CPU (so
+/// a tuning that left the caller's data changed fails the job). `scale_add`
+/// at 1 Mi and 16 Mi elements; `row_sums` for many short rows and for few
+/// long ones.
 pub static TUNE_JOBS: &[TuneJob] = &[
     TuneJob {
         name: "scale_add",
         shapes: &[&[1 << 20], &[1 << 24]],
         run: |rt, shape| {
             let n = shape[0] as usize;
-            let x = rt.upload(&random(n, 1))?;
-            let mut y = rt.upload(&random(n, 2))?;
+            let (hx, hy) = (random(n, 1), random(n, 2));
+            let x = rt.upload(&hx)?;
+            let mut y = rt.upload(&hy)?;
             tuned_scale_add(rt, 1.5, &x, &mut y)?;
-            rt.synchronize()
+            let got = rt.download(&y)?;
+            match (0..n).find(|&i| got[i] != 1.5 * hx[i] + hy[i]) {
+                None => Ok(()),
+                Some(i) => Err(Error::Tune(format!(
+                    "scale_add computed y[{i}] = {} instead of {}",
+                    got[i],
+                    1.5 * hx[i] + hy[i]
+                ))),
+            }
         },
     },
     TuneJob {
@@ -137,10 +148,21 @@ pub static TUNE_JOBS: &[TuneJob] = &[
                     "row_sums sizes {shape:?} must fit u32"
                 )));
             };
-            let x = rt.upload(&random(rows as usize * cols as usize, 3))?;
+            let hx = random(rows as usize * cols as usize, 3);
+            let x = rt.upload(&hx)?;
             let mut sums = rt.alloc_zeroed::<f32>(rows as usize)?;
             tuned_row_sums(rt, &x, &mut sums, rows, cols)?;
-            rt.synchronize()
+            let got = rt.download(&sums)?;
+            for (r, (&sum, row)) in got.iter().zip(hx.chunks_exact(cols as usize)).enumerate() {
+                let want: f64 = row.iter().map(|&v| f64::from(v)).sum();
+                // f32 sums of values in [-1, 1): well within 1e-5 of the row length.
+                if (f64::from(sum) - want).abs() > 1e-5 * f64::from(cols) {
+                    return Err(Error::Tune(format!(
+                        "row_sums computed {sum} for row {r} instead of {want}"
+                    )));
+                }
+            }
+            Ok(())
         },
     },
 ];
