@@ -107,11 +107,14 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
 /// The f16 Tensor Core GEMM (row-major A, column-major B, f16 C, f32
 /// accumulation): the sm_80 `mma.sync` kernel [`gemm_f16`], the sm_70
 /// `wmma` kernel [`gemm_f16_wmma`] and on Hopper the sm_90a `wgmma`
-/// kernel [`gemm_wgmma_f16`] compete. Heuristic default: `gemm_f16`
+/// kernel [`gemm_wgmma_f16`] compete. Heuristic default: on Hopper
+/// (compute capability 9.0) `gemm_wgmma_f16` 128 x 256 with 3 stages (the
+/// tuned winner at 4096^3 and 8192^3 on an H200, 1.7x the sm_80 default
+/// there) when k is a multiple of 8; elsewhere, or for other k, `gemm_f16`
 /// 128 x 128 x 64, 64 x 64 warp tiles, 2 stages, 16-byte copies (the fastest
-/// at 8192^3 on an H200 before tuning existed); for k not a multiple of 8 the
-/// same tiles with BK = 32 and element copies; on sm_70, `gemm_f16_wmma` 64 x
-/// 128 x 32 with 2 stages.
+/// sm_80 variant at 8192^3 on an H200 before tuning existed); for k not a
+/// multiple of 8 the same tiles with BK = 32 and element copies; on sm_70,
+/// `gemm_f16_wmma` 64 x 128 x 32 with 2 stages.
 pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
     "gemm_f16",
     GemmPrecision::F16,
@@ -125,6 +128,7 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
             STAGES: 2,
         };
         vec![
+            (gemm_wgmma_f16::def(), wgmma_default(3)),
             (gemm_f16::def(), tensor_core_default(true)),
             (gemm_f16::def(), tensor_core_default(false)),
             (gemm_f16_wmma::def(), wmma.values()),
@@ -133,8 +137,8 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
 );
 
 /// The bf16 Tensor Core GEMM (layouts as [`GEMM_F16`]; the sm_80 kernel
-/// and on Hopper [`gemm_wgmma_bf16`]); heuristic default as `gemm_f16`'s,
-/// from the same kernel source.
+/// and on Hopper [`gemm_wgmma_bf16`]); heuristic default as `gemm_f16`'s
+/// (the sm_80 variants from the same kernel source).
 pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     "gemm_bf16",
     GemmPrecision::Bf16,
@@ -142,6 +146,7 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     || vec![gemm_bf16::def(), gemm_wgmma_bf16::def()],
     || {
         vec![
+            (gemm_wgmma_bf16::def(), wgmma_default(3)),
             (gemm_bf16::def(), tensor_core_default(true)),
             (gemm_bf16::def(), tensor_core_default(false)),
         ]
@@ -150,9 +155,11 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
 
 /// The tf32 Tensor Core GEMM (f32 in and out, operands rounded to tf32 by
 /// `gemm_tf32`, truncated by the sm_90a [`gemm_wgmma_tf32`], both within
-/// the tuner's tolerance; layouts as [`GEMM_F16`]). Heuristic default: 128 x 128 x 16, 64 x 64
-/// warp tiles, 3 stages, 16-byte copies (k a multiple of 4); otherwise
-/// element copies.
+/// the tuner's tolerance; layouts as [`GEMM_F16`]). Heuristic default: on
+/// Hopper `gemm_wgmma_tf32` 128 x 256 with 3 stages (k a multiple of 4);
+/// elsewhere, or for other k, `gemm_tf32` 128 x 128 x 16, 64 x 64 warp
+/// tiles, 3 stages, 16-byte copies (k a multiple of 4), otherwise element
+/// copies.
 pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
     "gemm_tf32",
     GemmPrecision::Tf32,
@@ -170,6 +177,7 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
             B_ROW_MAJOR: false,
         };
         vec![
+            (gemm_wgmma_tf32::def(), wgmma_default(3)),
             (gemm_tf32::def(), tiles(true).values()),
             (gemm_tf32::def(), tiles(false).values()),
         ]
@@ -178,10 +186,13 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
 
 /// The s8 Tensor Core GEMM (i8 in, i32 accumulation and out, i32 alpha and
 /// beta; layouts as [`GEMM_F16`]; the sm_80 kernel and on Hopper
-/// [`gemm_wgmma_s8`]). Heuristic default: 128 x 128 x 128, 64 x
-/// 64 warp tiles, 3 stages, 16-byte copies (the fastest at 8192^3 on an
-/// H200 before tuning; k a multiple of 16); otherwise 64 x 64 x 64 tiles
-/// of 32 x 32 warp tiles with element copies (larger ones spill).
+/// [`gemm_wgmma_s8`]). Heuristic default: on Hopper `gemm_wgmma_s8` 128 x
+/// 256 with 4 stages (the tuned winner at 4096^3 and 8192^3 on an H200; k a
+/// multiple of 16); elsewhere, or for other k, `gemm_s8` 128 x 128 x 128,
+/// 64 x 64 warp tiles, 3 stages, 16-byte copies (the fastest sm_80 variant
+/// at 8192^3 on an H200 before tuning; k a multiple of 16); otherwise 64 x
+/// 64 x 64 tiles of 32 x 32 warp tiles with element copies (larger ones
+/// spill).
 pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
     "gemm_s8",
     GemmPrecision::I8,
@@ -209,11 +220,25 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
             B_ROW_MAJOR: false,
         };
         vec![
+            (gemm_wgmma_s8::def(), wgmma_default(4)),
             (gemm_s8::def(), aligned.values()),
             (gemm_s8::def(), element_copies.values()),
         ]
     },
 );
+
+/// The Hopper default of the `wgmma` GEMMs: 128 x 256 tiles with `stages`
+/// stages (every `gemm_wgmma_*` instance has the same const parameters).
+/// Listed first, it serves calls on compute capability 9.0 only: its
+/// sm_90a target runs nowhere else.
+fn wgmma_default(stages: u32) -> Vec<i64> {
+    gemm_wgmma_f16::Consts {
+        BM: 128,
+        BN: 256,
+        STAGES: stages,
+    }
+    .values()
+}
 
 /// The default tiles of the Tensor Core GEMMs (`gemm_f16` and `gemm_bf16`
 /// come from one source and share their const parameters): with 16-byte

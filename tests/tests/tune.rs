@@ -778,7 +778,16 @@ fn stock_gemm_heuristic_defaults() {
     let cases = [
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3]"),
+        ),
+        // sm_90a runs on compute capability 9.0 only: an A100 takes the sm_80 default.
+        (
+            heuristic_for(&GEMM_F16, square, &a100()),
             Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_BF16, square, &h200_device_info()),
+            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
@@ -800,10 +809,18 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200_device_info()),
+            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=3]"),
+        ),
+        (
+            heuristic_for(&GEMM_TF32, square, &a100()),
             Some("gemm_tf32[BM=128,BN=128,BK=16,WARP=64,STAGES=3,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         (
             heuristic_for(&GEMM_S8, square, &h200_device_info()),
+            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4]"),
+        ),
+        (
+            heuristic_for(&GEMM_S8, square, &a100()),
             Some("gemm_s8[BM=128,BN=128,BK=128,WARP=64,STAGES=3,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // k = 1020 i8 elements is not a multiple of 16: element copies.
