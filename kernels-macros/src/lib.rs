@@ -388,6 +388,42 @@ mod tests {
     }
 
     #[test]
+    fn tune_key_gives_a_tuned_launcher() {
+        let expanded = expansion_without_json("tune(BM = [1], BN = [2]), tune_key(x)");
+        assert!(
+            expanded.contains(
+                "pub fn tuned (rt : & :: warpforge :: Runtime ,) -> :: core :: result :: Result < \
+                 self :: Tuned < '_ > , :: warpforge :: Error >"
+            ),
+            "{expanded}"
+        );
+        assert!(
+            expanded.contains(
+                "pub struct Tuned < 'rt > (:: warpforge :: tune :: TunedKernel < 'rt >) ;"
+            ),
+            "{expanded}"
+        );
+        let launch = "pub fn launch < 'a > (& self , grid : impl Fn (self :: Consts) -> :: warpforge :: Grid , \
+             a : f32 , x : impl :: core :: convert :: Into < :: warpforge :: BufferRef < 'a , :: warpforge :: f16 >> , \
+             y : impl :: core :: convert :: Into < :: warpforge :: BufferMut < 'a , f32 >>) \
+             -> :: core :: result :: Result < :: warpforge :: tune :: Selection , :: warpforge :: Error >";
+        assert!(expanded.contains(launch), "{expanded}");
+        assert!(
+            expanded.contains(
+                "pub fn kernel (& self) -> & :: warpforge :: tune :: TunedKernel < 'rt >"
+            ),
+            "{expanded}"
+        );
+    }
+
+    #[test]
+    fn no_tuned_launcher_without_tune_key() {
+        let expanded = expansion_without_json("tune(BM = [1], BN = [2])");
+        assert!(!expanded.contains("pub fn tuned"), "{expanded}");
+        assert!(!expanded.contains("struct Tuned"), "{expanded}");
+    }
+
+    #[test]
     fn launch_of_an_undocumented_kernel_has_docs_of_its_own() {
         let expanded = expansion_of("pub fn k(x: &mut [f32]) {}", "");
         let launch = expanded.find("pub fn launch").unwrap();

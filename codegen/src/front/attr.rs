@@ -24,6 +24,9 @@ pub struct KernelAttr {
     /// `tune_key(n, x, ..)`: the parameters whose values (scalars) or
     /// lengths (slices) key a tuned launch.
     pub tune_key: Option<Vec<Ident>>,
+    /// The word `tune_key` of `tune_key(..)`, where errors about the list
+    /// as a whole point.
+    pub tune_key_word: Option<Ident>,
     /// `tune_default(NAME = v, ..)`: the tuned launch's heuristic default.
     pub tune_default: Vec<DefaultEntry>,
     /// `tune_tolerance(r)`: how far a candidate's outputs may be from the
@@ -157,6 +160,7 @@ impl Parse for KernelAttr {
                     syn::parenthesized!(content in meta.input);
                     let list = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
                     attr.tune_key = Some(list.into_iter().collect());
+                    attr.tune_key_word = meta.path.get_ident().cloned();
                 }
                 "tune_default" => {
                     meta.parse_nested_meta(|entry| {

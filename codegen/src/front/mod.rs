@@ -485,15 +485,16 @@ fn tuned_launch(
     };
     if sig.const_params.is_empty() {
         errors.push(
-            &sig_ident(names, attr),
-            "`tune_key(..)` keys the choice among a kernel's variants, and this kernel has one: \
-             give it const parameters with `tune(NAME = [..])`",
+            tune_key_tokens(names, attr),
+            "`tune_key(..)` keys the choice among a kernel's variants, and this kernel has only \
+             one (it has no const parameters): give it const parameters with their values in \
+             `tune(NAME = [..])`, or remove `tune_key(..)`",
         );
         return Err(errors::Reported);
     }
     if names.is_empty() || names.len() > MAX_KEY_SIZES {
         errors.push(
-            &sig_ident(names, attr),
+            tune_key_tokens(names, attr),
             format!(
                 "`tune_key(..)` names one to {MAX_KEY_SIZES} parameters, and this one names {}: \
                  key on the sizes that decide which variant is fastest",
@@ -505,7 +506,10 @@ fn tuned_launch(
     let mut key = Vec::new();
     for (i, name) in names.iter().enumerate() {
         if names[..i].contains(name) {
-            errors.push(name, format!("`{name}` is named twice in `tune_key(..)`"));
+            errors.push(
+                name,
+                format!("`{name}` is named twice in `tune_key(..)`: name each parameter once"),
+            );
             continue;
         }
         let Some(index) = sig.params.iter().position(|p| p.ident == *name) else {
@@ -539,11 +543,18 @@ fn tuned_launch(
         let mut consts: Vec<i64> = def.tune.iter().map(|axis| axis.values[0]).collect();
         for entry in &attr.tune_default {
             let Some(index) = sig.const_params.iter().position(|c| c.ident == entry.name) else {
+                let names: Vec<String> = sig
+                    .const_params
+                    .iter()
+                    .map(|c| c.ident.to_string())
+                    .collect();
                 errors.push(
                     &entry.name,
                     format!(
-                        "`tune_default({} = ..)` names no const parameter",
-                        entry.name
+                        "`tune_default({} = ..)` names no const parameter: the const parameters \
+                         are {}",
+                        entry.name,
+                        names.join(", ")
                     ),
                 );
                 continue;
@@ -554,9 +565,9 @@ fn tuned_launch(
                     errors.push(
                         &entry.value,
                         format!(
-                            "{v} is not among the `tune({} = ..)` values {:?}: the default must \
-                             be a variant",
-                            entry.name, def.tune[index].values
+                            "{v} is not among the `tune({} = ..)` values {:?}: the default is a \
+                             variant, so give `{}` one of those values",
+                            entry.name, def.tune[index].values, entry.name
                         ),
                     );
                 }
@@ -567,7 +578,17 @@ fn tuned_launch(
         }
         if errors.len() == before {
             if let Err(e) = def.check_constraints(&consts) {
-                errors.push(&attr.tune_default[0].name, format!("the tuned default {e}"));
+                let entries = attr.tune_default.iter().map(|d| {
+                    let (name, value) = (&d.name, &d.value);
+                    quote::quote!(#name = #value)
+                });
+                errors.push(
+                    quote::quote!(#(#entries),*),
+                    format!(
+                        "the tuned default {e}: choose `tune_default(..)` values that meet it \
+                         (const parameters not named take their first `tune(..)` value)"
+                    ),
+                );
             }
         }
         Some(consts)
@@ -603,14 +624,14 @@ fn tuned_launch(
     }))
 }
 
-/// Where an error about `tune_key(..)` as a whole points: its first name,
-/// or the first `tune(..)` entry when it names none.
-fn sig_ident(names: &[proc_macro2::Ident], attr: &attr::KernelAttr) -> proc_macro2::Ident {
-    names
-        .first()
-        .or(attr.tune.first().map(|t| &t.name))
-        .cloned()
-        .unwrap_or_else(|| proc_macro2::Ident::new("tune_key", proc_macro2::Span::call_site()))
+/// Where an error about `tune_key(..)` as a whole points: from the word
+/// `tune_key` to its last name.
+fn tune_key_tokens(
+    names: &[proc_macro2::Ident],
+    attr: &attr::KernelAttr,
+) -> proc_macro2::TokenStream {
+    let word = &attr.tune_key_word;
+    quote::quote!(#word #(#names)*)
 }
 
 /// One tune axis per const param, in declaration order.
