@@ -15,6 +15,7 @@ use warpforge::tune::{
 };
 use warpforge::{BackendKind, DeviceScalar, GemmPrecision, MatrixLayout};
 use warpforge_kernels::gemm::DEFAULT_F32;
+use warpforge_kernels::gemm_problem::GemmProblem;
 use warpforge_kernels::tuned::{GemmKind, GemmWorkload, TunedGemm, GEMM_F32};
 use warpforge_tests::reference;
 
@@ -101,6 +102,11 @@ static NAIVE: GemmKind<f32, f32> = GemmKind::new(
     || vec![(gemm_naive::def(), vec![8, 8, 0])],
 );
 
+/// The f32 problem of `TunedGemm::run` (row-major A, B and C), alpha 1, beta 0.
+fn plain(dims: (u32, u32, u32)) -> GemmProblem<f32> {
+    GEMM_F32.problem(dims, 1.0, 0.0)
+}
+
 fn naive(mode: i64) -> Candidate {
     Candidate::new(gemm_naive::def(), vec![8, 8, mode])
 }
@@ -108,7 +114,7 @@ fn naive(mode: i64) -> Candidate {
 #[test]
 fn verification_catches_wrong_and_unwritten_outputs() {
     let rt = lavapipe();
-    let mut workload = GemmWorkload::new(&rt, &NAIVE, (13, 10, 6), 11).unwrap();
+    let mut workload = GemmWorkload::new(&rt, &NAIVE, &plain((13, 10, 6)), false, 11).unwrap();
     assert_eq!(workload.input_sets(), 1, "lavapipe reports no L2");
     assert_eq!(workload.verify(&rt, &naive(0)).unwrap(), Ok(()));
     let wrong = workload.verify(&rt, &naive(1)).unwrap().unwrap_err();
@@ -124,7 +130,7 @@ fn verification_catches_wrong_and_unwritten_outputs() {
     );
     // The correct variant passes again after the broken ones: C is poisoned anew.
     assert_eq!(workload.verify(&rt, &naive(0)).unwrap(), Ok(()));
-    let err = GemmWorkload::new(&rt, &NAIVE, (0, 10, 6), 11)
+    let err = GemmWorkload::new(&rt, &NAIVE, &plain((0, 10, 6)), false, 11)
         .err()
         .unwrap();
     assert!(err.to_string().contains("at least 1"), "{err}");
@@ -171,16 +177,11 @@ fn only_verified_variants_win() {
         ("gemm_naive[BM=8,BN=8,MODE=2]".to_string(), 0.2),
     ]);
     for (dims, mode_1) in [((17, 9, 4), "rejected"), ((17, 9, 5), "pruned")] {
-        let alignments = NAIVE.alignments(dims);
-        let args = NAIVE.call_args(dims);
-        let call = Call {
-            shape: ShapeBucket::gemm(dims.0.into(), dims.1.into(), dims.2.into()),
-            alignments: &alignments,
-            args: &args,
-        };
+        let gemm_call = NAIVE.call(&plain(dims), false).unwrap();
+        let call = gemm_call.call();
         let mut bed = LavapipeBed {
             rt: &rt,
-            workload: GemmWorkload::new(&rt, &NAIVE, dims, 5).unwrap(),
+            workload: GemmWorkload::new(&rt, &NAIVE, &plain(dims), false, 5).unwrap(),
             true_ms: true_ms.clone(),
         };
         let report = tune(
@@ -246,7 +247,7 @@ fn dispatch_from_the_database_and_on_a_miss() {
     let dims = (33, 17, 9);
     let tuned =
         TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
-    let selection = tuned.select(&rt, dims).unwrap();
+    let selection = tuned.select(&rt, &plain(dims), false).unwrap();
     assert_eq!(selection.source, Source::Heuristic);
     assert_eq!(
         tuned.dispatcher().candidate(selection).name(),
@@ -258,10 +259,9 @@ fn dispatch_from_the_database_and_on_a_miss() {
 
     // Record another winner for the key, as a tuning process would.
     let winner = [64, 64, 8, 8, 4];
-    let alignments = GEMM_F32.alignments(dims);
-    let args = GEMM_F32.call_args(dims);
-    let call = tuned.call(dims, &alignments, &args);
-    let key = tuned.dispatcher().key(&call);
+    let key = tuned
+        .dispatcher()
+        .key(&GEMM_F32.call(&plain(dims), false).unwrap().call());
     let mut db = TuneDb::open(Some(dir.path()), &GpuModel::of(rt.device())).unwrap();
     db.record(
         key,
@@ -271,23 +271,29 @@ fn dispatch_from_the_database_and_on_a_miss() {
 
     // This dispatcher resolved the key already and keeps its choice; a new
     // one (a later process) reads the database.
-    assert_eq!(tuned.select(&rt, dims).unwrap(), selection);
+    assert_eq!(tuned.select(&rt, &plain(dims), false).unwrap(), selection);
     let later =
         TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
-    let selection = later.select(&rt, dims).unwrap();
+    let selection = later.select(&rt, &plain(dims), false).unwrap();
     assert_eq!(selection.source, Source::Database);
     assert_eq!(
         later.dispatcher().candidate(selection).name(),
         gemm_f32_name(&winner)
     );
     // Another shape in the same bucket and with the same alignments shares the result.
-    assert_eq!(later.select(&rt, (40, 19, 13)).unwrap(), selection);
+    assert_eq!(
+        later.select(&rt, &plain((40, 19, 13)), false).unwrap(),
+        selection
+    );
     run_and_check(&rt, &later, (40, 19, 13));
     assert_eq!(later.dispatcher().stats().database, 1);
     assert_eq!(later.dispatcher().stats().tuned, 0);
     // Another bucket misses.
     assert_eq!(
-        later.select(&rt, (330, 17, 9)).unwrap().source,
+        later
+            .select(&rt, &plain((330, 17, 9)), false)
+            .unwrap()
+            .source,
         Source::Heuristic
     );
 }
@@ -307,7 +313,7 @@ pub fn double<const T: u32, const ALIGNED: bool>(x: &mut [f32], n: u32) {
 }
 
 fn double_family() -> Family {
-    Family::new("double", "f32", &[double::def()])
+    Family::new("double", &[double::def()])
         .unwrap()
         .prefer(double::def(), &[2, 0])
         .unwrap()
@@ -334,6 +340,7 @@ fn select_double(
 ) -> Result<warpforge::tune::Selection, Error> {
     let (alignments, args) = double_call(n);
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -347,6 +354,7 @@ fn record_double(rt: &Runtime, dir: &std::path::Path, n: u32, consts: [i64; 2]) 
         Dispatcher::new(rt, double_family(), MissPolicy::Heuristic, Some(dir)).unwrap();
     let (alignments, args) = double_call(n);
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -500,6 +508,7 @@ fn corrupt_databases_and_impossible_calls_are_reported() {
     .unwrap();
     let args = [warpforge::KernelArg::scalar(1.0f32).info()];
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(8, 1, 1),
         alignments: &[16],
         args: &args,
@@ -542,7 +551,7 @@ fn dispatch_is_shared_across_threads() {
 /// (process-wide) never meet the other tests' keys. Each test uses its own
 /// shape buckets.
 fn travel_family() -> Family {
-    Family::new("double_travel", "f32", &[double::def()])
+    Family::new("double_travel", &[double::def()])
         .unwrap()
         .prefer(double::def(), &[2, 0])
         .unwrap()
@@ -557,6 +566,7 @@ fn travel_key(rt: &Runtime, n: u32) -> TuneKey {
     let empty = tempfile::tempdir().unwrap();
     let (alignments, args) = double_call(n);
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -623,6 +633,7 @@ fn a_shipped_database_resolves_calls_and_a_local_record_beats_it() {
     );
     let (alignments, args) = double_call(300);
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(300, 1, 1),
         alignments: &alignments,
         args: &args,
@@ -725,6 +736,7 @@ fn another_drivers_record_is_not_trusted_unchecked() {
     for n in [1200, 2400] {
         let (alignments, args) = double_call(n);
         let call = Call {
+            dtypes: "f32",
             shape: ShapeBucket::gemm(n.into(), 1, 1),
             alignments: &alignments,
             args: &args,
