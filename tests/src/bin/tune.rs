@@ -1,6 +1,7 @@
 //! `tune` (`cargo xtask tune`): tunes the stock GEMM families over a set of
-//! shapes on the CUDA GPU at hand, writes the tuning database and a JSON
-//! report, and prints the winners against the runner-up and the heuristic
+//! shapes (in the problem forms of `--forms`, `GemmForm`: by default
+//! `TunedGemm::run`'s plain problem) on the CUDA GPU at hand, writes the
+//! tuning database and a JSON report, and prints the winners against the runner-up and the heuristic
 //! default. `--verify-exhaustive` also times every verified variant fully
 //! and checks each winner against the sweep's best; `--dispatch` tunes
 //! nothing: it dispatches every shape from the database (failing on any
