@@ -546,12 +546,9 @@ pub trait GemmVariant: KernelVariant {
     /// `tune(..)` values, the first const parameter varying slowest and each
     /// one's values in the order `tune(..)` lists them, without the
     /// combinations `constrain(..)` rules out. The order says nothing about
-    /// speed, and the first variant is no default. The families' heuristic
-    /// defaults (the `preferred` lists of the [`crate::tuned`] constants, such
-    /// as [`GEMM_F16`](crate::tuned::GEMM_F16)) are for the tuned calls'
-    /// problems (one batch, no bias or activation, A and C row-major, B in the
-    /// family's layout); for any other problem, time the variants this
-    /// returns (or tune them with `warpforge::tune`) and take the fastest.
+    /// speed, and the first variant is no default: to get the fastest for a
+    /// problem, call [`TunedGemm::gemm`](crate::tuned::TunedGemm::gemm),
+    /// which tunes among the family's variants that take it.
     fn variants_for(problem: &GemmProblem<Self::Scale>) -> Vec<Self> {
         Self::variants()
             .into_iter()
