@@ -70,6 +70,31 @@ impl Activation {
     }
 }
 
+/// The float64 reference of one output element of a GEMM (see
+/// [`GemmProblem`]), from the exact `product` (sum over p of `a_ip b_pj`) and
+/// its `magnitude` (sum of `|a_ip b_pj|`) at that element, C's old value
+/// there and the bias of its column (0 without one): the value
+/// `activation(alpha * product + beta * c + bias)`, and the magnitude of what
+/// was summed before the activation, `|alpha| magnitude + |beta c| + |bias|`,
+/// which rounding errors grow with. C is not read where beta is 0 (as in
+/// BLAS: a NaN there vanishes). The references of the tuner's verification
+/// (`crate::tuned::GemmWorkload`) and of the GPU tier (`warpforge-tests`)
+/// both end in this.
+pub fn reference_epilogue(
+    (alpha, beta): (f64, f64),
+    activation: Activation,
+    (product, magnitude): (f64, f64),
+    c: f64,
+    bias: f64,
+) -> (f64, f64) {
+    let scaled_c = if beta == 0.0 { 0.0 } else { beta * c };
+    let pre_activation = alpha * product + scaled_c + bias;
+    (
+        activation.apply(pre_activation),
+        alpha.abs() * magnitude + scaled_c.abs() + bias.abs(),
+    )
+}
+
 /// Strided batches of a GEMM: batch `i`'s A, B and C start at `i * stride_a`,
 /// `i * stride_b` and `i * stride_c` elements into their buffers (as in
 /// cuBLAS's strided-batched GEMMs). A and B strides may be 0 (one matrix
@@ -325,12 +350,9 @@ impl<S: Copy> KernelProblem<S> {
         ]
     }
 
-    /// The caller's A and B in the order the kernel reads them.
-    fn operands<'a, T: DeviceScalar>(
-        &self,
-        a: BufferRef<'a, T>,
-        b: BufferRef<'a, T>,
-    ) -> (BufferRef<'a, T>, BufferRef<'a, T>) {
+    /// The caller's A and B (or what belongs to each) in the order the
+    /// kernel reads them.
+    pub(crate) fn operands<T>(&self, a: T, b: T) -> (T, T) {
         if self.swapped {
             (b, a)
         } else {
@@ -524,12 +546,9 @@ pub trait GemmVariant: KernelVariant {
     /// `tune(..)` values, the first const parameter varying slowest and each
     /// one's values in the order `tune(..)` lists them, without the
     /// combinations `constrain(..)` rules out. The order says nothing about
-    /// speed, and the first variant is no default. The families' heuristic
-    /// defaults (the `preferred` lists of the [`crate::tuned`] constants, such
-    /// as [`GEMM_F16`](crate::tuned::GEMM_F16)) are for the tuned calls'
-    /// problems (one batch, no bias or activation, A and C row-major, B in the
-    /// family's layout); for any other problem, time the variants this
-    /// returns (or tune them with `warpforge::tune`) and take the fastest.
+    /// speed, and the first variant is no default: to get the fastest for a
+    /// problem, call [`TunedGemm::gemm`](crate::tuned::TunedGemm::gemm),
+    /// which tunes among the family's variants that take it.
     fn variants_for(problem: &GemmProblem<Self::Scale>) -> Vec<Self> {
         Self::variants()
             .into_iter()

@@ -17,21 +17,40 @@
 //! # }
 //! ```
 //!
+//! [`TunedGemm::gemm`] takes a whole [`GemmProblem`] (A and B row- or
+//! column-major, strided batches, alpha and beta, a bias, ReLU or GELU, C
+//! row- or column-major) with the views of
+//! [`GemmVariant::run`](crate::gemm_problem::GemmVariant::run), and
+//! dispatches among the family's variants that can take it;
+//! [`TunedGemm::run`] is its problem of one batch, A and C row-major, B in
+//! the kind's layout, no bias or activation.
+//!
 //! A [`GemmKind`] describes one GEMM family: its kernels, which all take the
 //! dense GEMMs' parameters (those of `gemm_problem::KernelProblem::args`, in
 //! its order), have const parameters `BM` and `BN`,
 //! and run one block per `BM x BN` tile of C and batch; the element types;
-//! B's layout; and the heuristic default. Adding a GEMM kernel with that
-//! launcher shape is one more `GemmKind` constant (or one more kernel in an
-//! existing one's list). The tuned calls are single GEMMs without a bias or
-//! activation, A row-major and C row-major.
+//! B's layout in [`TunedGemm::run`]; and the heuristic default. Adding a GEMM
+//! kernel with that launcher shape is one more `GemmKind` constant (or one
+//! more kernel in an existing one's list).
 //!
-//! The tuning key of a call holds, besides the GPU, driver, code generator,
-//! family and dtypes ([`GemmKind::dtypes`]), the alignment of A's, B's and
-//! C's leading dimension in bytes (capped at 16: what 16-byte copies need),
-//! and the shape bucket ([`ShapeBucket::gemm`]). Every variant's `requires`
-//! depend on the call only through those alignments (a test checks it), so a
-//! winner stored for a key can take every call with that key.
+//! The tuning key of a call ([`GemmKind::call`]) holds, besides the GPU,
+//! driver, code generator and family:
+//! - the dtypes: the element types and the problem's layouts and epilogue,
+//!   `f16.row*f16.col->f16.row` for A, B and C, then `+bias` with a bias and
+//!   `+relu` or `+gelu` with an activation (`f16.row*f16.row->f16.col+bias+relu`);
+//! - the alignment of A's, B's and C's leading dimension and of A's and B's
+//!   batch stride in bytes (capped at 16: what 16-byte copies need; the
+//!   strides 16 for one batch, where they are not read);
+//! - the shape bucket of m, n, k and the batch count
+//!   ([`ShapeBucket::batched_gemm`]).
+//!
+//! The layouts and the bias and activation decide which variants are
+//! legal (fixed layouts; GELU only on float outputs) and which is fastest,
+//! so each has its own winner. Alpha and beta are not in the key: no
+//! variant's legality depends on them, and every variant's epilogue does
+//! the same work for them. Every variant's `requires` depend on the call
+//! only through the key (a test checks it), so a winner stored for a key
+//! can take every call with that key.
 
 use std::marker::PhantomData;
 use std::path::Path;
@@ -49,7 +68,7 @@ use warpforge::{
 };
 
 use crate::gemm::{gemm_f32, DEFAULT_F32};
-use crate::gemm_problem::GemmProblem;
+use crate::gemm_problem::{check_lengths, reference_epilogue, Activation, GemmBatch, GemmProblem};
 use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
 use crate::gemm_wgmma::{self, gemm_wgmma_bf16, gemm_wgmma_f16, gemm_wgmma_s8, gemm_wgmma_tf32};
 use crate::gemm_wmma::gemm_f16_wmma;
@@ -61,7 +80,8 @@ pub struct GemmKind<I, O> {
     /// The element types and the arithmetic, for the dtypes of the key and
     /// the error bound of verification.
     pub precision: GemmPrecision,
-    /// How B lies in its buffer (A and C are row-major).
+    /// How B lies in its buffer in [`TunedGemm::run`]'s problem (A and C
+    /// row-major there): the layout the heuristic default is for.
     pub b_layout: MatrixLayout,
     /// The kernels whose variants compete.
     pub kernels: fn() -> Vec<&'static KernelDef>,
@@ -265,7 +285,9 @@ pub trait GemmElement: DeviceScalar {
     /// floats, a value no GEMM the tuner verifies can produce for integers.
     const POISON: Self;
     /// A random input: uniform in [-1, 1) for floats, over the whole type
-    /// for integers.
+    /// for i8; for i32 (C's initial values and the bias of the s8 GEMM),
+    /// over i8's range, so that beta C and the bias stay far from
+    /// overflow.
     fn random(rng: &mut StdRng) -> Self;
     /// The value as f64 (exact for every element type), for references.
     fn to_f64(self) -> f64;
@@ -279,7 +301,7 @@ pub trait GemmElement: DeviceScalar {
 /// An output element type, with the type of alpha and beta its kernels take.
 pub trait GemmOutput: GemmElement {
     /// The type of alpha and beta: f32 for float outputs, i32 for i32.
-    type Scale: DeviceScalar;
+    type Scale: DeviceScalar + Into<f64>;
     /// alpha = 1, beta = 0: `C = A B`, what tuning runs.
     const PLAIN: (Self::Scale, Self::Scale);
 }
@@ -327,7 +349,7 @@ impl GemmElement for i32 {
     /// wrong winner).
     const POISON: Self = i32::MIN;
     fn random(rng: &mut StdRng) -> Self {
-        rng.random()
+        i32::from(rng.random::<i8>())
     }
     fn to_f64(self) -> f64 {
         f64::from(self)
@@ -357,40 +379,14 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
     /// The tuning family: every variant of every kernel, and the heuristic default.
     pub fn family(&self) -> Result<Family, Error> {
         (self.preferred)().into_iter().try_fold(
-            Family::new(self.name, self.dtypes(), &(self.kernels)())?,
+            Family::new(self.name, &(self.kernels)())?,
             |family, (def, consts)| family.prefer(def, &consts),
         )
     }
 
-    /// The dtype and layout mix of the tuning key: `f16.row*f16.col->f16.row`
-    /// (inputs named by the precision, so tf32 differs from f32).
-    pub fn dtypes(&self) -> String {
-        let layout = |l: MatrixLayout| match l {
-            MatrixLayout::RowMajor => "row",
-            MatrixLayout::ColMajor => "col",
-        };
-        let input = self.precision.name();
-        format!(
-            "{input}.row*{input}.{}->{}.row",
-            layout(self.b_layout),
-            self.precision.output().name()
-        )
-    }
-
-    /// The alignment facts of the key: the largest power of two, at most 16,
-    /// that divides the byte length of A's, B's and C's leading dimension.
-    pub fn alignments(&self, (_, n, k): (u32, u32, u32)) -> [u32; 3] {
-        let ldb = self.b_layout.leading_dimension(k as usize, n as usize) as u64;
-        [
-            byte_alignment(u64::from(k) * size_of::<I>() as u64),
-            byte_alignment(ldb * size_of::<I>() as u64),
-            byte_alignment(u64::from(n) * size_of::<O>() as u64),
-        ]
-    }
-
-    /// The problem of an m x n x k call: A and C row-major, B in the kind's
-    /// layout, one batch, no activation.
-    fn problem(
+    /// The problem of [`TunedGemm::run`]: one m x n x k GEMM, A and C
+    /// row-major, B in the kind's layout, no activation.
+    pub fn problem(
         &self,
         dims: (u32, u32, u32),
         alpha: O::Scale,
@@ -402,22 +398,100 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
         }
     }
 
-    /// The arguments of a call with buffers of exactly the sizes the
-    /// matrices need (and a one-element bias, unread), alpha 1 and beta 0:
-    /// what legality is judged on (the launch checks the real buffers).
-    pub fn call_args(&self, (m, n, k): (u32, u32, u32)) -> Vec<ArgInfo> {
-        let (m64, n64, k64) = (u64::from(m), u64::from(n), u64::from(k));
-        let buffer = |elem, len, mutable| ArgInfo::Buffer { elem, len, mutable };
-        let (alpha, beta) = O::PLAIN;
-        let scalars = self
-            .problem((m, n, k), alpha, beta)
-            .for_kernel()
-            .scalar_args(0);
+    /// What decides the variant of a call on `problem`, with a bias when
+    /// `with_bias`: its tuning key's dtypes, shape bucket and alignments, and
+    /// the arguments legality is judged on (see the module's doc). An `Err`
+    /// for a problem no variant of the kind computes: GELU on an integer
+    /// output.
+    pub fn call(
+        &self,
+        problem: &GemmProblem<O::Scale>,
+        with_bias: bool,
+    ) -> Result<GemmCall, Error> {
+        self.refuse_uncomputable(problem)?;
+        let GemmProblem { m, n, k, batch, .. } = *problem;
+        Ok(GemmCall {
+            dtypes: self.dtypes(problem, with_bias),
+            shape: ShapeBucket::batched_gemm(m.into(), n.into(), k.into(), batch.count.into()),
+            alignments: self.alignments(problem),
+            args: self.call_args(problem, with_bias),
+        })
+    }
+
+    /// An `Err` for what no kernel of a kind computes: GELU needs a float output.
+    fn refuse_uncomputable(&self, problem: &GemmProblem<O::Scale>) -> Result<(), Error> {
+        if problem.activation == Activation::GeluTanh && self.precision == GemmPrecision::I8 {
+            return Err(Error::Tune(format!(
+                "`{}` has an integer output, and GELU needs a floating-point one: use no \
+                 activation or ReLU, or convert the output and apply GELU in a kernel of its own",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+
+    /// The dtype, layout and epilogue mix of the key:
+    /// `f16.row*f16.col->f16.row`, then `+bias` with a bias, then `+relu` or
+    /// `+gelu` with an activation (inputs named by the precision, so tf32
+    /// differs from f32).
+    fn dtypes(&self, problem: &GemmProblem<O::Scale>, with_bias: bool) -> String {
+        let layout = |l: MatrixLayout| match l {
+            MatrixLayout::RowMajor => "row",
+            MatrixLayout::ColMajor => "col",
+        };
+        let input = self.precision.name();
+        let bias = if with_bias { "+bias" } else { "" };
+        let activation = match problem.activation {
+            Activation::Identity => "",
+            Activation::Relu => "+relu",
+            Activation::GeluTanh => "+gelu",
+        };
+        format!(
+            "{input}.{}*{input}.{}->{}.{}{bias}{activation}",
+            layout(problem.a_layout),
+            layout(problem.b_layout),
+            self.precision.output().name(),
+            layout(problem.c_layout),
+        )
+    }
+
+    /// The alignment facts of the key: the largest power of two, at most 16,
+    /// that divides the byte length of A's, B's and C's leading dimension,
+    /// and of A's and B's batch stride (16 for one batch, where strides are
+    /// not read).
+    fn alignments(&self, problem: &GemmProblem<O::Scale>) -> [u32; 5] {
+        let GemmProblem { m, n, k, batch, .. } = *problem;
+        let leading = |layout: MatrixLayout, (rows, cols): (u32, u32)| {
+            layout.leading_dimension(rows as usize, cols as usize) as u64
+        };
+        let (input, output) = (size_of::<I>() as u64, size_of::<O>() as u64);
+        let stride = |stride: u32| match batch.count {
+            0 | 1 => 16,
+            _ => byte_alignment(u64::from(stride) * input),
+        };
         [
-            buffer(I::SCALAR, m64 * k64, false),
-            buffer(I::SCALAR, k64 * n64, false),
-            buffer(O::SCALAR, m64 * n64, true),
-            buffer(O::SCALAR, 1, false),
+            byte_alignment(leading(problem.a_layout, (m, k)) * input),
+            byte_alignment(leading(problem.b_layout, (k, n)) * input),
+            byte_alignment(leading(problem.c_layout, (m, n)) * output),
+            stride(batch.stride_a),
+            stride(batch.stride_b),
+        ]
+    }
+
+    /// The arguments of a call with buffers of exactly the sizes the problem
+    /// needs (a bias of n values, or a one-element one, unread, without):
+    /// what legality is judged on (the launch checks the real buffers).
+    fn call_args(&self, problem: &GemmProblem<O::Scale>, with_bias: bool) -> Vec<ArgInfo> {
+        let buffer = |elem, len, mutable| ArgInfo::Buffer { elem, len, mutable };
+        let kernel = problem.for_kernel();
+        let (a_len, b_len) = kernel.operands(problem.a_len(), problem.b_len());
+        let bias_len = if with_bias { problem.n.into() } else { 1 };
+        let scalars = kernel.scalar_args(kernel.bias_mode(with_bias));
+        [
+            buffer(I::SCALAR, a_len, false),
+            buffer(I::SCALAR, b_len, false),
+            buffer(O::SCALAR, problem.c_len(), true),
+            buffer(O::SCALAR, bias_len, false),
         ]
         .into_iter()
         .chain(scalars.iter().map(KernelArg::info))
@@ -425,16 +499,21 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
     }
 
     /// The error bound for one output element of a correct variant: with
-    /// `magnitude` = sum over p of |a_ip b_pj| and `value` the float64
-    /// result, `gamma_{k+1}(u) * magnitude` for the accumulation (Higham,
+    /// `magnitude` the sum of the magnitudes of what is added before the
+    /// activation (`|alpha| sum_p |a_ip b_pj| + |beta c_ij| + |bias_j|`) and
+    /// `value` the float64 result, `gamma_{k+3}(u) * magnitude` for the
+    /// accumulation and the roundings of alpha, beta C and the bias (Higham,
     /// *Accuracy and Stability of Numerical Algorithms*, 3.1: any summation
-    /// order), plus the rounding of the output, `u_out * (|value| + that)`,
-    /// plus half its smallest subnormal. `u` is 2^-24 for f32 FMAs and 2^-23
-    /// on Tensor Cores (their adders may truncate); tf32 adds the rounding of
-    /// both inputs; i8 is exact. `tests/src/compare.rs`'s `GemmTolerance` is
-    /// the same bound with alpha, beta and activations, for the GPU tier.
-    pub fn allowed_error(&self, k: u32, magnitude: f64, value: f64) -> f64 {
+    /// order), times the activation's largest slope, plus GELU's evaluation
+    /// in f32 (2^-10 of the magnitude), plus the rounding of the output,
+    /// `u_out * (|value| + that)`, plus half its smallest subnormal. `u` is
+    /// 2^-24 for f32 FMAs and 2^-23 on Tensor Cores (their adders may
+    /// truncate); tf32 adds the rounding of both inputs; i8 is exact.
+    /// `tests/src/compare.rs`'s `GemmTolerance` is the same bound, for the
+    /// GPU tier.
+    pub fn allowed_error(&self, k: u32, activation: Activation, magnitude: f64, value: f64) -> f64 {
         const TF32_UNIT: f64 = 1.0 / 1024.0;
+        const GELU_EVALUATION: f64 = 1.0 / 1024.0;
         let (unit, input, output_unit, output_subnormal) = match self.precision {
             GemmPrecision::I8 => return 0.0,
             GemmPrecision::F32 => (2f64.powi(-24), 0.0, 2f64.powi(-24), 2f64.powi(-149)),
@@ -447,10 +526,39 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
             GemmPrecision::F16 => (2f64.powi(-23), 0.0, 2f64.powi(-11), 2f64.powi(-24)),
             GemmPrecision::Bf16 => (2f64.powi(-23), 0.0, 2f64.powi(-8), 2f64.powi(-133)),
         };
-        let n = f64::from(k) + 1.0;
+        let n = f64::from(k) + 3.0;
         let gamma = n * unit / (1.0 - n * unit);
         let accumulated = (gamma + input) * magnitude;
-        accumulated + output_unit * (value.abs() + accumulated) + output_subnormal / 2.0
+        let evaluation = match activation {
+            Activation::GeluTanh => GELU_EVALUATION * magnitude,
+            Activation::Identity | Activation::Relu => 0.0,
+        };
+        let activated = activation.max_slope() * accumulated + evaluation;
+        activated + output_unit * (value.abs() + activated) + output_subnormal / 2.0
+    }
+}
+
+/// What decides the variant of one GEMM call ([`GemmKind::call`]): the
+/// parts of its tuning key that come from the call, and the arguments the
+/// variants' `requires` are checked on. [`GemmCall::call`] lends it to a
+/// dispatcher.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmCall {
+    dtypes: String,
+    shape: ShapeBucket,
+    alignments: [u32; 5],
+    args: Vec<ArgInfo>,
+}
+
+impl GemmCall {
+    /// The call as [`Dispatcher::select`] and [`Dispatcher::key`] take it.
+    pub fn call(&self) -> Call<'_> {
+        Call {
+            dtypes: &self.dtypes,
+            shape: self.shape,
+            alignments: &self.alignments,
+            args: &self.args,
+        }
     }
 }
 
@@ -485,17 +593,20 @@ pub fn gemm_tile(candidate: &Candidate) -> Result<(u32, u32), Error> {
     Ok((value("BM")?, value("BN")?))
 }
 
-/// The operands of one tuned launch: A, B, C and the bias argument, a
-/// one-element buffer the kernels never read (no bias).
+/// The operands of one tuned launch: A, B, C, the bias if any, and the
+/// bias argument of a launch without one (a one-element buffer the kernels
+/// never read).
 struct GemmBuffers<'a, I: DeviceScalar, O: DeviceScalar> {
     a: BufferRef<'a, I>,
     b: BufferRef<'a, I>,
     c: BufferMut<'a, O>,
+    bias: Option<BufferRef<'a, O>>,
     no_bias: BufferRef<'a, O>,
 }
 
-/// `C = alpha * A B + beta * C` with one candidate of a GEMM family, whose
-/// tile is `tile` ([`gemm_tile`]).
+/// One launch of `problem` with one candidate of a GEMM family, whose tile
+/// is `tile` ([`gemm_tile`]): a column-major C as `C^T = B^T A^T`, the
+/// operands swapped (`GemmProblem::for_kernel`).
 fn launch_gemm<I: GemmElement, O: GemmOutput>(
     rt: &Runtime,
     candidate: &Candidate,
@@ -504,7 +615,15 @@ fn launch_gemm<I: GemmElement, O: GemmOutput>(
     buffers: GemmBuffers<'_, I, O>,
 ) -> Result<(), Error> {
     let kernel = problem.for_kernel();
-    let GemmBuffers { a, b, c, no_bias } = buffers;
+    let GemmBuffers {
+        a,
+        b,
+        c,
+        bias,
+        no_bias,
+    } = buffers;
+    let bias_mode = kernel.bias_mode(bias.is_some());
+    let (a, b) = kernel.operands(a, b);
     let grid = match gemm_wgmma::walks_its_tiles(candidate.def) {
         true => {
             gemm_wgmma::persistent_grid(rt, candidate.def, &candidate.consts, kernel.grid(tile))?
@@ -515,18 +634,18 @@ fn launch_gemm<I: GemmElement, O: GemmOutput>(
         candidate.def,
         &candidate.consts,
         grid,
-        &mut kernel.args(a, b, c, no_bias, 0),
+        &mut kernel.args(a, b, c, bias.unwrap_or(no_bias), bias_mode),
     )
 }
 
-/// A GEMM family's dispatcher: [`TunedGemm::run`] sends each call to the
-/// variant tuned for it.
+/// A GEMM family's dispatcher: [`TunedGemm::gemm`] sends each call to the
+/// variant tuned for its problem.
 pub struct TunedGemm<I: GemmElement, O: GemmOutput> {
     kind: &'static GemmKind<I, O>,
     dispatcher: Arc<Dispatcher>,
     /// Each candidate's (BM, BN).
     tiles: Vec<(u32, u32)>,
-    /// The bias argument of every launch: one element, never read.
+    /// The bias argument of every launch without a bias: one element, never read.
     no_bias: DeviceBuffer<O>,
 }
 
@@ -582,20 +701,24 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
 
     /// The dispatcher underneath: its statistics, warnings, stored records
     /// and the tuning key of a call ([`Dispatcher::key`] of
-    /// [`TunedGemm::call`]):
+    /// [`GemmKind::call`]):
     ///
     /// ```no_run
     /// # use warpforge::prelude::*;
+    /// # use warpforge_kernels::gemm_problem::{Activation, GemmProblem};
     /// # use warpforge_kernels::tuned::{TunedGemm, GEMM_F16};
     /// # fn main() -> Result<(), Error> {
     /// # let rt = Runtime::new()?;
     /// let gemm = TunedGemm::new(&rt, &GEMM_F16)?;
-    /// let dims = (4096, 4096, 4096);
-    /// let (alignments, args) = (GEMM_F16.alignments(dims), GEMM_F16.call_args(dims));
-    /// let call = gemm.call(dims, &alignments, &args);
-    /// let key = gemm.dispatcher().key(&call); // what the call's winner is stored under
-    /// let stored = gemm.dispatcher().stored(&call); // its record, if the call was tuned
-    /// # let _ = (key, stored);
+    /// let problem = GemmProblem {
+    ///     activation: Activation::Relu,
+    ///     ..GemmProblem::new((4096, 4096, 4096), 1.0, 0.0)
+    /// };
+    /// let call = GEMM_F16.call(&problem, true)?; // with a bias
+    /// let key = gemm.dispatcher().key(&call.call()); // what the call's winner is stored under
+    /// assert_eq!(key.dtypes, "f16.row*f16.col->f16.row+bias+relu");
+    /// let stored = gemm.dispatcher().stored(&call.call()); // its record, if the call was tuned
+    /// # let _ = stored;
     /// # Ok(())
     /// # }
     /// ```
@@ -604,8 +727,8 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
     }
 
     /// `C = alpha * A B + beta * C` (A m x k row-major, B k x n in the
-    /// kind's layout, C m x n row-major) with the variant
-    /// [`TunedGemm::select`] picks.
+    /// kind's layout, C m x n row-major): [`TunedGemm::gemm`] on
+    /// [`GemmKind::problem`] without a bias.
     #[allow(clippy::too_many_arguments)]
     pub fn run<'a>(
         &self,
@@ -617,58 +740,120 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
         alpha: O::Scale,
         beta: O::Scale,
     ) -> Result<(), Error> {
-        let selection = self.select(rt, dims)?;
-        self.launch(rt, selection.candidate, a, b, c, dims, alpha, beta)
+        let problem = self.kind.problem(dims, alpha, beta);
+        self.gemm(rt, &problem, a, b, c, None)
     }
 
-    /// The variant for an m x n x k call, and where it came from.
-    pub fn select(&self, rt: &Runtime, dims: (u32, u32, u32)) -> Result<Selection, Error> {
-        let alignments = self.kind.alignments(dims);
-        let args = self.kind.call_args(dims);
-        let call = self.call(dims, &alignments, &args);
-        self.dispatcher.select(rt, &call, || {
-            let workload = GemmWorkload::new(rt, self.kind, dims, TUNE_NOW_SEED)?;
+    /// For each batch, `C = activation(alpha * A B + beta * C + bias)` (see
+    /// [`GemmProblem`]: layouts, strided batches, a bias of one value per
+    /// column of C) with the variant [`TunedGemm::select`] picks for the
+    /// problem. The buffers and views are those of
+    /// [`GemmVariant::run`](crate::gemm_problem::GemmVariant::run); they are
+    /// checked against the problem before anything is selected or tuned,
+    /// and a problem with no output element does nothing.
+    pub fn gemm<'a>(
+        &self,
+        rt: &Runtime,
+        problem: &GemmProblem<O::Scale>,
+        a: impl Into<BufferRef<'a, I>>,
+        b: impl Into<BufferRef<'a, I>>,
+        c: impl Into<BufferMut<'a, O>>,
+        bias: Option<BufferRef<'a, O>>,
+    ) -> Result<(), Error> {
+        let buffers = self.buffers(a.into(), b.into(), c.into(), bias);
+        if !self.check(problem, &buffers)? {
+            return Ok(());
+        }
+        let selection = self.select(rt, problem, buffers.bias.is_some())?;
+        let candidate = selection.candidate;
+        let chosen = &self.dispatcher.family().candidates()[candidate];
+        launch_gemm(rt, chosen, self.tiles[candidate], problem, buffers)
+    }
+
+    /// The variant for a call on `problem` (with a bias when `with_bias`),
+    /// and where it came from.
+    pub fn select(
+        &self,
+        rt: &Runtime,
+        problem: &GemmProblem<O::Scale>,
+        with_bias: bool,
+    ) -> Result<Selection, Error> {
+        let call = self.kind.call(problem, with_bias)?;
+        self.dispatcher.select(rt, &call.call(), || {
+            let workload = GemmWorkload::new(rt, self.kind, problem, with_bias, TUNE_NOW_SEED)?;
             Ok(Box::new(workload) as Box<dyn Workload>)
         })
     }
 
-    /// The tuning call of an m x n x k GEMM, over `alignments` and `args`
-    /// from [`GemmKind::alignments`] and [`GemmKind::call_args`].
-    pub fn call<'a>(
-        &self,
-        (m, n, k): (u32, u32, u32),
-        alignments: &'a [u32],
-        args: &'a [ArgInfo],
-    ) -> Call<'a> {
-        Call {
-            shape: ShapeBucket::gemm(m.into(), n.into(), k.into()),
-            alignments,
-            args,
-        }
-    }
-
-    /// `C = alpha * A B + beta * C` with the family's candidate `candidate`.
+    /// [`TunedGemm::gemm`] with the family's candidate `candidate` instead
+    /// of the selected one (which must be able to take the problem: the
+    /// launch checks its `requires`).
     #[allow(clippy::too_many_arguments)]
     pub fn launch<'a>(
         &self,
         rt: &Runtime,
         candidate: usize,
+        problem: &GemmProblem<O::Scale>,
         a: impl Into<BufferRef<'a, I>>,
         b: impl Into<BufferRef<'a, I>>,
         c: impl Into<BufferMut<'a, O>>,
-        dims: (u32, u32, u32),
-        alpha: O::Scale,
-        beta: O::Scale,
+        bias: Option<BufferRef<'a, O>>,
     ) -> Result<(), Error> {
-        let chosen = &self.dispatcher.family().candidates()[candidate];
-        let buffers = GemmBuffers {
-            a: a.into(),
-            b: b.into(),
-            c: c.into(),
+        let chosen = self
+            .dispatcher
+            .family()
+            .candidates()
+            .get(candidate)
+            .ok_or_else(|| {
+                Error::Tune(format!(
+                "`{}` has {} candidates, and candidate {candidate} was asked for: pass an index \
+                 from its dispatcher's family or selection",
+                self.kind.name,
+                self.tiles.len()
+            ))
+            })?;
+        let buffers = self.buffers(a.into(), b.into(), c.into(), bias);
+        if !self.check(problem, &buffers)? {
+            return Ok(());
+        }
+        launch_gemm(rt, chosen, self.tiles[candidate], problem, buffers)
+    }
+
+    fn buffers<'a>(
+        &'a self,
+        a: BufferRef<'a, I>,
+        b: BufferRef<'a, I>,
+        c: BufferMut<'a, O>,
+        bias: Option<BufferRef<'a, O>>,
+    ) -> GemmBuffers<'a, I, O> {
+        GemmBuffers {
+            a,
+            b,
+            c,
+            bias,
             no_bias: BufferRef::from(&self.no_bias),
-        };
-        let problem = self.kind.problem(dims, alpha, beta);
-        launch_gemm(rt, chosen, self.tiles[candidate], &problem, buffers)
+        }
+    }
+
+    /// The buffers against the problem, and whether it has an output
+    /// element (`Ok(false)`: nothing to do). The `Err` says what is wrong.
+    fn check(
+        &self,
+        problem: &GemmProblem<O::Scale>,
+        buffers: &GemmBuffers<'_, I, O>,
+    ) -> Result<bool, Error> {
+        self.kind.refuse_uncomputable(problem)?;
+        let lengths = (
+            Some(buffers.a.len()),
+            buffers.b.len(),
+            buffers.c.len(),
+            buffers.bias.map(|bias| bias.len()),
+        );
+        check_lengths(problem, lengths).map_err(|message| Error::InvalidLaunch {
+            kernel: self.kind.name.to_string(),
+            message,
+        })?;
+        Ok(problem.m > 0 && problem.n > 0 && problem.batch.count > 0)
     }
 }
 
@@ -678,43 +863,91 @@ const MAX_INPUT_SETS: usize = 16;
 /// (all of them for smaller outputs); the rest are checked for NaN only.
 const CHECKED_OUTPUTS: usize = 256;
 
-/// The tuning inputs of one GEMM call: random A and B in [-1, 1), as many
-/// copies of (A, B, C) as make them together at least twice the L2 cache
-/// (at most `MAX_INPUT_SETS`, 16), launched with alpha 1 and beta 0.
-/// Verification poisons C with NaN, runs the candidate on the first set,
-/// and checks that every output is finite and that 256 (`CHECKED_OUTPUTS`) of
-/// them (the corners, the last row and column, and random ones) are within
-/// [`GemmKind::allowed_error`] of the float64 reference.
+/// One output element verification compares with the float64 reference.
+#[derive(Clone, Copy, Debug)]
+struct CheckedOutput {
+    /// Its index in C's buffer.
+    index: usize,
+    /// Its batch, row and column.
+    at: (usize, usize, usize),
+    /// `sum_p a_ip b_pj` and `sum_p |a_ip b_pj|`.
+    product: (f64, f64),
+    /// C's initial value there (0 where the problem does not read C).
+    c: f64,
+    /// The bias of its column (0 without one).
+    bias: f64,
+}
+
+/// The tuning inputs of one GEMM call on a whole [`GemmProblem`]: random A
+/// and B (in [-1, 1) for floats) in the problem's layouts and batch
+/// strides, a random bias when the call has one, and as many copies of (A,
+/// B, C) as make them together at least twice the L2 cache (at most
+/// `MAX_INPUT_SETS`, 16), launched with the problem's alpha, beta and
+/// activation.
+///
+/// Verification runs the candidate on the first set with C poisoned and
+/// beta = 0, and checks that every output element of every batch is
+/// written, finite, and that 256 (`CHECKED_OUTPUTS`) of them (the corners of
+/// the first and last batch, last rows and columns, and random ones) are
+/// within [`GemmKind::allowed_error`] of the float64 reference (which
+/// applies the layouts, batches, alpha, the bias and the activation:
+/// [`reference_epilogue`]), and that the elements between batches of C are
+/// still the poison. Where beta is not 0 it then runs again from a random
+/// C (the poison between batches) and checks the same elements with beta.
 pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
     kind: &'static GemmKind<I, O>,
-    dims: (u32, u32, u32),
+    problem: GemmProblem<O::Scale>,
     sets: Vec<(DeviceBuffer<I>, DeviceBuffer<I>, DeviceBuffer<O>)>,
     poison: DeviceBuffer<O>,
+    /// C before the run with the problem's beta, where it is not 0.
+    initial_c: Option<DeviceBuffer<O>>,
+    bias: Option<DeviceBuffer<O>>,
     no_bias: DeviceBuffer<O>,
-    /// The checked outputs: (row, column, float64 value, magnitude).
-    checked: Vec<(usize, usize, f64, f64)>,
+    checked: Vec<CheckedOutput>,
 }
 
 impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
-    /// The inputs of an m x n x k call of `kind` on `rt`'s device, drawn from
-    /// `seed`.
+    /// The inputs of a call of `kind` on `problem` (with a bias when
+    /// `with_bias`) on `rt`'s device, drawn from `seed`.
     pub fn new(
         rt: &Runtime,
         kind: &'static GemmKind<I, O>,
-        dims: (u32, u32, u32),
+        problem: &GemmProblem<O::Scale>,
+        with_bias: bool,
         seed: u64,
     ) -> Result<GemmWorkload<I, O>, Error> {
-        let (m, n, k) = (dims.0 as usize, dims.1 as usize, dims.2 as usize);
-        if m == 0 || n == 0 || k == 0 {
+        let GemmProblem { m, n, k, batch, .. } = *problem;
+        if m == 0 || n == 0 || k == 0 || batch.count == 0 {
             return Err(Error::Tune(format!(
-                "cannot tune a {m} x {n} x {k} GEMM: every dimension must be at least 1"
+                "cannot tune {} batches of a {m} x {n} x {k} GEMM: every dimension and the batch \
+                 count must be at least 1",
+                batch.count
             )));
         }
+        kind.refuse_uncomputable(problem)?;
+        let (a_len, b_len, c_len) = (
+            problem.a_len() as usize,
+            problem.b_len() as usize,
+            problem.c_len() as usize,
+        );
+        check_lengths(problem, (Some(a_len), b_len, c_len, Some(n as usize)))
+            .map_err(|message| Error::Tune(format!("cannot tune this GEMM: {message}")))?;
         let mut rng = StdRng::seed_from_u64(seed);
-        let mut values = |len: usize| -> Vec<I> { (0..len).map(|_| I::random(&mut rng)).collect() };
-        let host_a = values(m * k);
-        let host_b = values(k * n);
-        let set_bytes = (m * k + k * n) * size_of::<I>() + m * n * size_of::<O>();
+        let host_a: Vec<I> = (0..a_len).map(|_| I::random(&mut rng)).collect();
+        let host_b: Vec<I> = (0..b_len).map(|_| I::random(&mut rng)).collect();
+        let host_bias: Option<Vec<O>> =
+            with_bias.then(|| (0..n).map(|_| O::random(&mut rng)).collect());
+        let reads_c = problem.beta.into() != 0.0;
+        // C's initial values within its batches, the poison between them.
+        let host_c: Option<Vec<O>> = reads_c.then(|| {
+            (0..c_len)
+                .map(|index| match in_batch(problem, index) {
+                    Some(_) => O::random(&mut rng),
+                    None => O::POISON,
+                })
+                .collect()
+        });
+        let set_bytes = (a_len + b_len) * size_of::<I>() + c_len * size_of::<O>();
         let l2 = rt.device().l2_cache_bytes as usize;
         let count = (2 * l2).div_ceil(set_bytes).clamp(1, MAX_INPUT_SETS);
         let sets = (0..count)
@@ -722,42 +955,196 @@ impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
                 Ok((
                     rt.upload(&host_a)?,
                     rt.upload(&host_b)?,
-                    rt.alloc_zeroed(m * n)?,
+                    rt.alloc_zeroed(c_len)?,
                 ))
             })
             .collect::<Result<Vec<_>, Error>>()?;
-        let checked = if m * n <= CHECKED_OUTPUTS {
-            (0..m).flat_map(|i| (0..n).map(move |j| (i, j))).collect()
+        let (m, n, batches) = (m as usize, n as usize, batch.count as usize);
+        let positions: Vec<(usize, usize, usize)> = if batches * m * n <= CHECKED_OUTPUTS {
+            (0..batches)
+                .flat_map(|b| (0..m).flat_map(move |i| (0..n).map(move |j| (b, i, j))))
+                .collect()
         } else {
-            let mut positions = vec![(0, 0), (0, n - 1), (m - 1, 0), (m - 1, n - 1)];
-            positions.extend((0..16).map(|_| (m - 1, rng.random_range(0..n))));
-            positions.extend((0..16).map(|_| (rng.random_range(0..m), n - 1)));
+            let last = batches - 1;
+            let mut positions = vec![
+                (0, 0, 0),
+                (0, 0, n - 1),
+                (0, m - 1, 0),
+                (0, m - 1, n - 1),
+                (last, 0, 0),
+                (last, 0, n - 1),
+                (last, m - 1, 0),
+                (last, m - 1, n - 1),
+            ];
+            let random_batch = |rng: &mut StdRng| rng.random_range(0..batches);
+            for _ in 0..16 {
+                let b = random_batch(&mut rng);
+                positions.push((b, m - 1, rng.random_range(0..n)));
+                let b = random_batch(&mut rng);
+                positions.push((b, rng.random_range(0..m), n - 1));
+            }
             while positions.len() < CHECKED_OUTPUTS {
-                positions.push((rng.random_range(0..m), rng.random_range(0..n)));
+                let b = random_batch(&mut rng);
+                positions.push((b, rng.random_range(0..m), rng.random_range(0..n)));
             }
             positions
         };
-        // The float64 value and magnitude (sum of |a b|) of each checked output.
-        let checked = checked
+        let checked = positions
             .into_iter()
-            .map(|(i, j)| {
-                let (value, magnitude) = (0..k).fold((0.0, 0.0), |(sum, magnitude), p| {
-                    let a = host_a[i * k + p].to_f64();
-                    let b = host_b[kind.b_layout.index((p, j), (k, n))].to_f64();
-                    (sum + a * b, magnitude + (a * b).abs())
+            .map(|(b, i, j)| {
+                let a_at = |p: usize| {
+                    b * batch.stride_a as usize + problem.a_layout.index((i, p), (m, k as usize))
+                };
+                let b_at = |p: usize| {
+                    b * batch.stride_b as usize + problem.b_layout.index((p, j), (k as usize, n))
+                };
+                let product = (0..k as usize).fold((0.0, 0.0), |(sum, magnitude), p| {
+                    let ab = host_a[a_at(p)].to_f64() * host_b[b_at(p)].to_f64();
+                    (sum + ab, magnitude + ab.abs())
                 });
-                (i, j, value, magnitude)
+                let index = b * batch.stride_c as usize + problem.c_layout.index((i, j), (m, n));
+                CheckedOutput {
+                    index,
+                    at: (b, i, j),
+                    product,
+                    c: host_c.as_ref().map_or(0.0, |c| c[index].to_f64()),
+                    bias: host_bias.as_ref().map_or(0.0, |bias| bias[j].to_f64()),
+                }
             })
             .collect();
         Ok(GemmWorkload {
             kind,
-            dims,
-            poison: rt.upload(&vec![O::POISON; m * n])?,
+            problem: *problem,
+            poison: rt.upload(&vec![O::POISON; c_len])?,
+            initial_c: host_c.map(|c| rt.upload(&c)).transpose()?,
+            bias: host_bias.map(|bias| rt.upload(&bias)).transpose()?,
             no_bias: rt.alloc_zeroed(1)?,
             sets,
             checked,
         })
     }
+
+    fn launch_problem(
+        &mut self,
+        rt: &Runtime,
+        candidate: &Candidate,
+        set: usize,
+        problem: &GemmProblem<O::Scale>,
+    ) -> Result<(), Error> {
+        let tile = gemm_tile(candidate)?;
+        let (a, b, c) = &mut self.sets[set];
+        let buffers = GemmBuffers {
+            a: BufferRef::from(&*a),
+            b: BufferRef::from(&*b),
+            c: BufferMut::from(c),
+            bias: self.bias.as_ref().map(BufferRef::from),
+            no_bias: BufferRef::from(&self.no_bias),
+        };
+        launch_gemm(rt, candidate, tile, problem, buffers)
+    }
+
+    /// Runs `candidate` on the first set with `problem` (this workload's,
+    /// or it with beta 0), C first set to `initial`, and checks the outputs.
+    fn verify_run(
+        &mut self,
+        rt: &Runtime,
+        candidate: &Candidate,
+        problem: &GemmProblem<O::Scale>,
+        initial: Initial,
+    ) -> Result<Result<(), String>, Error> {
+        match initial {
+            Initial::Poison => rt.copy(&self.poison, &mut self.sets[0].2)?,
+            Initial::Random => {
+                let Some(initial_c) = &self.initial_c else {
+                    return Ok(Ok(()));
+                };
+                rt.copy(initial_c, &mut self.sets[0].2)?
+            }
+        }
+        self.launch_problem(rt, candidate, 0, problem)?;
+        let out = rt.download(&self.sets[0].2)?;
+        let mut unwritten = (0, None);
+        let mut between = (0, None);
+        for (index, v) in out.iter().enumerate() {
+            match in_batch(problem, index) {
+                Some(at) if v.is_unwritten() => {
+                    unwritten.0 += 1;
+                    unwritten.1 = unwritten.1.or(Some(at));
+                }
+                None if !v.is_unwritten() => {
+                    between.0 += 1;
+                    between.1 = between.1.or(Some(index));
+                }
+                _ => {}
+            }
+        }
+        if let (count, Some((b, i, j))) = unwritten {
+            let batches = problem.batch.count;
+            return Ok(Err(format!(
+                "{count} of {} outputs are the poison, NaN or infinite (unwritten or \
+                 overflowed), the first in batch {b} of {batches}, at row {i}, column {j}",
+                batches as usize * problem.m as usize * problem.n as usize,
+            )));
+        }
+        if let (count, Some(index)) = between {
+            return Ok(Err(format!(
+                "{count} elements of C between its batches were written (none may be), the first \
+                 at index {index}"
+            )));
+        }
+        let scales = (problem.alpha.into(), problem.beta.into());
+        for checked in &self.checked {
+            let (value, magnitude) = reference_epilogue(
+                scales,
+                problem.activation,
+                checked.product,
+                checked.c,
+                checked.bias,
+            );
+            let got = out[checked.index].to_f64();
+            let allowed = self
+                .kind
+                .allowed_error(problem.k, problem.activation, magnitude, value);
+            if (got - value).abs() > allowed {
+                let (b, i, j) = checked.at;
+                return Ok(Err(format!(
+                    "C[{i}][{j}] of batch {b} = {got}, the float64 reference is {value}, and the \
+                     error bound {allowed:.2e}"
+                )));
+            }
+        }
+        Ok(Ok(()))
+    }
+}
+
+/// What C holds before a verification run.
+#[derive(Clone, Copy)]
+enum Initial {
+    /// The poison: the problem run with beta 0 must write every element.
+    Poison,
+    /// Random values, for the problem's own beta (none when it is 0).
+    Random,
+}
+
+/// The (batch, row, column) of element `index` of C's buffer, or `None`
+/// between batches.
+fn in_batch<S: Copy>(problem: &GemmProblem<S>, index: usize) -> Option<(usize, usize, usize)> {
+    let (m, n) = (problem.m as usize, problem.n as usize);
+    let (count, stride) = (
+        problem.batch.count as usize,
+        problem.batch.stride_c as usize,
+    );
+    let (batch, offset) = match (count, stride) {
+        (0 | 1, _) | (_, 0) => (0, index),
+        _ => (index / stride, index % stride),
+    };
+    if batch >= count || offset >= m * n {
+        return None;
+    }
+    Some(match problem.c_layout {
+        MatrixLayout::RowMajor => (batch, offset / n, offset % n),
+        MatrixLayout::ColMajor => (batch, offset % m, offset / m),
+    })
 }
 
 impl<I: GemmElement, O: GemmOutput> Workload for GemmWorkload<I, O> {
@@ -766,76 +1153,124 @@ impl<I: GemmElement, O: GemmOutput> Workload for GemmWorkload<I, O> {
     }
 
     fn launch(&mut self, rt: &Runtime, candidate: &Candidate, set: usize) -> Result<(), Error> {
-        let tile = gemm_tile(candidate)?;
-        let (a, b, c) = &mut self.sets[set];
-        let (alpha, beta) = O::PLAIN;
-        let buffers = GemmBuffers {
-            a: BufferRef::from(&*a),
-            b: BufferRef::from(&*b),
-            c: BufferMut::from(c),
-            no_bias: BufferRef::from(&self.no_bias),
-        };
-        launch_gemm(
-            rt,
-            candidate,
-            tile,
-            &self.kind.problem(self.dims, alpha, beta),
-            buffers,
-        )
+        let problem = self.problem;
+        self.launch_problem(rt, candidate, set, &problem)
     }
 
     fn verify(&mut self, rt: &Runtime, candidate: &Candidate) -> Result<Result<(), String>, Error> {
-        rt.copy(&self.poison, &mut self.sets[0].2)?;
-        self.launch(rt, candidate, 0)?;
-        let out = rt.download(&self.sets[0].2)?;
-        let n = self.dims.1 as usize;
-        let bad: Vec<usize> = out
-            .iter()
-            .enumerate()
-            .filter(|(_, v)| v.is_unwritten())
-            .map(|(i, _)| i)
-            .collect();
-        if let Some(&first) = bad.first() {
-            return Ok(Err(format!(
-                "{} of {} outputs are the poison, NaN or infinite (unwritten or overflowed), the \
-                 first at row \
-                 {}, column {}",
-                bad.len(),
-                out.len(),
-                first / n,
-                first % n
-            )));
+        let unread_c = GemmProblem {
+            beta: O::PLAIN.1,
+            ..self.problem
+        };
+        if let Err(message) = self.verify_run(rt, candidate, &unread_c, Initial::Poison)? {
+            return Ok(Err(message));
         }
-        for &(i, j, value, magnitude) in &self.checked {
-            let got = out[i * n + j].to_f64();
-            let allowed = self.kind.allowed_error(self.dims.2, magnitude, value);
-            if (got - value).abs() > allowed {
-                return Ok(Err(format!(
-                    "C[{i}][{j}] = {got}, the float64 reference is {value}, and the error bound \
-                     {allowed:.2e}"
-                )));
-            }
-        }
-        Ok(Ok(()))
+        let problem = self.problem;
+        self.verify_run(rt, candidate, &problem, Initial::Random)
     }
 }
 
-/// The [`TuneJob`] of one stock GEMM family: named as the family.
+/// A whole-problem case of the stock GEMM jobs (and of the GPU tier's
+/// `tune --forms`): how its calls differ from [`TunedGemm::run`]'s problem
+/// ([`GemmKind::problem`]), with alpha 1 and beta 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmForm {
+    /// What jobs and `tune --forms` call it.
+    pub name: &'static str,
+    /// B's layout, where it is not the kind's.
+    pub b_layout: Option<MatrixLayout>,
+    /// C's layout.
+    pub c_layout: MatrixLayout,
+    /// Whether the calls add a bias (one value per column of C).
+    pub bias: bool,
+    /// The activation.
+    pub activation: Activation,
+    /// Packed strided batches (1: a single GEMM).
+    pub batches: u32,
+}
+
+impl GemmForm {
+    /// [`TunedGemm::run`]'s problem.
+    pub const PLAIN: GemmForm = GemmForm {
+        name: "plain",
+        b_layout: None,
+        c_layout: MatrixLayout::RowMajor,
+        bias: false,
+        activation: Activation::Identity,
+        batches: 1,
+    };
+
+    /// Row-major A and B ("NN"), a bias and ReLU: a linear layer.
+    pub const NN_BIAS_RELU: GemmForm = GemmForm {
+        name: "nn_bias_relu",
+        b_layout: Some(MatrixLayout::RowMajor),
+        bias: true,
+        activation: Activation::Relu,
+        ..GemmForm::PLAIN
+    };
+
+    /// 16 packed strided batches.
+    pub const BATCHED: GemmForm = GemmForm {
+        name: "batched",
+        batches: 16,
+        ..GemmForm::PLAIN
+    };
+
+    /// A column-major C.
+    pub const COL_C: GemmForm = GemmForm {
+        name: "col_c",
+        c_layout: MatrixLayout::ColMajor,
+        ..GemmForm::PLAIN
+    };
+
+    /// Every form, [`GemmForm::PLAIN`] first.
+    pub const ALL: [GemmForm; 4] = [
+        GemmForm::PLAIN,
+        GemmForm::NN_BIAS_RELU,
+        GemmForm::BATCHED,
+        GemmForm::COL_C,
+    ];
+
+    /// The form's problem for `kind` at m x n x k, alpha 1 and beta 0.
+    pub fn problem<I: GemmElement, O: GemmOutput>(
+        &self,
+        kind: &GemmKind<I, O>,
+        dims: (u32, u32, u32),
+    ) -> GemmProblem<O::Scale> {
+        let (alpha, beta) = O::PLAIN;
+        GemmProblem {
+            b_layout: self.b_layout.unwrap_or(kind.b_layout),
+            c_layout: self.c_layout,
+            batch: GemmBatch::packed(self.batches, dims),
+            activation: self.activation,
+            ..kind.problem(dims, alpha, beta)
+        }
+    }
+}
+
+/// The [`TuneJob`] of one stock GEMM family: named as the family, at
+/// [`JOB_SHAPES`], on [`TunedGemm::run`]'s problem; or named `name`, at
+/// `shapes`, on the problems of a [`GemmForm`].
 macro_rules! gemm_job {
     ($kind:ident) => {
+        gemm_job!($kind.name, $kind, JOB_SHAPES, GemmForm::PLAIN)
+    };
+    ($name:expr, $kind:ident, $shapes:expr, $form:expr) => {
         TuneJob {
-            name: $kind.name,
-            shapes: JOB_SHAPES,
-            run: |rt, shape| run_gemm_job(rt, &$kind, shape),
+            name: $name,
+            shapes: $shapes,
+            run: |rt, shape| run_gemm_job(rt, &$kind, shape, $form),
         }
     };
 }
 
-/// One tuned call of `kind` at `shape` (m, n, k) on random inputs.
+/// One tuned call of `kind` at `shape` (m, n, k) on random inputs, on the
+/// problem of `form`.
 fn run_gemm_job<I: GemmElement, O: GemmOutput>(
     rt: &Runtime,
     kind: &'static GemmKind<I, O>,
     shape: &[u64],
+    form: GemmForm,
 ) -> Result<(), Error> {
     let dims = match shape {
         &[m, n, k] => (u32::try_from(m), u32::try_from(n), u32::try_from(k)),
@@ -851,17 +1286,15 @@ fn run_gemm_job<I: GemmElement, O: GemmOutput>(
             "the GEMM shape {shape:?} does not fit u32 sizes"
         )));
     };
+    let problem = form.problem(kind, (m, n, k));
     let mut rng = StdRng::seed_from_u64(TUNE_NOW_SEED);
-    let mut values = |rows: u32, cols: u32| -> Vec<I> {
-        (0..rows as usize * cols as usize)
-            .map(|_| I::random(&mut rng))
-            .collect()
-    };
-    let a = rt.upload(&values(m, k))?;
-    let b = rt.upload(&values(k, n))?;
-    let mut c = rt.alloc_zeroed::<O>(m as usize * n as usize)?;
-    let (alpha, beta) = O::PLAIN;
-    TunedGemm::new(rt, kind)?.run(rt, &a, &b, &mut c, (m, n, k), alpha, beta)?;
+    let a: Vec<I> = (0..problem.a_len()).map(|_| I::random(&mut rng)).collect();
+    let b: Vec<I> = (0..problem.b_len()).map(|_| I::random(&mut rng)).collect();
+    let bias: Vec<O> = (0..n).map(|_| O::random(&mut rng)).collect();
+    let (a, b, bias) = (rt.upload(&a)?, rt.upload(&b)?, rt.upload(&bias)?);
+    let mut c = rt.alloc_zeroed::<O>(problem.c_len() as usize)?;
+    let bias = form.bias.then(|| BufferRef::from(&bias));
+    TunedGemm::new(rt, kind)?.gemm(rt, &problem, &a, &b, &mut c, bias)?;
     rt.synchronize()
 }
 
@@ -874,13 +1307,36 @@ const JOB_SHAPES: &[&[u64]] = &[
     &[2048, 2048, 1020],
 ];
 
+/// The shapes of the whole-problem jobs: a square and a ragged one.
+const FORM_SHAPES: &[&[u64]] = &[&[4096, 4096, 4096], &[3001, 2999, 1000]];
+
+/// The shapes of the strided-batch job: of 16 batches, as large in all as
+/// one GEMM of [`FORM_SHAPES`].
+const BATCHED_SHAPES: &[&[u64]] = &[&[1024, 1024, 1024], &[1000, 999, 1000]];
+
 /// The stock GEMM families as tuning jobs, for a workspace's
 /// `warpforge_tuner::main`: each job runs one [`TunedGemm`] call per shape
-/// (m, n, k) on random inputs.
+/// (m, n, k) on random inputs. The families' own jobs tune
+/// [`TunedGemm::run`]'s problem; the `gemm_f16_..` ones the whole problems
+/// of [`GemmForm::NN_BIAS_RELU`], [`GemmForm::BATCHED`] and
+/// [`GemmForm::COL_C`].
 pub static TUNE_JOBS: &[TuneJob] = &[
     gemm_job!(GEMM_F32),
     gemm_job!(GEMM_F16),
     gemm_job!(GEMM_BF16),
     gemm_job!(GEMM_TF32),
     gemm_job!(GEMM_S8),
+    gemm_job!(
+        "gemm_f16_nn_bias_relu",
+        GEMM_F16,
+        FORM_SHAPES,
+        GemmForm::NN_BIAS_RELU
+    ),
+    gemm_job!(
+        "gemm_f16_batched",
+        GEMM_F16,
+        BATCHED_SHAPES,
+        GemmForm::BATCHED
+    ),
+    gemm_job!("gemm_f16_col_c", GEMM_F16, FORM_SHAPES, GemmForm::COL_C),
 ];

@@ -3,6 +3,7 @@
 use std::thread;
 
 use warpforge::MatrixLayout;
+use warpforge_kernels::gemm_problem::reference_epilogue;
 
 /// `a * x + y`.
 pub fn saxpy(a: f32, x: &[f32], y: &[f32]) -> Vec<f64> {
@@ -268,16 +269,13 @@ impl GemmProducts {
                 for j in 0..n {
                     let dense = (batch * m + i) * n + j;
                     let at = batch * stride_c + spec.c_layout.index((i, j), (m, n));
-                    let scaled_c = if spec.beta == 0.0 {
-                        0.0
-                    } else {
-                        spec.beta * values[at]
-                    };
-                    let bias_j = bias.map_or(0.0, |bias| bias[j]);
-                    let pre_activation = spec.alpha * self.products[dense] + scaled_c + bias_j;
-                    magnitudes[at] =
-                        spec.alpha.abs() * self.magnitudes[dense] + scaled_c.abs() + bias_j.abs();
-                    values[at] = spec.activation.apply(pre_activation);
+                    (values[at], magnitudes[at]) = reference_epilogue(
+                        (spec.alpha, spec.beta),
+                        spec.activation,
+                        (self.products[dense], self.magnitudes[dense]),
+                        values[at],
+                        bias.map_or(0.0, |bias| bias[j]),
+                    );
                 }
             }
         }

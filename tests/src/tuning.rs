@@ -26,9 +26,10 @@ use warpforge::tune::{
 };
 use warpforge::{f16, select_arch, DeviceBuffer, Error, Grid, Runtime};
 use warpforge_kernels::gemm_problem;
+use warpforge_kernels::gemm_problem::GemmProblem;
 use warpforge_kernels::gemm_tc::gemm_f16;
 use warpforge_kernels::tuned::{
-    GemmElement, GemmKind, GemmOutput, GemmWorkload, TunedGemm, GEMM_F16,
+    GemmElement, GemmForm, GemmKind, GemmOutput, GemmWorkload, TunedGemm, GEMM_F16,
 };
 
 /// How much slower than the exhaustive sweep's best a tuned winner may be.
@@ -73,11 +74,17 @@ pub struct Timing {
 }
 
 impl Timing {
-    fn new(candidate: &Candidate, ms: f64, (m, n, k): (u32, u32, u32)) -> Timing {
+    /// `candidate` at `ms` per launch of `problem`.
+    fn new<S>(candidate: &Candidate, ms: f64, problem: &GemmProblem<S>) -> Timing {
+        let flops = 2.0
+            * f64::from(problem.m)
+            * f64::from(problem.n)
+            * f64::from(problem.k)
+            * f64::from(problem.batch.count);
         Timing {
             variant: candidate.name().to_string(),
             ms,
-            tflops: 2.0 * f64::from(m) * f64::from(n) * f64::from(k) / (ms * 1e-3) / 1e12,
+            tflops: flops / (ms * 1e-3) / 1e12,
         }
     }
 }
@@ -98,10 +105,12 @@ pub struct Exhaustive {
     pub within_tolerance: bool,
 }
 
-/// What `tune` did for one family and shape.
+/// What `tune` did for one family, form and shape.
 #[derive(Clone, Debug, Serialize)]
 pub struct TunedShape {
     pub family: String,
+    /// The [`GemmForm`]'s name.
+    pub form: String,
     pub shape: (u32, u32, u32),
     pub key: TuneKey,
     /// Creating and uploading the tuning inputs.
@@ -126,10 +135,12 @@ pub struct TunedShape {
     pub failures: Vec<String>,
 }
 
-/// What `tune --dispatch` did for one family and shape.
+/// What `tune --dispatch` did for one family, form and shape.
 #[derive(Clone, Debug, Serialize)]
 pub struct DispatchedShape {
     pub family: String,
+    /// The [`GemmForm`]'s name.
+    pub form: String,
     pub shape: (u32, u32, u32),
     pub variant: String,
     pub source: String,
@@ -164,11 +175,13 @@ impl<T: Testbed> Testbed for Progress<'_, T> {
     }
 }
 
-/// Tunes `kind` for `dims` on `rt` and records the winner in `dir`'s
-/// database (see the module documentation).
+/// Tunes `kind` for `form`'s problem at `dims` on `rt` and records the
+/// winner in `dir`'s database (see the module documentation).
+#[allow(clippy::too_many_arguments)]
 pub fn tune_shape<I: GemmElement, O: GemmOutput>(
     rt: &Runtime,
     kind: &'static GemmKind<I, O>,
+    form: GemmForm,
     dims: (u32, u32, u32),
     dir: &Path,
     seed: u64,
@@ -178,13 +191,13 @@ pub fn tune_shape<I: GemmElement, O: GemmOutput>(
     let tuned = TunedGemm::with_policy(rt, kind, MissPolicy::Heuristic, Some(dir))?;
     let family = tuned.dispatcher().family();
     let candidates = family.candidates();
-    let alignments = kind.alignments(dims);
-    let args = kind.call_args(dims);
-    let call = tuned.call(dims, &alignments, &args);
+    let problem = form.problem(kind, dims);
+    let gemm_call = kind.call(&problem, form.bias)?;
+    let call = gemm_call.call();
     let key = tuned.dispatcher().key(&call);
 
     let started = Instant::now();
-    let mut workload = GemmWorkload::new(rt, kind, dims, seed)?;
+    let mut workload = GemmWorkload::new(rt, kind, &problem, form.bias, seed)?;
     let inputs_s = started.elapsed().as_secs_f64();
     bar.set_length(candidates.len() as u64);
     let options = TuneOptions::default();
@@ -200,7 +213,7 @@ pub fn tune_shape<I: GemmElement, O: GemmOutput>(
     let timing = |i: usize| {
         report
             .median_ms(i)
-            .map(|ms| Timing::new(&candidates[i], ms, dims))
+            .map(|ms| Timing::new(&candidates[i], ms, &problem))
     };
     let mut fates = BTreeMap::new();
     let mut rejected = Vec::new();
@@ -223,7 +236,7 @@ pub fn tune_shape<I: GemmElement, O: GemmOutput>(
 
     // A second dispatcher reads the database as a later process would.
     let fresh = TunedGemm::with_policy(rt, kind, MissPolicy::Heuristic, Some(dir))?;
-    let selection = fresh.select(rt, dims)?;
+    let selection = fresh.select(rt, &problem, form.bias)?;
     let dispatched = fresh.dispatcher().candidate(selection);
     if selection.source != Source::Database || selection.candidate != report.winner {
         failures.push(format!(
@@ -278,7 +291,7 @@ pub fn tune_shape<I: GemmElement, O: GemmOutput>(
         }
         Some(Exhaustive {
             swept: verified.len(),
-            best: Timing::new(&candidates[best], best_sweep_ms, dims),
+            best: Timing::new(&candidates[best], best_sweep_ms, &problem),
             winner_ms,
             best_ms,
             ratio,
@@ -290,6 +303,7 @@ pub fn tune_shape<I: GemmElement, O: GemmOutput>(
 
     Ok(TunedShape {
         family: family.name().to_string(),
+        form: form.name.to_string(),
         shape: dims,
         key,
         inputs_s,
@@ -361,23 +375,24 @@ fn uses_m8n8k4(rt: &Runtime, candidate: &Candidate) -> Result<bool, Error> {
     Ok(ptx.text.contains("m8n8k4"))
 }
 
-/// Dispatches `kind` for `dims` from `dir`'s database without tuning,
-/// verifies the dispatched variant on fresh inputs and times it.
+/// Dispatches `kind` for `form`'s problem at `dims` from `dir`'s database
+/// without tuning, verifies the dispatched variant on fresh inputs and
+/// times it.
 pub fn dispatch_shape<I: GemmElement, O: GemmOutput>(
     rt: &Runtime,
     kind: &'static GemmKind<I, O>,
+    form: GemmForm,
     dims: (u32, u32, u32),
     dir: &Path,
     seed: u64,
 ) -> Result<DispatchedShape, Error> {
     let tuned = TunedGemm::with_policy(rt, kind, MissPolicy::Heuristic, Some(dir))?;
-    let selection = tuned.select(rt, dims)?;
+    let problem = form.problem(kind, dims);
+    let selection = tuned.select(rt, &problem, form.bias)?;
     let candidate = tuned.dispatcher().candidate(selection);
-    let alignments = kind.alignments(dims);
-    let args = kind.call_args(dims);
     let recorded_ms = tuned
         .dispatcher()
-        .stored(&tuned.call(dims, &alignments, &args))
+        .stored(&kind.call(&problem, form.bias)?.call())
         .map(|record| record.median_ms);
     let mut failures = Vec::new();
     if selection.source != Source::Database {
@@ -387,7 +402,7 @@ pub fn dispatch_shape<I: GemmElement, O: GemmOutput>(
             selection.source
         ));
     }
-    let mut workload = GemmWorkload::new(rt, kind, dims, seed)?;
+    let mut workload = GemmWorkload::new(rt, kind, &problem, form.bias, seed)?;
     let verified = match workload.verify(rt, candidate)? {
         Ok(()) => true,
         Err(why) => {
@@ -405,7 +420,7 @@ pub fn dispatch_shape<I: GemmElement, O: GemmOutput>(
         None,
     )?;
     let measured = match status {
-        Status::Timed { median_ms } => Some(Timing::new(candidate, median_ms, dims)),
+        Status::Timed { median_ms } => Some(Timing::new(candidate, median_ms, &problem)),
         other => {
             failures.push(format!(
                 "{} could not be timed: {other:?}",
@@ -419,6 +434,7 @@ pub fn dispatch_shape<I: GemmElement, O: GemmOutput>(
     }
     Ok(DispatchedShape {
         family: kind.name.to_string(),
+        form: form.name.to_string(),
         shape: dims,
         variant: candidate.name().to_string(),
         source: format!("{:?}", selection.source),
@@ -486,7 +502,8 @@ pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
     let dims = (128u32, 128u32, 60u32);
     let (m, n, k) = (dims.0 as usize, dims.1 as usize, dims.2 as usize);
     let tuned = TunedGemm::with_policy(rt, &GEMM_F16, MissPolicy::Heuristic, Some(dir))?;
-    let selection = tuned.select(rt, dims)?;
+    let problem = GEMM_F16.problem(dims, 1.0, 0.0);
+    let selection = tuned.select(rt, &problem, false)?;
     let candidate = tuned.dispatcher().candidate(selection);
     let consts = if candidate.def.ir.name == gemm_f16::def().ir.name {
         gemm_f16::variants()
@@ -548,7 +565,7 @@ pub fn dispatch_overhead(rt: &Runtime, dir: &Path) -> Result<Overhead, Error> {
     rt.synchronize()?;
     let started = Instant::now();
     for _ in 0..SELECTS {
-        std::hint::black_box(tuned.select(rt, std::hint::black_box(dims))?);
+        std::hint::black_box(tuned.select(rt, std::hint::black_box(&problem), false)?);
     }
     let select_ns = started.elapsed().as_secs_f64() * 1e9 / SELECTS as f64;
     let [bare_us, launcher_us, direct_us, dispatched_us] = times.map(median);

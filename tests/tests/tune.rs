@@ -14,9 +14,10 @@ use warpforge::tune::{
     revalidate, sweep, tune, Call, Candidate, Family, KeyBase, LoadedResources, PruneRule,
     ShapeBucket, Status, Testbed, TuneOptions, VariantResources, REVALIDATION_ROUNDS,
 };
-use warpforge::{check_call, ArgInfo, DeviceInfo, KernelArg};
+use warpforge::{check_call, ArgInfo, DeviceInfo, KernelArg, MatrixLayout};
+use warpforge_kernels::gemm_problem::{Activation, GemmBatch, GemmProblem};
 use warpforge_kernels::tuned::{
-    GemmElement, GemmKind, GemmOutput, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32,
+    GemmCall, GemmElement, GemmKind, GemmOutput, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32,
 };
 use warpforge_tests::h200_device_info;
 
@@ -68,7 +69,7 @@ fn v100() -> DeviceInfo {
 }
 
 fn scale_family() -> Family {
-    Family::new("scale", "f32", &[scale::def(), scale_sm90::def()])
+    Family::new("scale", &[scale::def(), scale_sm90::def()])
         .unwrap()
         .prefer(scale::def(), &[4, 1])
         .unwrap()
@@ -207,6 +208,7 @@ fn pruning_rules_and_order_of_work() {
     let n = 1001; // not a multiple of 4: the ALIGNED variants cannot take it
     let (alignments, args) = (scale_alignments(n), scale_args(n));
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -295,6 +297,7 @@ fn the_heuristic_goes_first_and_slow_candidates_are_dropped_early() {
     let n = 4096;
     let (alignments, args) = (scale_alignments(n), scale_args(n));
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -369,6 +372,7 @@ fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
     let n = 4096;
     let (alignments, args) = (scale_alignments(n), scale_args(n));
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -450,6 +454,7 @@ fn with_noise_the_winner_is_within_three_percent_of_an_exhaustive_search() {
     let n = 4096;
     let (alignments, args) = (scale_alignments(n), scale_args(n));
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -490,6 +495,7 @@ fn inconsistent_options_are_refused() {
     let family = scale_family();
     let (alignments, args) = (scale_alignments(64), scale_args(64));
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(64, 1, 1),
         alignments: &alignments,
         args: &args,
@@ -534,6 +540,7 @@ fn revalidate_scale(
     let n = 4096;
     let (alignments, args) = (scale_alignments(n), scale_args(n));
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -615,6 +622,7 @@ fn revalidating_the_heuristic_default_itself_times_it_once_per_round() {
     let n = 4096;
     let (alignments, args) = (scale_alignments(n), scale_args(n));
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -642,6 +650,7 @@ fn keys_name_everything_that_decides_the_winner() {
     let base = KeyBase::of(&h200_device_info());
     let (alignments, args) = (scale_alignments(1000), scale_args(1000));
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(1000, 1, 1),
         alignments: &alignments,
         args: &args,
@@ -661,7 +670,7 @@ fn keys_name_everything_that_decides_the_winner() {
     assert_eq!(key.shape, ShapeBucket::gemm(1024, 1, 1));
     assert_eq!(key.codegen_version.len(), 16);
     // Another kernel set is another code generation, and so another key.
-    let other = Family::new("scale", "f32", &[scale::def()]).unwrap();
+    let other = Family::new("scale", &[scale::def()]).unwrap();
     assert_ne!(other.codegen_version(), family.codegen_version());
     assert_eq!(
         scale_family().codegen_version(),
@@ -675,7 +684,7 @@ fn keys_name_everything_that_decides_the_winner() {
     };
     assert_ne!(family.key(&KeyBase::of(&slice), &call), key);
 
-    let err = Family::new("twice", "f32", &[scale::def(), scale::def()]).unwrap_err();
+    let err = Family::new("twice", &[scale::def(), scale::def()]).unwrap_err();
     assert!(err.to_string().contains("twice"), "{err}");
     let err = scale_family()
         .prefer(scale::def(), &[3, 1])
@@ -688,13 +697,17 @@ fn keys_name_everything_that_decides_the_winner() {
 }
 
 /// Shapes over which the stock GEMM families' legality is compared: squares,
-/// ragged ones, k of every residue mod 8, tiny and large.
-fn gemm_shapes() -> Vec<(u32, u32, u32)> {
-    let sizes = [1u32, 7, 8, 31, 64, 100, 1000, 1020, 1024, 3001, 4096, 8192];
+/// ragged ones, k of every residue mod 8, tiny and large; fewer for
+/// `every_form`, where each shape is tried in every form of the key.
+fn gemm_shapes(every_form: bool) -> Vec<(u32, u32, u32)> {
+    let sizes: &[u32] = match every_form {
+        false => &[1, 7, 8, 31, 64, 100, 1000, 1020, 1024, 3001, 4096, 8192],
+        true => &[1, 7, 8, 31, 64, 1020],
+    };
     let mut shapes = Vec::new();
-    for &m in &sizes[..6] {
-        for &n in &sizes {
-            for &k in &sizes {
+    for &m in &sizes[..4] {
+        for &n in sizes {
+            for &k in sizes {
                 shapes.push((m * 7 + 1, n, k));
                 shapes.push((m, n + 1, k + 3));
             }
@@ -703,53 +716,103 @@ fn gemm_shapes() -> Vec<(u32, u32, u32)> {
     shapes
 }
 
+/// The problems of every form the key tells apart: each layout of A, B and
+/// C, with and without a bias, each activation, one batch or three.
+fn gemm_problems<S: Copy>(plain: GemmProblem<S>) -> impl Iterator<Item = (GemmProblem<S>, bool)> {
+    let layouts = MatrixLayout::ALL.into_iter().flat_map(|a| {
+        MatrixLayout::ALL
+            .into_iter()
+            .flat_map(move |b| MatrixLayout::ALL.into_iter().map(move |c| (a, b, c)))
+    });
+    layouts.flat_map(move |(a_layout, b_layout, c_layout)| {
+        Activation::ALL.into_iter().flat_map(move |activation| {
+            [(1, false), (3, true)]
+                .into_iter()
+                .map(move |(batches, with_bias)| {
+                    let (m, n, k) = (plain.m, plain.n, plain.k);
+                    let mut batch = GemmBatch::packed(batches, (m, n, k));
+                    // Padded batch strides, so that their alignment differs from the matrices'.
+                    if batches > 1 {
+                        batch.stride_a += k % 5;
+                        batch.stride_b += n % 3;
+                    }
+                    let problem = GemmProblem {
+                        a_layout,
+                        b_layout,
+                        c_layout,
+                        batch,
+                        activation,
+                        ..plain
+                    };
+                    (problem, with_bias)
+                })
+        })
+    })
+}
+
 /// The variants of `kind` that can take each call, grouped by the key's
-/// alignments: every group must admit one set. Also: the heuristic default
-/// can take every call on an H200 whose alignments admit any variant.
-fn alignments_decide_legality<I: GemmElement, O: GemmOutput>(kind: &GemmKind<I, O>) {
+/// dtypes, alignments and batch count (one or several): every group must
+/// admit one set. Also: the heuristic default can take every call on an
+/// H200 whose key admits any variant.
+fn key_decides_legality<I: GemmElement, O: GemmOutput>(kind: &GemmKind<I, O>, every_form: bool) {
     let family = kind.family().unwrap();
     assert_eq!(I::SCALAR, kind.precision.input(), "{}", kind.name);
     assert_eq!(O::SCALAR, kind.precision.output(), "{}", kind.name);
-    // Per alignments: which candidates are legal, and the first shape seen.
+    // Per key part: which candidates are legal, and the first shape seen.
     type Seen = (Vec<bool>, (u32, u32, u32));
-    let mut legal_by_alignments: BTreeMap<[u32; 3], Seen> = BTreeMap::new();
-    for dims in gemm_shapes() {
-        let alignments = kind.alignments(dims);
-        let args = kind.call_args(dims);
-        let legal: Vec<bool> = family
-            .candidates()
-            .iter()
-            .map(|c| check_call(c.def, &c.consts, &args).is_ok())
-            .collect();
-        let (first, first_dims) = legal_by_alignments
-            .entry(alignments)
-            .or_insert((legal.clone(), dims));
-        assert_eq!(
-            *first, legal,
-            "{}: {dims:?} and {first_dims:?} share alignments {alignments:?} and admit different variants",
-            kind.name
-        );
-        if legal.iter().any(|&l| l) {
-            let call = Call {
-                shape: ShapeBucket::gemm(dims.0.into(), dims.1.into(), dims.2.into()),
-                alignments: &alignments,
-                args: &args,
+    let mut legal_by_key: BTreeMap<(String, Vec<u32>, bool), Seen> = BTreeMap::new();
+    let (alpha, beta) = O::PLAIN;
+    for dims in gemm_shapes(every_form) {
+        let plain = kind.problem(dims, alpha, beta);
+        let problems: Vec<(GemmProblem<O::Scale>, bool)> = match every_form {
+            true => gemm_problems(plain).collect(),
+            false => vec![(plain, false)],
+        };
+        for (problem, with_bias) in problems {
+            let Ok(gemm_call) = kind.call(&problem, with_bias) else {
+                // GELU on an integer output: refused before any variant is asked.
+                assert_eq!(problem.activation, Activation::GeluTanh, "{}", kind.name);
+                continue;
             };
-            let heuristic = family.heuristic(&call, &h200_device_info()).unwrap();
-            assert!(legal[heuristic], "{}: {dims:?}", kind.name);
+            let call = gemm_call.call();
+            let legal: Vec<bool> = family
+                .candidates()
+                .iter()
+                .map(|c| check_call(c.def, &c.consts, call.args).is_ok())
+                .collect();
+            let part = (
+                call.dtypes.to_string(),
+                call.alignments.to_vec(),
+                problem.batch.count > 1,
+            );
+            let (first, first_dims) = legal_by_key
+                .entry(part.clone())
+                .or_insert((legal.clone(), dims));
+            assert_eq!(
+                *first, legal,
+                "{}: {dims:?} and {first_dims:?} share the key part {part:?} and admit different variants",
+                kind.name
+            );
+            if legal.iter().any(|&l| l) {
+                let heuristic = family.heuristic(&call, &h200_device_info()).unwrap();
+                assert!(legal[heuristic], "{}: {dims:?} {part:?}", kind.name);
+            }
         }
     }
     // Every k residue class appears, so both legal sets of the 16-byte-copy kernels were seen.
-    assert!(legal_by_alignments.len() >= 2, "{}", kind.name);
+    assert!(legal_by_key.len() >= 2, "{}", kind.name);
 }
 
 #[test]
-fn stock_gemm_alignments_decide_legality() {
-    alignments_decide_legality(&GEMM_F32);
-    alignments_decide_legality(&GEMM_F16);
-    alignments_decide_legality(&GEMM_BF16);
-    alignments_decide_legality(&GEMM_TF32);
-    alignments_decide_legality(&GEMM_S8);
+fn stock_gemm_keys_decide_legality() {
+    // Every form of the key at a few shapes, and the plain problem at many.
+    for every_form in [true, false] {
+        key_decides_legality(&GEMM_F32, every_form);
+        key_decides_legality(&GEMM_F16, every_form);
+        key_decides_legality(&GEMM_BF16, every_form);
+        key_decides_legality(&GEMM_TF32, every_form);
+        key_decides_legality(&GEMM_S8, every_form);
+    }
 }
 
 /// The name of the heuristic default of `kind` for an m x n x k call on `device`.
@@ -759,13 +822,11 @@ fn heuristic_for<I: GemmElement, O: GemmOutput>(
     device: &DeviceInfo,
 ) -> Option<String> {
     let family = kind.family().unwrap();
-    let alignments = kind.alignments((m, n, k));
-    let args = kind.call_args((m, n, k));
-    let call = Call {
-        shape: ShapeBucket::gemm(m.into(), n.into(), k.into()),
-        alignments: &alignments,
-        args: &args,
-    };
+    let (alpha, beta) = O::PLAIN;
+    let gemm_call = kind
+        .call(&kind.problem((m, n, k), alpha, beta), false)
+        .unwrap();
+    let call = gemm_call.call();
     family
         .heuristic(&call, device)
         .map(|i| family.candidates()[i].name().to_string())
@@ -834,25 +895,123 @@ fn stock_gemm_heuristic_defaults() {
     for (got, want) in cases {
         assert_eq!(got.as_deref(), want);
     }
-    assert_eq!(GEMM_F16.dtypes(), "f16.row*f16.col->f16.row");
-    assert_eq!(GEMM_TF32.dtypes(), "tf32.row*tf32.col->f32.row");
-    assert_eq!(GEMM_S8.dtypes(), "i8.row*i8.col->i32.row");
-    assert_eq!(GEMM_BF16.dtypes(), "bf16.row*bf16.col->bf16.row");
-    assert_eq!(GEMM_F32.dtypes(), "f32.row*f32.row->f32.row");
-    // k = 1020 f16 elements is 2040 bytes: 8-byte aligned rows of A and B.
-    assert_eq!(GEMM_F16.alignments(ragged_k), [8, 8, 16]);
-    assert_eq!(GEMM_F32.alignments((3, 5, 7)), [4, 4, 4]);
+    let key_parts = |call: GemmCall| {
+        let call = call.call();
+        (
+            call.dtypes.to_string(),
+            call.shape,
+            call.alignments.to_vec(),
+        )
+    };
+    let plain = |dims| GEMM_F16.problem(dims, 1.0, 0.0);
+    // k = 1020 f16 elements is 2040 bytes: 8-byte aligned rows of A and B;
+    // one batch, whose strides count as aligned.
+    assert_eq!(
+        key_parts(GEMM_F16.call(&plain(ragged_k), false).unwrap()),
+        (
+            "f16.row*f16.col->f16.row".to_string(),
+            ShapeBucket::batched_gemm(4096, 4096, 1020, 1),
+            vec![8, 8, 16, 16, 16]
+        )
+    );
+    let dtypes = |call: Result<GemmCall, Error>| key_parts(call.unwrap()).0;
+    assert_eq!(
+        dtypes(GEMM_TF32.call(&GEMM_TF32.problem(square, 1.0, 0.0), false)),
+        "tf32.row*tf32.col->f32.row"
+    );
+    assert_eq!(
+        dtypes(GEMM_S8.call(&GEMM_S8.problem(square, 1, 0), false)),
+        "i8.row*i8.col->i32.row"
+    );
+    assert_eq!(
+        dtypes(GEMM_BF16.call(&GEMM_BF16.problem(square, 1.0, 0.0), false)),
+        "bf16.row*bf16.col->bf16.row"
+    );
+    assert_eq!(
+        dtypes(GEMM_F32.call(&GEMM_F32.problem((3, 5, 7), 1.0, 0.0), false)),
+        "f32.row*f32.row->f32.row"
+    );
+    assert_eq!(
+        key_parts(
+            GEMM_F32
+                .call(&GEMM_F32.problem((3, 5, 7), 1.0, 0.0), false)
+                .unwrap()
+        )
+        .2,
+        [4, 4, 4, 16, 16]
+    );
+    // The layouts and the epilogue: NN with a bias and ReLU into a
+    // column-major C, in 3 batches whose A stride is 2 elements off.
+    let nn = GemmProblem {
+        a_layout: MatrixLayout::RowMajor,
+        b_layout: MatrixLayout::RowMajor,
+        c_layout: MatrixLayout::ColMajor,
+        activation: Activation::Relu,
+        batch: GemmBatch {
+            count: 3,
+            stride_a: 64 * 64 + 2,
+            stride_b: 64 * 64,
+            stride_c: 64 * 64,
+        },
+        ..plain((64, 64, 64))
+    };
+    assert_eq!(
+        key_parts(GEMM_F16.call(&nn, true).unwrap()),
+        (
+            "f16.row*f16.row->f16.col+bias+relu".to_string(),
+            ShapeBucket::batched_gemm(64, 64, 64, 4),
+            vec![16, 16, 16, 4, 16]
+        )
+    );
+    let gelu = GemmProblem {
+        activation: Activation::GeluTanh,
+        ..nn
+    };
+    assert_eq!(
+        dtypes(GEMM_F16.call(&gelu, false)),
+        "f16.row*f16.row->f16.col+gelu"
+    );
+    let err = GEMM_S8
+        .call(
+            &GemmProblem {
+                activation: Activation::GeluTanh,
+                ..GEMM_S8.problem(square, 1, 0)
+            },
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("GELU needs a floating-point") && err.contains("ReLU"),
+        "{err}"
+    );
 }
 
 #[test]
 fn stock_gemm_error_bounds() {
     // f16 output: half an ulp of the value dominates for short sums.
-    let bound = GEMM_F16.allowed_error(4, 4.0, 2.0);
+    let bound = GEMM_F16.allowed_error(4, Activation::Identity, 4.0, 2.0);
     assert!(
         bound > 2.0 * 2f64.powi(-11) && bound < 2.0 * 2f64.powi(-11) * 1.01,
         "{bound}"
     );
     // f32: the accumulation term grows with k.
-    assert!(GEMM_F32.allowed_error(8192, 100.0, 1.0) > GEMM_F32.allowed_error(64, 100.0, 1.0));
-    assert!(GEMM_BF16.allowed_error(64, 1.0, 1.0) > GEMM_F16.allowed_error(64, 1.0, 1.0));
+    let identity = Activation::Identity;
+    assert!(
+        GEMM_F32.allowed_error(8192, identity, 100.0, 1.0)
+            > GEMM_F32.allowed_error(64, identity, 100.0, 1.0)
+    );
+    assert!(
+        GEMM_BF16.allowed_error(64, identity, 1.0, 1.0)
+            > GEMM_F16.allowed_error(64, identity, 1.0, 1.0)
+    );
+    // GELU's evaluation in f32 and its steeper slope widen the bound; ReLU's does not.
+    assert!(
+        GEMM_F32.allowed_error(64, Activation::GeluTanh, 1.0, 1.0)
+            > GEMM_F32.allowed_error(64, identity, 1.0, 1.0)
+    );
+    assert_eq!(
+        GEMM_F32.allowed_error(64, Activation::Relu, 1.0, 1.0),
+        GEMM_F32.allowed_error(64, identity, 1.0, 1.0)
+    );
 }

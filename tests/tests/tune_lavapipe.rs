@@ -13,8 +13,9 @@ use warpforge::tune::{
     MissPolicy, Record, ShapeBucket, ShippedDb, Source, Status, Testbed, TuneDb, TuneKey,
     TuneOptions, VariantResources, Workload,
 };
-use warpforge::{BackendKind, DeviceScalar, GemmPrecision, MatrixLayout};
+use warpforge::{BackendKind, BufferRef, DeviceScalar, GemmPrecision, MatrixLayout};
 use warpforge_kernels::gemm::DEFAULT_F32;
+use warpforge_kernels::gemm_problem::{Activation, GemmBatch, GemmProblem};
 use warpforge_kernels::tuned::{GemmKind, GemmWorkload, TunedGemm, GEMM_F32};
 use warpforge_tests::reference;
 
@@ -34,21 +35,21 @@ fn lavapipe() -> Runtime {
 }
 
 /// A naive GEMM with the stock launcher shape (the dense GEMMs' parameters),
-/// one thread per output of an 8 x 8 tile, for what tuned calls ask: one
+/// one thread per output of an 8 x 8 tile, for one form of problem: one
 /// batch, row-major A, B and C, no bias or activation. `MODE` 0 is correct,
-/// 1 adds 1e-3 to every output, 2 leaves the last column unwritten. The
-/// `MODE = 1` variants require an even k.
+/// 1 adds 1e-3 to every output, 2 leaves the last column unwritten, 3 claims
+/// every batch count, bias and activation and ignores them (it computes the
+/// first batch's product, as 0 does). The `MODE = 1` variants require an
+/// even k.
 #[kernel(
     arch(wgsl),
     block(64),
-    tune(BM = [8], BN = [8], MODE = [0, 1, 2]),
+    tune(BM = [8], BN = [8], MODE = [0, 1, 2, 3]),
     requires(
         a.len() >= m * k,
         b.len() >= k * n,
         c.len() >= m * n,
-        batches == 1,
-        bias_mode == 0,
-        activation == 0,
+        MODE == 3 || batches == 1 && bias_mode == 0 && activation == 0,
         !a_col_major,
         b_row_major,
         MODE != 1 || k % 2 == 0
@@ -101,6 +102,11 @@ static NAIVE: GemmKind<f32, f32> = GemmKind::new(
     || vec![(gemm_naive::def(), vec![8, 8, 0])],
 );
 
+/// The f32 problem of `TunedGemm::run` (row-major A, B and C), alpha 1, beta 0.
+fn plain(dims: (u32, u32, u32)) -> GemmProblem<f32> {
+    GEMM_F32.problem(dims, 1.0, 0.0)
+}
+
 fn naive(mode: i64) -> Candidate {
     Candidate::new(gemm_naive::def(), vec![8, 8, mode])
 }
@@ -108,7 +114,7 @@ fn naive(mode: i64) -> Candidate {
 #[test]
 fn verification_catches_wrong_and_unwritten_outputs() {
     let rt = lavapipe();
-    let mut workload = GemmWorkload::new(&rt, &NAIVE, (13, 10, 6), 11).unwrap();
+    let mut workload = GemmWorkload::new(&rt, &NAIVE, &plain((13, 10, 6)), false, 11).unwrap();
     assert_eq!(workload.input_sets(), 1, "lavapipe reports no L2");
     assert_eq!(workload.verify(&rt, &naive(0)).unwrap(), Ok(()));
     let wrong = workload.verify(&rt, &naive(1)).unwrap().unwrap_err();
@@ -124,7 +130,7 @@ fn verification_catches_wrong_and_unwritten_outputs() {
     );
     // The correct variant passes again after the broken ones: C is poisoned anew.
     assert_eq!(workload.verify(&rt, &naive(0)).unwrap(), Ok(()));
-    let err = GemmWorkload::new(&rt, &NAIVE, (0, 10, 6), 11)
+    let err = GemmWorkload::new(&rt, &NAIVE, &plain((0, 10, 6)), false, 11)
         .err()
         .unwrap();
     assert!(err.to_string().contains("at least 1"), "{err}");
@@ -169,18 +175,14 @@ fn only_verified_variants_win() {
         ("gemm_naive[BM=8,BN=8,MODE=0]".to_string(), 1.0),
         ("gemm_naive[BM=8,BN=8,MODE=1]".to_string(), 0.1),
         ("gemm_naive[BM=8,BN=8,MODE=2]".to_string(), 0.2),
+        ("gemm_naive[BM=8,BN=8,MODE=3]".to_string(), 2.0),
     ]);
     for (dims, mode_1) in [((17, 9, 4), "rejected"), ((17, 9, 5), "pruned")] {
-        let alignments = NAIVE.alignments(dims);
-        let args = NAIVE.call_args(dims);
-        let call = Call {
-            shape: ShapeBucket::gemm(dims.0.into(), dims.1.into(), dims.2.into()),
-            alignments: &alignments,
-            args: &args,
-        };
+        let gemm_call = NAIVE.call(&plain(dims), false).unwrap();
+        let call = gemm_call.call();
         let mut bed = LavapipeBed {
             rt: &rt,
-            workload: GemmWorkload::new(&rt, &NAIVE, dims, 5).unwrap(),
+            workload: GemmWorkload::new(&rt, &NAIVE, &plain(dims), false, 5).unwrap(),
             true_ms: true_ms.clone(),
         };
         let report = tune(
@@ -246,7 +248,7 @@ fn dispatch_from_the_database_and_on_a_miss() {
     let dims = (33, 17, 9);
     let tuned =
         TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
-    let selection = tuned.select(&rt, dims).unwrap();
+    let selection = tuned.select(&rt, &plain(dims), false).unwrap();
     assert_eq!(selection.source, Source::Heuristic);
     assert_eq!(
         tuned.dispatcher().candidate(selection).name(),
@@ -258,10 +260,9 @@ fn dispatch_from_the_database_and_on_a_miss() {
 
     // Record another winner for the key, as a tuning process would.
     let winner = [64, 64, 8, 8, 4];
-    let alignments = GEMM_F32.alignments(dims);
-    let args = GEMM_F32.call_args(dims);
-    let call = tuned.call(dims, &alignments, &args);
-    let key = tuned.dispatcher().key(&call);
+    let key = tuned
+        .dispatcher()
+        .key(&GEMM_F32.call(&plain(dims), false).unwrap().call());
     let mut db = TuneDb::open(Some(dir.path()), &GpuModel::of(rt.device())).unwrap();
     db.record(
         key,
@@ -271,23 +272,29 @@ fn dispatch_from_the_database_and_on_a_miss() {
 
     // This dispatcher resolved the key already and keeps its choice; a new
     // one (a later process) reads the database.
-    assert_eq!(tuned.select(&rt, dims).unwrap(), selection);
+    assert_eq!(tuned.select(&rt, &plain(dims), false).unwrap(), selection);
     let later =
         TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
-    let selection = later.select(&rt, dims).unwrap();
+    let selection = later.select(&rt, &plain(dims), false).unwrap();
     assert_eq!(selection.source, Source::Database);
     assert_eq!(
         later.dispatcher().candidate(selection).name(),
         gemm_f32_name(&winner)
     );
     // Another shape in the same bucket and with the same alignments shares the result.
-    assert_eq!(later.select(&rt, (40, 19, 13)).unwrap(), selection);
+    assert_eq!(
+        later.select(&rt, &plain((40, 19, 13)), false).unwrap(),
+        selection
+    );
     run_and_check(&rt, &later, (40, 19, 13));
     assert_eq!(later.dispatcher().stats().database, 1);
     assert_eq!(later.dispatcher().stats().tuned, 0);
     // Another bucket misses.
     assert_eq!(
-        later.select(&rt, (330, 17, 9)).unwrap().source,
+        later
+            .select(&rt, &plain((330, 17, 9)), false)
+            .unwrap()
+            .source,
         Source::Heuristic
     );
 }
@@ -307,7 +314,7 @@ pub fn double<const T: u32, const ALIGNED: bool>(x: &mut [f32], n: u32) {
 }
 
 fn double_family() -> Family {
-    Family::new("double", "f32", &[double::def()])
+    Family::new("double", &[double::def()])
         .unwrap()
         .prefer(double::def(), &[2, 0])
         .unwrap()
@@ -334,6 +341,7 @@ fn select_double(
 ) -> Result<warpforge::tune::Selection, Error> {
     let (alignments, args) = double_call(n);
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -347,6 +355,7 @@ fn record_double(rt: &Runtime, dir: &std::path::Path, n: u32, consts: [i64; 2]) 
         Dispatcher::new(rt, double_family(), MissPolicy::Heuristic, Some(dir)).unwrap();
     let (alignments, args) = double_call(n);
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -500,6 +509,7 @@ fn corrupt_databases_and_impossible_calls_are_reported() {
     .unwrap();
     let args = [warpforge::KernelArg::scalar(1.0f32).info()];
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(8, 1, 1),
         alignments: &[16],
         args: &args,
@@ -542,7 +552,7 @@ fn dispatch_is_shared_across_threads() {
 /// (process-wide) never meet the other tests' keys. Each test uses its own
 /// shape buckets.
 fn travel_family() -> Family {
-    Family::new("double_travel", "f32", &[double::def()])
+    Family::new("double_travel", &[double::def()])
         .unwrap()
         .prefer(double::def(), &[2, 0])
         .unwrap()
@@ -557,6 +567,7 @@ fn travel_key(rt: &Runtime, n: u32) -> TuneKey {
     let empty = tempfile::tempdir().unwrap();
     let (alignments, args) = double_call(n);
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(n.into(), 1, 1),
         alignments: &alignments,
         args: &args,
@@ -623,6 +634,7 @@ fn a_shipped_database_resolves_calls_and_a_local_record_beats_it() {
     );
     let (alignments, args) = double_call(300);
     let call = Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(300, 1, 1),
         alignments: &alignments,
         args: &args,
@@ -725,6 +737,7 @@ fn another_drivers_record_is_not_trusted_unchecked() {
     for n in [1200, 2400] {
         let (alignments, args) = double_call(n);
         let call = Call {
+            dtypes: "f32",
             shape: ShapeBucket::gemm(n.into(), 1, 1),
             alignments: &alignments,
             args: &args,
@@ -742,4 +755,375 @@ fn another_drivers_record_is_not_trusted_unchecked() {
     }
     assert_eq!(dispatcher.stats().revalidated, 0);
     assert_eq!(dispatcher.stats().heuristic, 2);
+}
+
+/// Each layout of A, B and C, each activation, with and without a bias,
+/// one batch or three with padded strides: the problems the key tells apart.
+fn whole_problems(dims: (u32, u32, u32)) -> Vec<(GemmProblem<f32>, bool)> {
+    let (m, n, k) = dims;
+    let mut problems = Vec::new();
+    for a_layout in MatrixLayout::ALL {
+        for b_layout in MatrixLayout::ALL {
+            for c_layout in MatrixLayout::ALL {
+                for activation in Activation::ALL {
+                    for (batches, with_bias) in [(1, false), (1, true), (3, true), (3, false)] {
+                        let batch = match batches {
+                            1 => GemmBatch::packed(1, dims),
+                            _ => GemmBatch {
+                                count: batches,
+                                stride_a: m * k + 3,
+                                stride_b: k * n + 1,
+                                stride_c: m * n + 5,
+                            },
+                        };
+                        let problem = GemmProblem {
+                            a_layout,
+                            b_layout,
+                            c_layout,
+                            batch,
+                            activation,
+                            ..GemmProblem::new(dims, 1.5, -0.5)
+                        };
+                        problems.push((problem, with_bias));
+                    }
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// Runs `problem` through `tuned` on random inputs (C's elements between
+/// batches included, which must keep their values) and checks all of C
+/// against the float64 reference.
+fn run_whole_problem(
+    rt: &Runtime,
+    tuned: &TunedGemm<f32, f32>,
+    problem: &GemmProblem<f32>,
+    with_bias: bool,
+) {
+    let mut inputs = warpforge_tests::Inputs::new(7);
+    let (a, b, c_in, bias) = (
+        inputs.f32s(problem.a_len() as usize),
+        inputs.f32s(problem.b_len() as usize),
+        inputs.f32s(problem.c_len() as usize),
+        inputs.f32s(problem.n as usize),
+    );
+    let (da, db, dbias) = (
+        rt.upload(&a).unwrap(),
+        rt.upload(&b).unwrap(),
+        rt.upload(&bias).unwrap(),
+    );
+    let mut dc = rt.upload(&c_in).unwrap();
+    let bias_view = with_bias.then(|| BufferRef::from(&dbias));
+    tuned
+        .gemm(rt, problem, &da, &db, &mut dc, bias_view)
+        .unwrap();
+    let wide = |x: &[f32]| x.iter().map(|&v| f64::from(v)).collect::<Vec<f64>>();
+    let spec = reference::GemmSpec {
+        a_layout: problem.a_layout,
+        b_layout: problem.b_layout,
+        c_layout: problem.c_layout,
+        batch: problem.batch,
+        alpha: f64::from(problem.alpha),
+        beta: f64::from(problem.beta),
+        activation: problem.activation,
+        ..reference::GemmSpec::new(problem.m as usize, problem.n as usize, problem.k as usize)
+    };
+    let bias = wide(&bias);
+    let expected = reference::gemm_general(
+        &spec,
+        &wide(&a),
+        &wide(&b),
+        Some(&wide(&c_in)),
+        with_bias.then_some(&bias[..]),
+    );
+    let out = wide(&rt.download(&dc).unwrap());
+    let tolerance = warpforge_tests::compare::GemmTolerance {
+        precision: GemmPrecision::F32,
+        k: problem.k as usize,
+        activation: problem.activation,
+    };
+    let check = warpforge_tests::compare::check_gemm(&out, &expected, &tolerance);
+    let dtypes = GEMM_F32
+        .call(problem, with_bias)
+        .unwrap()
+        .call()
+        .dtypes
+        .to_string();
+    assert!(
+        check.passes(),
+        "{dtypes}, {} batches: {check}",
+        problem.batch.count
+    );
+}
+
+#[test]
+fn every_layout_epilogue_and_batch_is_dispatched_and_correct() {
+    let rt = lavapipe();
+    let dir = tempfile::tempdir().unwrap();
+    let tuned =
+        TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
+    let problems = whole_problems((19, 13, 7));
+    for (problem, with_bias) in &problems {
+        run_whole_problem(&rt, &tuned, problem, *with_bias);
+    }
+    // One resolution per key: every problem above has its own.
+    let stats = tuned.dispatcher().stats();
+    assert_eq!(stats.heuristic as usize, problems.len());
+    // The plain case is `run`'s problem: the same key, resolved already.
+    let mut c = rt.alloc_zeroed::<f32>(19 * 13).unwrap();
+    let a = rt.upload(&vec![1.0f32; 19 * 7]).unwrap();
+    let b = rt.upload(&vec![1.0f32; 7 * 13]).unwrap();
+    tuned
+        .run(&rt, &a, &b, &mut c, (19, 13, 7), 1.0, 0.0)
+        .unwrap();
+    assert_eq!(tuned.dispatcher().stats(), stats);
+    assert!(rt.download(&c).unwrap().iter().all(|&v| v == 7.0));
+    // A bias shorter than a row of C, and a C too short for its batches, are
+    // refused before anything is selected.
+    let (batched, _) = problems.iter().find(|(p, _)| p.batch.count == 3).unwrap();
+    let err = tuned
+        .gemm(&rt, batched, &a, &b, &mut c, None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("pass a larger buffer"), "{err}");
+    let short_bias = rt.alloc_zeroed::<f32>(3).unwrap();
+    let plain_problem = plain((19, 13, 7));
+    let err = tuned
+        .gemm(
+            &rt,
+            &plain_problem,
+            &a,
+            &b,
+            &mut c,
+            Some(BufferRef::from(&short_bias)),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the bias holds 3 values and C has 13 columns"),
+        "{err}"
+    );
+    assert_eq!(tuned.dispatcher().stats(), stats);
+}
+
+#[test]
+fn tuning_a_whole_problem_verifies_it_and_keys_it_apart() {
+    let rt = lavapipe();
+    let dir = tempfile::tempdir().unwrap();
+    let dims = (21, 10, 6);
+    let nn_bias_relu = GemmProblem {
+        b_layout: MatrixLayout::RowMajor,
+        activation: Activation::Relu,
+        ..GemmProblem::new(dims, 1.0, 0.0)
+    };
+    let tuned =
+        TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::TuneNow, Some(dir.path())).unwrap();
+    // Tuned on the whole problem: the workload's reference applies the bias and ReLU.
+    run_whole_problem(&rt, &tuned, &nn_bias_relu, true);
+    let outcomes = tuned.dispatcher().take_outcomes();
+    assert_eq!(outcomes.len(), 1);
+    let report = &outcomes[0].report;
+    assert!(
+        !report
+            .statuses
+            .iter()
+            .any(|s| matches!(s, Status::Rejected { .. })),
+        "{:?}",
+        report.statuses
+    );
+    assert_eq!(outcomes[0].key.dtypes, "f32.row*f32.row->f32.row+bias+relu");
+    let bias_relu_winner = report.winner;
+
+    // Record another winner under the plain key of the same shape: the
+    // bias + ReLU key keeps its own, and the plain one gets the recorded one.
+    let plain_key = tuned
+        .dispatcher()
+        .key(&GEMM_F32.call(&plain(dims), false).unwrap().call());
+    assert_eq!(plain_key.shape, outcomes[0].key.shape);
+    let candidates = tuned.dispatcher().family().candidates();
+    let other = (bias_relu_winner + 1) % candidates.len();
+    let mut db = TuneDb::open(Some(dir.path()), &GpuModel::of(rt.device())).unwrap();
+    let record = Record::new(
+        candidates[other].name(),
+        candidates[other].consts.clone(),
+        1.0,
+    );
+    db.record(plain_key, record).unwrap();
+    let later =
+        TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
+    let for_plain = later.select(&rt, &plain(dims), false).unwrap();
+    let for_bias_relu = later.select(&rt, &nn_bias_relu, true).unwrap();
+    assert_eq!(
+        (for_plain.source, for_plain.candidate),
+        (Source::Database, other)
+    );
+    assert_eq!(
+        (for_bias_relu.source, for_bias_relu.candidate),
+        (Source::Database, bias_relu_winner)
+    );
+    // Without the bias, or with GELU, or column-major C: other keys, untuned.
+    let relu_only = later.select(&rt, &nn_bias_relu, false).unwrap();
+    let gelu = GemmProblem {
+        activation: Activation::GeluTanh,
+        ..nn_bias_relu
+    };
+    let col_c = GemmProblem {
+        c_layout: MatrixLayout::ColMajor,
+        ..nn_bias_relu
+    };
+    for selection in [
+        relu_only,
+        later.select(&rt, &gelu, true).unwrap(),
+        later.select(&rt, &col_c, true).unwrap(),
+    ] {
+        assert_eq!(selection.source, Source::Heuristic);
+    }
+}
+
+/// The naive GEMM beside the SIMT f32 GEMM, the naive one preferred: it can
+/// take only the plain row-major problem.
+static NAIVE_AND_F32: GemmKind<f32, f32> = GemmKind::new(
+    "gemm_naive_and_f32",
+    GemmPrecision::F32,
+    MatrixLayout::RowMajor,
+    || vec![gemm_naive::def(), warpforge_kernels::gemm::gemm_f32::def()],
+    || vec![(gemm_naive::def(), vec![8, 8, 0])],
+);
+
+#[test]
+fn a_variant_that_cannot_take_a_problem_is_never_selected() {
+    let rt = lavapipe();
+    let dir = tempfile::tempdir().unwrap();
+    let dims = (17, 9, 4);
+    let naive_correct = 0;
+    let naive_no_epilogue = 3;
+    let tuned =
+        TunedGemm::with_policy(&rt, &NAIVE_AND_F32, MissPolicy::Heuristic, Some(dir.path()))
+            .unwrap();
+    let candidates = tuned.dispatcher().family().candidates();
+    let is_naive = |candidate: usize| candidates[candidate].def.ir.name == "gemm_naive";
+    // The plain problem: the preferred naive variant.
+    let selection = tuned.select(&rt, &plain(dims), false).unwrap();
+    assert_eq!(selection.candidate, naive_correct);
+    // The naive kernel reads row-major operands into a row-major C: it can
+    // take A, B and C all row-major, or all column-major (C^T = B^T A^T, two
+    // row-major operands again); the variant that claims a bias, activations
+    // and batches any of those, the others only a plain problem. Every
+    // other problem goes to a gemm_f32 variant.
+    let problems = whole_problems(dims);
+    for (problem, with_bias) in &problems[1..] {
+        let layouts = [problem.a_layout, problem.b_layout, problem.c_layout];
+        let naive_layouts = layouts.iter().all(|&l| l == layouts[0]);
+        let plain_epilogue =
+            !with_bias && problem.activation == Activation::Identity && problem.batch.count == 1;
+        let selection = tuned.select(&rt, problem, *with_bias).unwrap();
+        let candidate = selection.candidate;
+        let allowed = !is_naive(candidate)
+            || naive_layouts && (plain_epilogue || candidate == naive_no_epilogue);
+        assert!(
+            allowed,
+            "{} for {problem:?}, bias {with_bias}",
+            candidates[candidate].name()
+        );
+    }
+    // A record naming the naive variant under a column-major A's key is
+    // stale: never dispatched.
+    let col_a = GemmProblem {
+        a_layout: MatrixLayout::ColMajor,
+        ..plain(dims)
+    };
+    let key = tuned
+        .dispatcher()
+        .key(&NAIVE_AND_F32.call(&col_a, false).unwrap().call());
+    let naive = &tuned.dispatcher().family().candidates()[naive_correct];
+    let mut db = TuneDb::open(Some(dir.path()), &GpuModel::of(rt.device())).unwrap();
+    db.record(key, Record::new(naive.name(), naive.consts.clone(), 0.01))
+        .unwrap();
+    let later =
+        TunedGemm::with_policy(&rt, &NAIVE_AND_F32, MissPolicy::TuneNow, Some(dir.path())).unwrap();
+    let selection = later.select(&rt, &col_a, false).unwrap();
+    assert!(!is_naive(selection.candidate), "{selection:?}");
+    assert_eq!(later.dispatcher().stats().stale, 1);
+    // Tuning a batched problem with a bias and ReLU: the naive variant that
+    // claims it and skips the epilogue and the later batches is rejected by
+    // verification; the variants that cannot take it are pruned.
+    let (batched, _) = problems
+        .iter()
+        .find(|(p, bias)| {
+            p.batch.count == 3
+                && *bias
+                && p.activation == Activation::Relu
+                && p.a_layout == MatrixLayout::RowMajor
+                && p.b_layout == MatrixLayout::RowMajor
+                && p.c_layout == MatrixLayout::RowMajor
+        })
+        .unwrap();
+    later.select(&rt, batched, true).unwrap();
+    let outcome = later.dispatcher().take_outcomes().pop().unwrap();
+    let statuses = &outcome.report.statuses;
+    assert!(
+        matches!(&statuses[naive_no_epilogue], Status::Rejected { reason } if reason.contains("poison")),
+        "{:?}",
+        statuses[naive_no_epilogue]
+    );
+    for mode in [0, 1, 2] {
+        assert!(
+            matches!(&statuses[mode], Status::Pruned { .. }),
+            "{:?}",
+            statuses[mode]
+        );
+    }
+    assert!(!is_naive(outcome.report.winner));
+}
+
+#[test]
+fn verification_rejects_a_skipped_epilogue_and_unwritten_batches() {
+    let rt = lavapipe();
+    let dims = (13, 10, 6);
+    // One batch with a bias and ReLU: MODE 3 skips both.
+    let epilogue = GemmProblem {
+        activation: Activation::Relu,
+        ..plain(dims)
+    };
+    let mut workload = GemmWorkload::new(&rt, &NAIVE, &epilogue, true, 3).unwrap();
+    let wrong = workload.verify(&rt, &naive(3)).unwrap().unwrap_err();
+    assert!(wrong.contains("float64 reference"), "{wrong}");
+    // Plain, MODE 3 is correct.
+    let mut workload = GemmWorkload::new(&rt, &NAIVE, &plain(dims), false, 3).unwrap();
+    assert_eq!(workload.verify(&rt, &naive(3)).unwrap(), Ok(()));
+    // Three batches: MODE 3 writes the first only.
+    let batched = GemmProblem {
+        batch: GemmBatch::packed(3, dims),
+        ..plain(dims)
+    };
+    let mut workload = GemmWorkload::new(&rt, &NAIVE, &batched, false, 3).unwrap();
+    let unwritten = workload.verify(&rt, &naive(3)).unwrap().unwrap_err();
+    assert!(
+        unwritten.contains("260 of 390 outputs are the poison")
+            && unwritten.contains("batch 1 of 3"),
+        "{unwritten}"
+    );
+    // beta != 0: a second run, from a random C, checks beta too (MODE 3
+    // applies it).
+    let with_beta = GemmProblem {
+        beta: -0.5,
+        ..plain(dims)
+    };
+    let mut workload = GemmWorkload::new(&rt, &NAIVE, &with_beta, false, 3).unwrap();
+    assert_eq!(workload.verify(&rt, &naive(3)).unwrap(), Ok(()));
+    // C batches that overlap cannot be tuned.
+    let overlapping = GemmProblem {
+        batch: GemmBatch {
+            stride_c: 10,
+            ..GemmBatch::packed(3, dims)
+        },
+        ..plain(dims)
+    };
+    let err = GemmWorkload::new(&rt, &NAIVE, &overlapping, false, 3)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("C's batches overlap"), "{err}");
 }

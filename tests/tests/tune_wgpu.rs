@@ -153,7 +153,7 @@ pub fn staged_axpy<const ITEMS: u32, const WRONG: bool>(a: f32, x: &[f32], y: &m
 }
 
 fn staged_family() -> Family {
-    Family::new("staged_axpy", "f32", &[staged_axpy::def()])
+    Family::new("staged_axpy", &[staged_axpy::def()])
         .unwrap()
         .prefer(staged_axpy::def(), &[1, 0])
         .unwrap()
@@ -179,6 +179,7 @@ fn staged_args() -> [ArgInfo; 4] {
 
 fn staged_call(args: &[ArgInfo]) -> Call<'_> {
     Call {
+        dtypes: "f32",
         shape: ShapeBucket::gemm(STAGED_N.into(), 1, 1),
         alignments: &[],
         args,

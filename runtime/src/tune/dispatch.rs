@@ -1,7 +1,7 @@
 //! [`Dispatcher`]: sends each call of a [`Family`] to the variant tuned for
 //! it, with a documented [`MissPolicy`] when nothing was tuned.
 //!
-//! The first call of a (shape bucket, alignments) pair resolves it, from
+//! The first call of a (dtypes, shape bucket, alignments) triple resolves it, from
 //! the first of these that gives a winner the family still has and that can
 //! take the call (a stored winner that cannot, e.g. one tuned before the
 //! kernel's `requires` changed, counts as stale and is not used):
@@ -17,7 +17,7 @@
 //!    (CUDA); without either, the record is not used;
 //! 4. the miss policy's choice.
 //!
-//! Later calls of the pair find the resolution in an in-memory map: a hash
+//! Later calls of the triple find the resolution in an in-memory map: a hash
 //! lookup under a read lock, with no allocation.
 
 use std::collections::BTreeSet;
@@ -127,8 +127,8 @@ pub struct Selection {
     pub source: Source,
 }
 
-/// How a dispatcher's resolutions went, one count per (shape bucket,
-/// alignments) pair resolved.
+/// How a dispatcher's resolutions went, one count per (dtypes, shape bucket,
+/// alignments) triple resolved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DispatchStats {
     /// Resolved to the local database's winner.
@@ -196,6 +196,7 @@ pub struct TuneOutcome {
 
 #[derive(Hash, PartialEq, Eq)]
 struct ResolvedKey {
+    dtypes: String,
     shape: ShapeBucket,
     alignments: Vec<u32>,
 }
@@ -205,13 +206,16 @@ struct ResolvedKey {
 /// its slice.
 #[derive(Hash)]
 struct ResolvedKeyRef<'a> {
+    dtypes: &'a str,
     shape: ShapeBucket,
     alignments: &'a [u32],
 }
 
 impl Equivalent<ResolvedKey> for ResolvedKeyRef<'_> {
     fn equivalent(&self, key: &ResolvedKey) -> bool {
-        self.shape == key.shape && self.alignments == key.alignments.as_slice()
+        self.dtypes == key.dtypes
+            && self.shape == key.shape
+            && self.alignments == key.alignments.as_slice()
     }
 }
 
@@ -322,6 +326,7 @@ impl Dispatcher {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(
                 ResolvedKey {
+                    dtypes: call.dtypes.to_string(),
                     shape: call.shape,
                     alignments: call.alignments.to_vec(),
                 },
@@ -332,6 +337,7 @@ impl Dispatcher {
 
     fn resolved_for(&self, call: &Call<'_>) -> Option<Selection> {
         let probe = ResolvedKeyRef {
+            dtypes: call.dtypes,
             shape: call.shape,
             alignments: call.alignments,
         };
@@ -764,10 +770,12 @@ mod tests {
     fn borrowed_keys_hash_as_owned_ones() {
         let shape = ShapeBucket::gemm(100, 200, 300);
         let owned = ResolvedKey {
+            dtypes: "f32".into(),
             shape,
             alignments: vec![16, 8, 2],
         };
         let borrowed = ResolvedKeyRef {
+            dtypes: "f32",
             shape,
             alignments: &[16, 8, 2],
         };
@@ -778,9 +786,15 @@ mod tests {
         map.insert(owned, 7);
         assert_eq!(map.get(&borrowed), Some(&7));
         let other = ResolvedKeyRef {
+            dtypes: "f32",
             shape,
             alignments: &[16, 8],
         };
         assert_eq!(map.get(&other), None);
+        let relu = ResolvedKeyRef {
+            dtypes: "f32+relu",
+            ..borrowed
+        };
+        assert_eq!(map.get(&relu), None);
     }
 }

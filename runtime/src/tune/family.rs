@@ -41,6 +41,11 @@ impl Candidate {
 /// What of one call decides which variant is legal and fastest.
 #[derive(Clone, Copy, Debug)]
 pub struct Call<'a> {
+    /// The dtype, layout and epilogue mix of the call (see
+    /// [`TuneKey::dtypes`]), e.g. `f16.row*f16.col->f16.row` or, for a GEMM
+    /// with a bias and ReLU, `f16.row*f16.col->f16.row+bias+relu`: calls
+    /// with different mixes never share a winner.
+    pub dtypes: &'a str,
     /// The call's problem size, coarsened.
     pub shape: ShapeBucket,
     /// The alignment facts the family's variants' legality depends on, in an
@@ -62,7 +67,6 @@ pub struct Call<'a> {
 #[derive(Clone, Debug)]
 pub struct Family {
     name: String,
-    dtypes: String,
     candidates: Vec<Candidate>,
     /// Indices into `candidates`, most preferred first.
     preferred: Vec<usize>,
@@ -71,13 +75,9 @@ pub struct Family {
 
 impl Family {
     /// Every variant of every kernel in `kernels`, in order. `name` names
-    /// the family in tuning keys (`TuneKey::kernel`); `dtypes` its type and
-    /// layout mix, e.g. `f16.row*f16.col->f16.row`.
-    pub fn new(
-        name: impl Into<String>,
-        dtypes: impl Into<String>,
-        kernels: &[&'static KernelDef],
-    ) -> Result<Family, Error> {
+    /// the family in tuning keys (`TuneKey::kernel`); each [`Call`] names its
+    /// dtypes.
+    pub fn new(name: impl Into<String>, kernels: &[&'static KernelDef]) -> Result<Family, Error> {
         let name = name.into();
         for (i, def) in kernels.iter().enumerate() {
             if kernels[..i].iter().any(|d| d.ir.name == def.ir.name) {
@@ -104,7 +104,6 @@ impl Family {
         Ok(Family {
             codegen_version: codegen_version(kernels),
             name,
-            dtypes: dtypes.into(),
             candidates,
             preferred: Vec::new(),
         })
@@ -132,11 +131,6 @@ impl Family {
     /// The family's name in tuning keys ([`TuneKey::kernel`]).
     pub fn name(&self) -> &str {
         &self.name
-    }
-
-    /// Its type and layout mix in tuning keys ([`TuneKey::dtypes`]).
-    pub fn dtypes(&self) -> &str {
-        &self.dtypes
     }
 
     /// Every variant of every kernel of the family: the kernels in the order
@@ -179,7 +173,7 @@ impl Family {
             driver_version: base.driver_version.clone(),
             codegen_version: self.codegen_version.clone(),
             kernel: self.name.clone(),
-            dtypes: self.dtypes.clone(),
+            dtypes: call.dtypes.to_string(),
             alignments: call.alignments.to_vec(),
             shape: call.shape,
         }

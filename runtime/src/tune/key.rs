@@ -84,6 +84,12 @@ impl ShapeBucket {
         ShapeBucket::rounded(&[m, n, k])
     }
 
+    /// The bucket of `batches` strided m x n x k GEMMs: m, n, k and the
+    /// batch count, each rounded (so one batch and several never share one).
+    pub fn batched_gemm(m: u64, n: u64, k: u64, batches: u64) -> ShapeBucket {
+        ShapeBucket::rounded(&[m, n, k, batches])
+    }
+
     /// The bucket of a call whose tuning key is `sizes` (one to
     /// [`MAX_KEY_SIZES`] of them, in the order the key declares), or an
     /// [`Error::Tune`] for a count outside that range.
@@ -226,6 +232,9 @@ mod tests {
         assert_eq!(ShapeBucket::gemm(1025, 1, 0).sizes(), [2048, 1, 1]);
         assert_eq!(ShapeBucket::gemm(u64::MAX, 3, 4).sizes()[0], 1 << 63);
         assert_eq!(bucket.to_string(), "1024x1024x1024");
+        let batched = ShapeBucket::batched_gemm(1000, 1000, 1000, 3);
+        assert_eq!(batched.sizes(), [1024, 1024, 1024, 4]);
+        assert_ne!(ShapeBucket::batched_gemm(1000, 1000, 1000, 1), batched);
     }
 
     #[test]

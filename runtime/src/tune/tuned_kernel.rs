@@ -134,6 +134,8 @@ pub struct TunedKernel<'rt> {
     rt: &'rt Runtime,
     def: &'static KernelDef,
     dispatcher: Arc<Dispatcher>,
+    /// The dtypes of every call's key: the kernel's parameter types.
+    dtypes: String,
 }
 
 impl<'rt> TunedKernel<'rt> {
@@ -154,7 +156,7 @@ impl<'rt> TunedKernel<'rt> {
             )));
         };
         let dispatcher = rt.tuned_dispatcher(path, || {
-            let family = Family::new(path, signature(def), &[def])?;
+            let family = Family::new(path, &[def])?;
             match &tuned.default {
                 Some(consts) => family.prefer(def, consts),
                 None => Ok(family),
@@ -164,6 +166,7 @@ impl<'rt> TunedKernel<'rt> {
             rt,
             def,
             dispatcher,
+            dtypes: signature(def),
         })
     }
 
@@ -189,6 +192,7 @@ impl<'rt> TunedKernel<'rt> {
         let infos: Vec<ArgInfo> = args.iter().map(KernelArg::info).collect();
         let (shape, alignments, count) = self.key_of(&infos)?;
         let call = Call {
+            dtypes: &self.dtypes,
             shape,
             alignments: &alignments[..count],
             args: &infos,
@@ -271,7 +275,7 @@ impl<'rt> TunedKernel<'rt> {
     }
 }
 
-/// The kernel's parameter types, as the family's dtypes in tuning keys:
+/// The kernel's parameter types, as the dtypes of its calls' tuning keys:
 /// `u32,&[f32],&mut [f32]`.
 fn signature(def: &KernelDef) -> String {
     use warpforge_codegen::ir::ParamType;

@@ -679,7 +679,10 @@ impl Bench<'_> {
         }
         if self.only.is_none() {
             let tuned = TunedGemm::with_policy(rt, D::kind(), MissPolicy::Heuristic, None)
-                .and_then(|tuned| Ok((tuned.select(rt, dims)?, tuned)));
+                .and_then(|tuned| {
+                    let problem = D::kind().problem(dims, alpha, beta);
+                    Ok((tuned.select(rt, &problem, false)?, tuned))
+                });
             match tuned {
                 Ok((selection, tuned)) => {
                     let detail = format!(

@@ -1,6 +1,7 @@
 //! `tune` (`cargo xtask tune`): tunes the stock GEMM families over a set of
-//! shapes on the CUDA GPU at hand, writes the tuning database and a JSON
-//! report, and prints the winners against the runner-up and the heuristic
+//! shapes (in the problem forms of `--forms`, `GemmForm`: by default
+//! `TunedGemm::run`'s plain problem) on the CUDA GPU at hand, writes the
+//! tuning database and a JSON report, and prints the winners against the runner-up and the heuristic
 //! default. `--verify-exhaustive` also times every verified variant fully
 //! and checks each winner against the sweep's best; `--dispatch` tunes
 //! nothing: it dispatches every shape from the database (failing on any
@@ -20,7 +21,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use warpforge::tune::{default_dir, GpuModel, TuneDb};
 use warpforge::{Error, Runtime};
-use warpforge_kernels::tuned::{GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32};
+use warpforge_kernels::tuned::{GemmForm, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32};
 use warpforge_tests::run_seed;
 use warpforge_tests::tuning::{
     dispatch_overhead, dispatch_shape, parse_shape, tune_shape, DispatchedShape, Overhead,
@@ -31,6 +32,13 @@ use warpforge_tests::tuning::{
 const NOT_RUN: u8 = 2;
 /// The stock GEMM families, in the order they are tuned.
 const FAMILIES: [&str; 5] = ["gemm_f32", "gemm_f16", "gemm_bf16", "gemm_tf32", "gemm_s8"];
+/// The problem forms `--forms` takes: the names of `GemmForm::ALL`.
+const FORMS: [&str; 4] = [
+    GemmForm::ALL[0].name,
+    GemmForm::ALL[1].name,
+    GemmForm::ALL[2].name,
+    GemmForm::ALL[3].name,
+];
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +52,11 @@ struct Args {
     /// Families to tune, comma-separated [default: gemm_f32,gemm_f16,gemm_bf16,gemm_tf32,gemm_s8]
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FAMILIES))]
     families: Vec<String>,
+    /// Problem forms, comma-separated: plain (one GEMM, A and C row-major, B in the family's
+    /// layout), nn_bias_relu (row-major A and B, a bias, ReLU), batched (16 strided batches),
+    /// col_c (column-major C); forms a family has no variant for are skipped [default: plain]
+    #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FORMS))]
+    forms: Vec<String>,
     /// Also time every verified variant fully and check that each winner is within 3% of the best
     #[arg(long)]
     verify_exhaustive: bool,
@@ -52,10 +65,10 @@ struct Args {
     #[arg(long, conflicts_with = "verify_exhaustive")]
     dispatch: bool,
     /// Tune nothing: write this GPU's database to FILE (the format `warpforge::tune::ShippedDb` reads)
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["import", "dispatch", "verify_exhaustive", "shapes", "families"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["import", "dispatch", "verify_exhaustive", "shapes", "families", "forms"])]
     export: Option<PathBuf>,
     /// Tune nothing: merge FILE, written by --export on the same GPU model, into this GPU's database
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["dispatch", "verify_exhaustive", "shapes", "families"])]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["dispatch", "verify_exhaustive", "shapes", "families", "forms"])]
     import: Option<PathBuf>,
     /// The database directory [default: $WARPFORGE_TUNE_DIR, else ~/.cache/warpforge/tune]
     #[arg(long)]
@@ -77,6 +90,8 @@ struct RunReport {
     overhead: Option<Overhead>,
     /// Shapes that could not be tuned or dispatched at all.
     errors: Vec<String>,
+    /// Family and form pairs not run: no variant of the family takes the form.
+    skipped: Vec<String>,
     passed: bool,
 }
 
@@ -180,6 +195,7 @@ fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
         dispatched: Vec::new(),
         overhead: None,
         errors: Vec::new(),
+        skipped: Vec::new(),
         passed: false,
     };
     let bar = ProgressBar::new(0).with_style(
@@ -187,38 +203,56 @@ fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
             .expect("the template is valid")
             .progress_chars("=> "),
     );
+    let forms: Vec<GemmForm> = if args.forms.is_empty() {
+        vec![GemmForm::PLAIN]
+    } else {
+        GemmForm::ALL
+            .into_iter()
+            .filter(|f| args.forms.iter().any(|g| g == f.name))
+            .collect()
+    };
     for family in &families {
-        for &dims in &shapes {
-            let what = format!("{family} {}x{}x{}", dims.0, dims.1, dims.2);
-            bar.set_prefix(what.clone());
-            bar.set_position(0);
-            let result = if args.dispatch {
-                dispatch(rt, family, dims, &dir, seed).map(|shape| {
-                    println!(
-                        "{what}: dispatched {} from {} ({})",
-                        shape.variant,
-                        shape.source,
-                        status(&shape.failures)
-                    );
-                    report.dispatched.push(shape);
-                })
-            } else {
-                tune_one(rt, family, dims, &dir, seed, args.verify_exhaustive, &bar).map(|shape| {
-                    // Printed above the bar; also when the bar is hidden (no terminal).
-                    bar.suspend(|| {
+        for &form in &forms {
+            if let Some(why) = skip(rt, family, form)? {
+                bar.suspend(|| println!("{family} {}: skipped: {why}", form.name));
+                report
+                    .skipped
+                    .push(format!("{family} {}: {why}", form.name));
+                continue;
+            }
+            for &dims in &shapes {
+                let what = format!("{family} {} {}x{}x{}", form.name, dims.0, dims.1, dims.2);
+                bar.set_prefix(what.clone());
+                bar.set_position(0);
+                let result = if args.dispatch {
+                    dispatch(rt, family, form, dims, &dir, seed).map(|shape| {
                         println!(
-                            "{what}: {} in {:.1} s ({})",
-                            shape.winner.variant,
-                            shape.tuning_s,
+                            "{what}: dispatched {} from {} ({})",
+                            shape.variant,
+                            shape.source,
                             status(&shape.failures)
-                        )
-                    });
-                    report.tuned.push(shape);
-                })
-            };
-            if let Err(e) = result {
-                bar.suspend(|| println!("{what}: FAILED: {e}"));
-                report.errors.push(format!("{what}: {e}"));
+                        );
+                        report.dispatched.push(shape);
+                    })
+                } else {
+                    let exhaustive = args.verify_exhaustive;
+                    tune_one(rt, family, form, dims, &dir, seed, exhaustive, &bar).map(|shape| {
+                        // Printed above the bar; also when the bar is hidden (no terminal).
+                        bar.suspend(|| {
+                            println!(
+                                "{what}: {} in {:.1} s ({})",
+                                shape.winner.variant,
+                                shape.tuning_s,
+                                status(&shape.failures)
+                            )
+                        });
+                        report.tuned.push(shape);
+                    })
+                };
+                if let Err(e) = result {
+                    bar.suspend(|| println!("{what}: FAILED: {e}"));
+                    report.errors.push(format!("{what}: {e}"));
+                }
             }
         }
     }
@@ -297,26 +331,45 @@ macro_rules! with_family {
     };
 }
 
+/// Why `family` does not run `form` on `rt`'s device (no variant takes its
+/// problem, e.g. the s8 GEMM's NN form), or `None`.
+fn skip(rt: &Runtime, family: &str, form: GemmForm) -> Result<Option<String>, Error> {
+    with_family!(family, kind => {
+        let call = kind.call(&form.problem(kind, (256, 256, 256)), form.bias);
+        match call {
+            Err(e) => Ok(Some(e.to_string())),
+            Ok(call) => Ok(kind
+                .family()?
+                .heuristic(&call.call(), rt.device())
+                .is_none()
+                .then(|| format!("no variant of {family} takes its problem on this device"))),
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
 fn tune_one(
     rt: &Runtime,
     family: &str,
+    form: GemmForm,
     dims: (u32, u32, u32),
     dir: &Path,
     seed: u64,
     exhaustive: bool,
     bar: &ProgressBar,
 ) -> Result<TunedShape, Error> {
-    with_family!(family, kind => tune_shape(rt, kind, dims, dir, seed, exhaustive, bar))
+    with_family!(family, kind => tune_shape(rt, kind, form, dims, dir, seed, exhaustive, bar))
 }
 
 fn dispatch(
     rt: &Runtime,
     family: &str,
+    form: GemmForm,
     dims: (u32, u32, u32),
     dir: &Path,
     seed: u64,
 ) -> Result<DispatchedShape, Error> {
-    with_family!(family, kind => dispatch_shape(rt, kind, dims, dir, seed))
+    with_family!(family, kind => dispatch_shape(rt, kind, form, dims, dir, seed))
 }
 
 fn unknown(family: &str) -> Error {
@@ -336,8 +389,8 @@ fn print_tuned(shapes: &[TunedShape], exhaustive: bool) {
             format!("| {} | {:.4} ", t.variant, t.ms)
         })
     };
-    println!("\n| family | shape | winner | ms | TFLOP/s | runner-up | ms | heuristic | ms | heuristic / winner | candidates | tuning s |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("\n| family | form | shape | winner | ms | TFLOP/s | runner-up | ms | heuristic | ms | heuristic / winner | candidates | tuning s |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for s in shapes {
         let vs_heuristic = s
             .heuristic
@@ -345,8 +398,9 @@ fn print_tuned(shapes: &[TunedShape], exhaustive: bool) {
             .map_or("-".to_string(), |h| format!("{:.3}x", h.ms / s.winner.ms));
         let fates: Vec<String> = s.fates.iter().map(|(f, n)| format!("{n} {f}")).collect();
         println!(
-            "| {} | {} | {} | {:.4} | {:.1} {}{}| {vs_heuristic} | {} | {:.1} |",
+            "| {} | {} | {} | {} | {:.4} | {:.1} {}{}| {vs_heuristic} | {} | {:.1} |",
             s.family,
+            s.form,
             shape_name(s.shape),
             s.winner.variant,
             s.winner.ms,
@@ -363,13 +417,14 @@ fn print_tuned(shapes: &[TunedShape], exhaustive: bool) {
              alternately), tolerance {:.0}%:",
             (EXHAUSTIVE_TOLERANCE - 1.0) * 100.0
         );
-        println!("\n| family | shape | dispatched | sweep's best | swept | dispatched ms | best ms | ratio | within |");
-        println!("|---|---|---|---|---|---|---|---|---|");
+        println!("\n| family | form | shape | dispatched | sweep's best | swept | dispatched ms | best ms | ratio | within |");
+        println!("|---|---|---|---|---|---|---|---|---|---|");
         for s in shapes {
             if let Some(e) = &s.exhaustive {
                 println!(
-                    "| {} | {} | {} | {} | {} | {:.4} | {:.4} | {:.4} | {} |",
+                    "| {} | {} | {} | {} | {} | {} | {:.4} | {:.4} | {:.4} | {} |",
                     s.family,
+                    s.form,
                     shape_name(s.shape),
                     s.dispatched,
                     e.best.variant,
@@ -395,12 +450,15 @@ fn print_tuned(shapes: &[TunedShape], exhaustive: bool) {
 }
 
 fn print_dispatched(report: &RunReport) {
-    println!("\n| family | shape | dispatched | source | recorded ms | measured ms | verified |");
-    println!("|---|---|---|---|---|---|---|");
+    println!(
+        "\n| family | form | shape | dispatched | source | recorded ms | measured ms | verified |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for s in &report.dispatched {
         println!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
             s.family,
+            s.form,
             shape_name(s.shape),
             s.variant,
             s.source,
