@@ -166,8 +166,12 @@ pub struct JobCall {
 /// How one family's calls of a job were resolved.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Resolutions {
-    /// From the database.
+    /// From the local database.
     pub database: u64,
+    /// From a database the application shipped.
+    pub shipped: u64,
+    /// Another driver's winner, re-verified and re-timed first.
+    pub revalidated: u64,
     /// Tuned on the spot.
     pub tuned: u64,
     /// From a nearby bucket's winner.
@@ -183,6 +187,8 @@ impl Resolutions {
     fn between(before: DispatchStats, after: DispatchStats) -> Resolutions {
         Resolutions {
             database: after.database - before.database,
+            shipped: after.shipped - before.shipped,
+            revalidated: after.revalidated - before.revalidated,
             tuned: after.tuned - before.tuned,
             nearest: after.nearest - before.nearest,
             heuristic: after.heuristic - before.heuristic,
@@ -190,13 +196,14 @@ impl Resolutions {
         }
     }
 
-    /// Whether anything did not come from the database.
+    /// Whether anything did not come from a database as stored: a
+    /// re-validation measured variants, as tuning does.
     fn missed(&self) -> bool {
-        self.tuned + self.nearest + self.heuristic + self.stale > 0
+        self.revalidated + self.tuned + self.nearest + self.heuristic + self.stale > 0
     }
 
     fn is_empty(&self) -> bool {
-        self.database == 0 && !self.missed()
+        self.database + self.shipped == 0 && !self.missed()
     }
 }
 
@@ -488,10 +495,12 @@ fn print_dispatched(calls: &[JobCall]) {
     for call in calls {
         for (family, r) in &call.resolutions {
             println!(
-                "| {} | {} | {family} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {family} | {} | {} | {} | {} | {} | {} | {} |",
                 call.job,
                 shape_name(&call.shape),
                 r.database,
+                r.shipped,
+                r.revalidated,
                 r.tuned,
                 r.nearest,
                 r.heuristic,
@@ -522,6 +531,20 @@ mod tests {
         assert_eq!(parse_shape("256x512"), Ok(vec![256, 512]));
         assert!(parse_shape("1x2x3x4x5").unwrap_err().contains("one to 4"));
         assert!(parse_shape("12a").unwrap_err().contains("not a shape"));
+    }
+
+    #[test]
+    fn only_stored_winners_count_as_dispatched_from_a_database() {
+        let stats = |database, shipped, revalidated| DispatchStats {
+            database,
+            shipped,
+            revalidated,
+            ..DispatchStats::default()
+        };
+        let zero = DispatchStats::default();
+        assert!(!Resolutions::between(zero, stats(2, 1, 0)).missed());
+        assert!(Resolutions::between(zero, stats(2, 0, 1)).missed());
+        assert!(!Resolutions::between(zero, stats(0, 1, 0)).is_empty());
     }
 
     #[test]

@@ -51,9 +51,10 @@ pub(crate) struct RuntimeTuning {
 }
 
 impl Runtime {
-    /// Replaces how this runtime's tuned entry points dispatch. Families
-    /// served so far start over with the new settings at their next call
-    /// (their in-memory resolutions are dropped; the database is not).
+    /// Replaces how this runtime's tuned entry points dispatch. Handles made
+    /// after this (`k::tuned(&rt)`, `TunedGemm::new`) get dispatchers with
+    /// the new settings; a handle made before keeps its dispatcher and the
+    /// old settings, so make the handles after setting them.
     pub fn set_tune_settings(&self, settings: TuneSettings) {
         *self
             .tuning
