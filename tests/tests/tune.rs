@@ -91,6 +91,32 @@ fn scale_alignments(n: u32) -> [u32; 1] {
     [1 << (n.trailing_zeros() + 2).min(4)]
 }
 
+/// A `scale` call on `n` elements, its parts owned: [`ScaleCall::call`] lends them.
+struct ScaleCall {
+    n: u32,
+    alignments: [u32; 1],
+    args: [ArgInfo; 2],
+}
+
+impl ScaleCall {
+    fn new(n: u32) -> ScaleCall {
+        ScaleCall {
+            n,
+            alignments: scale_alignments(n),
+            args: scale_args(n),
+        }
+    }
+
+    fn call(&self) -> Call<'_> {
+        Call {
+            dtypes: "f32",
+            shape: ShapeBucket::gemm(self.n.into(), 1, 1),
+            alignments: &self.alignments,
+            args: &self.args,
+        }
+    }
+}
+
 /// Simulated timings: each candidate's true time per launch, distorted by
 /// multiplicative noise; what the tuner asked for is recorded.
 struct Simulated {
@@ -206,13 +232,8 @@ fn name(family: &Family, index: usize) -> &str {
 fn pruning_rules_and_order_of_work() {
     let family = scale_family();
     let n = 1001; // not a multiple of 4: the ALIGNED variants cannot take it
-    let (alignments, args) = (scale_alignments(n), scale_args(n));
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let scale = ScaleCall::new(n);
+    let call = scale.call();
     let mut sim = Simulated::new(times(&family, "scale[T=8,ALIGNED=0]"), 0.0, 1);
     let no_room = VariantResources {
         shared_bytes: 300 * 1024,
@@ -295,13 +316,8 @@ fn pruning_rules_and_order_of_work() {
 fn the_heuristic_goes_first_and_slow_candidates_are_dropped_early() {
     let family = scale_family();
     let n = 4096;
-    let (alignments, args) = (scale_alignments(n), scale_args(n));
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let scale = ScaleCall::new(n);
+    let call = scale.call();
     let fastest = "scale[T=2,ALIGNED=0]";
     // The heuristic scale[T=4,ALIGNED=1] takes 1.0 ms; a close second
     // (within the drop ratio) must be fully timed, the rest (1.5x and more)
@@ -370,13 +386,8 @@ fn the_heuristic_goes_first_and_slow_candidates_are_dropped_early() {
 fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
     let family = scale_family();
     let n = 4096;
-    let (alignments, args) = (scale_alignments(n), scale_args(n));
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let scale = ScaleCall::new(n);
+    let call = scale.call();
     let wrong = "scale[T=1,ALIGNED=1]";
     let refused = "scale[T=2,ALIGNED=1]";
     let mut true_ms = times(&family, wrong);
@@ -452,13 +463,8 @@ fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
 fn with_noise_the_winner_is_within_three_percent_of_an_exhaustive_search() {
     let family = scale_family();
     let n = 4096;
-    let (alignments, args) = (scale_alignments(n), scale_args(n));
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let scale = ScaleCall::new(n);
+    let call = scale.call();
     let options = TuneOptions::default();
     let mut searched = 0;
     for seed in 0..200u64 {
@@ -493,13 +499,8 @@ fn with_noise_the_winner_is_within_three_percent_of_an_exhaustive_search() {
 #[test]
 fn inconsistent_options_are_refused() {
     let family = scale_family();
-    let (alignments, args) = (scale_alignments(64), scale_args(64));
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(64, 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let scale = ScaleCall::new(64);
+    let call = scale.call();
     let options = TuneOptions {
         early_samples: 5,
         samples: 3,
@@ -538,13 +539,8 @@ fn revalidate_scale(
 ) {
     let family = scale_family();
     let n = 4096;
-    let (alignments, args) = (scale_alignments(n), scale_args(n));
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let scale = ScaleCall::new(n);
+    let call = scale.call();
     let true_ms = times(&family, "").into_iter().map(|(name, ms)| {
         let ms = match name.as_str() {
             SCALE_FOREIGN => foreign_ms,
@@ -620,13 +616,8 @@ fn another_drivers_winner_that_fails_verification_is_never_used() {
 fn revalidating_the_heuristic_default_itself_times_it_once_per_round() {
     let family = scale_family();
     let n = 4096;
-    let (alignments, args) = (scale_alignments(n), scale_args(n));
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let scale = ScaleCall::new(n);
+    let call = scale.call();
     let mut sim = Simulated::new(times(&family, SCALE_HEURISTIC), 0.0, 8);
     let heuristic = index_of(&family, SCALE_HEURISTIC);
     let outcome = revalidate(&family, &call, &h200_device_info(), heuristic, &mut sim)
@@ -648,13 +639,8 @@ fn revalidating_the_heuristic_default_itself_times_it_once_per_round() {
 fn keys_name_everything_that_decides_the_winner() {
     let family = scale_family();
     let base = KeyBase::of(&h200_device_info());
-    let (alignments, args) = (scale_alignments(1000), scale_args(1000));
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(1000, 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let scale = ScaleCall::new(1000);
+    let call = scale.call();
     let key = family.key(&base, &call);
     assert_eq!(key.gpu.name, "NVIDIA H200");
     assert_eq!(key.gpu.compute_capability, (9, 0));
