@@ -320,18 +320,40 @@ fn double_family() -> Family {
         .unwrap()
 }
 
-/// The call facts of `double` on n elements: the alignment of the end of
-/// `x` (16 bytes when n % 4 == 0, else 4) and the arguments.
-fn double_call(n: u32) -> ([u32; 1], [warpforge::ArgInfo; 2]) {
-    let args = [
-        warpforge::ArgInfo::Buffer {
-            elem: f32::SCALAR,
-            len: u64::from(n),
-            mutable: true,
-        },
-        warpforge::KernelArg::scalar(n).info(),
-    ];
-    ([if n.is_multiple_of(4) { 16 } else { 4 }], args)
+/// The call facts of `double` on n elements, owned: the alignment of the
+/// end of `x` (16 bytes when n % 4 == 0, else 4) and the arguments;
+/// [`DoubleCall::call`] lends them.
+struct DoubleCall {
+    n: u32,
+    alignments: [u32; 1],
+    args: [warpforge::ArgInfo; 2],
+}
+
+impl DoubleCall {
+    fn new(n: u32) -> DoubleCall {
+        let args = [
+            warpforge::ArgInfo::Buffer {
+                elem: f32::SCALAR,
+                len: u64::from(n),
+                mutable: true,
+            },
+            warpforge::KernelArg::scalar(n).info(),
+        ];
+        DoubleCall {
+            n,
+            alignments: [if n.is_multiple_of(4) { 16 } else { 4 }],
+            args,
+        }
+    }
+
+    fn call(&self) -> Call<'_> {
+        Call {
+            dtypes: "f32",
+            shape: ShapeBucket::gemm(self.n.into(), 1, 1),
+            alignments: &self.alignments,
+            args: &self.args,
+        }
+    }
 }
 
 fn select_double(
@@ -339,13 +361,8 @@ fn select_double(
     rt: &Runtime,
     n: u32,
 ) -> Result<warpforge::tune::Selection, Error> {
-    let (alignments, args) = double_call(n);
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let double = DoubleCall::new(n);
+    let call = double.call();
     dispatcher.select(rt, &call, no_workload)
 }
 
@@ -353,13 +370,8 @@ fn select_double(
 fn record_double(rt: &Runtime, dir: &std::path::Path, n: u32, consts: [i64; 2]) {
     let dispatcher =
         Dispatcher::new(rt, double_family(), MissPolicy::Heuristic, Some(dir)).unwrap();
-    let (alignments, args) = double_call(n);
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let double = DoubleCall::new(n);
+    let call = double.call();
     let mut db = TuneDb::open(Some(dir), &GpuModel::of(rt.device())).unwrap();
     db.record(
         dispatcher.key(&call),
@@ -565,13 +577,8 @@ fn travel_dispatcher(rt: &Runtime, policy: MissPolicy, dir: &std::path::Path) ->
 /// The key of `double_travel` on n elements on `rt`'s device.
 fn travel_key(rt: &Runtime, n: u32) -> TuneKey {
     let empty = tempfile::tempdir().unwrap();
-    let (alignments, args) = double_call(n);
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(n.into(), 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let double = DoubleCall::new(n);
+    let call = double.call();
     travel_dispatcher(rt, MissPolicy::Heuristic, empty.path()).key(&call)
 }
 
@@ -632,13 +639,8 @@ fn a_shipped_database_resolves_calls_and_a_local_record_beats_it() {
         select_travel(&dispatcher, &rt, 300),
         (Source::Shipped, "double[T=1,ALIGNED=1]".to_string())
     );
-    let (alignments, args) = double_call(300);
-    let call = Call {
-        dtypes: "f32",
-        shape: ShapeBucket::gemm(300, 1, 1),
-        alignments: &alignments,
-        args: &args,
-    };
+    let double = DoubleCall::new(300);
+    let call = double.call();
     assert_eq!(
         dispatcher.stored(&call).unwrap().variant,
         "double[T=1,ALIGNED=1]"
@@ -735,13 +737,8 @@ fn another_drivers_record_is_not_trusted_unchecked() {
     ship(ShippedDb::from_file(&path).unwrap());
     let dispatcher = travel_dispatcher(&rt, MissPolicy::Heuristic, local.path());
     for n in [1200, 2400] {
-        let (alignments, args) = double_call(n);
-        let call = Call {
-            dtypes: "f32",
-            shape: ShapeBucket::gemm(n.into(), 1, 1),
-            alignments: &alignments,
-            args: &args,
-        };
+        let double = DoubleCall::new(n);
+        let call = double.call();
         let mut asked = false;
         let selection = dispatcher
             .select(&rt, &call, || {
