@@ -432,9 +432,7 @@ fn check_binding_limits(
     Ok(())
 }
 
-/// `u32`, `&[f32]` or `&mut [f32]`: a parameter's type as messages and
-/// tuning keys spell it.
-pub(crate) fn param_type_name(ty: ParamType) -> String {
+fn param_type_name(ty: ParamType) -> String {
     match ty {
         ParamType::Scalar(s) => s.name().to_string(),
         ParamType::Slice {

@@ -158,21 +158,53 @@ pub struct JobCall {
     /// The tunings the calls did (none when the database had every winner).
     pub tunings: Vec<Tuning>,
     /// How each family's calls resolved, as counts of resolutions.
-    pub resolutions: BTreeMap<String, DispatchStats>,
+    pub resolutions: BTreeMap<String, Resolutions>,
     /// The job's error, when it failed.
     pub error: Option<String>,
 }
 
-/// Whether any of `resolved` did not come from a database as stored: a
-/// re-validation measured variants, as tuning does.
-fn missed(resolved: &DispatchStats) -> bool {
-    resolved.revalidated + resolved.tuned + resolved.nearest + resolved.heuristic + resolved.stale
-        > 0
+/// How one family's calls of a job were resolved.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Resolutions {
+    /// From the local database.
+    pub database: u64,
+    /// From a database the application shipped.
+    pub shipped: u64,
+    /// Another driver's winner, re-verified and re-timed first.
+    pub revalidated: u64,
+    /// Tuned on the spot.
+    pub tuned: u64,
+    /// From a nearby bucket's winner.
+    pub nearest: u64,
+    /// To the heuristic default.
+    pub heuristic: u64,
+    /// Stored winners that could not be used.
+    pub stale: u64,
 }
 
-/// Whether `resolved` counts nothing at all.
-fn is_empty(resolved: &DispatchStats) -> bool {
-    resolved.database + resolved.shipped == 0 && !missed(resolved)
+impl Resolutions {
+    /// The resolutions between two snapshots of a dispatcher's stats.
+    fn between(before: DispatchStats, after: DispatchStats) -> Resolutions {
+        Resolutions {
+            database: after.database - before.database,
+            shipped: after.shipped - before.shipped,
+            revalidated: after.revalidated - before.revalidated,
+            tuned: after.tuned - before.tuned,
+            nearest: after.nearest - before.nearest,
+            heuristic: after.heuristic - before.heuristic,
+            stale: after.stale - before.stale,
+        }
+    }
+
+    /// Whether anything did not come from a database as stored: a
+    /// re-validation measured variants, as tuning does.
+    fn missed(&self) -> bool {
+        self.revalidated + self.tuned + self.nearest + self.heuristic + self.stale > 0
+    }
+
+    fn is_empty(&self) -> bool {
+        self.database + self.shipped == 0 && !self.missed()
+    }
 }
 
 /// One tuning: its family and bucket, and what won.
@@ -258,7 +290,7 @@ pub fn run(rt: &Runtime, args: &TuneArgs, jobs: &[&[TuneJob]]) -> Result<RunRepo
             let what = format!("{} {}", call.job, shape_name(&call.shape));
             if let Some(e) = &call.error {
                 Some(format!("{what}: {e}"))
-            } else if args.dispatch && call.resolutions.values().any(missed) {
+            } else if args.dispatch && call.resolutions.values().any(Resolutions::missed) {
                 Some(format!(
                     "{what}: not every call was dispatched from the database"
                 ))
@@ -366,10 +398,11 @@ fn run_job(rt: &Runtime, job: &TuneJob, shape: &[u64]) -> JobCall {
                 seconds: report.elapsed.as_secs_f64(),
             });
         }
-        let resolved = dispatcher
-            .stats()
-            .since(&before.get(name).copied().unwrap_or_default());
-        if !is_empty(&resolved) {
+        let resolved = Resolutions::between(
+            before.get(name).copied().unwrap_or_default(),
+            dispatcher.stats(),
+        );
+        if !resolved.is_empty() {
             resolutions.insert(name.to_string(), resolved);
         }
     }
@@ -388,10 +421,10 @@ fn summary(call: &JobCall, dispatch: bool) -> String {
         return format!("FAILED: {e}");
     }
     if dispatch {
-        let not_all_stored = call.resolutions.values().any(missed);
+        let missed = call.resolutions.values().any(Resolutions::missed);
         return format!(
             "{} in {:.3} s",
-            if not_all_stored {
+            if missed {
                 "NOT all from the database"
             } else {
                 "dispatched from the database"
@@ -509,9 +542,9 @@ mod tests {
             ..DispatchStats::default()
         };
         let zero = DispatchStats::default();
-        assert!(!missed(&stats(2, 1, 0).since(&zero)));
-        assert!(missed(&stats(2, 0, 1).since(&zero)));
-        assert!(!is_empty(&stats(0, 1, 0).since(&zero)));
+        assert!(!Resolutions::between(zero, stats(2, 1, 0)).missed());
+        assert!(Resolutions::between(zero, stats(2, 0, 1)).missed());
+        assert!(!Resolutions::between(zero, stats(0, 1, 0)).is_empty());
     }
 
     #[test]

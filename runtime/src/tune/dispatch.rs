@@ -129,7 +129,7 @@ pub struct Selection {
 
 /// How a dispatcher's resolutions went, one count per (dtypes, shape bucket,
 /// alignments) triple resolved.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DispatchStats {
     /// Resolved to the local database's winner.
     pub database: u64,
@@ -149,21 +149,6 @@ pub struct DispatchStats {
 }
 
 impl DispatchStats {
-    /// The resolutions counted since `before`, an earlier snapshot of the
-    /// same dispatcher (a counter below its snapshot, as from a dispatcher
-    /// made anew, counts from zero).
-    pub fn since(&self, before: &DispatchStats) -> DispatchStats {
-        DispatchStats {
-            database: self.database.saturating_sub(before.database),
-            shipped: self.shipped.saturating_sub(before.shipped),
-            revalidated: self.revalidated.saturating_sub(before.revalidated),
-            tuned: self.tuned.saturating_sub(before.tuned),
-            nearest: self.nearest.saturating_sub(before.nearest),
-            heuristic: self.heuristic.saturating_sub(before.heuristic),
-            stale: self.stale.saturating_sub(before.stale),
-        }
-    }
-
     /// Counts one resolution from `source`.
     fn count(&mut self, source: Source) {
         let counter = match source {

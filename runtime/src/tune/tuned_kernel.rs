@@ -29,7 +29,6 @@ use super::key::ShapeBucket;
 use super::own_inputs::OwnInputs;
 use super::prune::check_candidate;
 use crate::buffer::{ArgInfo, Grid, KernelArg};
-use crate::validate::param_type_name;
 use crate::{Error, Runtime};
 
 /// How a runtime's tuned entry points (a kernel's `tuned(&rt)`, the stock
@@ -280,11 +279,22 @@ impl<'rt> TunedKernel<'rt> {
 /// The kernel's parameter types, as the dtypes of its calls' tuning keys:
 /// `u32,&[f32],&mut [f32]`.
 fn signature(def: &KernelDef) -> String {
+    use warpforge_codegen::ir::ParamType;
     let types: Vec<String> = def
         .ir
         .params
         .iter()
-        .map(|p| param_type_name(p.ty))
+        .map(|p| match p.ty {
+            ParamType::Scalar(s) => s.name().to_string(),
+            ParamType::Slice {
+                elem,
+                mutable: false,
+            } => format!("&[{}]", elem.name()),
+            ParamType::Slice {
+                elem,
+                mutable: true,
+            } => format!("&mut [{}]", elem.name()),
+        })
         .collect();
     types.join(",")
 }
