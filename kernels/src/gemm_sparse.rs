@@ -25,10 +25,11 @@
 //! `stride_a = m.next_multiple_of(16) * k`; 0 shares one A.
 
 use warpforge::prelude::*;
-use warpforge::{BufferMut, BufferRef, KernelArg, KernelVariant, MatrixLayout};
+use warpforge::{BufferMut, BufferRef, DeviceScalar, KernelArg, KernelVariant, MatrixLayout};
 
 use crate::gemm_problem::{
-    check_chunks, check_lengths, Chunks, GemmProblem, GemmVariant, KernelProblem, Operands,
+    check_chunks, check_lengths, Chunks, GemmBatch, GemmProblem, GemmVariant, KernelProblem,
+    Operands,
 };
 use crate::gemm_wmma::gemm_f16_wmma;
 use crate::sparse::device::{decompress, DeviceCompressed, DeviceSparse};
@@ -463,25 +464,11 @@ pub trait SparseGemmVariant: KernelVariant {
         c: BufferMut<'_, Self::Elem>,
         bias: Option<BufferRef<'_, Self::Elem>>,
     ) -> Result<(), Error> {
-        let bias_mode = kernel.bias_mode(bias.is_some());
-        // Without a bias (`bias_mode` 0) the kernel never reads it.
-        let bias = bias.unwrap_or(b);
-        let mut args = vec![
-            KernelArg::buffer(a.values()),
-            KernelArg::buffer(a.metadata()),
-            KernelArg::buffer(b),
-            KernelArg::buffer_mut(c),
-            KernelArg::buffer(bias),
-        ];
-        args.extend(kernel.scalar_args(bias_mode));
-        args.push(KernelArg::scalar(u32::from(
-            c_layout == MatrixLayout::ColMajor,
-        )));
         rt.launch(
             Self::def(),
             &self.values(),
             kernel.grid(self.tile()),
-            &mut args,
+            &mut sparse_args(kernel, c_layout, a, b, c, bias),
         )
     }
 
@@ -494,7 +481,7 @@ pub trait SparseGemmVariant: KernelVariant {
             kernel: self.name(),
             message,
         };
-        let stride_a = compressed_stride(problem).map_err(refuse)?;
+        let kernel = sparse_kernel_problem(problem).map_err(refuse)?;
         let b = self.b_layout();
         if problem.b_layout != b {
             return Err(refuse(format!(
@@ -507,8 +494,6 @@ pub trait SparseGemmVariant: KernelVariant {
         if let Some(chunks) = self.chunks() {
             check_chunks(problem, chunks, Operands::B).map_err(refuse)?;
         }
-        let mut kernel = problem.as_given();
-        kernel.batch.stride_a = stride_a;
         Ok(kernel)
     }
 
@@ -548,6 +533,54 @@ pub trait SparseGemmVariant: KernelVariant {
             .into_iter()
             .filter(|variant| variant.check(problem).is_ok())
             .collect()
+    }
+}
+
+/// The arguments of the sparse kernels, in the order `gemm_sparse` declares
+/// them: A's kept values and metadata, B, C, the bias (B's buffer, unread,
+/// without one), the dense family's scalars
+/// ([`KernelProblem::scalar_args`]) and `c_col_major`.
+pub(crate) fn sparse_args<'a, T: DeviceScalar>(
+    kernel: &KernelProblem<f32>,
+    c_layout: MatrixLayout,
+    a: &'a DeviceCompressed<T>,
+    b: BufferRef<'a, T>,
+    c: BufferMut<'a, T>,
+    bias: Option<BufferRef<'a, T>>,
+) -> Vec<KernelArg<'a>> {
+    let bias_mode = kernel.bias_mode(bias.is_some());
+    let mut args = vec![
+        KernelArg::buffer(a.values()),
+        KernelArg::buffer(a.metadata()),
+        KernelArg::buffer(b),
+        KernelArg::buffer_mut(c),
+        KernelArg::buffer(bias.unwrap_or(b)),
+    ];
+    args.extend(kernel.scalar_args(bias_mode));
+    args.push(KernelArg::scalar(u32::from(
+        c_layout == MatrixLayout::ColMajor,
+    )));
+    args
+}
+
+/// `problem` as the sparse kernels take it (operands as given, A's batch
+/// stride in compressed values), after the checks every sparse path makes
+/// of A ([`compressed_stride`]). The `Err` is the message.
+pub(crate) fn sparse_kernel_problem(
+    problem: &GemmProblem<f32>,
+) -> Result<KernelProblem<f32>, String> {
+    let mut kernel = problem.as_given();
+    kernel.batch.stride_a = compressed_stride(problem)?;
+    Ok(kernel)
+}
+
+/// The batches the sparse GEMMs take for `count` GEMMs of `dims` stored
+/// back to back: as [`GemmBatch::packed`], A's batches padded to whole
+/// 16-row tiles (`stride_a = m.next_multiple_of(16) * k`, module docs).
+pub fn packed_sparse_batch(count: u32, (m, n, k): (u32, u32, u32)) -> GemmBatch {
+    GemmBatch {
+        stride_a: m.next_multiple_of(16).saturating_mul(k),
+        ..GemmBatch::packed(count, (m, n, k))
     }
 }
 
@@ -593,7 +626,7 @@ fn compressed_stride(problem: &GemmProblem<f32>) -> Result<u32, String> {
 /// That a compressed A of `(rows, cols)` is the A of `problem`: `k`
 /// columns, and rows for every batch (`(batch.count - 1) * stride_a / k +
 /// m`). The `Err` is the message; the caller names the launch.
-fn check_compressed(
+pub(crate) fn check_compressed(
     problem: &GemmProblem<f32>,
     (rows, cols): (usize, usize),
 ) -> Result<(), String> {
@@ -621,6 +654,21 @@ fn check_compressed(
     Ok(())
 }
 
+/// The const values (BM, BN, BK, WARP, STAGES, ALIGNED, B_ROW_MAJOR) of the
+/// sparse GEMMs' defaults for B in `b_layout`, preferred first (see
+/// [`default_variant`]): the 16-byte-copy one, then the element-wise one.
+pub(crate) fn default_consts(b_layout: MatrixLayout) -> [[i64; 7]; 2] {
+    let b_row = i64::from(b_layout == MatrixLayout::RowMajor);
+    [
+        if b_row == 1 {
+            [128, 64, 64, 32, 3, 1, 1]
+        } else {
+            [128, 128, 64, 64, 3, 1, 0]
+        },
+        [64, 64, 64, 32, 2, 0, b_row],
+    ]
+}
+
 /// The variant [`sparse_gemm`] runs `problem` with, in B's layout: 64-wide
 /// k-tiles, three stages of 16-byte copies where B allows them, in 128 x 128
 /// tiles of 64 x 64 warp tiles (column-major B) or 128 x 64 tiles of 32 x 32
@@ -629,18 +677,9 @@ fn check_compressed(
 /// element-wise tile in both B layouts that does not spill). The `Err` is the
 /// refusal of the 16-byte one when neither takes `problem`.
 pub fn default_variant<V: SparseGemmVariant>(problem: &GemmProblem<f32>) -> Result<V, Error> {
-    let b_row = i64::from(problem.b_layout == MatrixLayout::RowMajor);
-    let preferred = [
-        if b_row == 1 {
-            [128, 64, 64, 32, 3, 1, 1]
-        } else {
-            [128, 128, 64, 64, 3, 1, 0]
-        },
-        [64, 64, 64, 32, 2, 0, b_row],
-    ];
     let variants = V::variants();
     let mut refusal = None;
-    for values in preferred {
+    for values in default_consts(problem.b_layout) {
         let Some(&variant) = variants.iter().find(|v| v.values() == values) else {
             continue;
         };

@@ -17,6 +17,10 @@
 //! # }
 //! ```
 //!
+//! The 2:4 sparse GEMMs ([`SPARSE_GEMM_F16`], [`SPARSE_GEMM_BF16`]) are
+//! tuned the same way: a [`TunedGemm`] of them takes the compressed A
+//! ([`DeviceCompressed`]) where the dense ones take a buffer ([`OperandA`]).
+//!
 //! [`TunedGemm::gemm`] takes a whole [`GemmProblem`] (A and B row- or
 //! column-major, strided batches, alpha and beta, a bias, ReLU or GELU, C
 //! row- or column-major) with the views of
@@ -36,7 +40,8 @@
 //! The tuning key of a call ([`GemmKind::call`]) holds, besides the GPU,
 //! driver, code generator and family:
 //! - the dtypes: the element types and the problem's layouts and epilogue,
-//!   `f16.row*f16.col->f16.row` for A, B and C, then `+bias` with a bias and
+//!   `f16.row*f16.col->f16.row` for A (`sparse` for a compressed 2:4 A), B
+//!   and C, then `+bias` with a bias and
 //!   `+relu` or `+gelu` with an activation (`f16.row*f16.row->f16.col+bias+relu`);
 //! - the alignment of A's, B's and C's leading dimension and of A's and B's
 //!   batch stride in bytes (capped at 16: what 16-byte copies need; the
@@ -69,12 +74,16 @@ use warpforge::{
 
 use crate::gemm::{gemm_f32, DEFAULT_F32};
 use crate::gemm_problem::{check_lengths, reference_epilogue, Activation, GemmBatch, GemmProblem};
+use crate::gemm_sparse::{self, gemm_sparse_bf16, gemm_sparse_f16};
 use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
 use crate::gemm_wgmma::{self, gemm_wgmma_bf16, gemm_wgmma_f16, gemm_wgmma_s8, gemm_wgmma_tf32};
 use crate::gemm_wmma::gemm_f16_wmma;
+use crate::sparse::device::DeviceCompressed;
+use crate::sparse::{metadata_words, value_cols, Compressed, SparseElement};
 
-/// One GEMM family, with input element `I` and output element `O`.
-pub struct GemmKind<I, O> {
+/// One GEMM family, with input element `I`, output element `O` and A taken
+/// as `A` ([`DenseA`], or [`SparseA`] for the 2:4 sparse GEMMs).
+pub struct GemmKind<I, O, A = DenseA> {
     /// The family's name in tuning keys.
     pub name: &'static str,
     /// The element types and the arithmetic, for the dtypes of the key and
@@ -88,10 +97,10 @@ pub struct GemmKind<I, O> {
     /// The heuristic default: variants in order of preference; a call gets
     /// the first that runs on the device and can take it.
     pub preferred: fn() -> Vec<(&'static KernelDef, Vec<i64>)>,
-    types: PhantomData<fn() -> (I, O)>,
+    types: PhantomData<fn(I, O) -> A>,
 }
 
-impl<I, O> GemmKind<I, O> {
+impl<I, O, A> GemmKind<I, O, A> {
     /// A GEMM family of kernels with the launcher shape above: `preferred`
     /// lists the heuristic default's variants (kernel, const values), most
     /// preferred first.
@@ -101,7 +110,7 @@ impl<I, O> GemmKind<I, O> {
         b_layout: MatrixLayout,
         kernels: fn() -> Vec<&'static KernelDef>,
         preferred: fn() -> Vec<(&'static KernelDef, Vec<i64>)>,
-    ) -> GemmKind<I, O> {
+    ) -> GemmKind<I, O, A> {
         GemmKind {
             name,
             precision,
@@ -247,6 +256,39 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
     },
 );
 
+/// The 2:4 sparse f16 GEMM [`gemm_sparse_f16`] (A sparse and compressed,
+/// [`SparseA`]; B column-major in [`TunedGemm::run`]; f16 C, f32
+/// accumulation). Heuristic default: [`gemm_sparse::default_variant`]'s,
+/// for each layout of B.
+pub const SPARSE_GEMM_F16: GemmKind<f16, f16, SparseA> = GemmKind::new(
+    "gemm_sparse_f16",
+    GemmPrecision::F16,
+    MatrixLayout::ColMajor,
+    || vec![gemm_sparse_f16::def()],
+    || sparse_defaults(gemm_sparse_f16::def()),
+);
+
+/// The 2:4 sparse bf16 GEMM [`gemm_sparse_bf16`], as [`SPARSE_GEMM_F16`].
+pub const SPARSE_GEMM_BF16: GemmKind<bf16, bf16, SparseA> = GemmKind::new(
+    "gemm_sparse_bf16",
+    GemmPrecision::Bf16,
+    MatrixLayout::ColMajor,
+    || vec![gemm_sparse_bf16::def()],
+    || sparse_defaults(gemm_sparse_bf16::def()),
+);
+
+/// The heuristic default of a sparse GEMM kernel: its
+/// [`gemm_sparse::default_variant`] for a column-major B, then for a
+/// row-major one (each variant reads one layout of B, so a call gets the
+/// first of its own layout that takes it).
+fn sparse_defaults(def: &'static KernelDef) -> Vec<(&'static KernelDef, Vec<i64>)> {
+    MatrixLayout::ALL
+        .into_iter()
+        .flat_map(gemm_sparse::default_consts)
+        .map(|values| (def, values.to_vec()))
+        .collect()
+}
+
 /// The Hopper default of the `wgmma` GEMMs: 128 x 256 tiles with `stages`
 /// stages (every `gemm_wgmma_*` instance has the same const parameters).
 /// Listed first, it serves calls on compute capability 9.0 only: its
@@ -375,7 +417,299 @@ impl GemmOutput for i32 {
     const PLAIN: (i32, i32) = (1, 0);
 }
 
-impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
+/// How a GEMM family's kernels take A: a dense matrix ([`DenseA`]: every
+/// stock family but the sparse ones) or a 2:4 sparse one, compressed
+/// ([`SparseA`]). The rest of a tuned GEMM (B, C, the bias, the problem,
+/// the key's other parts, tuning and verification) is the same for both.
+/// Sealed: these two are how the stock kernels take A.
+pub trait OperandA<I: GemmElement, O: GemmOutput>: sealed::Sealed + Sized + 'static {
+    /// What a call passes as A.
+    type Arg<'a>: Copy;
+    /// A tuning workload's A on the host: the dense matrix its reference
+    /// multiplies, and what is uploaded.
+    type Host;
+    /// A tuning workload's A on the device.
+    type Device;
+
+    /// A's part of the key's dtypes for A in `layout`: the layout (`row`,
+    /// `col`), or `sparse` (row-major and compressed).
+    fn key_name(layout: MatrixLayout) -> &'static str;
+
+    /// `count` GEMMs of `dims` stored back to back, as the kernels take them.
+    fn packed(count: u32, dims: (u32, u32, u32)) -> GemmBatch;
+
+    /// An `Err` (the message) for what the kernels cannot take in A's part
+    /// of `problem`.
+    fn refuse(problem: &GemmProblem<O::Scale>) -> Result<(), String>;
+
+    /// `a` against `problem`, after [`OperandA::refuse`]: `Some` of its
+    /// length in elements for `check_lengths` to check, `None` when checked
+    /// here. The `Err` is the message.
+    fn check(problem: &GemmProblem<O::Scale>, a: Self::Arg<'_>) -> Result<Option<usize>, String>;
+
+    /// A workload's A from `random`, `problem.a_len()` random elements: as
+    /// drawn, or pruned to 2:4 and compressed.
+    fn host(problem: &GemmProblem<O::Scale>, random: Vec<I>) -> Result<Self::Host, Error>;
+
+    /// The dense A of `host` (`problem.a_len()` elements in the problem's
+    /// layout and batches).
+    fn dense(host: &Self::Host) -> &[I];
+
+    /// `host` uploaded.
+    fn upload(rt: &Runtime, host: &Self::Host) -> Result<Self::Device, Error>;
+
+    /// The device A as a call passes it.
+    fn arg(device: &Self::Device) -> Self::Arg<'_>;
+
+    /// `a` for a shorter borrow (both kinds of A are covariant in it; a
+    /// generic associated type is not, unless it says so).
+    fn reborrow<'l: 's, 's>(a: Self::Arg<'l>) -> Self::Arg<'s>;
+
+    /// The arguments of a call with buffers of exactly the sizes the
+    /// problem needs (a bias of n values, or a one-element one, unread,
+    /// without): what legality is judged on. The `Err` is
+    /// [`OperandA::refuse`]'s.
+    fn call_args(problem: &GemmProblem<O::Scale>, with_bias: bool) -> Result<Vec<ArgInfo>, String>;
+
+    /// One launch of `problem` with `candidate`, whose tile is `tile`
+    /// ([`gemm_tile`]), after every check.
+    fn launch(
+        rt: &Runtime,
+        candidate: &Candidate,
+        tile: (u32, u32),
+        problem: &GemmProblem<O::Scale>,
+        operands: GemmOperands<'_, I, O, Self>,
+    ) -> Result<(), Error>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::DenseA {}
+    impl Sealed for super::SparseA {}
+}
+
+/// A dense A: a buffer of `I` in the problem's layout ([`OperandA`]).
+#[derive(Clone, Copy, Debug)]
+pub struct DenseA;
+
+/// A 2:4 sparse A, compressed: a [`DeviceCompressed`] of the row-major m x k
+/// matrix (for batches, the stack the sparse GEMM's module docs describe:
+/// [`crate::gemm_sparse`]) ([`OperandA`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SparseA;
+
+/// A buffer's [`ArgInfo`].
+fn buffer_info(elem: warpforge::Scalar, len: u64, mutable: bool) -> ArgInfo {
+    ArgInfo::Buffer { elem, len, mutable }
+}
+
+impl<I: GemmElement, O: GemmOutput> OperandA<I, O> for DenseA {
+    type Arg<'a> = BufferRef<'a, I>;
+    type Host = Vec<I>;
+    type Device = DeviceBuffer<I>;
+
+    fn key_name(layout: MatrixLayout) -> &'static str {
+        layout_name(layout)
+    }
+
+    fn packed(count: u32, dims: (u32, u32, u32)) -> GemmBatch {
+        GemmBatch::packed(count, dims)
+    }
+
+    fn refuse(_: &GemmProblem<O::Scale>) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn check(_: &GemmProblem<O::Scale>, a: BufferRef<'_, I>) -> Result<Option<usize>, String> {
+        Ok(Some(a.len()))
+    }
+
+    fn host(_: &GemmProblem<O::Scale>, random: Vec<I>) -> Result<Vec<I>, Error> {
+        Ok(random)
+    }
+
+    fn dense(host: &Vec<I>) -> &[I] {
+        host
+    }
+
+    fn upload(rt: &Runtime, host: &Vec<I>) -> Result<DeviceBuffer<I>, Error> {
+        rt.upload(host)
+    }
+
+    fn arg(device: &DeviceBuffer<I>) -> BufferRef<'_, I> {
+        BufferRef::from(device)
+    }
+
+    fn reborrow<'l: 's, 's>(a: BufferRef<'l, I>) -> BufferRef<'s, I> {
+        a
+    }
+
+    fn call_args(problem: &GemmProblem<O::Scale>, with_bias: bool) -> Result<Vec<ArgInfo>, String> {
+        let kernel = problem.for_kernel();
+        let (a_len, b_len) = kernel.operands(problem.a_len(), problem.b_len());
+        let bias_len = if with_bias { problem.n.into() } else { 1 };
+        let scalars = kernel.scalar_args(kernel.bias_mode(with_bias));
+        Ok([
+            buffer_info(I::SCALAR, a_len, false),
+            buffer_info(I::SCALAR, b_len, false),
+            buffer_info(O::SCALAR, problem.c_len(), true),
+            buffer_info(O::SCALAR, bias_len, false),
+        ]
+        .into_iter()
+        .chain(scalars.iter().map(KernelArg::info))
+        .collect())
+    }
+
+    /// A column-major C as `C^T = B^T A^T`, the operands swapped
+    /// (`GemmProblem::for_kernel`); the persistent `wgmma` kernels on a grid
+    /// of their own.
+    fn launch(
+        rt: &Runtime,
+        candidate: &Candidate,
+        tile: (u32, u32),
+        problem: &GemmProblem<O::Scale>,
+        operands: GemmOperands<'_, I, O, DenseA>,
+    ) -> Result<(), Error> {
+        let kernel = problem.for_kernel();
+        let GemmOperands {
+            a,
+            b,
+            c,
+            bias,
+            no_bias,
+        } = operands;
+        let bias_mode = kernel.bias_mode(bias.is_some());
+        let (a, b) = kernel.operands(a, b);
+        let grid = match gemm_wgmma::walks_its_tiles(candidate.def) {
+            true => gemm_wgmma::persistent_grid(
+                rt,
+                candidate.def,
+                &candidate.consts,
+                kernel.grid(tile),
+            )?,
+            false => kernel.grid(tile),
+        };
+        rt.launch(
+            candidate.def,
+            &candidate.consts,
+            grid,
+            &mut kernel.args(a, b, c, bias.unwrap_or(no_bias), bias_mode),
+        )
+    }
+}
+
+/// A sparse workload's A: the dense 2:4 matrix and its compression.
+pub struct SparseHost<T> {
+    dense: Vec<T>,
+    compressed: Compressed<T>,
+}
+
+/// Rows of the compressed matrix a sparse `problem` reads: every batch's, at
+/// `stride_a / k` rows apart.
+fn sparse_rows<S: Copy>(problem: &GemmProblem<S>) -> u64 {
+    problem.a_len() / u64::from(problem.k.max(1))
+}
+
+impl<T: GemmOutput<Scale = f32> + SparseElement> OperandA<T, T> for SparseA {
+    type Arg<'a> = &'a DeviceCompressed<T>;
+    type Host = SparseHost<T>;
+    type Device = DeviceCompressed<T>;
+
+    fn key_name(_: MatrixLayout) -> &'static str {
+        "sparse"
+    }
+
+    fn packed(count: u32, dims: (u32, u32, u32)) -> GemmBatch {
+        gemm_sparse::packed_sparse_batch(count, dims)
+    }
+
+    fn refuse(problem: &GemmProblem<f32>) -> Result<(), String> {
+        gemm_sparse::sparse_kernel_problem(problem).map(drop)
+    }
+
+    fn check(problem: &GemmProblem<f32>, a: &DeviceCompressed<T>) -> Result<Option<usize>, String> {
+        gemm_sparse::check_compressed(problem, (a.rows(), a.cols())).map(|()| None)
+    }
+
+    fn host(problem: &GemmProblem<f32>, random: Vec<T>) -> Result<SparseHost<T>, Error> {
+        let (rows, k) = (sparse_rows(problem) as usize, problem.k as usize);
+        let pruned = |random: &[T]| Compressed::prune(random, rows, k);
+        let compressed = pruned(&random)
+            .map_err(|e| Error::Tune(format!("cannot compress the tuning inputs' A: {e}")))?;
+        Ok(SparseHost {
+            dense: compressed.decompress(),
+            compressed,
+        })
+    }
+
+    fn dense(host: &SparseHost<T>) -> &[T] {
+        &host.dense
+    }
+
+    fn upload(rt: &Runtime, host: &SparseHost<T>) -> Result<DeviceCompressed<T>, Error> {
+        DeviceCompressed::upload(rt, &host.compressed)
+    }
+
+    fn arg(device: &DeviceCompressed<T>) -> &DeviceCompressed<T> {
+        device
+    }
+
+    fn reborrow<'l: 's, 's>(a: &'l DeviceCompressed<T>) -> &'s DeviceCompressed<T> {
+        a
+    }
+
+    fn call_args(problem: &GemmProblem<f32>, with_bias: bool) -> Result<Vec<ArgInfo>, String> {
+        let kernel = gemm_sparse::sparse_kernel_problem(problem)?;
+        let (rows, k) = (sparse_rows(problem) as usize, problem.k as usize);
+        let bias_len = if with_bias { problem.n.into() } else { 1 };
+        let c_col_major = u32::from(problem.c_layout == MatrixLayout::ColMajor);
+        let scalars = kernel.scalar_args(kernel.bias_mode(with_bias));
+        Ok([
+            buffer_info(T::SCALAR, (rows * value_cols(k)) as u64, false),
+            buffer_info(u32::SCALAR, metadata_words(rows, k) as u64, false),
+            buffer_info(T::SCALAR, problem.b_len(), false),
+            buffer_info(T::SCALAR, problem.c_len(), true),
+            buffer_info(T::SCALAR, bias_len, false),
+        ]
+        .into_iter()
+        .chain(scalars.iter().map(KernelArg::info))
+        .chain([KernelArg::scalar(c_col_major).info()])
+        .collect())
+    }
+
+    fn launch(
+        rt: &Runtime,
+        candidate: &Candidate,
+        tile: (u32, u32),
+        problem: &GemmProblem<f32>,
+        operands: GemmOperands<'_, T, T, SparseA>,
+    ) -> Result<(), Error> {
+        let kernel = gemm_sparse::sparse_kernel_problem(problem).map_err(|message| {
+            Error::InvalidLaunch {
+                kernel: candidate.name().to_string(),
+                message,
+            }
+        })?;
+        let GemmOperands { a, b, c, bias, .. } = operands;
+        let mut args = gemm_sparse::sparse_args(&kernel, problem.c_layout, a, b, c, bias);
+        rt.launch(
+            candidate.def,
+            &candidate.consts,
+            kernel.grid(tile),
+            &mut args,
+        )
+    }
+}
+
+/// A layout's name in the key's dtypes.
+fn layout_name(layout: MatrixLayout) -> &'static str {
+    match layout {
+        MatrixLayout::RowMajor => "row",
+        MatrixLayout::ColMajor => "col",
+    }
+}
+
+impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmKind<I, O, A> {
     /// The tuning family: every variant of every kernel, and the heuristic default.
     pub fn family(&self) -> Result<Family, Error> {
         (self.preferred)().into_iter().try_fold(
@@ -414,20 +748,26 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
             dtypes: self.dtypes(problem, with_bias),
             shape: ShapeBucket::batched_gemm(m.into(), n.into(), k.into(), batch.count.into()),
             alignments: self.alignments(problem),
-            args: self.call_args(problem, with_bias),
+            args: A::call_args(problem, with_bias).map_err(|message| self.refusal(message))?,
         })
     }
 
-    /// An `Err` for what no kernel of a kind computes: GELU needs a float output.
+    /// An `Err` for what no kernel of a kind computes: GELU needs a float
+    /// output, and a sparse A has its own needs ([`OperandA::refuse`]).
     fn refuse_uncomputable(&self, problem: &GemmProblem<O::Scale>) -> Result<(), Error> {
         if problem.activation == Activation::GeluTanh && self.precision == GemmPrecision::I8 {
-            return Err(Error::Tune(format!(
-                "`{}` has an integer output, and GELU needs a floating-point one: use no \
-                 activation or ReLU, or convert the output and apply GELU in a kernel of its own",
-                self.name
-            )));
+            return Err(self.refusal(
+                "it has an integer output, and GELU needs a floating-point one: use no \
+                 activation or ReLU, or convert the output and apply GELU in a kernel of its own"
+                    .to_string(),
+            ));
         }
-        Ok(())
+        A::refuse(problem).map_err(|message| self.refusal(message))
+    }
+
+    /// The error of a call the kind refuses, from what was wrong and what to do.
+    fn refusal(&self, message: String) -> Error {
+        Error::Tune(format!("`{}` cannot take this GEMM: {message}", self.name))
     }
 
     /// The dtype, layout and epilogue mix of the key:
@@ -435,10 +775,6 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
     /// `+gelu` with an activation (inputs named by the precision, so tf32
     /// differs from f32).
     fn dtypes(&self, problem: &GemmProblem<O::Scale>, with_bias: bool) -> String {
-        let layout = |l: MatrixLayout| match l {
-            MatrixLayout::RowMajor => "row",
-            MatrixLayout::ColMajor => "col",
-        };
         let input = self.precision.name();
         let bias = if with_bias { "+bias" } else { "" };
         let activation = match problem.activation {
@@ -448,10 +784,10 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
         };
         format!(
             "{input}.{}*{input}.{}->{}.{}{bias}{activation}",
-            layout(problem.a_layout),
-            layout(problem.b_layout),
+            A::key_name(problem.a_layout),
+            layout_name(problem.b_layout),
             self.precision.output().name(),
-            layout(problem.c_layout),
+            layout_name(problem.c_layout),
         )
     }
 
@@ -476,26 +812,6 @@ impl<I: GemmElement, O: GemmOutput> GemmKind<I, O> {
             stride(batch.stride_a),
             stride(batch.stride_b),
         ]
-    }
-
-    /// The arguments of a call with buffers of exactly the sizes the problem
-    /// needs (a bias of n values, or a one-element one, unread, without):
-    /// what legality is judged on (the launch checks the real buffers).
-    fn call_args(&self, problem: &GemmProblem<O::Scale>, with_bias: bool) -> Vec<ArgInfo> {
-        let buffer = |elem, len, mutable| ArgInfo::Buffer { elem, len, mutable };
-        let kernel = problem.for_kernel();
-        let (a_len, b_len) = kernel.operands(problem.a_len(), problem.b_len());
-        let bias_len = if with_bias { problem.n.into() } else { 1 };
-        let scalars = kernel.scalar_args(kernel.bias_mode(with_bias));
-        [
-            buffer(I::SCALAR, a_len, false),
-            buffer(I::SCALAR, b_len, false),
-            buffer(O::SCALAR, problem.c_len(), true),
-            buffer(O::SCALAR, bias_len, false),
-        ]
-        .into_iter()
-        .chain(scalars.iter().map(KernelArg::info))
-        .collect()
     }
 
     /// The error bound for one output element of a correct variant: with
@@ -593,55 +909,22 @@ pub fn gemm_tile(candidate: &Candidate) -> Result<(u32, u32), Error> {
     Ok((value("BM")?, value("BN")?))
 }
 
-/// The operands of one tuned launch: A, B, C, the bias if any, and the
-/// bias argument of a launch without one (a one-element buffer the kernels
-/// never read).
-struct GemmBuffers<'a, I: DeviceScalar, O: DeviceScalar> {
-    a: BufferRef<'a, I>,
+/// The operands of one tuned launch ([`OperandA::launch`]): A, B, C, the
+/// bias if any, and the bias argument of a launch without one (a
+/// one-element buffer the kernels never read). Made by [`TunedGemm`] and
+/// [`GemmWorkload`].
+pub struct GemmOperands<'a, I: GemmElement, O: GemmOutput, A: OperandA<I, O>> {
+    a: A::Arg<'a>,
     b: BufferRef<'a, I>,
     c: BufferMut<'a, O>,
     bias: Option<BufferRef<'a, O>>,
     no_bias: BufferRef<'a, O>,
 }
 
-/// One launch of `problem` with one candidate of a GEMM family, whose tile
-/// is `tile` ([`gemm_tile`]): a column-major C as `C^T = B^T A^T`, the
-/// operands swapped (`GemmProblem::for_kernel`).
-fn launch_gemm<I: GemmElement, O: GemmOutput>(
-    rt: &Runtime,
-    candidate: &Candidate,
-    tile: (u32, u32),
-    problem: &GemmProblem<O::Scale>,
-    buffers: GemmBuffers<'_, I, O>,
-) -> Result<(), Error> {
-    let kernel = problem.for_kernel();
-    let GemmBuffers {
-        a,
-        b,
-        c,
-        bias,
-        no_bias,
-    } = buffers;
-    let bias_mode = kernel.bias_mode(bias.is_some());
-    let (a, b) = kernel.operands(a, b);
-    let grid = match gemm_wgmma::walks_its_tiles(candidate.def) {
-        true => {
-            gemm_wgmma::persistent_grid(rt, candidate.def, &candidate.consts, kernel.grid(tile))?
-        }
-        false => kernel.grid(tile),
-    };
-    rt.launch(
-        candidate.def,
-        &candidate.consts,
-        grid,
-        &mut kernel.args(a, b, c, bias.unwrap_or(no_bias), bias_mode),
-    )
-}
-
 /// A GEMM family's dispatcher: [`TunedGemm::gemm`] sends each call to the
 /// variant tuned for its problem.
-pub struct TunedGemm<I: GemmElement, O: GemmOutput> {
-    kind: &'static GemmKind<I, O>,
+pub struct TunedGemm<I: GemmElement, O: GemmOutput, A: OperandA<I, O> = DenseA> {
+    kind: &'static GemmKind<I, O, A>,
     dispatcher: Arc<Dispatcher>,
     /// Each candidate's (BM, BN).
     tiles: Vec<(u32, u32)>,
@@ -653,13 +936,16 @@ pub struct TunedGemm<I: GemmElement, O: GemmOutput> {
 /// a tuning run can be repeated.
 const TUNE_NOW_SEED: u64 = 0x7761_7270_666f_7267;
 
-impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
+impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> TunedGemm<I, O, A> {
     /// The dispatcher of `kind` on `rt`'s device that the runtime shares
     /// among its tuned entry points, with the runtime's
     /// [`TuneSettings`](warpforge::tune::TuneSettings) (by default the miss
     /// policy of `WARPFORGE_TUNE_MISS` and the database in the default
     /// directory, `WARPFORGE_TUNE_DIR`, see `warpforge::tune::default_dir`).
-    pub fn new(rt: &Runtime, kind: &'static GemmKind<I, O>) -> Result<TunedGemm<I, O>, Error> {
+    pub fn new(
+        rt: &Runtime,
+        kind: &'static GemmKind<I, O, A>,
+    ) -> Result<TunedGemm<I, O, A>, Error> {
         TunedGemm::on(rt, kind, rt.tuned_dispatcher(kind.name, || kind.family())?)
     }
 
@@ -667,19 +953,19 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
     /// database directory given.
     pub fn with_policy(
         rt: &Runtime,
-        kind: &'static GemmKind<I, O>,
+        kind: &'static GemmKind<I, O, A>,
         policy: MissPolicy,
         dir: Option<&Path>,
-    ) -> Result<TunedGemm<I, O>, Error> {
+    ) -> Result<TunedGemm<I, O, A>, Error> {
         let dispatcher = Dispatcher::new(rt, kind.family()?, policy, dir)?;
         TunedGemm::on(rt, kind, Arc::new(dispatcher))
     }
 
     fn on(
         rt: &Runtime,
-        kind: &'static GemmKind<I, O>,
+        kind: &'static GemmKind<I, O, A>,
         dispatcher: Arc<Dispatcher>,
-    ) -> Result<TunedGemm<I, O>, Error> {
+    ) -> Result<TunedGemm<I, O, A>, Error> {
         let tiles = dispatcher
             .family()
             .candidates()
@@ -695,7 +981,7 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
     }
 
     /// The family this dispatches.
-    pub fn kind(&self) -> &'static GemmKind<I, O> {
+    pub fn kind(&self) -> &'static GemmKind<I, O, A> {
         self.kind
     }
 
@@ -733,7 +1019,7 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
     pub fn run<'a>(
         &self,
         rt: &Runtime,
-        a: impl Into<BufferRef<'a, I>>,
+        a: impl Into<A::Arg<'a>>,
         b: impl Into<BufferRef<'a, I>>,
         c: impl Into<BufferMut<'a, O>>,
         dims: (u32, u32, u32),
@@ -755,19 +1041,19 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
         &self,
         rt: &Runtime,
         problem: &GemmProblem<O::Scale>,
-        a: impl Into<BufferRef<'a, I>>,
+        a: impl Into<A::Arg<'a>>,
         b: impl Into<BufferRef<'a, I>>,
         c: impl Into<BufferMut<'a, O>>,
         bias: Option<BufferRef<'a, O>>,
     ) -> Result<(), Error> {
-        let buffers = self.buffers(a.into(), b.into(), c.into(), bias);
-        if !self.check(problem, &buffers)? {
+        let operands = self.operands(a.into(), b.into(), c.into(), bias);
+        if !self.check(problem, &operands)? {
             return Ok(());
         }
-        let selection = self.select(rt, problem, buffers.bias.is_some())?;
+        let selection = self.select(rt, problem, operands.bias.is_some())?;
         let candidate = selection.candidate;
         let chosen = &self.dispatcher.family().candidates()[candidate];
-        launch_gemm(rt, chosen, self.tiles[candidate], problem, buffers)
+        A::launch(rt, chosen, self.tiles[candidate], problem, operands)
     }
 
     /// The variant for a call on `problem` (with a bias when `with_bias`),
@@ -794,7 +1080,7 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
         rt: &Runtime,
         candidate: usize,
         problem: &GemmProblem<O::Scale>,
-        a: impl Into<BufferRef<'a, I>>,
+        a: impl Into<A::Arg<'a>>,
         b: impl Into<BufferRef<'a, I>>,
         c: impl Into<BufferMut<'a, O>>,
         bias: Option<BufferRef<'a, O>>,
@@ -812,22 +1098,22 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
                 self.tiles.len()
             ))
             })?;
-        let buffers = self.buffers(a.into(), b.into(), c.into(), bias);
-        if !self.check(problem, &buffers)? {
+        let operands = self.operands(a.into(), b.into(), c.into(), bias);
+        if !self.check(problem, &operands)? {
             return Ok(());
         }
-        launch_gemm(rt, chosen, self.tiles[candidate], problem, buffers)
+        A::launch(rt, chosen, self.tiles[candidate], problem, operands)
     }
 
-    fn buffers<'a>(
+    fn operands<'a, 'l: 'a>(
         &'a self,
-        a: BufferRef<'a, I>,
+        a: A::Arg<'l>,
         b: BufferRef<'a, I>,
         c: BufferMut<'a, O>,
         bias: Option<BufferRef<'a, O>>,
-    ) -> GemmBuffers<'a, I, O> {
-        GemmBuffers {
-            a,
+    ) -> GemmOperands<'a, I, O, A> {
+        GemmOperands {
+            a: A::reborrow(a),
             b,
             c,
             bias,
@@ -840,19 +1126,21 @@ impl<I: GemmElement, O: GemmOutput> TunedGemm<I, O> {
     fn check(
         &self,
         problem: &GemmProblem<O::Scale>,
-        buffers: &GemmBuffers<'_, I, O>,
+        operands: &GemmOperands<'_, I, O, A>,
     ) -> Result<bool, Error> {
         self.kind.refuse_uncomputable(problem)?;
-        let lengths = (
-            Some(buffers.a.len()),
-            buffers.b.len(),
-            buffers.c.len(),
-            buffers.bias.map(|bias| bias.len()),
-        );
-        check_lengths(problem, lengths).map_err(|message| Error::InvalidLaunch {
+        let refuse = |message| Error::InvalidLaunch {
             kernel: self.kind.name.to_string(),
             message,
-        })?;
+        };
+        let a_len = A::check(problem, operands.a).map_err(refuse)?;
+        let lengths = (
+            a_len,
+            operands.b.len(),
+            operands.c.len(),
+            operands.bias.map(|bias| bias.len()),
+        );
+        check_lengths(problem, lengths).map_err(refuse)?;
         Ok(problem.m > 0 && problem.n > 0 && problem.batch.count > 0)
     }
 }
@@ -894,10 +1182,10 @@ struct CheckedOutput {
 /// [`reference_epilogue`]), and that the elements between batches of C are
 /// still the poison. Where beta is not 0 it then runs again from a random
 /// C (the poison between batches) and checks the same elements with beta.
-pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
-    kind: &'static GemmKind<I, O>,
+pub struct GemmWorkload<I: GemmElement, O: GemmOutput, A: OperandA<I, O> = DenseA> {
+    kind: &'static GemmKind<I, O, A>,
     problem: GemmProblem<O::Scale>,
-    sets: Vec<(DeviceBuffer<I>, DeviceBuffer<I>, DeviceBuffer<O>)>,
+    sets: Vec<(A::Device, DeviceBuffer<I>, DeviceBuffer<O>)>,
     poison: DeviceBuffer<O>,
     /// C before the run with the problem's beta, where it is not 0.
     initial_c: Option<DeviceBuffer<O>>,
@@ -906,16 +1194,16 @@ pub struct GemmWorkload<I: GemmElement, O: GemmOutput> {
     checked: Vec<CheckedOutput>,
 }
 
-impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
+impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmWorkload<I, O, A> {
     /// The inputs of a call of `kind` on `problem` (with a bias when
     /// `with_bias`) on `rt`'s device, drawn from `seed`.
     pub fn new(
         rt: &Runtime,
-        kind: &'static GemmKind<I, O>,
+        kind: &'static GemmKind<I, O, A>,
         problem: &GemmProblem<O::Scale>,
         with_bias: bool,
         seed: u64,
-    ) -> Result<GemmWorkload<I, O>, Error> {
+    ) -> Result<GemmWorkload<I, O, A>, Error> {
         let GemmProblem { m, n, k, batch, .. } = *problem;
         if m == 0 || n == 0 || k == 0 || batch.count == 0 {
             return Err(Error::Tune(format!(
@@ -933,7 +1221,8 @@ impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
         check_lengths(problem, (Some(a_len), b_len, c_len, Some(n as usize)))
             .map_err(|message| Error::Tune(format!("cannot tune this GEMM: {message}")))?;
         let mut rng = StdRng::seed_from_u64(seed);
-        let host_a: Vec<I> = (0..a_len).map(|_| I::random(&mut rng)).collect();
+        let a_host = A::host(problem, (0..a_len).map(|_| I::random(&mut rng)).collect())?;
+        let host_a = A::dense(&a_host);
         let host_b: Vec<I> = (0..b_len).map(|_| I::random(&mut rng)).collect();
         let host_bias: Option<Vec<O>> =
             with_bias.then(|| (0..n).map(|_| O::random(&mut rng)).collect());
@@ -953,7 +1242,7 @@ impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
         let sets = (0..count)
             .map(|_| {
                 Ok((
-                    rt.upload(&host_a)?,
+                    A::upload(rt, &a_host)?,
                     rt.upload(&host_b)?,
                     rt.alloc_zeroed(c_len)?,
                 ))
@@ -1033,14 +1322,14 @@ impl<I: GemmElement, O: GemmOutput> GemmWorkload<I, O> {
     ) -> Result<(), Error> {
         let tile = gemm_tile(candidate)?;
         let (a, b, c) = &mut self.sets[set];
-        let buffers = GemmBuffers {
-            a: BufferRef::from(&*a),
+        let operands = GemmOperands {
+            a: A::arg(a),
             b: BufferRef::from(&*b),
             c: BufferMut::from(c),
             bias: self.bias.as_ref().map(BufferRef::from),
             no_bias: BufferRef::from(&self.no_bias),
         };
-        launch_gemm(rt, candidate, tile, problem, buffers)
+        A::launch(rt, candidate, tile, problem, operands)
     }
 
     /// Runs `candidate` on the first set with `problem` (this workload's,
@@ -1147,7 +1436,7 @@ fn in_batch<S: Copy>(problem: &GemmProblem<S>, index: usize) -> Option<(usize, u
     })
 }
 
-impl<I: GemmElement, O: GemmOutput> Workload for GemmWorkload<I, O> {
+impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> Workload for GemmWorkload<I, O, A> {
     fn input_sets(&self) -> usize {
         self.sets.len()
     }
@@ -1232,16 +1521,16 @@ impl GemmForm {
     ];
 
     /// The form's problem for `kind` at m x n x k, alpha 1 and beta 0.
-    pub fn problem<I: GemmElement, O: GemmOutput>(
+    pub fn problem<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
         &self,
-        kind: &GemmKind<I, O>,
+        kind: &GemmKind<I, O, A>,
         dims: (u32, u32, u32),
     ) -> GemmProblem<O::Scale> {
         let (alpha, beta) = O::PLAIN;
         GemmProblem {
             b_layout: self.b_layout.unwrap_or(kind.b_layout),
             c_layout: self.c_layout,
-            batch: GemmBatch::packed(self.batches, dims),
+            batch: A::packed(self.batches, dims),
             activation: self.activation,
             ..kind.problem(dims, alpha, beta)
         }
@@ -1266,9 +1555,9 @@ macro_rules! gemm_job {
 
 /// One tuned call of `kind` at `shape` (m, n, k) on random inputs, on the
 /// problem of `form`.
-fn run_gemm_job<I: GemmElement, O: GemmOutput>(
+fn run_gemm_job<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
     rt: &Runtime,
-    kind: &'static GemmKind<I, O>,
+    kind: &'static GemmKind<I, O, A>,
     shape: &[u64],
     form: GemmForm,
 ) -> Result<(), Error> {
@@ -1289,12 +1578,13 @@ fn run_gemm_job<I: GemmElement, O: GemmOutput>(
     let problem = form.problem(kind, (m, n, k));
     let mut rng = StdRng::seed_from_u64(TUNE_NOW_SEED);
     let a: Vec<I> = (0..problem.a_len()).map(|_| I::random(&mut rng)).collect();
+    let a = A::upload(rt, &A::host(&problem, a)?)?;
     let b: Vec<I> = (0..problem.b_len()).map(|_| I::random(&mut rng)).collect();
     let bias: Vec<O> = (0..n).map(|_| O::random(&mut rng)).collect();
-    let (a, b, bias) = (rt.upload(&a)?, rt.upload(&b)?, rt.upload(&bias)?);
+    let (b, bias) = (rt.upload(&b)?, rt.upload(&bias)?);
     let mut c = rt.alloc_zeroed::<O>(problem.c_len() as usize)?;
     let bias = form.bias.then(|| BufferRef::from(&bias));
-    TunedGemm::new(rt, kind)?.gemm(rt, &problem, &a, &b, &mut c, bias)?;
+    TunedGemm::new(rt, kind)?.gemm(rt, &problem, A::arg(&a), &b, &mut c, bias)?;
     rt.synchronize()
 }
 
@@ -1339,4 +1629,6 @@ pub static TUNE_JOBS: &[TuneJob] = &[
         GemmForm::BATCHED
     ),
     gemm_job!("gemm_f16_col_c", GEMM_F16, FORM_SHAPES, GemmForm::COL_C),
+    gemm_job!(SPARSE_GEMM_F16),
+    gemm_job!(SPARSE_GEMM_BF16),
 ];

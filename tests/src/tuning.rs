@@ -29,7 +29,7 @@ use warpforge_kernels::gemm_problem;
 use warpforge_kernels::gemm_problem::GemmProblem;
 use warpforge_kernels::gemm_tc::gemm_f16;
 use warpforge_kernels::tuned::{
-    GemmElement, GemmForm, GemmKind, GemmOutput, GemmWorkload, TunedGemm, GEMM_F16,
+    GemmElement, GemmForm, GemmKind, GemmOutput, GemmWorkload, OperandA, TunedGemm, GEMM_F16,
 };
 
 /// How much slower than the exhaustive sweep's best a tuned winner may be.
@@ -178,9 +178,9 @@ impl<T: Testbed> Testbed for Progress<'_, T> {
 /// Tunes `kind` for `form`'s problem at `dims` on `rt` and records the
 /// winner in `dir`'s database (see the module documentation).
 #[allow(clippy::too_many_arguments)]
-pub fn tune_shape<I: GemmElement, O: GemmOutput>(
+pub fn tune_shape<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
     rt: &Runtime,
-    kind: &'static GemmKind<I, O>,
+    kind: &'static GemmKind<I, O, A>,
     form: GemmForm,
     dims: (u32, u32, u32),
     dir: &Path,
@@ -378,9 +378,9 @@ fn uses_m8n8k4(rt: &Runtime, candidate: &Candidate) -> Result<bool, Error> {
 /// Dispatches `kind` for `form`'s problem at `dims` from `dir`'s database
 /// without tuning, verifies the dispatched variant on fresh inputs and
 /// times it.
-pub fn dispatch_shape<I: GemmElement, O: GemmOutput>(
+pub fn dispatch_shape<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
     rt: &Runtime,
-    kind: &'static GemmKind<I, O>,
+    kind: &'static GemmKind<I, O, A>,
     form: GemmForm,
     dims: (u32, u32, u32),
     dir: &Path,

@@ -17,7 +17,8 @@ use warpforge::tune::{
 use warpforge::{check_call, ArgInfo, DeviceInfo, KernelArg, MatrixLayout};
 use warpforge_kernels::gemm_problem::{Activation, GemmBatch, GemmProblem};
 use warpforge_kernels::tuned::{
-    GemmCall, GemmElement, GemmKind, GemmOutput, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32,
+    GemmCall, GemmElement, GemmKind, GemmOutput, OperandA, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8,
+    GEMM_TF32, SPARSE_GEMM_BF16, SPARSE_GEMM_F16,
 };
 use warpforge_tests::h200_device_info;
 
@@ -703,8 +704,11 @@ fn gemm_shapes(every_form: bool) -> Vec<(u32, u32, u32)> {
 }
 
 /// The problems of every form the key tells apart: each layout of A, B and
-/// C, with and without a bias, each activation, one batch or three.
-fn gemm_problems<S: Copy>(plain: GemmProblem<S>) -> impl Iterator<Item = (GemmProblem<S>, bool)> {
+/// C, with and without a bias, each activation, one batch or three, packed
+/// as `A` packs them, the batch strides then padded.
+fn gemm_problems<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
+    plain: GemmProblem<O::Scale>,
+) -> impl Iterator<Item = (GemmProblem<O::Scale>, bool)> {
     let layouts = MatrixLayout::ALL.into_iter().flat_map(|a| {
         MatrixLayout::ALL
             .into_iter()
@@ -716,10 +720,14 @@ fn gemm_problems<S: Copy>(plain: GemmProblem<S>) -> impl Iterator<Item = (GemmPr
                 .into_iter()
                 .map(move |(batches, with_bias)| {
                     let (m, n, k) = (plain.m, plain.n, plain.k);
-                    let mut batch = GemmBatch::packed(batches, (m, n, k));
+                    let mut batch = A::packed(batches, (m, n, k));
                     // Padded batch strides, so that their alignment differs from the matrices'.
                     if batches > 1 {
-                        batch.stride_a += k % 5;
+                        // A dense A's stride may be off by elements, a
+                        // sparse A's by whole 16-row tiles (packed pads a row to one).
+                        let tile_rows = A::packed(2, (1, 1, k)).stride_a / k;
+                        let step = if tile_rows == 1 { 1 } else { tile_rows * k };
+                        batch.stride_a += k % 5 * step;
                         batch.stride_b += n % 3;
                     }
                     let problem = GemmProblem {
@@ -740,7 +748,14 @@ fn gemm_problems<S: Copy>(plain: GemmProblem<S>) -> impl Iterator<Item = (GemmPr
 /// dtypes, alignments and batch count (one or several): every group must
 /// admit one set. Also: the heuristic default can take every call on an
 /// H200 whose key admits any variant.
-fn key_decides_legality<I: GemmElement, O: GemmOutput>(kind: &GemmKind<I, O>, every_form: bool) {
+///
+/// `refused` says which problems the kind refuses before any variant is
+/// asked.
+fn key_decides_legality<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
+    kind: &GemmKind<I, O, A>,
+    every_form: bool,
+    refused: fn(&GemmProblem<O::Scale>) -> bool,
+) {
     let family = kind.family().unwrap();
     assert_eq!(I::SCALAR, kind.precision.input(), "{}", kind.name);
     assert_eq!(O::SCALAR, kind.precision.output(), "{}", kind.name);
@@ -751,15 +766,21 @@ fn key_decides_legality<I: GemmElement, O: GemmOutput>(kind: &GemmKind<I, O>, ev
     for dims in gemm_shapes(every_form) {
         let plain = kind.problem(dims, alpha, beta);
         let problems: Vec<(GemmProblem<O::Scale>, bool)> = match every_form {
-            true => gemm_problems(plain).collect(),
+            true => gemm_problems::<I, O, A>(plain).collect(),
             false => vec![(plain, false)],
         };
         for (problem, with_bias) in problems {
             let Ok(gemm_call) = kind.call(&problem, with_bias) else {
-                // GELU on an integer output: refused before any variant is asked.
-                assert_eq!(problem.activation, Activation::GeluTanh, "{}", kind.name);
+                let (a, batch) = (problem.a_layout, problem.batch);
+                assert!(refused(&problem), "{}: {dims:?} {a:?} {batch:?}", kind.name);
                 continue;
             };
+            let (a, batch) = (problem.a_layout, problem.batch);
+            assert!(
+                !refused(&problem),
+                "{}: {dims:?} {a:?} {batch:?}",
+                kind.name
+            );
             let call = gemm_call.call();
             let legal: Vec<bool> = family
                 .candidates()
@@ -792,18 +813,32 @@ fn key_decides_legality<I: GemmElement, O: GemmOutput>(kind: &GemmKind<I, O>, ev
 #[test]
 fn stock_gemm_keys_decide_legality() {
     // Every form of the key at a few shapes, and the plain problem at many.
+    // GELU needs a float output.
+    fn gelu<S>(p: &GemmProblem<S>) -> bool {
+        p.activation == Activation::GeluTanh
+    }
+    fn none<S>(_: &GemmProblem<S>) -> bool {
+        false
+    }
+    // A sparse A is row-major, its batches at whole 16-row tiles.
+    fn sparse(p: &GemmProblem<f32>) -> bool {
+        let batches_off_tiles = p.batch.count > 1 && p.batch.stride_a % (16 * p.k) != 0;
+        p.a_layout == MatrixLayout::ColMajor || batches_off_tiles
+    }
     for every_form in [true, false] {
-        key_decides_legality(&GEMM_F32, every_form);
-        key_decides_legality(&GEMM_F16, every_form);
-        key_decides_legality(&GEMM_BF16, every_form);
-        key_decides_legality(&GEMM_TF32, every_form);
-        key_decides_legality(&GEMM_S8, every_form);
+        key_decides_legality(&GEMM_F32, every_form, none);
+        key_decides_legality(&GEMM_F16, every_form, none);
+        key_decides_legality(&GEMM_BF16, every_form, none);
+        key_decides_legality(&GEMM_TF32, every_form, none);
+        key_decides_legality(&GEMM_S8, every_form, gelu);
+        key_decides_legality(&SPARSE_GEMM_F16, every_form, sparse);
+        key_decides_legality(&SPARSE_GEMM_BF16, every_form, sparse);
     }
 }
 
 /// The name of the heuristic default of `kind` for an m x n x k call on `device`.
-fn heuristic_for<I: GemmElement, O: GemmOutput>(
-    kind: &GemmKind<I, O>,
+fn heuristic_for<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
+    kind: &GemmKind<I, O, A>,
     (m, n, k): (u32, u32, u32),
     device: &DeviceInfo,
 ) -> Option<String> {
@@ -877,6 +912,16 @@ fn stock_gemm_heuristic_defaults() {
         ),
         // The s8 kernel does not run on sm_70.
         (heuristic_for(&GEMM_S8, square, &v100()), None),
+        // The sparse GEMMs: gemm_sparse::default_variant's, for each layout of B.
+        (
+            heuristic_for(&SPARSE_GEMM_F16, square, &h200_device_info()),
+            Some("gemm_sparse_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=3,ALIGNED=1,B_ROW_MAJOR=0]"),
+        ),
+        (
+            heuristic_for(&SPARSE_GEMM_BF16, ragged_k, &a100()),
+            Some("gemm_sparse_bf16[BM=64,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0,B_ROW_MAJOR=0]"),
+        ),
+        (heuristic_for(&SPARSE_GEMM_F16, square, &v100()), None),
     ];
     for (got, want) in cases {
         assert_eq!(got.as_deref(), want);
@@ -956,6 +1001,51 @@ fn stock_gemm_heuristic_defaults() {
     assert_eq!(
         dtypes(GEMM_F16.call(&gelu, false)),
         "f16.row*f16.row->f16.col+gelu"
+    );
+    // A sparse A: `sparse` in the key; row-major, its batches at whole 16-row tiles.
+    let sparse_nn = GemmProblem {
+        b_layout: MatrixLayout::RowMajor,
+        activation: Activation::Relu,
+        batch: GemmBatch {
+            count: 3,
+            stride_a: 64 * 64,
+            stride_b: 64 * 64,
+            stride_c: 64 * 64,
+        },
+        ..SPARSE_GEMM_F16.problem((64, 64, 64), 1.0, 0.0)
+    };
+    assert_eq!(
+        key_parts(SPARSE_GEMM_F16.call(&sparse_nn, true).unwrap()),
+        (
+            "f16.sparse*f16.row->f16.row+bias+relu".to_string(),
+            ShapeBucket::batched_gemm(64, 64, 64, 4),
+            vec![16, 16, 16, 16, 16]
+        )
+    );
+    let refusal = |problem: GemmProblem<f32>| {
+        SPARSE_GEMM_BF16
+            .call(&problem, false)
+            .unwrap_err()
+            .to_string()
+    };
+    let col_a = refusal(GemmProblem {
+        a_layout: MatrixLayout::ColMajor,
+        ..sparse_nn
+    });
+    assert!(
+        col_a.contains("gemm_sparse_bf16") && col_a.contains("must be row-major"),
+        "{col_a}"
+    );
+    let off_tiles = refusal(GemmProblem {
+        batch: GemmBatch {
+            stride_a: 64 * 64 + 64,
+            ..sparse_nn.batch
+        },
+        ..sparse_nn
+    });
+    assert!(
+        off_tiles.contains("multiple of 16 * k") && off_tiles.contains("next_multiple_of(16)"),
+        "{off_tiles}"
     );
     let err = GEMM_S8
         .call(

@@ -66,9 +66,12 @@ run_step bench "$bundle/bench" --out "$out/bench"
 # second process that must tune nothing (and measure the dispatch overhead).
 tune_dir=$(mktemp -d)
 run_step tune env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --verify-exhaustive --report "$out/tune-report.json"
-# Whole problems (NN with a bias and ReLU, strided batches, column-major C)
-# in the families whose kernels take every layout.
-run_step tune-forms env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --verify-exhaustive --families gemm_f32,gemm_f16,gemm_bf16 --forms nn_bias_relu,batched,col_c --shapes 4096x4096x4096,3001x2999x1000 --report "$out/tune-forms-report.json"
+# Whole problems (NN with a bias and ReLU, column-major C; then 16 strided
+# batches of 1024^3, a quarter of 4096^3 in all) in the families whose
+# kernels take every layout of B and C, the sparse ones included.
+forms_families=gemm_f32,gemm_f16,gemm_bf16,gemm_sparse_f16,gemm_sparse_bf16
+run_step tune-forms env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --verify-exhaustive --families "$forms_families" --forms nn_bias_relu,col_c --shapes 4096x4096x4096,3001x2999x1000 --report "$out/tune-forms-report.json"
+run_step tune-batched env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --verify-exhaustive --families "$forms_families" --forms batched --shapes 1024x1024x1024,1000x999x1000 --report "$out/tune-batched-report.json"
 run_step tune-dispatch env WARPFORGE_TUNE_DIR="$tune_dir" "$bundle/tune" --dispatch --report "$out/tune-dispatch-report.json"
 cp "$tune_dir"/*.json "$out/" 2>/dev/null
 # A user's workspace (examples/tuned-user): its `cargo xtask tune` tunes the

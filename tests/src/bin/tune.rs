@@ -21,7 +21,9 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 use warpforge::tune::{default_dir, GpuModel, TuneDb};
 use warpforge::{Error, Runtime};
-use warpforge_kernels::tuned::{GemmForm, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32};
+use warpforge_kernels::tuned::{
+    GemmForm, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32, SPARSE_GEMM_BF16, SPARSE_GEMM_F16,
+};
 use warpforge_tests::run_seed;
 use warpforge_tests::tuning::{
     dispatch_overhead, dispatch_shape, parse_shape, tune_shape, DispatchedShape, Overhead,
@@ -31,7 +33,15 @@ use warpforge_tests::tuning::{
 /// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
 const NOT_RUN: u8 = 2;
 /// The stock GEMM families, in the order they are tuned.
-const FAMILIES: [&str; 5] = ["gemm_f32", "gemm_f16", "gemm_bf16", "gemm_tf32", "gemm_s8"];
+const FAMILIES: [&str; 7] = [
+    "gemm_f32",
+    "gemm_f16",
+    "gemm_bf16",
+    "gemm_tf32",
+    "gemm_s8",
+    "gemm_sparse_f16",
+    "gemm_sparse_bf16",
+];
 /// The problem forms `--forms` takes: the names of `GemmForm::ALL`.
 const FORMS: [&str; 4] = [
     GemmForm::ALL[0].name,
@@ -49,7 +59,7 @@ struct Args {
     /// Shapes as MxNxK, comma-separated [default: 4096x4096x4096,8192x8192x8192,3001x2999x1000,2048x2048x1020]
     #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
     shapes: Vec<(u32, u32, u32)>,
-    /// Families to tune, comma-separated [default: gemm_f32,gemm_f16,gemm_bf16,gemm_tf32,gemm_s8]
+    /// Families to tune, comma-separated [default: gemm_f32,gemm_f16,gemm_bf16,gemm_tf32,gemm_s8,gemm_sparse_f16,gemm_sparse_bf16]
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FAMILIES))]
     families: Vec<String>,
     /// Problem forms, comma-separated: plain (one GEMM, A and C row-major, B in the family's
@@ -324,6 +334,14 @@ macro_rules! with_family {
             }
             "gemm_s8" => {
                 let $kind = &GEMM_S8;
+                $body
+            }
+            "gemm_sparse_f16" => {
+                let $kind = &SPARSE_GEMM_F16;
+                $body
+            }
+            "gemm_sparse_bf16" => {
+                let $kind = &SPARSE_GEMM_BF16;
                 $body
             }
             other => Err(unknown(other)),
