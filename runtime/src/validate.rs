@@ -432,7 +432,9 @@ fn check_binding_limits(
     Ok(())
 }
 
-fn param_type_name(ty: ParamType) -> String {
+/// A parameter's type as a kernel's signature spells it (`u32`, `&[f32]`,
+/// `&mut [f32]`): in messages, and in the dtypes of a tuned launch's key.
+pub(crate) fn param_type_name(ty: ParamType) -> String {
     match ty {
         ParamType::Scalar(s) => s.name().to_string(),
         ParamType::Slice {

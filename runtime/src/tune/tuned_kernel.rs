@@ -279,22 +279,11 @@ impl<'rt> TunedKernel<'rt> {
 /// The kernel's parameter types, as the dtypes of its calls' tuning keys:
 /// `u32,&[f32],&mut [f32]`.
 fn signature(def: &KernelDef) -> String {
-    use warpforge_codegen::ir::ParamType;
     let types: Vec<String> = def
         .ir
         .params
         .iter()
-        .map(|p| match p.ty {
-            ParamType::Scalar(s) => s.name().to_string(),
-            ParamType::Slice {
-                elem,
-                mutable: false,
-            } => format!("&[{}]", elem.name()),
-            ParamType::Slice {
-                elem,
-                mutable: true,
-            } => format!("&mut [{}]", elem.name()),
-        })
+        .map(|p| crate::validate::param_type_name(p.ty))
         .collect();
     types.join(",")
 }
