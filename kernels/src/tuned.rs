@@ -633,8 +633,7 @@ impl<T: GemmOutput<Scale = f32> + SparseElement> OperandA<T, T> for SparseA {
 
     fn host(problem: &GemmProblem<f32>, random: Vec<T>) -> Result<SparseHost<T>, Error> {
         let (rows, k) = (sparse_rows(problem) as usize, problem.k as usize);
-        let pruned = |random: &[T]| Compressed::prune(random, rows, k);
-        let compressed = pruned(&random)
+        let compressed = Compressed::prune(&random, rows, k)
             .map_err(|e| Error::Tune(format!("cannot compress the tuning inputs' A: {e}")))?;
         Ok(SparseHost {
             dense: compressed.decompress(),

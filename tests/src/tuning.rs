@@ -21,16 +21,52 @@ use serde::{Deserialize, Serialize};
 use warpforge::cudarc::driver::sys::{self, CUfunction_attribute};
 use warpforge::cudarc::driver::{result, CudaStream, DevicePtr, DevicePtrMut, DriverError};
 use warpforge::tune::{
-    measure, sweep, tune, Candidate, GpuModel, GpuTestbed, MissPolicy, Source, Status, Testbed,
-    TuneDb, TuneKey, TuneOptions, TuneSettings, VariantResources, Workload,
+    measure, sweep, tune, Call, Candidate, GpuModel, GpuTestbed, MissPolicy, ShapeBucket, Source,
+    Status, Testbed, TuneDb, TuneKey, TuneOptions, TuneSettings, VariantResources, Workload,
 };
-use warpforge::{f16, select_arch, DeviceBuffer, Error, Grid, Runtime};
+use warpforge::{f16, select_arch, ArgInfo, DeviceBuffer, Error, Grid, KernelArg, Runtime, Scalar};
 use warpforge_kernels::gemm_problem;
 use warpforge_kernels::gemm_problem::GemmProblem;
 use warpforge_kernels::gemm_tc::gemm_f16;
 use warpforge_kernels::tuned::{
     GemmElement, GemmForm, GemmKind, GemmOutput, GemmWorkload, OperandA, TunedGemm, GEMM_F16,
 };
+
+/// A call of an in-place f32 kernel `(x: &mut [f32], n: u32)` on `n`
+/// elements, for tuning tests: dtypes `f32`, the shape bucket of `n`, one
+/// alignment fact, and the arguments; owned, [`InPlaceCall::call`] lends
+/// them.
+pub struct InPlaceCall {
+    n: u32,
+    alignments: [u32; 1],
+    args: [ArgInfo; 2],
+}
+
+impl InPlaceCall {
+    /// The call on `n` elements whose alignment fact is `alignment`.
+    pub fn new(n: u32, alignment: u32) -> InPlaceCall {
+        let x = ArgInfo::Buffer {
+            elem: Scalar::F32,
+            len: u64::from(n),
+            mutable: true,
+        };
+        InPlaceCall {
+            n,
+            alignments: [alignment],
+            args: [x, KernelArg::scalar(n).info()],
+        }
+    }
+
+    /// The call as a dispatcher or the tuner takes it.
+    pub fn call(&self) -> Call<'_> {
+        Call {
+            dtypes: "f32",
+            shape: ShapeBucket::gemm(self.n.into(), 1, 1),
+            alignments: &self.alignments,
+            args: &self.args,
+        }
+    }
+}
 
 /// How much slower than the exhaustive sweep's best a tuned winner may be.
 pub const EXHAUSTIVE_TOLERANCE: f64 = 1.03;

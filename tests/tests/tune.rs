@@ -11,16 +11,17 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use warpforge::prelude::*;
 use warpforge::tune::{
-    revalidate, sweep, tune, Call, Candidate, Family, KeyBase, LoadedResources, PruneRule,
-    ShapeBucket, Status, Testbed, TuneOptions, VariantResources, REVALIDATION_ROUNDS,
+    revalidate, sweep, tune, Candidate, Family, KeyBase, LoadedResources, PruneRule, ShapeBucket,
+    Status, Testbed, TuneOptions, VariantResources, REVALIDATION_ROUNDS,
 };
-use warpforge::{check_call, ArgInfo, DeviceInfo, KernelArg, MatrixLayout};
+use warpforge::{check_call, DeviceInfo, MatrixLayout};
 use warpforge_kernels::gemm_problem::{Activation, GemmBatch, GemmProblem};
 use warpforge_kernels::tuned::{
     GemmCall, GemmElement, GemmKind, GemmOutput, OperandA, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8,
     GEMM_TF32, SPARSE_GEMM_BF16, SPARSE_GEMM_F16,
 };
 use warpforge_tests::h200_device_info;
+use warpforge_tests::tuning::InPlaceCall;
 
 /// Doubles the first `n` elements; `T` and `ALIGNED` only make variants.
 /// The `ALIGNED` variants require n to be a multiple of 4.
@@ -76,46 +77,10 @@ fn scale_family() -> Family {
         .unwrap()
 }
 
-fn scale_args(n: u32) -> [ArgInfo; 2] {
-    [
-        ArgInfo::Buffer {
-            elem: warpforge::Scalar::F32,
-            len: u64::from(n),
-            mutable: true,
-        },
-        KernelArg::scalar(n).info(),
-    ]
-}
-
-/// `x` elements aligned to 4 * 2^(trailing zeros) bytes, capped at 16.
-fn scale_alignments(n: u32) -> [u32; 1] {
-    [1 << (n.trailing_zeros() + 2).min(4)]
-}
-
-/// A `scale` call on `n` elements, its parts owned: [`ScaleCall::call`] lends them.
-struct ScaleCall {
-    n: u32,
-    alignments: [u32; 1],
-    args: [ArgInfo; 2],
-}
-
-impl ScaleCall {
-    fn new(n: u32) -> ScaleCall {
-        ScaleCall {
-            n,
-            alignments: scale_alignments(n),
-            args: scale_args(n),
-        }
-    }
-
-    fn call(&self) -> Call<'_> {
-        Call {
-            dtypes: "f32",
-            shape: ShapeBucket::gemm(self.n.into(), 1, 1),
-            alignments: &self.alignments,
-            args: &self.args,
-        }
-    }
+/// A `scale` call on `n` elements: `x` aligned to 4 * 2^(trailing zeros)
+/// bytes, capped at 16.
+fn scale_call(n: u32) -> InPlaceCall {
+    InPlaceCall::new(n, 1 << (n.trailing_zeros() + 2).min(4))
 }
 
 /// Simulated timings: each candidate's true time per launch, distorted by
@@ -233,7 +198,7 @@ fn name(family: &Family, index: usize) -> &str {
 fn pruning_rules_and_order_of_work() {
     let family = scale_family();
     let n = 1001; // not a multiple of 4: the ALIGNED variants cannot take it
-    let scale = ScaleCall::new(n);
+    let scale = scale_call(n);
     let call = scale.call();
     let mut sim = Simulated::new(times(&family, "scale[T=8,ALIGNED=0]"), 0.0, 1);
     let no_room = VariantResources {
@@ -317,7 +282,7 @@ fn pruning_rules_and_order_of_work() {
 fn the_heuristic_goes_first_and_slow_candidates_are_dropped_early() {
     let family = scale_family();
     let n = 4096;
-    let scale = ScaleCall::new(n);
+    let scale = scale_call(n);
     let call = scale.call();
     let fastest = "scale[T=2,ALIGNED=0]";
     // The heuristic scale[T=4,ALIGNED=1] takes 1.0 ms; a close second
@@ -387,7 +352,7 @@ fn the_heuristic_goes_first_and_slow_candidates_are_dropped_early() {
 fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
     let family = scale_family();
     let n = 4096;
-    let scale = ScaleCall::new(n);
+    let scale = scale_call(n);
     let call = scale.call();
     let wrong = "scale[T=1,ALIGNED=1]";
     let refused = "scale[T=2,ALIGNED=1]";
@@ -464,7 +429,7 @@ fn wrong_or_refused_variants_never_win_and_faults_end_the_tuning() {
 fn with_noise_the_winner_is_within_three_percent_of_an_exhaustive_search() {
     let family = scale_family();
     let n = 4096;
-    let scale = ScaleCall::new(n);
+    let scale = scale_call(n);
     let call = scale.call();
     let options = TuneOptions::default();
     let mut searched = 0;
@@ -500,7 +465,7 @@ fn with_noise_the_winner_is_within_three_percent_of_an_exhaustive_search() {
 #[test]
 fn inconsistent_options_are_refused() {
     let family = scale_family();
-    let scale = ScaleCall::new(64);
+    let scale = scale_call(64);
     let call = scale.call();
     let options = TuneOptions {
         early_samples: 5,
@@ -540,7 +505,7 @@ fn revalidate_scale(
 ) {
     let family = scale_family();
     let n = 4096;
-    let scale = ScaleCall::new(n);
+    let scale = scale_call(n);
     let call = scale.call();
     let true_ms = times(&family, "").into_iter().map(|(name, ms)| {
         let ms = match name.as_str() {
@@ -617,7 +582,7 @@ fn another_drivers_winner_that_fails_verification_is_never_used() {
 fn revalidating_the_heuristic_default_itself_times_it_once_per_round() {
     let family = scale_family();
     let n = 4096;
-    let scale = ScaleCall::new(n);
+    let scale = scale_call(n);
     let call = scale.call();
     let mut sim = Simulated::new(times(&family, SCALE_HEURISTIC), 0.0, 8);
     let heuristic = index_of(&family, SCALE_HEURISTIC);
@@ -640,7 +605,7 @@ fn revalidating_the_heuristic_default_itself_times_it_once_per_round() {
 fn keys_name_everything_that_decides_the_winner() {
     let family = scale_family();
     let base = KeyBase::of(&h200_device_info());
-    let scale = ScaleCall::new(1000);
+    let scale = scale_call(1000);
     let call = scale.call();
     let key = family.key(&base, &call);
     assert_eq!(key.gpu.name, "NVIDIA H200");

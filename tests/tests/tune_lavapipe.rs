@@ -13,11 +13,12 @@ use warpforge::tune::{
     MissPolicy, Record, ShapeBucket, ShippedDb, Source, Status, Testbed, TuneDb, TuneKey,
     TuneOptions, VariantResources, Workload,
 };
-use warpforge::{BackendKind, BufferRef, DeviceScalar, GemmPrecision, MatrixLayout};
+use warpforge::{BackendKind, BufferRef, GemmPrecision, MatrixLayout};
 use warpforge_kernels::gemm::DEFAULT_F32;
 use warpforge_kernels::gemm_problem::{Activation, GemmBatch, GemmProblem};
 use warpforge_kernels::tuned::{GemmKind, GemmWorkload, TunedGemm, GEMM_F32};
 use warpforge_tests::reference;
+use warpforge_tests::tuning::InPlaceCall;
 
 #[path = "../../runtime/tests/common/mesa.rs"]
 mod mesa;
@@ -320,40 +321,10 @@ fn double_family() -> Family {
         .unwrap()
 }
 
-/// The call facts of `double` on n elements, owned: the alignment of the
-/// end of `x` (16 bytes when n % 4 == 0, else 4) and the arguments;
-/// [`DoubleCall::call`] lends them.
-struct DoubleCall {
-    n: u32,
-    alignments: [u32; 1],
-    args: [warpforge::ArgInfo; 2],
-}
-
-impl DoubleCall {
-    fn new(n: u32) -> DoubleCall {
-        let args = [
-            warpforge::ArgInfo::Buffer {
-                elem: f32::SCALAR,
-                len: u64::from(n),
-                mutable: true,
-            },
-            warpforge::KernelArg::scalar(n).info(),
-        ];
-        DoubleCall {
-            n,
-            alignments: [if n.is_multiple_of(4) { 16 } else { 4 }],
-            args,
-        }
-    }
-
-    fn call(&self) -> Call<'_> {
-        Call {
-            dtypes: "f32",
-            shape: ShapeBucket::gemm(self.n.into(), 1, 1),
-            alignments: &self.alignments,
-            args: &self.args,
-        }
-    }
+/// A `double` call on n elements: the alignment of the end of `x` (16
+/// bytes when n % 4 == 0, else 4).
+fn double_call(n: u32) -> InPlaceCall {
+    InPlaceCall::new(n, if n.is_multiple_of(4) { 16 } else { 4 })
 }
 
 fn select_double(
@@ -361,7 +332,7 @@ fn select_double(
     rt: &Runtime,
     n: u32,
 ) -> Result<warpforge::tune::Selection, Error> {
-    let double = DoubleCall::new(n);
+    let double = double_call(n);
     let call = double.call();
     dispatcher.select(rt, &call, no_workload)
 }
@@ -370,7 +341,7 @@ fn select_double(
 fn record_double(rt: &Runtime, dir: &std::path::Path, n: u32, consts: [i64; 2]) {
     let dispatcher =
         Dispatcher::new(rt, double_family(), MissPolicy::Heuristic, Some(dir)).unwrap();
-    let double = DoubleCall::new(n);
+    let double = double_call(n);
     let call = double.call();
     let mut db = TuneDb::open(Some(dir), &GpuModel::of(rt.device())).unwrap();
     db.record(
@@ -577,7 +548,7 @@ fn travel_dispatcher(rt: &Runtime, policy: MissPolicy, dir: &std::path::Path) ->
 /// The key of `double_travel` on n elements on `rt`'s device.
 fn travel_key(rt: &Runtime, n: u32) -> TuneKey {
     let empty = tempfile::tempdir().unwrap();
-    let double = DoubleCall::new(n);
+    let double = double_call(n);
     let call = double.call();
     travel_dispatcher(rt, MissPolicy::Heuristic, empty.path()).key(&call)
 }
@@ -639,7 +610,7 @@ fn a_shipped_database_resolves_calls_and_a_local_record_beats_it() {
         select_travel(&dispatcher, &rt, 300),
         (Source::Shipped, "double[T=1,ALIGNED=1]".to_string())
     );
-    let double = DoubleCall::new(300);
+    let double = double_call(300);
     let call = double.call();
     assert_eq!(
         dispatcher.stored(&call).unwrap().variant,
@@ -737,7 +708,7 @@ fn another_drivers_record_is_not_trusted_unchecked() {
     ship(ShippedDb::from_file(&path).unwrap());
     let dispatcher = travel_dispatcher(&rt, MissPolicy::Heuristic, local.path());
     for n in [1200, 2400] {
-        let double = DoubleCall::new(n);
+        let double = double_call(n);
         let call = double.call();
         let mut asked = false;
         let selection = dispatcher
