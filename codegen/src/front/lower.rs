@@ -169,6 +169,8 @@ struct Lowerer<'e> {
     views: Vec<View>,
     /// The parts of each tuple ([`Binding::Tuple`]).
     tuples: Vec<Vec<Binding>>,
+    /// The closures passed to device functions ([`Binding::Closure`]).
+    closures: Vec<scope::Closure>,
     /// Per statement being lowered, innermost last: the statements of the
     /// device functions its expressions call, which run before it.
     hoisted: Vec<Block>,
@@ -214,6 +216,7 @@ impl<'e> Lowerer<'e> {
             inlining: Vec::new(),
             views: Vec::new(),
             tuples: Vec::new(),
+            closures: Vec::new(),
             hoisted: Vec::new(),
             hoist_barrier: None,
             calls: Vec::new(),

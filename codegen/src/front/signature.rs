@@ -175,6 +175,11 @@ pub enum DeviceParamKind {
         space: Space,
         mutable: bool,
     },
+    /// `step: impl FnMut(u32, u32)` (or `impl Fn`): a closure the caller
+    /// writes at the call, taking scalars and returning nothing. Each call
+    /// of it in the body runs the closure's body there, in the caller's
+    /// scope (its variables, arrays and slices).
+    Closure { params: Vec<Scalar> },
 }
 
 /// The signature of a `#[device]` function with its type parameters
@@ -429,6 +434,7 @@ fn device_param_type(
     let shared_misplaced =
         || "`#[shared]` marks an array parameter (`&[[T; N]; M]`): remove it here".to_string();
     match ty {
+        syn::Type::ImplTrait(t) if space == Space::Register => closure_type(t, args),
         syn::Type::Reference(r) => {
             if mutable {
                 return Err("a reference parameter cannot be `mut`: remove the `mut` before its name".into());
@@ -459,6 +465,36 @@ fn device_param_type(
         }
         _ => types::scalar_in(ty, args).map(|ty| DeviceParamKind::Scalar { ty, mutable }),
     }
+}
+
+/// `impl FnMut(A, B)` or `impl Fn(A, B)`: a closure parameter taking
+/// scalars and returning nothing (`mut` on the parameter, as Rust wants for
+/// calling an `FnMut`, is allowed and changes nothing).
+fn closure_type(t: &syn::TypeImplTrait, args: &TypeArgs) -> Result<DeviceParamKind, String> {
+    const FORM: &str = "a closure parameter is written `f: impl FnMut(u32, ..)`: the closure takes scalars and returns nothing";
+    let mut bounds = t.bounds.iter();
+    let (Some(syn::TypeParamBound::Trait(bound)), None) = (bounds.next(), bounds.next()) else {
+        return Err(FORM.into());
+    };
+    let Some(last) = bound.path.segments.last() else {
+        return Err(FORM.into());
+    };
+    let syn::PathArguments::Parenthesized(inputs) = &last.arguments else {
+        return Err(FORM.into());
+    };
+    if bound.path.segments.len() != 1 || !(last.ident == "FnMut" || last.ident == "Fn") {
+        return Err(FORM.into());
+    }
+    if !matches!(inputs.output, syn::ReturnType::Default) {
+        return Err("a closure passed to a device function returns nothing: write its results into a `&mut` array or a `mut` variable of the caller, which the closure may assign".into());
+    }
+    let params = inputs.inputs.iter().map(|ty| {
+        types::scalar_in(ty, args)
+            .map_err(|_| format!("a closure parameter takes scalars, but this is `{}`: pass arrays and slices by naming them in the closure's body", ty.to_token_stream()))
+    });
+    Ok(DeviceParamKind::Closure {
+        params: params.collect::<Result<_, _>>()?,
+    })
 }
 
 /// `[[T; N]; M]`: the element type and the sizes, outermost first.

@@ -1539,7 +1539,7 @@ fn unsupported_constructs() {
     assert_error(
         "",
         "fn k(y: &mut [f32]) { let f = |v: f32| v; }",
-        &["closures are not supported in kernels"],
+        &["a closure is only an argument of a device function whose parameter takes one"],
     );
     assert_error(
         "",

@@ -25,7 +25,7 @@ use syn::visit::Visit;
 
 use super::check::ConstantRole;
 use super::place::Access;
-use super::scope::{Binding, View};
+use super::scope::{Binding, Closure, View};
 use super::syntax::{call_ident, index_chain, peel};
 use super::{Lowered, Lowerer, Reported};
 use crate::front::errors::Errors;
@@ -233,6 +233,16 @@ pub fn check_device(linked: &Linked, f: usize, errors: &mut Errors) {
                     mutable: *mutable,
                 })
             }
+            DeviceParamKind::Closure { params } => {
+                lower.closures.push(Closure {
+                    syntax: None,
+                    params: params.clone(),
+                    scopes: Vec::new(),
+                    type_args: Vec::new(),
+                    caller: None,
+                });
+                Argument::Closure(lower.closures.len() - 1)
+            }
         };
         site.args.push(arg);
     }
@@ -270,6 +280,8 @@ enum Argument {
     Array(View),
     /// A tuple's parts, each bound as a scalar argument is.
     Tuple(Vec<Argument>),
+    /// A closure: an index into `Lowerer::closures`.
+    Closure(usize),
 }
 
 /// What the caller hands over: the arguments, the explicit const arguments
@@ -294,6 +306,7 @@ impl Lowerer<'_> {
         if let Some(ident) = call_ident(c) {
             match self.lookup(ident) {
                 Some(Binding::Broken) => return Err(Reported),
+                Some(Binding::Closure(closure)) => return self.closure_call(closure, c),
                 Some(_) => {
                     return self.err(
                         &c.func,
@@ -370,13 +383,18 @@ impl Lowerer<'_> {
         if let Some(r) = failed {
             return Err(r);
         }
-        let aliased: Vec<LocalId> = args
-            .iter()
-            .filter_map(|a| match a {
-                Argument::Array(view) => Some(view.local),
-                _ => None,
-            })
-            .collect();
+        // A closure the call passes may write any variable or array of the
+        // caller: then only what cannot change is read in place.
+        let aliased: Vec<LocalId> = if args.iter().any(|a| matches!(a, Argument::Closure(_))) {
+            self.mutable_locals()
+        } else {
+            args.iter()
+                .filter_map(|a| match a {
+                    Argument::Array(view) => Some(view.local),
+                    _ => None,
+                })
+                .collect()
+        };
         let scalars = args.iter_mut().flat_map(|arg| match arg {
             Argument::Tuple(parts) => parts.iter_mut().collect(),
             other => vec![other],
@@ -692,7 +710,191 @@ impl Lowerer<'_> {
                 }
                 Ok(Argument::Array(view))
             }
+            DeviceParamKind::Closure { params } => {
+                self.closure_argument(arg, params, pname, function)
+            }
         }
+    }
+
+    /// A closure written at a call for the closure parameter `pname` of
+    /// `function`, or a closure parameter of the caller passed on.
+    fn closure_argument(
+        &mut self,
+        arg: &syn::Expr,
+        params: &[Scalar],
+        pname: &Ident,
+        function: &str,
+    ) -> Lowered<Argument> {
+        let what = format!("the argument `{pname}` of `{function}`");
+        let closure = match peel(arg) {
+            syn::Expr::Closure(closure) => closure,
+            syn::Expr::Path(p) => match p.path.get_ident().and_then(|i| self.lookup(i)) {
+                Some(Binding::Closure(given)) => {
+                    let got = &self.closures[given].params;
+                    if got != params {
+                        return self.err(
+                            arg,
+                            format!(
+                                "{what} takes {}, but this closure takes {}",
+                                scalar_list(params),
+                                scalar_list(got)
+                            ),
+                        );
+                    }
+                    return Ok(Argument::Closure(given));
+                }
+                _ => {
+                    return self.err(
+                        arg,
+                        format!(
+                            "{what} is a closure: write it here, `|{}| {{ .. }}`",
+                            closure_form(params)
+                        ),
+                    )
+                }
+            },
+            _ => {
+                return self.err(
+                    arg,
+                    format!(
+                        "{what} is a closure: write it here, `|{}| {{ .. }}`",
+                        closure_form(params)
+                    ),
+                )
+            }
+        };
+        if let Some(m) = &closure.capture {
+            return self.err(m, "a closure passed to a device function runs where it is called and uses the caller's variables themselves: remove `move`");
+        }
+        if closure.asyncness.is_some()
+            || closure.constness.is_some()
+            || closure.movability.is_some()
+            || closure.lifetimes.is_some()
+        {
+            return self.err(
+                closure,
+                format!(
+                    "write {what} as a plain closure, `|{}| {{ .. }}`",
+                    closure_form(params)
+                ),
+            );
+        }
+        if !matches!(closure.output, syn::ReturnType::Default) {
+            return self.err(
+                &closure.output,
+                "a closure passed to a device function returns nothing: remove the return type",
+            );
+        }
+        if closure.inputs.len() != params.len() {
+            return self.err(
+                closure,
+                format!(
+                    "{what} takes {} ({}), but this closure takes {}",
+                    params.len(),
+                    scalar_list(params),
+                    closure.inputs.len()
+                ),
+            );
+        }
+        for (input, ty) in closure.inputs.iter().zip(params) {
+            let (pat, written) = match input {
+                syn::Pat::Type(t) => (&*t.pat, Some(&t.ty)),
+                other => (other, None),
+            };
+            if closure_param(pat).is_none() {
+                return self.err(pat, "write each closure parameter as a name, `x` or `mut x`, optionally with its type");
+            }
+            if let Some(written) = written {
+                match self.scalar(written) {
+                    Ok(got) if got == *ty => {}
+                    _ => {
+                        return self.err(
+                            written,
+                            format!(
+                                "{what} takes `{}` here, as `{function}` declares",
+                                ty.name()
+                            ),
+                        )
+                    }
+                }
+            }
+        }
+        self.closures.push(Closure {
+            syntax: Some(closure.clone()),
+            params: params.to_vec(),
+            scopes: self.scopes.clone(),
+            type_args: self.type_args.clone(),
+            caller: self.caller,
+        });
+        Ok(Argument::Closure(self.closures.len() - 1))
+    }
+
+    /// A call of closure `closure` (a closure parameter of the function
+    /// being inlined): its body, lowered in the scope it was written in with
+    /// its parameters bound to the arguments, runs before the statement.
+    fn closure_call(&mut self, closure: usize, c: &syn::ExprCall) -> Lowered<Vec<Expr>> {
+        self.no_generic_arguments(c)?;
+        let name = call_ident(c).map(|i| i.to_string()).unwrap_or_default();
+        let params = self.closures[closure].params.clone();
+        if c.args.len() != params.len() {
+            return self.err(
+                c,
+                format!(
+                    "`{name}` takes {} argument(s) ({}), but {} were given",
+                    params.len(),
+                    scalar_list(&params),
+                    c.args.len()
+                ),
+            );
+        }
+        let mut values = Vec::new();
+        for (arg, ty) in c.args.iter().zip(&params) {
+            let value = self.expr(arg, Some(*ty))?;
+            self.check_type(arg, value.ty, *ty, &format!("the argument of `{name}`"))?;
+            values.push(value);
+        }
+        let Some(syntax) = self.closures[closure].syntax.clone() else {
+            return Ok(Vec::new()); // the stand-in of a definition's check
+        };
+        // The body may write any array of the scope it was written in, so
+        // an argument reading an array element is copied first.
+        let arrays: Vec<LocalId> = (0..self.locals.len() as LocalId)
+            .filter(|l| !self.locals[*l as usize].dims.is_empty())
+            .collect();
+        let mut body = Block::new();
+        let saved = self.enter_closure(closure);
+        self.scopes.push(Vec::new());
+        for (input, value) in syntax.inputs.iter().zip(values) {
+            let pat = match input {
+                syn::Pat::Type(t) => &*t.pat,
+                other => other,
+            };
+            let (ident, mutable) =
+                closure_param(pat).expect("checked where the closure was written");
+            let arg = match !mutable && reads_in_place(&value, &self.locals, &arrays) {
+                true => Argument::Value(value),
+                false => Argument::Copy { value, mutable },
+            };
+            let binding = self.bind_argument(arg, ident.to_string(), &mut body);
+            self.bind(ident, binding);
+        }
+        match &*syntax.body {
+            syn::Expr::Block(b) if b.label.is_none() => self.block(&b.block.stmts, &mut body),
+            other => self.block(
+                &[syn::Stmt::Expr(other.clone(), Some(Default::default()))],
+                &mut body,
+            ),
+        }
+        self.leave_closure(saved);
+        self.hoist(c, &name, body)?;
+        Ok(Vec::new())
+    }
+
+    /// Every variable and array that may be assigned.
+    fn mutable_locals(&self) -> Vec<LocalId> {
+        (0..self.locals.len() as LocalId)
+            .filter(|l| self.locals[*l as usize].mutable)
+            .collect()
     }
 
     fn not_a_slice<T>(
@@ -829,6 +1031,7 @@ impl Lowerer<'_> {
                     self.tuples.push(parts);
                     Binding::Tuple(self.tuples.len() - 1)
                 }
+                Argument::Closure(closure) => Binding::Closure(closure),
                 other => self.bind_argument(other, decl.ident.to_string(), &mut body),
             };
             self.bind(&decl.ident, binding);
@@ -846,19 +1049,29 @@ impl Lowerer<'_> {
                 body: inlined,
             });
         }
-        if !body.is_empty() {
-            match (self.hoisted.last_mut(), self.hoist_barrier) {
-                (Some(hoisted), None) => hoisted.extend(body),
-                (_, barrier) => {
-                    let place = barrier.unwrap_or("an attribute expression");
-                    return self.err(
-                        site.at,
-                        format!("`{name}` runs statements, so it cannot be called in {place}: call it before, `let v = {name}(..);`, and use `v`"),
-                    );
-                }
+        self.hoist(site.at, &name, body)?;
+        Ok(values)
+    }
+
+    /// Puts the statements of a call to `name` before the statement that
+    /// makes it.
+    fn hoist(&mut self, at: &dyn ToTokens, name: &str, body: Block) -> Lowered<()> {
+        if body.is_empty() {
+            return Ok(());
+        }
+        match (self.hoisted.last_mut(), self.hoist_barrier) {
+            (Some(hoisted), None) => {
+                hoisted.extend(body);
+                Ok(())
+            }
+            (_, barrier) => {
+                let place = barrier.unwrap_or("an attribute expression");
+                self.err(
+                    at,
+                    format!("`{name}` runs statements, so it cannot be called in {place}: call it before, `let v = {name}(..);`, and use `v`"),
+                )
             }
         }
-        Ok(values)
     }
 
     /// The binding of a scalar or slice argument (named `name`): read in
@@ -873,8 +1086,8 @@ impl Lowerer<'_> {
                 Binding::Local(self.copy_into_local(value, name, mutable, body))
             }
             Argument::Slice { param, mutable } => Binding::Slice { param, mutable },
-            Argument::Array(_) | Argument::Tuple(_) => {
-                unreachable!("arrays and tuples are bound by `inline`")
+            Argument::Array(_) | Argument::Tuple(_) | Argument::Closure(_) => {
+                unreachable!("arrays, tuples and closures are bound by `inline`")
             }
         }
     }
@@ -1068,8 +1281,10 @@ impl Lowerer<'_> {
 /// Whether reading `e` at each use is the same as copying it once: no array
 /// or slice element (a callee may write it), no effect.
 /// A scalar is never written by the callee, nor a register array element
-/// unless the call passes its array (`aliased`); shared and slice elements
-/// may change under the callee (its barriers, its stores).
+/// unless the call passes its array, unless either is `aliased` (the
+/// arrays the call passes, or with a closure every mutable local); shared
+/// and slice elements may change under the callee (its barriers, its
+/// stores).
 fn reads_in_place(e: &Expr, locals: &[crate::ir::Local], aliased: &[LocalId]) -> bool {
     let in_place = |e: &Expr| reads_in_place(e, locals, aliased);
     match &e.kind {
@@ -1079,7 +1294,7 @@ fn reads_in_place(e: &Expr, locals: &[crate::ir::Local], aliased: &[LocalId]) ->
         | ExprKind::Len(_)
         | ExprKind::Special(_) => true,
         ExprKind::Load(place) => match &**place {
-            Place::Local { indices, .. } if indices.is_empty() => true,
+            Place::Local { local, indices } if indices.is_empty() => !aliased.contains(local),
             Place::Local { local, indices } => {
                 locals[*local as usize].space == Space::Register
                     && !aliased.contains(local)
@@ -1093,6 +1308,38 @@ fn reads_in_place(e: &Expr, locals: &[crate::ir::Local], aliased: &[LocalId]) ->
         ExprKind::Call(_, args) => args.iter().all(in_place),
         ExprKind::Atomic { .. } => false,
     }
+}
+
+/// A closure parameter's name and whether it is `mut`, if written as a name.
+fn closure_param(pat: &syn::Pat) -> Option<(&Ident, bool)> {
+    match pat {
+        syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
+            Some((&p.ident, p.mutability.is_some()))
+        }
+        _ => None,
+    }
+}
+
+/// `u32, f32` for messages; "nothing" for no parameters.
+fn scalar_list(types: &[Scalar]) -> String {
+    match types.len() {
+        0 => "no arguments".to_string(),
+        _ => types
+            .iter()
+            .map(|t| format!("`{}`", t.name()))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// `a: u32, b: f32`: the parameters of a closure of `types`, for messages.
+fn closure_form(types: &[Scalar]) -> String {
+    let names = ["a", "b", "c", "d", "e", "f", "g", "h"];
+    let parts = types
+        .iter()
+        .enumerate()
+        .map(|(i, t)| format!("{}: {}", names.get(i).unwrap_or(&"x"), t.name()));
+    parts.collect::<Vec<_>>().join(", ")
 }
 
 /// Whether the size expression `e` is the bare name `ident`.

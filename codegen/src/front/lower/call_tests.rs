@@ -624,3 +624,150 @@ fn an_element_of_an_array_the_call_also_passes_is_copied() {
         "fn k(y: &mut [f32]) { let mut acc = [1.0f32; 2]; let x = acc[0]; acc[0] = 5.0; acc[1] = x; y[0] = acc[1]; }",
     );
 }
+
+const FOR_EACH_ROW: &str =
+    "fn for_each_row<const N: u32>(start: u32, mut body: impl FnMut(u32, u32)) {
+    #[unroll]
+    for i in 0..N {
+        body(i, start + i);
+    }
+}";
+
+#[test]
+fn a_closure_runs_in_the_callers_scope_at_each_call() {
+    // The closure writes the caller's register array, indexed by the
+    // callee's unroll variable (still a constant), and reads a slice.
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(x: &[f32], y: &mut [f32]) {
+            let t = thread_idx().x;
+            let mut acc = [0.0f32; 4];
+            for_each_row::<4>(t, |i, row| { acc[i] = x[row] * 2.0; });
+            y[t] = acc[0] + acc[3];
+        }",
+        &[FOR_EACH_ROW],
+        "fn k(x: &[f32], y: &mut [f32]) {
+            let t = thread_idx().x;
+            let mut acc = [0.0f32; 4];
+            #[unroll]
+            for i in 0..4 { acc[i] = x[t + i] * 2.0; }
+            y[t] = acc[0] + acc[3];
+        }",
+    );
+}
+
+#[test]
+fn a_closure_passes_through_functions_and_sees_its_own_scope() {
+    // `inner` gets the closure from `outer`; the closure's `start` is the
+    // kernel's, not `outer`'s parameter of the same name.
+    let outer = "fn outer(start: u32, mut f: impl FnMut(u32)) { inner(start * 2, f); }";
+    let inner = "fn inner(x: u32, mut g: impl FnMut(u32)) { g(x); g(x + 1); }";
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(y: &mut [u32]) {
+            let start = thread_idx().x;
+            outer(7, |v: u32| { y[start + v] = v; });
+        }",
+        &[outer, inner],
+        "fn k(y: &mut [u32]) {
+            let start = thread_idx().x;
+            y[start + 7 * 2] = 7 * 2;
+            y[start + (7 * 2 + 1)] = 7 * 2 + 1;
+        }",
+    );
+}
+
+#[test]
+fn a_closure_that_may_write_a_variable_makes_the_call_copy_it() {
+    // `x` is `n` as it was at the call, although the closure assigns `n`
+    // before the function reads `x`.
+    same_ptx(
+        "arch(sm_80)",
+        "fn k(y: &mut [u32]) {
+            let mut n = thread_idx().x;
+            let v = after(n, || { n = 5; });
+            y[0] = v;
+            y[1] = n;
+        }",
+        &["fn after(x: u32, mut f: impl FnMut()) -> u32 { f(); x }"],
+        "fn k(y: &mut [u32]) {
+            let mut n = thread_idx().x;
+            let x = n;
+            n = 5;
+            let v = x;
+            y[0] = v;
+            y[1] = n;
+        }",
+    );
+}
+
+#[test]
+fn closure_mistakes_are_reported() {
+    let f = FOR_EACH_ROW;
+    assert_call_error(
+        "fn k(y: &mut [u32]) { for_each_row::<2>(0, |i| { y[i] = 0; }); }",
+        &[f],
+        &["the argument `body` of `for_each_row` takes 2 (`u32`, `u32`), but this closure takes 1"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { for_each_row::<2>(0, 3); }",
+        &[f],
+        &["the argument `body` of `for_each_row` is a closure: write it here, `|a: u32, b: u32| { .. }`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { for_each_row::<2>(0, move |i, r| { y[i] = r; }); }",
+        &[f],
+        &["remove `move`"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { for_each_row::<2>(0, |i, r: f32| { y[i] = 0; }); }",
+        &[f],
+        &["the argument `body` of `for_each_row` takes `u32` here, as `for_each_row` declares"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { for_each_row::<2>(0, |i, r| -> u32 { r }); }",
+        &[f],
+        &["returns nothing: remove the return type"],
+    );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { let f = |i: u32| i; y[0] = 1; }",
+        &[],
+        &["a closure is only an argument of a device function whose parameter takes one"],
+    );
+    // In the closure's body, the errors of any code, at its place.
+    assert_call_error(
+        "fn k(y: &mut [u32]) { for_each_row::<2>(0, |i, r| { y[i] = 1.5; }); }",
+        &[f],
+        &["a float literal where `u32` is expected"],
+    );
+}
+
+#[test]
+fn a_closure_parameter_is_checked_at_the_definition() {
+    for (source, expected) in [
+        (
+            "fn bad(mut f: impl FnMut(u32)) { f(1, 2); }",
+            "`f` takes 1 argument(s) (`u32`), but 2 were given",
+        ),
+        (
+            "fn bad(mut f: impl FnMut(u32) -> u32) { f(1); }",
+            "a closure passed to a device function returns nothing",
+        ),
+        (
+            "fn bad(mut f: impl FnMut(&[f32])) { }",
+            "a closure parameter takes scalars",
+        ),
+        (
+            "fn bad(mut f: impl Iterator) { }",
+            "a closure parameter is written `f: impl FnMut(u32, ..)`",
+        ),
+    ] {
+        let linked = link_sources(&[source]).unwrap();
+        let e = check_device(&linked, &linked.functions[0].id)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(expected), "{source}: {e}");
+    }
+    let linked = link_sources(&[FOR_EACH_ROW]).unwrap();
+    check_device(&linked, &linked.functions[0].id).unwrap();
+}

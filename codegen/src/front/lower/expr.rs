@@ -181,6 +181,12 @@ impl Lowerer<'_> {
                         format!("`{ident}` is a tuple of {count} values, not one value: read a part, `{ident}.0`, or destructure it, `let (a, b, ..) = {ident};`"),
                     );
                 }
+                Binding::Closure(_) => {
+                    return self.err(
+                        e,
+                        format!("`{ident}` is a closure, not a value: call it, `{ident}(..)`, or pass it on to a device function"),
+                    )
+                }
                 Binding::Local(_) | Binding::View(_) | Binding::Pipeline(_) | Binding::Broken => {}
             }
         }
@@ -395,7 +401,7 @@ pub(super) fn macro_message() -> &'static str {
 
 fn unsupported_expr_message(e: &syn::Expr) -> String {
     let what = match e {
-        syn::Expr::Closure(_) => "closures are not supported in kernels: write the code inline",
+        syn::Expr::Closure(_) => "a closure is only an argument of a device function whose parameter takes one (`f: impl FnMut(u32)`): write the code inline, or pass the closure to such a function",
         syn::Expr::Macro(_) => macro_message(),
         syn::Expr::Array(_) => "array literals are not supported: declare `let mut a = [0.0f32; N];` and assign the elements",
         syn::Expr::Repeat(_) => "`[v; N]` creates a register array and is only allowed as the value of a `let`: `let mut acc = [0.0f32; 8];`",

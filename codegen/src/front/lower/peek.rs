@@ -49,7 +49,10 @@ impl Lowerer<'_> {
                     Binding::Local(id) => Some(self.locals[id as usize].ty),
                     Binding::Argument(id) => Some(self.named[id].ty),
                     Binding::View(v) => Some(self.locals[self.views[v].local as usize].ty),
-                    Binding::Pipeline(_) | Binding::Tuple(_) | Binding::Broken => None,
+                    Binding::Pipeline(_)
+                    | Binding::Tuple(_)
+                    | Binding::Closure(_)
+                    | Binding::Broken => None,
                 }
             }
             syn::Expr::Field(f) => self.tuple_part_type(f).or(Some(Scalar::U32)),

@@ -52,6 +52,10 @@ impl Lowerer<'_> {
                 e,
                 format!("`{ident}` is a tuple, which is immutable: make a new one, `let {ident} = (..);`, or copy a part into a `let mut`"),
             ),
+            Binding::Closure(_) => self.err(
+                e,
+                format!("`{ident}` is a closure: it can be called, `{ident}(..)`, but not assigned or indexed"),
+            ),
             Binding::Argument(_) => self.err(
                 e,
                 format!("`{ident}` is a parameter, a copy of its argument: declare it `mut {ident}: ..` in the function to assign it"),

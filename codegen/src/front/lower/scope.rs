@@ -41,8 +41,24 @@ pub(super) enum Binding {
     /// A tuple of scalars: an index into `Lowerer::tuples`, which holds the
     /// binding of each part.
     Tuple(usize),
+    /// A closure parameter of a device function: an index into
+    /// `Lowerer::closures`.
+    Closure(usize),
     /// A declaration that failed; uses are not reported again.
     Broken,
+}
+
+/// A closure passed to a device function: its syntax and the scope it was
+/// written in, where each call of it lowers its body.
+pub(super) struct Closure {
+    /// `None` for the stand-in a body is checked with at its definition,
+    /// which runs nothing.
+    pub(super) syntax: Option<syn::ExprClosure>,
+    /// Its parameters' types, as the device function declares them.
+    pub(super) params: Vec<crate::ir::Scalar>,
+    pub(super) scopes: Vec<Vec<(String, Binding)>>,
+    pub(super) type_args: Vec<(Ident, Scalar)>,
+    pub(super) caller: Option<usize>,
 }
 
 /// An array or a row of one, as a device function's parameter sees it:
@@ -164,6 +180,26 @@ impl Lowerer<'_> {
             loop_depth: std::mem::replace(&mut self.loop_depth, 0),
             caller: self.caller.replace(f),
         }
+    }
+
+    /// Sets the scopes of the device function calling `closure` aside to
+    /// lower its body in the scope it was written in.
+    pub(super) fn enter_closure(&mut self, closure: usize) -> CallerState {
+        let c = &self.closures[closure];
+        let (scopes, type_args, caller) = (c.scopes.clone(), c.type_args.clone(), c.caller);
+        CallerState {
+            scopes: std::mem::replace(&mut self.scopes, scopes),
+            type_args: std::mem::replace(&mut self.type_args, type_args),
+            loop_depth: std::mem::replace(&mut self.loop_depth, 0),
+            caller: std::mem::replace(&mut self.caller, caller),
+        }
+    }
+
+    pub(super) fn leave_closure(&mut self, saved: CallerState) {
+        self.scopes = saved.scopes;
+        self.type_args = saved.type_args;
+        self.loop_depth = saved.loop_depth;
+        self.caller = saved.caller;
     }
 
     pub(super) fn leave_function(&mut self, saved: CallerState) {
