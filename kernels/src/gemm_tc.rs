@@ -230,130 +230,101 @@ pub fn gemm_tc<
     let b_ld_chunk = if B_ROW_MAJOR { wn0 / CH + lane / 16 } else { 0 };
 
     let interior = row0 + BM <= m && col0 + BN <= n;
-    let k_tiles = (k + BK - 1) / BK;
-    // Shared stages: step `t` copies k-tile `t` into stage `ws` (`t %
-    // STAGES`) and, from step `STAGES - 1` on, computes k-tile `t - (STAGES
-    // - 1)` from stage `rs`; `ns` is the stage after `rs`. Counters, not `t %
-    // STAGES`: no division per step.
-    let mut ws = 0u32;
-    let mut rs = 1 % STAGES;
-    let mut ns = 2 % STAGES;
-    for t in 0..k_tiles + STAGES - 1 {
-        let k0 = t * BK;
-        if !ALIGNED && t < k_tiles {
-            // Element by element, through registers, all at the top of the
-            // step: among the MMAs, the loaded values would stay live beside
-            // the fragments, and the 64 x 64 warp tiles spill. Tiles past the
-            // last are not copied (their stage is never read).
+    tile::pipeline::<BK, STEPS, COPY_SLICES, STAGES, ALIGNED>(
+        k,
+        interior,
+        // Element by element, through registers, all at the top of the step:
+        // among the MMAs, the loaded values would stay live beside the
+        // fragments, and the 64 x 64 warp tiles spill.
+        |k0, ws| {
             tile::load_chunks::<A_COPIES, A_ROWS, A_COL_MAJOR>(&mut a_tile[ws], a, a_copy, k0, k);
             tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(&mut b_tile[ws], b, b_copy, k0, k);
-        }
-        let full = ALIGNED && interior && k0 + BK <= k;
-        let computing = t >= STAGES - 1;
-        #[unroll]
-        for path in 0..3u32 {
-            if tile::takes_path(path, ALIGNED, computing, full) {
-                // Iteration `kk` loads the fragments of k step `kk` (from
-                // stage `ns` for `kk == STEPS`) and multiplies those of `kk -
-                // 1`; among the MMAs, slice `kk` of this step's copies (all at
-                // the first k step with two stages: they land under the whole
-                // tile's MMAs). Issued together at the top of the step, they
-                // held the block's warps off the Tensor Cores all at once
-                // (perf/LOG.md, session 6).
+        },
+        // Iteration `kk` loads the fragments of k step `kk` (from stage `ns`
+        // for `kk == STEPS`) and multiplies those of `kk - 1`; among the
+        // MMAs, slice `kk` of this step's copies (all at the first k step
+        // with two stages: they land under the whole tile's MMAs). Issued
+        // together at the top of the step, they held the block's warps off
+        // the Tensor Cores all at once (perf/LOG.md, session 6).
+        |t, k0, path, kk, ws, rs, ns| {
+            if tile::loads_fragments::<STEPS, STAGES>(path, kk, t) {
+                let ls = if kk < STEPS { rs } else { ns };
+                let kc = kk % STEPS;
+                // (`T::BYTES == 2` first: the other types' kernels have
+                // no transposed loads to compile.)
+                if T::BYTES == 2 && A_COL_MAJOR {
+                    tile::load_fragments_trans::<{ WARP / 16 }, 2>(
+                        &mut a_frag[kk % 2],
+                        &a_tile[ls],
+                        kc * 2 * CH + a_ld_k,
+                        a_ld_chunk,
+                        lane,
+                    );
+                } else {
+                    tile::load_fragments(&mut a_frag[kk % 2], &a_tile[ls], a_ld_row, a_ld_x, kc);
+                }
+                // One x4 load gives the two k halves of two 8-column n tiles.
+                if T::BYTES == 2 && B_ROW_MAJOR {
+                    tile::load_fragments_trans::<{ WARP / 16 }, 2>(
+                        &mut b_pair,
+                        &b_tile[ls],
+                        kc * 2 * CH + b_ld_k,
+                        b_ld_chunk,
+                        lane,
+                    );
+                } else {
+                    tile::load_fragments(&mut b_pair, &b_tile[ls], b_ld_row, b_ld_x, kc);
+                }
                 #[unroll]
-                for kk in 0..STEPS + 1 {
-                    if tile::loads_fragments::<STEPS, STAGES>(path, kk, t) {
-                        let ls = if kk < STEPS { rs } else { ns };
-                        let kc = kk % STEPS;
-                        // (`T::BYTES == 2` first: the other types' kernels have
-                        // no transposed loads to compile.)
-                        if T::BYTES == 2 && A_COL_MAJOR {
-                            tile::load_fragments_trans::<{ WARP / 16 }, 2>(
-                                &mut a_frag[kk % 2],
-                                &a_tile[ls],
-                                kc * 2 * CH + a_ld_k,
-                                a_ld_chunk,
-                                lane,
-                            );
-                        } else {
-                            tile::load_fragments(
-                                &mut a_frag[kk % 2],
-                                &a_tile[ls],
-                                a_ld_row,
-                                a_ld_x,
-                                kc,
-                            );
-                        }
-                        // One x4 load gives the two k halves of two 8-column n tiles.
-                        if T::BYTES == 2 && B_ROW_MAJOR {
-                            tile::load_fragments_trans::<{ WARP / 16 }, 2>(
-                                &mut b_pair,
-                                &b_tile[ls],
-                                kc * 2 * CH + b_ld_k,
-                                b_ld_chunk,
-                                lane,
-                            );
-                        } else {
-                            tile::load_fragments(&mut b_pair, &b_tile[ls], b_ld_row, b_ld_x, kc);
-                        }
-                        #[unroll]
-                        for j in 0..WARP / 16 {
-                            b_frag[kk % 2][2 * j][0] = b_pair[j][0];
-                            b_frag[kk % 2][2 * j][1] = b_pair[j][1];
-                            b_frag[kk % 2][2 * j + 1][0] = b_pair[j][2];
-                            b_frag[kk % 2][2 * j + 1][1] = b_pair[j][3];
-                        }
-                    }
-                    if path < 2 && kk > 0 {
-                        #[unroll]
-                        for i in 0..WARP / 16 {
-                            #[unroll]
-                            for j in 0..WARP / 8 {
-                                mma_m16n8::<T>(
-                                    &mut acc[i][j],
-                                    &a_frag[(kk - 1) % 2][i],
-                                    &b_frag[(kk - 1) % 2][j],
-                                );
-                            }
-                        }
-                    }
-                    // Slice `kk` of the step's copies (16-byte copies only:
-                    // the element-wise form loaded the tile at the top).
-                    if kk < COPY_SLICES {
-                        tile::copy_slices::<
-                            A_COPIES,
-                            A_ROWS,
-                            A_COL_MAJOR,
-                            B_COPIES,
-                            B_ROWS,
-                            B_ROW_MAJOR,
-                            A_COPIES,
-                            COPY_SLICES,
-                            COPIES,
-                        >(
-                            &mut a_tile[ws],
-                            &mut b_tile[ws],
-                            a,
-                            b,
-                            a_copy,
-                            b_copy,
-                            (k0, k0),
-                            k,
-                            (ALIGNED, ALIGNED),
-                            path,
-                            kk,
-                        );
-                    }
-                    tile::end_k_step::<STEPS, COPY_SLICES, STAGES>(kk, path, t);
+                for j in 0..WARP / 16 {
+                    b_frag[kk % 2][2 * j][0] = b_pair[j][0];
+                    b_frag[kk % 2][2 * j][1] = b_pair[j][1];
+                    b_frag[kk % 2][2 * j + 1][0] = b_pair[j][2];
+                    b_frag[kk % 2][2 * j + 1][1] = b_pair[j][3];
                 }
             }
-        }
-        // The stages rotate: this step's read stage is the next step's write
-        // stage.
-        ws = rs;
-        rs = ns;
-        ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
-    }
+            if path < 2 && kk > 0 {
+                #[unroll]
+                for i in 0..WARP / 16 {
+                    #[unroll]
+                    for j in 0..WARP / 8 {
+                        mma_m16n8::<T>(
+                            &mut acc[i][j],
+                            &a_frag[(kk - 1) % 2][i],
+                            &b_frag[(kk - 1) % 2][j],
+                        );
+                    }
+                }
+            }
+            // Slice `kk` of the step's copies (16-byte copies only: the
+            // element-wise form loaded the tile at the top).
+            if kk < COPY_SLICES {
+                tile::copy_slices::<
+                    A_COPIES,
+                    A_ROWS,
+                    A_COL_MAJOR,
+                    B_COPIES,
+                    B_ROWS,
+                    B_ROW_MAJOR,
+                    A_COPIES,
+                    COPY_SLICES,
+                    COPIES,
+                >(
+                    &mut a_tile[ws],
+                    &mut b_tile[ws],
+                    a,
+                    b,
+                    a_copy,
+                    b_copy,
+                    (k0, k0),
+                    k,
+                    (ALIGNED, ALIGNED),
+                    path,
+                    kk,
+                );
+            }
+        },
+    );
 
     // The tile computed again here, so that the main loop does not keep it live.
     let (row0, col0) = tile::grouped_tile_order::<BM, BN>();

@@ -380,3 +380,60 @@ pub fn end_k_step<const STEPS: u32, const SLICES: u32, const STAGES: u32>(
         sync_threads();
     }
 }
+
+/// The pipelined main loop ([the main loop](self)) over the `ceil(k / BK)`
+/// k-tiles of a GEMM, in `STAGES` shared stages, `STEPS` MMA k steps per
+/// tile and the copies in `COPY_SLICES` slices; `interior` says that the
+/// block's tile of C lies inside the matrix, so that full k-tiles take the
+/// plain form (with `ALIGNED`, 16-byte copies).
+///
+/// Step `t` (at k `k0`) writes stage `ws` and reads stage `rs`; `ns` is the
+/// stage after `rs`. Without `ALIGNED`, `load_tile(k0, ws)` first loads the
+/// step's k-tile element by element (a step with a tile to copy). Then,
+/// for each k step `kk` in `0..=STEPS` of the step's form `path`
+/// ([`takes_path`]), `k_step(t, k0, path, kk, ws, rs, ns)` loads
+/// fragments, multiplies and issues its slice of copies as the kernel
+/// does it ([`loads_fragments`], [`copy_slices`]), and [`end_k_step`]
+/// commits, waits and meets at the barrier.
+#[device]
+pub fn pipeline<
+    const BK: u32,
+    const STEPS: u32,
+    const COPY_SLICES: u32,
+    const STAGES: u32,
+    const ALIGNED: bool,
+>(
+    k: u32,
+    interior: bool,
+    mut load_tile: impl FnMut(u32, u32),
+    mut k_step: impl FnMut(u32, u32, u32, u32, u32, u32, u32),
+) {
+    let k_tiles = (k + BK - 1) / BK;
+    // Counters, not `t % STAGES`: no division per step.
+    let mut ws = 0u32;
+    let mut rs = 1 % STAGES;
+    let mut ns = 2 % STAGES;
+    for t in 0..k_tiles + STAGES - 1 {
+        let k0 = t * BK;
+        if !ALIGNED && t < k_tiles {
+            load_tile(k0, ws);
+        }
+        let full = ALIGNED && interior && k0 + BK <= k;
+        let computing = t >= STAGES - 1;
+        #[unroll]
+        for path in 0..3u32 {
+            if takes_path(path, ALIGNED, computing, full) {
+                #[unroll]
+                for kk in 0..STEPS + 1 {
+                    k_step(t, k0, path, kk, ws, rs, ns);
+                    end_k_step::<STEPS, COPY_SLICES, STAGES>(kk, path, t);
+                }
+            }
+        }
+        // The stages rotate: this step's read stage is the next step's
+        // write stage.
+        ws = rs;
+        rs = ns;
+        ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
+    }
+}
