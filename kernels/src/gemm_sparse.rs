@@ -228,123 +228,115 @@ pub fn gemm_sparse<
     let b_ld_x = lane / 8 ^ tile::swizzle::<{ BK * 2 }>(b_ld_row);
 
     let interior = row0 + BM <= m && col0 + BN <= n;
-    let k_tiles = (k + BK - 1) / BK;
-    // Shared stages, as in `gemm_tc`: step `t` copies k-tile `t` into stage
-    // `ws` and, from step `STAGES - 1` on, computes k-tile `t - (STAGES - 1)`
-    // from stage `rs`; `ns` is the stage after `rs`.
-    let mut ws = 0u32;
-    let mut rs = 1 % STAGES;
-    let mut ns = 2 % STAGES;
-    for t in 0..k_tiles + STAGES - 1 {
-        let k0 = t * BK;
+    // A step's first kept value of A's rows, and this thread's metadata
+    // word: set once per step, at its start.
+    let mut kept0 = 0u32;
+    let mut gm = 0u32;
+    tile::pipeline::<BK, STEPS, COPY_SLICES, STAGES, ALIGNED>(
+        k,
+        interior,
         // Metadata: words `t * BK / 2 ..` of each 16-row tile (in whole
-        // 16-byte chunks: rows are padded to 64-column blocks).
-        let kept0 = t * (BK / 2);
-        let gm = kept0 + m_ch * 4;
-        if !ALIGNED && t < k_tiles {
-            // B element by element, through registers, all at the top of the
-            // step (as in `gemm_tc`). Tiles past the last are not copied
-            // (their stage is never read).
-            tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(&mut b_tile[ws], b, b_copy, k0, k);
-        }
-        let full = ALIGNED && interior && k0 + BK <= k;
-        let computing = t >= STAGES - 1;
-        #[unroll]
-        for path in 0..3u32 {
-            if tile::takes_path(path, ALIGNED, computing, full) {
-                // Iteration `kk` multiplies the fragments of k step `kk - 1`,
-                // then loads those of `kk` (ptxas gives the loads their own
-                // registers: a double buffer), then issues slice `kk` of this
-                // step's copies (A's values, the metadata chunk, B's). A
-                // metadata word serves steps `2 q` and `2 q + 1` (selectors 0
-                // and 1).
+        // 16-byte chunks: rows are padded to 64-column blocks). B element by
+        // element, through registers, all at the top of the step (as in
+        // `gemm_tc`).
+        |t, k0, ws, copying| {
+            kept0 = t * (BK / 2);
+            gm = kept0 + m_ch * 4;
+            if !ALIGNED && copying {
+                tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(
+                    &mut b_tile[ws],
+                    b,
+                    b_copy,
+                    k0,
+                    k,
+                );
+            }
+        },
+        // Iteration `kk` multiplies the fragments of k step `kk - 1`, then
+        // loads those of `kk` (ptxas gives the loads their own registers: a
+        // double buffer), then issues slice `kk` of this step's copies (A's
+        // values, the metadata chunk, B's). A metadata word serves steps `2
+        // q` and `2 q + 1` (selectors 0 and 1).
+        |t, k0, path, kk, ws, rs, ns| {
+            if path < 2 && kk > 0 {
                 #[unroll]
-                for kk in 0..STEPS + 1 {
-                    if path < 2 && kk > 0 {
-                        #[unroll]
-                        for i in 0..WARP / 16 {
-                            #[unroll]
-                            for j in 0..WARP / 8 {
-                                mma_sp_ordered_m16n8k32::<T>(
-                                    &mut acc[i][j],
-                                    &a_frag[i],
-                                    &b_frag[j],
-                                    e[i],
-                                    (kk - 1) % 2,
-                                );
-                            }
-                        }
-                    }
-                    if tile::loads_fragments::<STEPS, STAGES>(path, kk, t) {
-                        let ls = if kk < STEPS { rs } else { ns };
-                        let kc = kk % STEPS;
-                        tile::load_fragments(&mut a_frag, &a_tile[ls], a_ld_row, a_ld_x, kc);
-                        if B_ROW_MAJOR {
-                            tile::load_fragments_trans::<{ WARP / 8 }, 1>(
-                                &mut b_frag,
-                                &b_tile[ls],
-                                kc * 32 + lane,
-                                wn0 / 8,
-                                lane,
-                            );
-                        } else {
-                            #[unroll]
-                            for j in 0..WARP / 8 {
-                                let col = (kc * 4 ^ b_ld_x) * 8;
-                                ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
-                            }
-                        }
-                        if kc % 2 == 0 {
-                            #[unroll]
-                            for i in 0..WARP / 16 {
-                                e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
-                            }
-                        }
-                    }
-                    // Slice `kk` of the step's copies: A's kept values, B's
-                    // (16-byte copies only: the element-wise form loaded it
-                    // at the top of the step) and the metadata chunk.
-                    if kk < COPY_SLICES {
-                        tile::copy_slices::<
-                            A_COPIES,
-                            A_ROWS,
-                            false,
-                            B_COPIES,
-                            B_ROWS,
-                            B_ROW_MAJOR,
-                            { A_COPIES + 1 },
-                            COPY_SLICES,
-                            COPIES,
-                        >(
-                            &mut a_tile[ws],
-                            &mut b_tile[ws],
-                            a,
-                            b,
-                            a_copy,
-                            b_copy,
-                            (kept0, k0),
-                            k,
-                            (true, ALIGNED),
-                            path,
-                            kk,
+                for i in 0..WARP / 16 {
+                    #[unroll]
+                    for j in 0..WARP / 8 {
+                        mma_sp_ordered_m16n8k32::<T>(
+                            &mut acc[i][j],
+                            &a_frag[i],
+                            &b_frag[j],
+                            e[i],
+                            (kk - 1) % 2,
                         );
-                        if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
-                            // At an edge, metadata past the matrix reads the
-                            // first block instead (any word is legal; the zero
-                            // values make its product zero).
-                            let inside = path == 0 || m_row_in && gm < kv;
-                            let at = if inside { m_row_at + gm } else { 0 };
-                            cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
-                        }
                     }
-                    tile::end_k_step::<STEPS, COPY_SLICES, STAGES>(kk, path, t);
                 }
             }
-        }
-        ws = rs;
-        rs = ns;
-        ns = if ns + 1 == STAGES { 0 } else { ns + 1 };
-    }
+            if tile::loads_fragments::<STEPS, STAGES>(path, kk, t) {
+                let ls = if kk < STEPS { rs } else { ns };
+                let kc = kk % STEPS;
+                tile::load_fragments(&mut a_frag, &a_tile[ls], a_ld_row, a_ld_x, kc);
+                if B_ROW_MAJOR {
+                    tile::load_fragments_trans::<{ WARP / 8 }, 1>(
+                        &mut b_frag,
+                        &b_tile[ls],
+                        kc * 32 + lane,
+                        wn0 / 8,
+                        lane,
+                    );
+                } else {
+                    #[unroll]
+                    for j in 0..WARP / 8 {
+                        let col = (kc * 4 ^ b_ld_x) * 8;
+                        ldmatrix_x4(&mut b_frag[j], &b_tile[ls][b_ld_row + j * 8][col]);
+                    }
+                }
+                if kc % 2 == 0 {
+                    #[unroll]
+                    for i in 0..WARP / 16 {
+                        e[i] = m_tile[ls][wm0 / 16 + i][kc / 2 * 32 + lane];
+                    }
+                }
+            }
+            // Slice `kk` of the step's copies: A's kept values, B's (16-byte
+            // copies only: the element-wise form loaded it at the top of the
+            // step) and the metadata chunk.
+            if kk < COPY_SLICES {
+                tile::copy_slices::<
+                    A_COPIES,
+                    A_ROWS,
+                    false,
+                    B_COPIES,
+                    B_ROWS,
+                    B_ROW_MAJOR,
+                    { A_COPIES + 1 },
+                    COPY_SLICES,
+                    COPIES,
+                >(
+                    &mut a_tile[ws],
+                    &mut b_tile[ws],
+                    a,
+                    b,
+                    a_copy,
+                    b_copy,
+                    (kept0, k0),
+                    k,
+                    (true, ALIGNED),
+                    path,
+                    kk,
+                );
+                if A_COPIES * COPY_SLICES / COPIES == kk && m_copies {
+                    // At an edge, metadata past the matrix reads the first
+                    // block instead (any word is legal; the zero values make
+                    // its product zero).
+                    let inside = path == 0 || m_row_in && gm < kv;
+                    let at = if inside { m_row_at + gm } else { 0 };
+                    cp_async(&mut m_tile[ws][m_tile_row][m_ch * 4], &a_meta[at], 16, 16);
+                }
+            }
+        },
+    );
 
     // C is stored in either layout: a column-major C cannot be computed as
     // C^T = B^T A^T (as the dense family does) when A is the sparse operand.

@@ -236,9 +236,23 @@ pub fn gemm_tc<
         // Element by element, through registers, all at the top of the step:
         // among the MMAs, the loaded values would stay live beside the
         // fragments, and the 64 x 64 warp tiles spill.
-        |k0, ws| {
-            tile::load_chunks::<A_COPIES, A_ROWS, A_COL_MAJOR>(&mut a_tile[ws], a, a_copy, k0, k);
-            tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(&mut b_tile[ws], b, b_copy, k0, k);
+        |_, k0, ws, copying| {
+            if !ALIGNED && copying {
+                tile::load_chunks::<A_COPIES, A_ROWS, A_COL_MAJOR>(
+                    &mut a_tile[ws],
+                    a,
+                    a_copy,
+                    k0,
+                    k,
+                );
+                tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(
+                    &mut b_tile[ws],
+                    b,
+                    b_copy,
+                    k0,
+                    k,
+                );
+            }
         },
         // Iteration `kk` loads the fragments of k step `kk` (from stage `ns`
         // for `kk == STEPS`) and multiplies those of `kk - 1`; among the

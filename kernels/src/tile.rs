@@ -388,8 +388,9 @@ pub fn end_k_step<const STEPS: u32, const SLICES: u32, const STAGES: u32>(
 /// plain form (with `ALIGNED`, 16-byte copies).
 ///
 /// Step `t` (at k `k0`) writes stage `ws` and reads stage `rs`; `ns` is the
-/// stage after `rs`. Without `ALIGNED`, `load_tile(k0, ws)` first loads the
-/// step's k-tile element by element (a step with a tile to copy). Then,
+/// stage after `rs`. It starts with `start_step(t, k0, ws, copying)`, where
+/// `copying` says that it has a k-tile to copy (`t < ceil(k / BK)`): a
+/// kernel without 16-byte copies loads it there, element by element. Then,
 /// for each k step `kk` in `0..=STEPS` of the step's form `path`
 /// ([`takes_path`]), `k_step(t, k0, path, kk, ws, rs, ns)` loads
 /// fragments, multiplies and issues its slice of copies as the kernel
@@ -405,7 +406,7 @@ pub fn pipeline<
 >(
     k: u32,
     interior: bool,
-    mut load_tile: impl FnMut(u32, u32),
+    mut start_step: impl FnMut(u32, u32, u32, bool),
     mut k_step: impl FnMut(u32, u32, u32, u32, u32, u32, u32),
 ) {
     let k_tiles = (k + BK - 1) / BK;
@@ -415,9 +416,7 @@ pub fn pipeline<
     let mut ns = 2 % STAGES;
     for t in 0..k_tiles + STAGES - 1 {
         let k0 = t * BK;
-        if !ALIGNED && t < k_tiles {
-            load_tile(k0, ws);
-        }
+        start_step(t, k0, ws, t < k_tiles);
         let full = ALIGNED && interior && k0 + BK <= k;
         let computing = t >= STAGES - 1;
         #[unroll]

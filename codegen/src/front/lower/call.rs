@@ -802,7 +802,7 @@ impl Lowerer<'_> {
                 other => (other, None),
             };
             if closure_param(pat).is_none() {
-                return self.err(pat, "write each closure parameter as a name, `x` or `mut x`, optionally with its type");
+                return self.err(pat, "write each closure parameter as a name, `x` or `mut x`, or `_`, optionally with its type");
             }
             if let Some(written) = written {
                 match self.scalar(written) {
@@ -875,8 +875,12 @@ impl Lowerer<'_> {
                 true => Argument::Value(value),
                 false => Argument::Copy { value, mutable },
             };
-            let binding = self.bind_argument(arg, ident.to_string(), &mut body);
-            self.bind(ident, binding);
+            // `_` binds nothing, but an argument with an effect still runs.
+            let name = ident.map_or("_".to_string(), |i| i.to_string());
+            let binding = self.bind_argument(arg, name, &mut body);
+            if let Some(ident) = ident {
+                self.bind(ident, binding);
+            }
         }
         match &*syntax.body {
             syn::Expr::Block(b) if b.label.is_none() => self.block(&b.block.stmts, &mut body),
@@ -1310,12 +1314,14 @@ fn reads_in_place(e: &Expr, locals: &[crate::ir::Local], aliased: &[LocalId]) ->
     }
 }
 
-/// A closure parameter's name and whether it is `mut`, if written as a name.
-fn closure_param(pat: &syn::Pat) -> Option<(&Ident, bool)> {
+/// A closure parameter's name (`None` for `_`) and whether it is `mut`,
+/// if written as a name or `_`.
+fn closure_param(pat: &syn::Pat) -> Option<(Option<&Ident>, bool)> {
     match pat {
         syn::Pat::Ident(p) if p.by_ref.is_none() && p.subpat.is_none() => {
-            Some((&p.ident, p.mutability.is_some()))
+            Some((Some(&p.ident), p.mutability.is_some()))
         }
+        syn::Pat::Wild(_) => Some((None, false)),
         _ => None,
     }
 }
