@@ -4,8 +4,9 @@
 //! fragment loads, and the schedule of such a pipeline's main loop.
 //!
 //! # The pipelined main loop
-//! The Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`) keep `STAGES` k-tiles
-//! of their operands in shared memory. Step `t` of the main loop issues the
+//! The Tensor Core GEMMs (`gemm_tc`, `gemm_sparse`) run one main loop,
+//! [`pipeline`], each with its own k step as a closure, and keep `STAGES`
+//! k-tiles of their operands in shared memory. Step `t` of the main loop issues the
 //! copies of k-tile `t` into stage `t % STAGES` and commits them as one
 //! group; from step `STAGES - 1` on it also computes k-tile `t - (STAGES -
 //! 1)`, in `STEPS` MMA k steps, and issues its copies among those MMAs, a

@@ -54,8 +54,28 @@ pub fn tiles<const BM: u32>(y: &mut [u32]) {
     y[at] = row0 + col0;
 }
 
+/// Runs `body(i, start + i)` for each of `N` rows, unrolled (warpforge/docs/dsl.md, "Closures").
+#[device]
+pub fn for_each_row<const N: u32>(start: u32, mut body: impl FnMut(u32, u32)) {
+    #[unroll]
+    for i in 0..N {
+        body(i, start + i);
+    }
+}
+
+/// The closures example of warpforge/docs/dsl.md.
+#[kernel(arch(sm_80), block(64))]
+pub fn rows(x: &[f32], y: &mut [f32]) {
+    let t = thread_idx().x * 4;
+    let mut acc = [0.0f32; 4];
+    for_each_row::<4>(t, |i, row| {
+        acc[i] = x[row] * 2.0; // `i` is the unroll variable: a register index
+    });
+    y[t] = acc[0] + acc[3];
+}
+
 fn main() {
-    let _ = (k::def(), tiles::variants(), launch_both);
+    let _ = (k::def(), tiles::variants(), rows::def(), launch_both);
 }
 
 /// Twice `x`, in any float type, computed in f32.
