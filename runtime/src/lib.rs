@@ -36,6 +36,7 @@ mod cuda;
 mod device;
 mod error;
 mod gemm;
+pub mod host;
 mod interop;
 mod kernel_variant;
 mod runtime;
@@ -67,6 +68,7 @@ pub use buffer::{
 pub use device::{BackendKind, DeviceBackend, DeviceInfo, TimingMethod, WgpuDeviceInfo};
 pub use error::Error;
 pub use gemm::{GemmPrecision, MatrixLayout};
+pub use host::HostBuffer;
 #[cfg(feature = "cuda")]
 pub use interop::{BorrowedBuffer, Exclusive, Shared};
 pub use kernel_variant::KernelVariant;

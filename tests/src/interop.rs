@@ -178,6 +178,45 @@ pub fn check_streams(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
     record(report, &what, outcome);
 }
 
+/// Copies through host buffers, on any runtime: x goes to the device by
+/// [`Runtime::copy_from_host_async`], saxpy runs on it, the result comes
+/// back by [`Runtime::copy_to_host_async`]. Writing the host buffer right
+/// after its copy is enqueued waits for the copy (the device computes with
+/// the values it held), and copies of another length are refused.
+pub fn check_host_copies(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
+    let what = format!(
+        "host buffers: x in, saxpy, y out, with copies that return once enqueued ({})",
+        rt.backend_name()
+    );
+    let (x, y) = (inputs.f32s(N), inputs.f32s(N));
+    let outcome = (|| -> Outcome {
+        let mut host = rt.alloc_host::<f32>(N)?;
+        if host.as_slice()?.iter().any(|v| v.to_bits() != 0) {
+            return Ok(Err("a new host buffer is not zeroed".into()));
+        }
+        host.as_mut_slice()?.copy_from_slice(&x);
+        let mut dx = rt.alloc_zeroed::<f32>(N)?;
+        let mut dy = rt.upload(&y)?;
+        rt.copy_from_host_async(&mut dx, &host)?;
+        // Waits for the copy above before the host overwrites its source.
+        host.as_mut_slice()?.fill(f32::NAN);
+        saxpy::launch(rt, Grid::linear(N, 128), 2.0, &dx, &mut dy)?;
+        rt.copy_to_host_async(&dy, &mut host)?;
+        let refused = match rt.copy_to_host_async(&dy, &mut rt.alloc_host::<f32>(N - 1)?) {
+            Err(e) if e.to_string().contains("the lengths must be equal") => true,
+            _ => false,
+        };
+        if !refused {
+            return Ok(Err(
+                "a copy into a shorter host buffer was not refused".into()
+            ));
+        }
+        Ok(compare(host.as_slice()?, &saxpy_reference(2.0, &x, &y))
+            .map(|detail| format!("{detail}; a copy of another length refused")))
+    })();
+    record(report, &what, outcome);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -377,6 +416,54 @@ pub mod cuda_app {
         stream
             .clone_dtoh(slice)
             .map_err(|e| format!("the app's download: {e:?}"))
+    }
+
+    /// A 256 MiB copy from a pinned host buffer returns once enqueued (its
+    /// call takes under half of the copy's time), lands whole, and comes
+    /// back the same way; its rate beside the same copy from pageable memory
+    /// ([`Runtime::copy_from_host`]), each timed to the end of the copy.
+    pub fn check_pinned_copies_overlap(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
+        let what = "host buffers: a 256 MiB copy from pinned memory returns before it completes";
+        let len = 64 << 20;
+        let outcome = (|| -> Outcome {
+            let seed = inputs.f32s(1024);
+            let values: Vec<f32> = (0..len)
+                .map(|i| seed[i % 1024] + (i / 1024) as f32)
+                .collect();
+            let mut host = rt.alloc_host::<f32>(len)?;
+            host.as_mut_slice()?.copy_from_slice(&values);
+            let mut device = rt.alloc_zeroed::<f32>(len)?;
+            let finish = |rt: &Runtime| rt.record_event().and_then(|e| e.synchronize());
+            // Warm: the first copy maps the pages for the device.
+            rt.copy_from_host_async(&mut device, &host)?;
+            finish(rt)?;
+            let started = std::time::Instant::now();
+            rt.copy_from_host_async(&mut device, &host)?;
+            let enqueued = started.elapsed();
+            finish(rt)?;
+            let pinned = started.elapsed();
+            let started = std::time::Instant::now();
+            rt.copy_from_host(&mut device, &values)?;
+            finish(rt)?;
+            let pageable = started.elapsed();
+            let mut back = rt.alloc_host::<f32>(len)?;
+            rt.copy_to_host_async(&device, &mut back)?;
+            let same = compare(back.as_slice()?, &values);
+            let gbs = |t: std::time::Duration| (len * 4) as f64 / t.as_secs_f64() / 1e9;
+            let timing = format!(
+                "the call took {:.1} us of the copy's {:.1} us ({:.1} GB/s; from pageable memory                  {:.1} GB/s)",
+                enqueued.as_secs_f64() * 1e6,
+                pinned.as_secs_f64() * 1e6,
+                gbs(pinned),
+                gbs(pageable)
+            );
+            Ok(match same {
+                Err(e) => Err(format!("the copy back differs: {e}")),
+                Ok(_) if enqueued * 2 >= pinned => Err(format!("not asynchronous: {timing}")),
+                Ok(detail) => Ok(format!("{detail} back; {timing}")),
+            })
+        })();
+        record(report, what, outcome);
     }
 
     fn address<T>(slice: &CudaSlice<T>, stream: &CudaStream) -> u64 {

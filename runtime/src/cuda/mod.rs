@@ -19,7 +19,9 @@ use std::sync::OnceLock;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::result::{self, DriverError};
 use cudarc::driver::sys::{self, CUdevice_attribute as Attr, CUresult};
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use cudarc::driver::{
+    CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut, PinnedHostSlice, SyncOnDrop,
+};
 
 use crate::device::{DeviceBackend, DeviceInfo};
 use crate::scalar::DeviceScalar;
@@ -235,6 +237,69 @@ impl CudaBackend {
         })?;
         self.check_recorded("allocating a buffer")?;
         Ok(CudaBuffer::owning(slice))
+    }
+
+    /// `len` zeroed elements of page-locked host memory, cached (not
+    /// write-combined: the host reads what the device copies into it).
+    pub(crate) fn alloc_pinned<T: DeviceScalar>(
+        &self,
+        len: usize,
+    ) -> Result<PinnedHostSlice<T>, Error> {
+        let op = || {
+            format!(
+                "allocating {len} {} values of page-locked host memory",
+                T::SCALAR.name()
+            )
+        };
+        // SAFETY: the memory is zeroed before anything reads it.
+        let mut pinned = unsafe { self.ctx.alloc_pinned_with_flags::<T>(len, 0) }
+            .map_err(|e| driver_error(&op(), e))?;
+        let values = pinned.as_mut_slice().map_err(|e| driver_error(&op(), e))?;
+        // SAFETY: every buffer element type is a number, valid as zero bits.
+        values.fill(unsafe { std::mem::zeroed() });
+        Ok(pinned)
+    }
+
+    /// Enqueues `pinned` -> `slice` on the stream (the caller checks the lengths).
+    pub(crate) fn copy_from_pinned<T: DeviceScalar>(
+        &self,
+        slice: &mut CudaSlice<T>,
+        pinned: &PinnedHostSlice<T>,
+    ) -> Result<(), Error> {
+        self.check_owner(slice.context(), || "the buffer to copy into".into())?;
+        self.check_owner(pinned.context(), || "the host buffer to copy from".into())?;
+        self.stream.memcpy_htod(pinned, slice).map_err(|e| {
+            driver_error(
+                &format!(
+                    "copying {} {} values to the device",
+                    slice.len(),
+                    T::SCALAR.name()
+                ),
+                e,
+            )
+        })?;
+        self.check_recorded("copying to the device")
+    }
+
+    /// Enqueues `slice` -> `pinned` on the stream (the caller checks the lengths).
+    pub(crate) fn copy_to_pinned<T: DeviceScalar>(
+        &self,
+        slice: &CudaSlice<T>,
+        pinned: &mut PinnedHostSlice<T>,
+    ) -> Result<(), Error> {
+        self.check_owner(slice.context(), || "the buffer to copy from".into())?;
+        self.check_owner(pinned.context(), || "the host buffer to copy into".into())?;
+        self.stream.memcpy_dtoh(slice, pinned).map_err(|e| {
+            driver_error(
+                &format!(
+                    "copying {} {} values to the host",
+                    slice.len(),
+                    T::SCALAR.name()
+                ),
+                e,
+            )
+        })?;
+        self.check_recorded("copying to the host")
     }
 
     pub(crate) fn download<T: DeviceScalar>(&self, slice: &CudaSlice<T>) -> Result<Vec<T>, Error> {

@@ -131,6 +131,8 @@ fn main() -> ExitCode {
             interop::cuda_app::check_raw_pointer(&mut inputs, &mut report);
             interop::check_views(&rt, &mut inputs, &mut report);
             interop::check_streams(&rt, &mut inputs, &mut report);
+            interop::check_host_copies(&rt, &mut inputs, &mut report);
+            interop::cuda_app::check_pinned_copies_overlap(&rt, &mut inputs, &mut report);
             interop::cuda_app::check_graph_replay(&rt, &mut inputs, &mut report);
         }
         let tc_shapes = tensor_core_shapes(quick);
@@ -316,7 +318,11 @@ fn tensor_core_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
 /// sanitizers') would run none of them.
 fn s8_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
     let mut shapes = tensor_core_shapes(quick);
-    shapes.push(if quick { (130, 72, 48) } else { (1000, 1000, 1008) });
+    shapes.push(if quick {
+        (130, 72, 48)
+    } else {
+        (1000, 1000, 1008)
+    });
     shapes
 }
 
