@@ -451,7 +451,7 @@ pub mod cuda_app {
             let same = compare(back.as_slice()?, &values);
             let gbs = |t: std::time::Duration| (len * 4) as f64 / t.as_secs_f64() / 1e9;
             let timing = format!(
-                "the call took {:.1} us of the copy's {:.1} us ({:.1} GB/s; from pageable memory                  {:.1} GB/s)",
+                "the call took {:.1} us of the copy's {:.1} us ({:.1} GB/s; from pageable memory {:.1} GB/s)",
                 enqueued.as_secs_f64() * 1e6,
                 pinned.as_secs_f64() * 1e6,
                 gbs(pinned),
