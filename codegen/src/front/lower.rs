@@ -74,10 +74,12 @@ pub struct LoweredKernel {
 }
 
 /// A call in the kernel's own body and the statements it was inlined to
-/// (its values as expression statements at the end).
+/// (its values as expression statements at the end); or a statement of a
+/// closure the kernel passes to a device function (`function` `None`),
+/// which the function's body runs: its own code, not the function's.
 pub struct InlinedCall {
     pub at: proc_macro2::TokenStream,
-    pub function: String,
+    pub function: Option<String>,
     pub body: Block,
 }
 

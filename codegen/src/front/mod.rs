@@ -301,13 +301,14 @@ fn target_check(
     if check(&with_body(&Vec::new())).is_ok() {
         for call in &lowered.calls {
             if let Err(inner) = check(&with_body(&call.body)) {
-                errors.push(
-                    &call.at,
-                    format!(
-                        "this call to `{}` brings in what the target cannot run: {}",
-                        call.function, inner.message
+                let message = match &call.function {
+                    Some(function) => format!(
+                        "this call to `{function}` brings in what the target cannot run: {}",
+                        inner.message
                     ),
-                );
+                    None => inner.message,
+                };
+                errors.push(&call.at, message);
                 return;
             }
         }

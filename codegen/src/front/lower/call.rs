@@ -882,12 +882,26 @@ impl Lowerer<'_> {
                 self.bind(ident, binding);
             }
         }
-        match &*syntax.body {
-            syn::Expr::Block(b) if b.label.is_none() => self.block(&b.block.stmts, &mut body),
-            other => self.block(
-                &[syn::Stmt::Expr(other.clone(), Some(Default::default()))],
-                &mut body,
-            ),
+        let stmts = match &*syntax.body {
+            syn::Expr::Block(b) if b.label.is_none() => b.block.stmts.clone(),
+            other => vec![syn::Stmt::Expr(other.clone(), Some(Default::default()))],
+        };
+        // Statement by statement, so that a closure of the kernel's own body
+        // is checked for its targets at each of its statements, as the
+        // kernel's other statements are (not at the function's call).
+        for (i, stmt) in stmts.iter().enumerate() {
+            let mut lowered = Block::new();
+            let _reported = self.hoisting(&mut lowered, |this, out| {
+                this.stmt(stmt, &stmts[i + 1..], out)
+            });
+            if self.caller.is_none() {
+                self.calls.push(super::InlinedCall {
+                    at: stmt.to_token_stream(),
+                    function: None,
+                    body: lowered.clone(),
+                });
+            }
+            body.extend(lowered);
         }
         self.leave_closure(saved);
         self.hoist(c, &name, body)?;
@@ -1049,7 +1063,7 @@ impl Lowerer<'_> {
             inlined.extend(values.iter().cloned().map(Stmt::Expr));
             self.calls.push(super::InlinedCall {
                 at: site.at.to_token_stream(),
-                function: name.clone(),
+                function: Some(name.clone()),
                 body: inlined,
             });
         }
