@@ -727,9 +727,11 @@ impl Lowerer<'_> {
     ) -> Lowered<Argument> {
         let what = format!("the argument `{pname}` of `{function}`");
         let closure = match peel(arg) {
-            syn::Expr::Closure(closure) => closure,
-            syn::Expr::Path(p) => match p.path.get_ident().and_then(|i| self.lookup(i)) {
-                Some(Binding::Closure(given)) => {
+            syn::Expr::Closure(closure) => Some(closure),
+            syn::Expr::Path(p) => {
+                if let Some(Binding::Closure(given)) =
+                    p.path.get_ident().and_then(|i| self.lookup(i))
+                {
                     let got = &self.closures[given].params;
                     if got != params {
                         return self.err(
@@ -743,25 +745,18 @@ impl Lowerer<'_> {
                     }
                     return Ok(Argument::Closure(given));
                 }
-                _ => {
-                    return self.err(
-                        arg,
-                        format!(
-                            "{what} is a closure: write it here, `|{}| {{ .. }}`",
-                            closure_form(params)
-                        ),
-                    )
-                }
-            },
-            _ => {
-                return self.err(
-                    arg,
-                    format!(
-                        "{what} is a closure: write it here, `|{}| {{ .. }}`",
-                        closure_form(params)
-                    ),
-                )
+                None
             }
+            _ => None,
+        };
+        let Some(closure) = closure else {
+            return self.err(
+                arg,
+                format!(
+                    "{what} is a closure: write it here, `|{}| {{ .. }}`",
+                    closure_form(params)
+                ),
+            );
         };
         if let Some(m) = &closure.capture {
             return self.err(m, "a closure passed to a device function runs where it is called and uses the caller's variables themselves: remove `move`");
