@@ -94,9 +94,10 @@ pub struct GemmKind<I, O, A = DenseA> {
     pub b_layout: MatrixLayout,
     /// The kernels whose variants compete.
     pub kernels: fn() -> Vec<&'static KernelDef>,
-    /// The heuristic default: variants in order of preference; a call gets
-    /// the first that runs on the device and can take it.
-    pub preferred: fn() -> Vec<(&'static KernelDef, Vec<i64>)>,
+    /// The heuristic default: variants in order of preference, each for the
+    /// calls of the shapes it names; a call gets the first that is for its
+    /// shape, runs on the device and can take it.
+    pub preferred: fn() -> Vec<Preference>,
     types: PhantomData<fn(I, O) -> A>,
 }
 
@@ -109,7 +110,7 @@ impl<I, O, A> GemmKind<I, O, A> {
         precision: GemmPrecision,
         b_layout: MatrixLayout,
         kernels: fn() -> Vec<&'static KernelDef>,
-        preferred: fn() -> Vec<(&'static KernelDef, Vec<i64>)>,
+        preferred: fn() -> Vec<Preference>,
     ) -> GemmKind<I, O, A> {
         GemmKind {
             name,
@@ -130,16 +131,17 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
     GemmPrecision::F32,
     MatrixLayout::RowMajor,
     || vec![gemm_f32::def()],
-    || vec![(gemm_f32::def(), DEFAULT_F32.values())],
+    || vec![(gemm_f32::def(), DEFAULT_F32.values(), every_shape)],
 );
 
 /// The f16 Tensor Core GEMM (row-major A, column-major B, f16 C, f32
 /// accumulation): the sm_80 `mma.sync` kernel [`gemm_f16`], the sm_70
 /// `wmma` kernel [`gemm_f16_wmma`] and on Hopper the sm_90a `wgmma`
 /// kernel [`gemm_wgmma_f16`] compete. Heuristic default: on Hopper
-/// (compute capability 9.0) `gemm_wgmma_f16` 128 x 256 with 3 stages (the
+/// (compute capability 9.0) `gemm_wgmma_f16` 64 x 64 with 6 stages for at
+/// most 64 rows of C ([`few_rows`]), else 128 x 256 with 3 stages (the
 /// tuned winner at 4096^3 and 8192^3 on an H200, 1.7x the sm_80 default
-/// there) when k is a multiple of 8; elsewhere, or for other k, `gemm_f16`
+/// there), when k is a multiple of 8; elsewhere, or for other k, `gemm_f16`
 /// 128 x 128 x 64, 64 x 64 warp tiles, 2 stages, 16-byte copies (the fastest
 /// sm_80 variant at 8192^3 on an H200 before tuning existed); for k not a
 /// multiple of 8 the same tiles with BK = 32 and element copies; on sm_70,
@@ -157,10 +159,11 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
             STAGES: 2,
         };
         vec![
-            (gemm_wgmma_f16::def(), wgmma_default(3)),
-            (gemm_f16::def(), tensor_core_default(true)),
-            (gemm_f16::def(), tensor_core_default(false)),
-            (gemm_f16_wmma::def(), wmma.values()),
+            (gemm_wgmma_f16::def(), WGMMA_FEW_ROWS.values(), few_rows),
+            (gemm_wgmma_f16::def(), wgmma_default(3), every_shape),
+            (gemm_f16::def(), tensor_core_default(true), every_shape),
+            (gemm_f16::def(), tensor_core_default(false), every_shape),
+            (gemm_f16_wmma::def(), wmma.values(), every_shape),
         ]
     },
 );
@@ -175,9 +178,10 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     || vec![gemm_bf16::def(), gemm_wgmma_bf16::def()],
     || {
         vec![
-            (gemm_wgmma_bf16::def(), wgmma_default(3)),
-            (gemm_bf16::def(), tensor_core_default(true)),
-            (gemm_bf16::def(), tensor_core_default(false)),
+            (gemm_wgmma_bf16::def(), WGMMA_FEW_ROWS.values(), few_rows),
+            (gemm_wgmma_bf16::def(), wgmma_default(3), every_shape),
+            (gemm_bf16::def(), tensor_core_default(true), every_shape),
+            (gemm_bf16::def(), tensor_core_default(false), every_shape),
         ]
     },
 );
@@ -185,7 +189,8 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
 /// The tf32 Tensor Core GEMM (f32 in and out, operands rounded to tf32 by
 /// `gemm_tf32`, truncated by the sm_90a [`gemm_wgmma_tf32`], both within
 /// the tuner's tolerance; layouts as [`GEMM_F16`]). Heuristic default: on
-/// Hopper `gemm_wgmma_tf32` 128 x 256 with 3 stages (k a multiple of 4);
+/// Hopper `gemm_wgmma_tf32` 64 x 64 with 6 stages for at most 64 rows of C,
+/// else 128 x 256 with 3 stages (k a multiple of 4);
 /// elsewhere, or for other k, `gemm_tf32` 128 x 128 x 16, 64 x 64 warp
 /// tiles, 3 stages, 16-byte copies (k a multiple of 4), otherwise element
 /// copies.
@@ -206,18 +211,19 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
             B_ROW_MAJOR: false,
         };
         vec![
-            (gemm_wgmma_tf32::def(), wgmma_default(3)),
-            (gemm_tf32::def(), tiles(true).values()),
-            (gemm_tf32::def(), tiles(false).values()),
+            (gemm_wgmma_tf32::def(), WGMMA_FEW_ROWS.values(), few_rows),
+            (gemm_wgmma_tf32::def(), wgmma_default(3), every_shape),
+            (gemm_tf32::def(), tiles(true).values(), every_shape),
+            (gemm_tf32::def(), tiles(false).values(), every_shape),
         ]
     },
 );
 
 /// The s8 Tensor Core GEMM (i8 in, i32 accumulation and out, i32 alpha and
 /// beta; layouts as [`GEMM_F16`]; the sm_80 kernel and on Hopper
-/// [`gemm_wgmma_s8`]). Heuristic default: on Hopper `gemm_wgmma_s8` 128 x
-/// 256 with 4 stages (the tuned winner at 4096^3 and 8192^3 on an H200; k a
-/// multiple of 16); elsewhere, or for other k, `gemm_s8` 128 x 128 x 128,
+/// [`gemm_wgmma_s8`]). Heuristic default: on Hopper `gemm_wgmma_s8` 64 x 64
+/// with 6 stages for at most 64 rows of C, else 128 x 256 with 4 stages (the
+/// tuned winner at 4096^3 and 8192^3 on an H200; k a multiple of 16); elsewhere, or for other k, `gemm_s8` 128 x 128 x 128,
 /// 64 x 64 warp tiles, 3 stages, 16-byte copies (the fastest sm_80 variant
 /// at 8192^3 on an H200 before tuning; k a multiple of 16); otherwise 64 x
 /// 64 x 64 tiles of 32 x 32 warp tiles with element copies (larger ones
@@ -249,9 +255,10 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
             B_ROW_MAJOR: false,
         };
         vec![
-            (gemm_wgmma_s8::def(), wgmma_default(4)),
-            (gemm_s8::def(), aligned.values()),
-            (gemm_s8::def(), element_copies.values()),
+            (gemm_wgmma_s8::def(), WGMMA_FEW_ROWS.values(), few_rows),
+            (gemm_wgmma_s8::def(), wgmma_default(4), every_shape),
+            (gemm_s8::def(), aligned.values(), every_shape),
+            (gemm_s8::def(), element_copies.values(), every_shape),
         ]
     },
 );
@@ -281,13 +288,44 @@ pub const SPARSE_GEMM_BF16: GemmKind<bf16, bf16, SparseA> = GemmKind::new(
 /// [`gemm_sparse::default_variant`] for a column-major B, then for a
 /// row-major one (each variant reads one layout of B, so a call gets the
 /// first of its own layout that takes it).
-fn sparse_defaults(def: &'static KernelDef) -> Vec<(&'static KernelDef, Vec<i64>)> {
+fn sparse_defaults(def: &'static KernelDef) -> Vec<Preference> {
     MatrixLayout::ALL
         .into_iter()
         .flat_map(gemm_sparse::default_consts)
-        .map(|values| (def, values.to_vec()))
+        .map(|values| {
+            (
+                def,
+                values.to_vec(),
+                every_shape as fn(&ShapeBucket) -> bool,
+            )
+        })
         .collect()
 }
+
+/// A variant of a GEMM family's heuristic default: the kernel, its const
+/// values, and whether it is for a call of a shape bucket (m, n, k, batches).
+pub type Preference = (&'static KernelDef, Vec<i64>, fn(&ShapeBucket) -> bool);
+
+/// A [`Preference`] for every call.
+pub fn every_shape(_: &ShapeBucket) -> bool {
+    true
+}
+
+/// A [`Preference`] for a GEMM of at most 64 rows of C (m, rounded up to a
+/// power of two).
+pub fn few_rows(shape: &ShapeBucket) -> bool {
+    shape.sizes()[0] <= 64
+}
+
+/// The Hopper default of the `wgmma` GEMMs for [`few_rows`]: 64 x 64 tiles
+/// in 6 stages, the fastest variant of every dtype at 64 x 8192 x 8192 on an
+/// H200 (0.98x cuBLAS for f16 and bf16, 1.02x tf32, 1.34x s8), where the
+/// 128 x 256 default ran at 0.45-0.72x (perf/LOG.md, session 16).
+const WGMMA_FEW_ROWS: gemm_wgmma_f16::Consts = gemm_wgmma_f16::Consts {
+    BM: 64,
+    BN: 64,
+    STAGES: 6,
+};
 
 /// The Hopper default of the `wgmma` GEMMs: 128 x 256 tiles with `stages`
 /// stages (every `gemm_wgmma_*` instance has the same const parameters).
@@ -713,7 +751,7 @@ impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmKind<I, O, A> {
     pub fn family(&self) -> Result<Family, Error> {
         (self.preferred)().into_iter().try_fold(
             Family::new(self.name, &(self.kernels)())?,
-            |family, (def, consts)| family.prefer(def, &consts),
+            |family, (def, consts, applies)| family.prefer_for(def, &consts, applies),
         )
     }
 

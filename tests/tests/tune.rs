@@ -822,7 +822,34 @@ fn heuristic_for<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
 fn stock_gemm_heuristic_defaults() {
     let square = (4096, 4096, 4096);
     let ragged_k = (4096, 4096, 1020);
+    // At most 64 rows of C: the narrow wgmma tile on Hopper; 65 rows are
+    // past it; an A100 keeps its sm_80 default.
+    let few_rows = (64, 8192, 8192);
     let cases = [
+        (
+            heuristic_for(&GEMM_F16, few_rows, &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6]"),
+        ),
+        (
+            heuristic_for(&GEMM_BF16, (1, 8192, 8192), &h200_device_info()),
+            Some("gemm_wgmma_bf16[BM=64,BN=64,STAGES=6]"),
+        ),
+        (
+            heuristic_for(&GEMM_TF32, few_rows, &h200_device_info()),
+            Some("gemm_wgmma_tf32[BM=64,BN=64,STAGES=6]"),
+        ),
+        (
+            heuristic_for(&GEMM_S8, few_rows, &h200_device_info()),
+            Some("gemm_wgmma_s8[BM=64,BN=64,STAGES=6]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, (65, 8192, 8192), &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, few_rows, &a100()),
+            Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
+        ),
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
             Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3]"),

@@ -16,7 +16,7 @@ use warpforge::tune::{
 use warpforge::{BackendKind, BufferRef, GemmPrecision, MatrixLayout};
 use warpforge_kernels::gemm::DEFAULT_F32;
 use warpforge_kernels::gemm_problem::{Activation, GemmBatch, GemmProblem};
-use warpforge_kernels::tuned::{GemmKind, GemmWorkload, TunedGemm, GEMM_F32};
+use warpforge_kernels::tuned::{every_shape, GemmKind, GemmWorkload, TunedGemm, GEMM_F32};
 use warpforge_tests::reference;
 use warpforge_tests::tuning::InPlaceCall;
 
@@ -100,7 +100,7 @@ static NAIVE: GemmKind<f32, f32> = GemmKind::new(
     GemmPrecision::F32,
     MatrixLayout::RowMajor,
     || vec![gemm_naive::def()],
-    || vec![(gemm_naive::def(), vec![8, 8, 0])],
+    || vec![(gemm_naive::def(), vec![8, 8, 0], every_shape)],
 );
 
 /// The f32 problem of `TunedGemm::run` (row-major A, B and C), alpha 1, beta 0.
@@ -957,7 +957,7 @@ static NAIVE_AND_F32: GemmKind<f32, f32> = GemmKind::new(
     GemmPrecision::F32,
     MatrixLayout::RowMajor,
     || vec![gemm_naive::def(), warpforge_kernels::gemm::gemm_f32::def()],
-    || vec![(gemm_naive::def(), vec![8, 8, 0])],
+    || vec![(gemm_naive::def(), vec![8, 8, 0], every_shape)],
 );
 
 #[test]

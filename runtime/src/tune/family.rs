@@ -62,14 +62,15 @@ pub struct Call<'a> {
 /// The variants of one operation, drawn from one or more kernels that take
 /// the same parameters and compute the same result (e.g. the f16 GEMM's
 /// `mma.sync` kernel for sm_80 and its `wmma` form for sm_70), and the
-/// heuristic default: a fixed list of preferred variants, of which the first
-/// that can take a call is used when nothing was tuned for it.
+/// heuristic default: a fixed list of preferred variants, each for the calls
+/// of some shapes or of all, of which the first that can take a call is used
+/// when nothing was tuned for it.
 #[derive(Clone, Debug)]
 pub struct Family {
     name: String,
     candidates: Vec<Candidate>,
-    /// Indices into `candidates`, most preferred first.
-    preferred: Vec<usize>,
+    /// Most preferred first.
+    preferred: Vec<Preference>,
     codegen_version: String,
 }
 
@@ -110,7 +111,19 @@ impl Family {
     }
 
     /// Appends a variant to the heuristic default's preference list.
-    pub fn prefer(mut self, def: &KernelDef, consts: &[i64]) -> Result<Family, Error> {
+    pub fn prefer(self, def: &KernelDef, consts: &[i64]) -> Result<Family, Error> {
+        self.prefer_for(def, consts, |_| true)
+    }
+
+    /// Appends a variant to the heuristic default's preference list for
+    /// the calls whose shape bucket `applies` admits (a narrow tile for a
+    /// GEMM of few rows, say); other calls pass over it.
+    pub fn prefer_for(
+        mut self,
+        def: &KernelDef,
+        consts: &[i64],
+        applies: fn(&ShapeBucket) -> bool,
+    ) -> Result<Family, Error> {
         let index = self
             .candidates
             .iter()
@@ -124,7 +137,10 @@ impl Family {
                     self.name
                 ))
             })?;
-        self.preferred.push(index);
+        self.preferred.push(Preference {
+            candidate: index,
+            applies,
+        });
         Ok(self)
     }
 
@@ -154,7 +170,8 @@ impl Family {
         let usable = |&i: &usize| check_candidate(&self.candidates[i], call, device).is_ok();
         self.preferred
             .iter()
-            .copied()
+            .filter(|p| (p.applies)(&call.shape))
+            .map(|p| p.candidate)
             .find(usable)
             .or_else(|| (0..self.candidates.len()).find(usable))
     }
@@ -178,6 +195,15 @@ impl Family {
             shape: call.shape,
         }
     }
+}
+
+/// A variant of the heuristic default ([`Family::prefer_for`]).
+#[derive(Clone, Copy, Debug)]
+struct Preference {
+    /// An index into the family's candidates.
+    candidate: usize,
+    /// Whether it is for a call of this shape.
+    applies: fn(&ShapeBucket) -> bool,
 }
 
 /// The parts of a tuning key that come from the device.
