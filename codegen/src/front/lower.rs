@@ -173,6 +173,8 @@ struct Lowerer<'e> {
     tuples: Vec<Vec<Binding>>,
     /// The closures passed to device functions ([`Binding::Closure`]).
     closures: Vec<scope::Closure>,
+    /// Whether the statements being lowered are a closure's body.
+    in_closure: bool,
     /// Per statement being lowered, innermost last: the statements of the
     /// device functions its expressions call, which run before it.
     hoisted: Vec<Block>,
@@ -219,6 +221,7 @@ impl<'e> Lowerer<'e> {
             views: Vec::new(),
             tuples: Vec::new(),
             closures: Vec::new(),
+            in_closure: false,
             hoisted: Vec::new(),
             hoist_barrier: None,
             calls: Vec::new(),

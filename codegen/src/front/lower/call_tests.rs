@@ -734,6 +734,11 @@ fn closure_mistakes_are_reported() {
         &[],
         &["a closure is only an argument of a device function whose parameter takes one"],
     );
+    assert_call_error(
+        "fn k(y: &mut [u32]) { for_each_row::<2>(0, |i, r| { if r > 0 { return; } y[i] = 1; }); }",
+        &[f],
+        &["`return` in a closure passed to a device function would end the kernel's thread"],
+    );
     // In the closure's body, the errors of any code, at its place.
     assert_call_error(
         "fn k(y: &mut [u32]) { for_each_row::<2>(0, |i, r| { y[i] = 1.5; }); }",

@@ -76,6 +76,7 @@ pub(super) struct CallerState {
     type_args: Vec<(Ident, Scalar)>,
     loop_depth: u32,
     caller: Option<usize>,
+    in_closure: bool,
 }
 
 impl Lowerer<'_> {
@@ -179,6 +180,7 @@ impl Lowerer<'_> {
             type_args: std::mem::replace(&mut self.type_args, type_args),
             loop_depth: std::mem::replace(&mut self.loop_depth, 0),
             caller: self.caller.replace(f),
+            in_closure: std::mem::replace(&mut self.in_closure, false),
         }
     }
 
@@ -192,6 +194,7 @@ impl Lowerer<'_> {
             type_args: std::mem::replace(&mut self.type_args, type_args),
             loop_depth: std::mem::replace(&mut self.loop_depth, 0),
             caller: std::mem::replace(&mut self.caller, caller),
+            in_closure: std::mem::replace(&mut self.in_closure, true),
         }
     }
 
@@ -200,6 +203,7 @@ impl Lowerer<'_> {
         self.type_args = saved.type_args;
         self.loop_depth = saved.loop_depth;
         self.caller = saved.caller;
+        self.in_closure = saved.in_closure;
     }
 
     pub(super) fn leave_function(&mut self, saved: CallerState) {
@@ -208,5 +212,6 @@ impl Lowerer<'_> {
         self.type_args = saved.type_args;
         self.loop_depth = saved.loop_depth;
         self.caller = saved.caller;
+        self.in_closure = saved.in_closure;
     }
 }

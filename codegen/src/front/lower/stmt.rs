@@ -146,6 +146,10 @@ impl Lowerer<'_> {
                 out.push(Stmt::Continue);
                 Ok(())
             }
+            syn::Expr::Return(r) if self.in_closure => self.err(
+                r,
+                "`return` in a closure passed to a device function would end the kernel's thread, not the closure: guard the rest of the closure's body with `if` instead",
+            ),
             syn::Expr::Return(r) if self.caller.is_some() => self.err(
                 r,
                 "`return` is not supported in a device function: its result is the last expression of its body; choose it with `if`/`else`",
