@@ -55,7 +55,7 @@ pub(super) struct Closure {
     /// which runs nothing.
     pub(super) syntax: Option<syn::ExprClosure>,
     /// Its parameters' types, as the device function declares them.
-    pub(super) params: Vec<crate::ir::Scalar>,
+    pub(super) params: Vec<Scalar>,
     pub(super) scopes: Vec<Vec<(String, Binding)>>,
     pub(super) type_args: Vec<(Ident, Scalar)>,
     pub(super) caller: Option<usize>,
