@@ -53,11 +53,18 @@ pub enum Scalar {
     F32,
     /// `f64` (PTX only).
     F64,
+    /// `e4m3`: 8-bit float, 4 exponent and 3 mantissa bits, no infinities
+    /// (the host type is `float8::F8E4M3`; PTX only). A storage type:
+    /// kernels move it and multiply it with `wgmma`, nothing else.
+    E4m3,
+    /// `e5m2`: 8-bit float, 5 exponent and 2 mantissa bits (the host type is
+    /// `float8::F8E5M2`; PTX only). A storage type, as `e4m3`.
+    E5m2,
 }
 
 impl Scalar {
     /// Every scalar type, in declaration order.
-    pub const ALL: [Scalar; 11] = [
+    pub const ALL: [Scalar; 13] = [
         Scalar::Bool,
         Scalar::I8,
         Scalar::U8,
@@ -69,6 +76,8 @@ impl Scalar {
         Scalar::Bf16,
         Scalar::F32,
         Scalar::F64,
+        Scalar::E4m3,
+        Scalar::E5m2,
     ];
 
     /// The DSL (Rust) spelling of the type.
@@ -85,6 +94,8 @@ impl Scalar {
             Scalar::Bf16 => "bf16",
             Scalar::F32 => "f32",
             Scalar::F64 => "f64",
+            Scalar::E4m3 => "e4m3",
+            Scalar::E5m2 => "e5m2",
         }
     }
 
@@ -96,16 +107,23 @@ impl Scalar {
     /// Size in memory (global or shared), in bytes. `bool` is stored as one byte.
     pub fn size_bytes(self) -> u32 {
         match self {
-            Scalar::Bool | Scalar::I8 | Scalar::U8 => 1,
+            Scalar::Bool | Scalar::I8 | Scalar::U8 | Scalar::E4m3 | Scalar::E5m2 => 1,
             Scalar::F16 | Scalar::Bf16 => 2,
             Scalar::I32 | Scalar::U32 | Scalar::F32 => 4,
             Scalar::I64 | Scalar::U64 | Scalar::F64 => 8,
         }
     }
 
-    /// Whether this is `f16`, `bf16`, `f32` or `f64`.
+    /// Whether this is `f16`, `bf16`, `f32` or `f64`: a float kernels
+    /// compute with (the 8-bit floats are not).
     pub fn is_float(self) -> bool {
         matches!(self, Scalar::F16 | Scalar::Bf16 | Scalar::F32 | Scalar::F64)
+    }
+
+    /// Whether this is a storage type (`e4m3`, `e5m2`): kernels load, store
+    /// and copy it and hand it to `wgmma`, but compute nothing with it.
+    pub fn is_storage_only(self) -> bool {
+        matches!(self, Scalar::E4m3 | Scalar::E5m2)
     }
 
     /// Whether this is an integer type (`bool` is not).
@@ -511,9 +529,7 @@ pub enum MbarrierOp {
 /// The input type of a [`Wgmma`], which fixes its k, its accumulator type
 /// and its legal N. One instruction reads 32 bytes of k of each row: k16
 /// for the 16-bit types, k8 for tf32 (`f32` tiles whose low 13 bits the
-/// hardware ignores), k32 for the 8-bit ones. The DSL has no fp8 scalar:
-/// e4m3 and e5m2 tiles are `u8` arrays holding the bit patterns, and only
-/// the function's name says how the bytes are read.
+/// hardware ignores), k32 for the 8-bit ones.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum WgmmaKind {
     /// f16 inputs, f32 accumulators, k16.
@@ -526,9 +542,9 @@ pub enum WgmmaKind {
     S8,
     /// u8 inputs, s32 accumulators, k32.
     U8,
-    /// fp8 e4m3 inputs (`u8` bit patterns), f32 accumulators, k32.
+    /// fp8 e4m3 inputs, f32 accumulators, k32.
     E4m3,
-    /// fp8 e5m2 inputs (`u8` bit patterns), f32 accumulators, k32.
+    /// fp8 e5m2 inputs, f32 accumulators, k32.
     E5m2,
 }
 
@@ -560,18 +576,17 @@ impl WgmmaKind {
 
     /// The generic function of every element type that has a generic form,
     /// `wgmma_m64::<T, N>`: the k of one instruction is 32 bytes of `T`
-    /// (k16 for f16/bf16, k8 for tf32 on `f32`, k32 for i8/u8).
+    /// (k16 for f16/bf16, k8 for tf32 on `f32`, k32 for i8/u8/e4m3/e5m2).
     pub const ANY_TYPE_FUNCTION: &'static str = "wgmma_m64";
 
     /// The generic function whose element type picks this form
     /// (`wgmma_m64k16::<T, N>`, `wgmma_m64k8::<f32, N>`,
-    /// `wgmma_m64k32::<i8, N>`); none for fp8, whose tiles are `u8`.
-    pub fn generic_function(self) -> Option<&'static str> {
+    /// `wgmma_m64k32::<i8, N>`, `wgmma_m64k32::<e4m3, N>`).
+    pub fn generic_function(self) -> &'static str {
         match self {
-            WgmmaKind::F16 | WgmmaKind::Bf16 => Some("wgmma_m64k16"),
-            WgmmaKind::Tf32 => Some("wgmma_m64k8"),
-            WgmmaKind::S8 | WgmmaKind::U8 => Some("wgmma_m64k32"),
-            WgmmaKind::E4m3 | WgmmaKind::E5m2 => None,
+            WgmmaKind::F16 | WgmmaKind::Bf16 => "wgmma_m64k16",
+            WgmmaKind::Tf32 => "wgmma_m64k8",
+            WgmmaKind::S8 | WgmmaKind::U8 | WgmmaKind::E4m3 | WgmmaKind::E5m2 => "wgmma_m64k32",
         }
     }
 
@@ -582,7 +597,9 @@ impl WgmmaKind {
             WgmmaKind::Bf16 => Scalar::Bf16,
             WgmmaKind::Tf32 => Scalar::F32,
             WgmmaKind::S8 => Scalar::I8,
-            WgmmaKind::U8 | WgmmaKind::E4m3 | WgmmaKind::E5m2 => Scalar::U8,
+            WgmmaKind::U8 => Scalar::U8,
+            WgmmaKind::E4m3 => Scalar::E4m3,
+            WgmmaKind::E5m2 => Scalar::E5m2,
         }
     }
 

@@ -165,7 +165,9 @@ fn int_text(value: i64, ty: Scalar) -> String {
             1 => "true".to_string(),
             other => other.to_string(),
         },
-        Scalar::U8 | Scalar::U32 | Scalar::U64 => (value as u64).to_string(),
+        Scalar::U8 | Scalar::U32 | Scalar::U64 | Scalar::E4m3 | Scalar::E5m2 => {
+            (value as u64).to_string()
+        }
         Scalar::I8
         | Scalar::I32
         | Scalar::I64

@@ -333,6 +333,8 @@ fn rust_type(s: Scalar) -> TokenStream2 {
     match s {
         Scalar::F16 => quote!(::warpforge::f16),
         Scalar::Bf16 => quote!(::warpforge::bf16),
+        Scalar::E4m3 => quote!(::warpforge::e4m3),
+        Scalar::E5m2 => quote!(::warpforge::e5m2),
         other => {
             let ident = Ident::new(other.name(), Span::call_site());
             quote!(#ident)

@@ -2,8 +2,8 @@
 //! TMA fills, one producer warpgroup and two consumer warpgroups that
 //! hand stages to each other through mbarriers, written in the DSL over
 //! the device functions below, [`crate::tile`] and [`crate::epilogue`].
-//! Built as `gemm_wgmma_f16`, `gemm_wgmma_bf16`, `gemm_wgmma_tf32` and
-//! `gemm_wgmma_s8`.
+//! Built as `gemm_wgmma_f16`, `gemm_wgmma_bf16`, `gemm_wgmma_tf32`,
+//! `gemm_wgmma_s8`, `gemm_wgmma_e4m3` and `gemm_wgmma_e5m2`.
 
 use warpforge::prelude::*;
 use warpforge::{BufferRef, KernelVariant, MatrixLayout};
@@ -22,7 +22,7 @@ use crate::{epilogue, tile};
 /// block loaded before this tile, which places its first in the ring. Run
 /// by one thread.
 #[device]
-pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u32, T: Number>(
+pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u32, T>(
     #[shared] a_tiles: &mut [[[T; BK]; BM]; STAGES],
     #[shared] b_tiles: &mut [[[T; BK]; BN]; STAGES],
     #[shared] full: &mut [u64; STAGES],
@@ -62,7 +62,7 @@ pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u3
 /// A consumer warpgroup's loop over one tile: for each k-tile, wait for its
 /// stage to be full, accumulate its 64 rows from `m0` times B's `BN` rows
 /// with wgmmas of 32 bytes of k each (`wgmma_m64`: k16 for 16-bit `T`, k8
-/// for tf32, k32 for s8), and once the previous k-tile's wgmmas are done
+/// for tf32, k32 for the 8-bit types), and once the previous k-tile's wgmmas are done
 /// (the wait leaves this one's in flight) release that stage to the
 /// producer; the last stage once all are done. Every thread of every
 /// consumer arrives on `empty`. `ring` places the first k-tile as in
@@ -74,7 +74,7 @@ pub fn multiply_stages<
     const BK: u32,
     const STAGES: u32,
     const NJ: u32,
-    T: Number,
+    T,
     D: Number,
 >(
     acc: &mut [[D; 4]; NJ],
@@ -130,7 +130,9 @@ pub fn multiply_stages<
 /// TMA's row strides). Built as `gemm_wgmma_f16`, `gemm_wgmma_bf16`,
 /// `gemm_wgmma_tf32` (f32 operands, which wgmma reads as tf32 by dropping
 /// the low 13 mantissa bits: truncation, where `gemm_tf32` and cuBLAS round
-/// to nearest) and `gemm_wgmma_s8` (exact, wrapping past i32).
+/// to nearest), `gemm_wgmma_s8` (exact, wrapping past i32) and
+/// `gemm_wgmma_e4m3` and `gemm_wgmma_e5m2` (8-bit float operands, bf16 C:
+/// the scales of a scaled fp8 product go in `alpha`).
 ///
 /// A block computes `BM x BN` tiles of C with `1 + BM / 64` warpgroups:
 /// the first runs the producer, `load_stages`, in one thread; each other
@@ -154,7 +156,9 @@ pub fn multiply_stages<
         gemm_wgmma_f16 = <f16, f16, f32>,
         gemm_wgmma_bf16 = <bf16, bf16, f32>,
         gemm_wgmma_tf32 = <f32, f32, f32>,
-        gemm_wgmma_s8 = <i8, i32, i32>
+        gemm_wgmma_s8 = <i8, i32, i32>,
+        gemm_wgmma_e4m3 = <e4m3, bf16, f32>,
+        gemm_wgmma_e5m2 = <e5m2, bf16, f32>
     ),
     tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6]),
     constrain(
@@ -173,14 +177,7 @@ pub fn multiply_stages<
         batches == 1 || stride_a % (16 / T::BYTES) == 0 && stride_b % (16 / T::BYTES) == 0
     )
 )]
-pub fn gemm_wgmma<
-    const BM: u32,
-    const BN: u32,
-    const STAGES: u32,
-    T: Number,
-    O: Number,
-    S: Number,
->(
+pub fn gemm_wgmma<const BM: u32, const BN: u32, const STAGES: u32, T, O: Number, S: Number>(
     #[tensor_map(
         shape = [batches, m, k],
         strides = [stride_a, k],
@@ -302,6 +299,8 @@ pub fn walks_its_tiles(def: &KernelDef) -> bool {
         gemm_wgmma_bf16::def(),
         gemm_wgmma_tf32::def(),
         gemm_wgmma_s8::def(),
+        gemm_wgmma_e4m3::def(),
+        gemm_wgmma_e5m2::def(),
     ];
     instances.into_iter().any(|d| std::ptr::eq(d, def))
 }
@@ -327,35 +326,63 @@ pub fn persistent_grid(
     Ok(Grid::blocks([blocks.max(1), 1, 1]))
 }
 
+/// What the refusals of a wgmma GEMM say to use instead, for layouts and
+/// for k (or batch strides) in other than whole 16-byte chunks: the
+/// messages of [`VariantLayouts::Fixed`] and [`Chunks`].
+struct Instead {
+    layouts: &'static str,
+    chunks: &'static str,
+}
+
+/// [`Instead`] for an element type whose sm_80 family, `$family`, takes
+/// every layout and k.
+macro_rules! sm80_family_instead {
+    ($family:literal) => {
+        Instead {
+            layouts: concat!(
+                "the wgmma GEMMs read k-contiguous A and B: store A row-major and B \
+                 column-major, or use a `",
+                $family,
+                "` variant of the layouts you have"
+            ),
+            chunks: concat!(
+                "the TMA moves rows of whole 16-byte chunks: use a `",
+                $family,
+                "` variant with ALIGNED = false"
+            ),
+        }
+    };
+}
+
+/// [`Instead`] for the 8-bit floats, which have no sm_80 family.
+const FP8_INSTEAD: Instead = Instead {
+    layouts: "the fp8 GEMMs read k-contiguous A and B (as cuBLASLt's fp8 GEMMs do): store A \
+              row-major and B column-major (B transposed)",
+    chunks: "the TMA moves rows of whole 16-byte chunks (16 fp8 elements): pad k, and the \
+             batch strides, to a multiple of 16",
+};
+
 /// The [`GemmVariant`] of each instance: its types, the TN layouts (others
 /// are refused with what to use instead), 16-byte chunks of `CH` elements,
 /// GELU on float outputs, and the `bias` of a launch without one (A where
 /// it has C's type).
 macro_rules! wgmma_variants {
-    ($($name:ident: $elem:ident => $out:ident, $scale:ident, $other:literal, $gelu:literal, $stand_in:expr;)*) => {$(
+    ($($name:ident: $elem:ident => $out:ident, $scale:ident, $gelu:literal, $stand_in:expr, $instead:expr;)*) => {$(
         impl GemmVariant for $name::Consts {
             type Elem = $elem;
             type Out = $out;
             type Scale = $scale;
             fn takes(&self) -> VariantTakes {
+                const INSTEAD: Instead = $instead;
                 VariantTakes {
                     layouts: VariantLayouts::Fixed {
                         a: MatrixLayout::RowMajor,
                         b: MatrixLayout::ColMajor,
-                        other: concat!(
-                            "the wgmma GEMMs read k-contiguous A and B: store A row-major and B \
-                             column-major, or use a `",
-                            $other,
-                            "` variant of the layouts you have"
-                        ),
+                        other: INSTEAD.layouts,
                     },
                     chunks: Some(Chunks {
                         elements: 16 / std::mem::size_of::<$elem>() as u32,
-                        otherwise: concat!(
-                            "the TMA moves rows of whole 16-byte chunks: use a `",
-                            $other,
-                            "` variant with ALIGNED = false"
-                        ),
+                        otherwise: INSTEAD.chunks,
                     }),
                     gelu: $gelu,
                 }
@@ -374,8 +401,10 @@ macro_rules! wgmma_variants {
 }
 
 wgmma_variants! {
-    gemm_wgmma_f16: f16 => f16, f32, "gemm_f16", true, Some;
-    gemm_wgmma_bf16: bf16 => bf16, f32, "gemm_bf16", true, Some;
-    gemm_wgmma_tf32: f32 => f32, f32, "gemm_tf32", true, Some;
-    gemm_wgmma_s8: i8 => i32, i32, "gemm_s8", false, |_| None;
+    gemm_wgmma_f16: f16 => f16, f32, true, Some, sm80_family_instead!("gemm_f16");
+    gemm_wgmma_bf16: bf16 => bf16, f32, true, Some, sm80_family_instead!("gemm_bf16");
+    gemm_wgmma_tf32: f32 => f32, f32, true, Some, sm80_family_instead!("gemm_tf32");
+    gemm_wgmma_s8: i8 => i32, i32, false, |_| None, sm80_family_instead!("gemm_s8");
+    gemm_wgmma_e4m3: e4m3 => bf16, f32, true, |_| None, FP8_INSTEAD;
+    gemm_wgmma_e5m2: e5m2 => bf16, f32, true, |_| None, FP8_INSTEAD;
 }

@@ -42,6 +42,8 @@ pub fn all() -> Vec<&'static KernelDef> {
         gemm_wgmma::gemm_wgmma_bf16::def(),
         gemm_wgmma::gemm_wgmma_tf32::def(),
         gemm_wgmma::gemm_wgmma_s8::def(),
+        gemm_wgmma::gemm_wgmma_e4m3::def(),
+        gemm_wgmma::gemm_wgmma_e5m2::def(),
         gemm_sparse::gemm_sparse_f16::def(),
         gemm_sparse::gemm_sparse_bf16::def(),
         sparse::device::prune_2_4_f16::def(),

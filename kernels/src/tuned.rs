@@ -68,15 +68,18 @@ use warpforge::tune::{
     Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket, TuneJob, Workload,
 };
 use warpforge::{
-    bf16, f16, ArgInfo, BufferMut, BufferRef, DeviceBuffer, DeviceScalar, Error, GemmPrecision,
-    KernelArg, MatrixLayout, Runtime,
+    bf16, e4m3, e5m2, f16, ArgInfo, BufferMut, BufferRef, DeviceBuffer, DeviceScalar, Error,
+    GemmPrecision, KernelArg, MatrixLayout, Runtime,
 };
 
 use crate::gemm::{gemm_f32, DEFAULT_F32};
 use crate::gemm_problem::{check_lengths, reference_epilogue, Activation, GemmBatch, GemmProblem};
 use crate::gemm_sparse::{self, gemm_sparse_bf16, gemm_sparse_f16};
 use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
-use crate::gemm_wgmma::{self, gemm_wgmma_bf16, gemm_wgmma_f16, gemm_wgmma_s8, gemm_wgmma_tf32};
+use crate::gemm_wgmma::{
+    self, gemm_wgmma_bf16, gemm_wgmma_e4m3, gemm_wgmma_e5m2, gemm_wgmma_f16, gemm_wgmma_s8,
+    gemm_wgmma_tf32,
+};
 use crate::gemm_wmma::gemm_f16_wmma;
 use crate::sparse::device::DeviceCompressed;
 use crate::sparse::{metadata_words, value_cols, Compressed, SparseElement};
@@ -263,6 +266,37 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
     },
 );
 
+/// The fp8 e4m3 GEMM (e4m3 A and B, f32 accumulation, bf16 C, f32 alpha
+/// and beta; A row-major, B column-major, k a multiple of 16): only the
+/// sm_90a kernel [`gemm_wgmma_e4m3`], so it runs on compute capability 9.0
+/// only. Heuristic default as [`GEMM_S8`]'s on Hopper (the 8-bit types
+/// share the tile shapes: 128 bytes of k per stage).
+pub const GEMM_E4M3: GemmKind<e4m3, bf16> = GemmKind::new(
+    "gemm_e4m3",
+    GemmPrecision::E4m3,
+    MatrixLayout::ColMajor,
+    || vec![gemm_wgmma_e4m3::def()],
+    || fp8_defaults(gemm_wgmma_e4m3::def()),
+);
+
+/// The fp8 e5m2 GEMM, as [`GEMM_E4M3`] (kernel [`gemm_wgmma_e5m2`]).
+pub const GEMM_E5M2: GemmKind<e5m2, bf16> = GemmKind::new(
+    "gemm_e5m2",
+    GemmPrecision::E5m2,
+    MatrixLayout::ColMajor,
+    || vec![gemm_wgmma_e5m2::def()],
+    || fp8_defaults(gemm_wgmma_e5m2::def()),
+);
+
+/// The heuristic default of an fp8 `wgmma` kernel: the few-rows tile, then
+/// 128 x 256 in 4 stages.
+fn fp8_defaults(def: &'static KernelDef) -> Vec<Preference> {
+    vec![
+        (def, WGMMA_FEW_ROWS.values(), few_rows),
+        (def, wgmma_default(4), every_shape),
+    ]
+}
+
 /// The 2:4 sparse f16 GEMM [`gemm_sparse_f16`] (A sparse and compressed,
 /// [`SparseA`]; B column-major in [`TunedGemm::run`]; f16 C, f32
 /// accumulation). Heuristic default: [`gemm_sparse::default_variant`]'s,
@@ -411,6 +445,22 @@ macro_rules! half_gemm_element {
     )*};
 }
 half_gemm_element!(f16, bf16);
+
+/// The 8-bit floats: random f32 inputs rounded to the type.
+macro_rules! fp8_gemm_element {
+    ($($fp8:ident),*) => {$(
+        impl GemmElement for $fp8 {
+            const POISON: Self = $fp8::NAN;
+            fn random(rng: &mut StdRng) -> Self {
+                $fp8::from_f32(f32::random(rng))
+            }
+            fn to_f64(self) -> f64 {
+                $fp8::to_f64(&self)
+            }
+        }
+    )*};
+}
+fp8_gemm_element!(e4m3, e5m2);
 
 impl GemmElement for i8 {
     const POISON: Self = i8::MIN;
@@ -860,8 +910,9 @@ impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmKind<I, O, A> {
     /// order), times the activation's largest slope, plus GELU's evaluation
     /// in f32 (2^-10 of the magnitude), plus the rounding of the output,
     /// `u_out * (|value| + that)`, plus half its smallest subnormal. `u` is
-    /// 2^-24 for f32 FMAs and 2^-23 on Tensor Cores (their adders may
-    /// truncate); tf32 adds the rounding of both inputs; i8 is exact.
+    /// 2^-24 for f32 FMAs, 2^-23 on Tensor Cores (their adders may
+    /// truncate) and 2^-13 for the fp8 ones (their sums keep about 14 bits);
+    /// tf32 adds the rounding of both inputs; i8 is exact.
     /// `tests/src/compare.rs`'s `GemmTolerance` is the same bound, for the
     /// GPU tier.
     pub fn allowed_error(&self, k: u32, activation: Activation, magnitude: f64, value: f64) -> f64 {
@@ -878,6 +929,9 @@ impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmKind<I, O, A> {
             ),
             GemmPrecision::F16 => (2f64.powi(-23), 0.0, 2f64.powi(-11), 2f64.powi(-24)),
             GemmPrecision::Bf16 => (2f64.powi(-23), 0.0, 2f64.powi(-8), 2f64.powi(-133)),
+            GemmPrecision::E4m3 | GemmPrecision::E5m2 => {
+                (2f64.powi(-13), 0.0, 2f64.powi(-8), 2f64.powi(-133))
+            }
         };
         let n = f64::from(k) + 3.0;
         let gamma = n * unit / (1.0 - n * unit);

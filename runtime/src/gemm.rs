@@ -72,16 +72,24 @@ pub enum GemmPrecision {
     /// f32 A and B, products summed in f32 (fused multiply-adds, no Tensor
     /// Cores), f32 C.
     F32,
+    /// e4m3 A and B (8-bit floats), products summed in f32 by the Tensor
+    /// Cores (Hopper's fp8 MMA keeps fewer bits in its sums than f32 does),
+    /// C rounded to bf16.
+    E4m3,
+    /// e5m2 A and B, as [`GemmPrecision::E4m3`].
+    E5m2,
 }
 
 impl GemmPrecision {
     /// Every precision, in declaration order.
-    pub const ALL: [GemmPrecision; 5] = [
+    pub const ALL: [GemmPrecision; 7] = [
         GemmPrecision::F16,
         GemmPrecision::Bf16,
         GemmPrecision::Tf32,
         GemmPrecision::I8,
         GemmPrecision::F32,
+        GemmPrecision::E4m3,
+        GemmPrecision::E5m2,
     ];
 
     /// The element type of A and B.
@@ -91,6 +99,8 @@ impl GemmPrecision {
             GemmPrecision::Bf16 => Scalar::Bf16,
             GemmPrecision::Tf32 | GemmPrecision::F32 => Scalar::F32,
             GemmPrecision::I8 => Scalar::I8,
+            GemmPrecision::E4m3 => Scalar::E4m3,
+            GemmPrecision::E5m2 => Scalar::E5m2,
         }
     }
 
@@ -106,13 +116,13 @@ impl GemmPrecision {
     pub fn output(self) -> Scalar {
         match self {
             GemmPrecision::F16 => Scalar::F16,
-            GemmPrecision::Bf16 => Scalar::Bf16,
+            GemmPrecision::Bf16 | GemmPrecision::E4m3 | GemmPrecision::E5m2 => Scalar::Bf16,
             GemmPrecision::Tf32 | GemmPrecision::F32 => Scalar::F32,
             GemmPrecision::I8 => Scalar::I32,
         }
     }
 
-    /// `f16`, `bf16`, `tf32`, `i8` or `f32`.
+    /// `f16`, `bf16`, `tf32`, `i8`, `f32`, `e4m3` or `e5m2`.
     pub fn name(self) -> &'static str {
         match self {
             GemmPrecision::F16 => "f16",
@@ -120,6 +130,8 @@ impl GemmPrecision {
             GemmPrecision::Tf32 => "tf32",
             GemmPrecision::I8 => "i8",
             GemmPrecision::F32 => "f32",
+            GemmPrecision::E4m3 => "e4m3",
+            GemmPrecision::E5m2 => "e5m2",
         }
     }
 }
@@ -178,6 +190,10 @@ mod tests {
             "bf16 (bf16 x bf16 -> bf16, f32 accumulation)"
         );
         let names: Vec<_> = GemmPrecision::ALL.iter().map(|p| p.name()).collect();
-        assert_eq!(names, ["f16", "bf16", "tf32", "i8", "f32"]);
+        assert_eq!(names, ["f16", "bf16", "tf32", "i8", "f32", "e4m3", "e5m2"]);
+        assert_eq!(
+            GemmPrecision::E4m3.to_string(),
+            "e4m3 (e4m3 x e4m3 -> bf16, f32 accumulation)"
+        );
     }
 }

@@ -53,7 +53,18 @@ mod wgpu_backend;
 /// when it shares contexts, streams and device memory with warpforge.
 #[cfg(feature = "cuda")]
 pub use cudarc;
+/// The crate of the 8-bit float types, so an app names the same version.
+pub use float8;
 pub use half::{bf16, f16};
+/// The language's `e4m3`: an 8-bit float with 4 exponent and 3 mantissa
+/// bits and no infinities (`float8::F8E4M3`, the "e4m3fn" of PyTorch and
+/// CUDA's `__nv_fp8_e4m3`). Kernels move it and multiply it with `wgmma`.
+#[allow(non_camel_case_types)]
+pub type e4m3 = float8::F8E4M3;
+/// The language's `e5m2`: an 8-bit float with 5 exponent and 2 mantissa
+/// bits (`float8::F8E5M2`, CUDA's `__nv_fp8_e5m2`).
+#[allow(non_camel_case_types)]
+pub type e5m2 = float8::F8E5M2;
 pub use warpforge_codegen::eval::HostValue;
 pub use warpforge_codegen::ir::Scalar;
 pub use warpforge_codegen::KernelDef;

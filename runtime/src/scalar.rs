@@ -68,6 +68,9 @@ device_scalar! {
     bf16 => Bf16, |v| Literal::Float(v.to_f64()), u64::from(v.to_bits());
     f32 => F32, |v| Literal::Float(f64::from(v)), u64::from(v.to_bits());
     f64 => F64, |v| Literal::Float(v), v.to_bits();
+    // The 8-bit floats are storage types: `requires` sees their bits.
+    crate::e4m3 => E4m3, |v| Literal::Int(i64::from(v.to_bits())), u64::from(v.to_bits());
+    crate::e5m2 => E5m2, |v| Literal::Int(i64::from(v.to_bits())), u64::from(v.to_bits());
 }
 
 #[cfg(test)]
@@ -85,6 +88,8 @@ mod tests {
         assert_eq!(f16::from_f32(1.0).param_bits(), 0x3c00);
         assert_eq!(bf16::from_f32(1.0).param_bits(), 0x3f80);
         assert_eq!(2.0f64.param_bits(), 0x4000_0000_0000_0000);
+        assert_eq!(crate::e4m3::from_f32(1.0).param_bits(), 0x38);
+        assert_eq!(crate::e5m2::from_f32(1.0).param_bits(), 0x3c);
     }
 
     #[test]

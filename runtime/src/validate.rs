@@ -304,7 +304,14 @@ fn fits(ty: Scalar, value: i64) -> bool {
         Scalar::I32 => i32::try_from(value).is_ok(),
         Scalar::U32 => u32::try_from(value).is_ok(),
         // Every i64 is the bits of some i64 or u64; floats are never const params.
-        Scalar::I64 | Scalar::U64 | Scalar::F16 | Scalar::Bf16 | Scalar::F32 | Scalar::F64 => true,
+        Scalar::I64
+        | Scalar::U64
+        | Scalar::F16
+        | Scalar::Bf16
+        | Scalar::F32
+        | Scalar::F64
+        | Scalar::E4m3
+        | Scalar::E5m2 => true,
     }
 }
 

@@ -449,6 +449,14 @@ impl CheckedGemm for gemm_wgmma::gemm_wgmma_s8::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::I8;
 }
 
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_e4m3::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::E4m3;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_e5m2::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::E5m2;
+}
+
 impl CheckedGemm for gemm_wmma::gemm_f16_wmma::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::F16;
 }
@@ -690,7 +698,7 @@ pub fn judge_gemm(
     // terms each output sums (`compare::rel_l2_of_terms`).
     let typical_error = match tolerance.precision {
         GemmPrecision::I8 => 0.0,
-        GemmPrecision::Bf16 => 1e-2,
+        GemmPrecision::Bf16 | GemmPrecision::E4m3 | GemmPrecision::E5m2 => 1e-2,
         GemmPrecision::Tf32 => 2e-3,
         GemmPrecision::F16 | GemmPrecision::F32 => 1e-3,
     };

@@ -86,7 +86,10 @@ impl Deviation {
 ///   multiply-adds (`F32`), and 2^-23 on the Tensor Cores (`F16`, `Bf16`,
 ///   `Tf32`), whose adders may truncate instead of rounding (Fasi, Higham,
 ///   Mikaitis and Pranesh, "Numerical behavior of NVIDIA tensor cores",
-///   2021); f16, bf16 and tf32 products are exact in f32;
+///   2021); f16, bf16 and tf32 products are exact in f32; 2^-13 for the
+///   8-bit floats (`E4m3`, `E5m2`), whose products are exact but whose
+///   sums Hopper's fp8 MMA keeps in about 14 bits (DeepGEMM, 2025, measured
+///   on H800: it promotes its sums to f32 every 128 of k for that reason);
 /// - `input` is the rounding of the inputs: 0, except for `Tf32`, where each
 ///   of a and b may move by one tf32 unit in the last place (2^-10 relative:
 ///   `cvt.rna` moves it by at most half of that, truncation by all of it), so
@@ -123,6 +126,9 @@ impl GemmTolerance {
                 ),
                 GemmPrecision::F16 => (EPS_F32, 0.0, EPS_F16 / 2.0, F16_MIN_SUBNORMAL),
                 GemmPrecision::Bf16 => (EPS_F32, 0.0, EPS_BF16 / 2.0, BF16_MIN_SUBNORMAL),
+                GemmPrecision::E4m3 | GemmPrecision::E5m2 => {
+                    (FP8_MMA_UNIT, 0.0, EPS_BF16 / 2.0, BF16_MIN_SUBNORMAL)
+                }
             };
         let roundings = (self.k + 3) as f64;
         let nu = roundings * accumulation_unit;
@@ -144,6 +150,8 @@ const EPS_F32: f64 = f32::EPSILON as f64;
 const EPS_F16: f64 = 1.0 / 1024.0;
 const EPS_BF16: f64 = 1.0 / 128.0;
 const TF32_UNIT: f64 = 1.0 / 1024.0;
+/// The unit roundoff allowed to the fp8 MMA's sums: 2^-13 (see [`judge_gemm`]).
+const FP8_MMA_UNIT: f64 = 1.0 / 8192.0;
 /// The relative error of GELU evaluated in f32, `tanh.approx.f32` included.
 const GELU_EVALUATION: f64 = 1.0 / 1024.0;
 const F32_MIN_SUBNORMAL: f64 = 1.401_298_464_324_817e-45;

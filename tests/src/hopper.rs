@@ -3,7 +3,7 @@
 //! device can confirm.
 //!
 //! - `wgmma_sw128` and `wgmma_plain`, one instance per element type (f16,
-//!   bf16, tf32 on `f32` tiles, s8, u8, and e4m3/e5m2 on `u8` tiles): one
+//!   bf16, tf32 on `f32` tiles, s8, u8, e4m3, e5m2): one
 //!   warpgroup stores a 64 x K tile of A and an N x K tile of B (both
 //!   K-major: rows of K = 128 bytes of k) in shared memory in the layout a
 //!   swizzle needs (128-byte swizzle: 16-byte chunk `c` of row `r` at
@@ -54,28 +54,23 @@ pub fn store_wgmma_accumulators<D: Number, const H: u32>(acc: &[D; H], c: &mut [
 
 /// `c` (64 x N) = A (64 x K) times B (N x K) transposed over the first
 /// `STEPS` instructions' k (32 bytes each), through 128-byte swizzled tiles
-/// of rows of K = 128 bytes. `T` is the tiles' element type and `D` the
-/// accumulators': the instance picks the wgmma form (`u8` tiles with `f32`
-/// accumulators are fp8, e5m2 when `E5M2`, else e4m3).
+/// of rows of K = 128 bytes. `T` is the tiles' element type, which picks
+/// the wgmma form, and `D` the accumulators'.
 #[kernel(
     arch(sm_90a),
     block(128),
-    tune(N = [64, 128, 256], STEPS = [1, 4], E5M2 = [false, true]),
-    constrain(!E5M2 || T::BYTES == 1 && D::IS_FLOAT),
+    tune(N = [64, 128, 256], STEPS = [1, 4]),
     instances(
         wgmma_sw128_f16 = <f16, f32>,
         wgmma_sw128_bf16 = <bf16, f32>,
         wgmma_sw128_tf32 = <f32, f32>,
         wgmma_sw128_s8 = <i8, i32>,
         wgmma_sw128_u8 = <u8, i32>,
-        wgmma_sw128_fp8 = <u8, f32>
+        wgmma_sw128_e4m3 = <e4m3, f32>,
+        wgmma_sw128_e5m2 = <e5m2, f32>
     )
 )]
-pub fn wgmma_sw128<T: Number, D: Number, const N: u32, const STEPS: u32, const E5M2: bool>(
-    a: &[T],
-    b: &[T],
-    c: &mut [D],
-) {
+pub fn wgmma_sw128<T, D: Number, const N: u32, const STEPS: u32>(a: &[T], b: &[T], c: &mut [D]) {
     // Elements per 16-byte chunk, per 128-byte row, per instruction's k.
     const E: u32 = 16 / T::BYTES;
     const ROW: u32 = 8 * E;
@@ -99,44 +94,12 @@ pub fn wgmma_sw128<T: Number, D: Number, const N: u32, const STEPS: u32, const E
     wgmma_fence();
     #[unroll]
     for s in 0..STEPS {
-        if T::BYTES == 1 && D::IS_FLOAT {
-            if E5M2 {
-                wgmma_m64k32_e5m2::<N>(
-                    &mut acc,
-                    matrix_desc(&a_tile[0][s * KS], 128),
-                    matrix_desc(&b_tile[0][s * KS], 128),
-                    s > 0,
-                );
-            } else {
-                wgmma_m64k32_e4m3::<N>(
-                    &mut acc,
-                    matrix_desc(&a_tile[0][s * KS], 128),
-                    matrix_desc(&b_tile[0][s * KS], 128),
-                    s > 0,
-                );
-            }
-        } else if T::BYTES == 4 {
-            wgmma_m64k8::<T, N>(
-                &mut acc,
-                matrix_desc(&a_tile[0][s * KS], 128),
-                matrix_desc(&b_tile[0][s * KS], 128),
-                s > 0,
-            );
-        } else if T::BYTES == 2 {
-            wgmma_m64k16::<T, N>(
-                &mut acc,
-                matrix_desc(&a_tile[0][s * KS], 128),
-                matrix_desc(&b_tile[0][s * KS], 128),
-                s > 0,
-            );
-        } else {
-            wgmma_m64k32::<T, N>(
-                &mut acc,
-                matrix_desc(&a_tile[0][s * KS], 128),
-                matrix_desc(&b_tile[0][s * KS], 128),
-                s > 0,
-            );
-        }
+        wgmma_m64::<T, N>(
+            &mut acc,
+            matrix_desc(&a_tile[0][s * KS], 128),
+            matrix_desc(&b_tile[0][s * KS], 128),
+            s > 0,
+        );
     }
     wgmma_commit();
     wgmma_wait(0);
@@ -147,22 +110,18 @@ pub fn wgmma_sw128<T: Number, D: Number, const N: u32, const STEPS: u32, const E
 #[kernel(
     arch(sm_90a),
     block(128),
-    tune(N = [64, 128, 256], STEPS = [1, 4], E5M2 = [false, true]),
-    constrain(!E5M2 || T::BYTES == 1 && D::IS_FLOAT),
+    tune(N = [64, 128, 256], STEPS = [1, 4]),
     instances(
         wgmma_plain_f16 = <f16, f32>,
         wgmma_plain_bf16 = <bf16, f32>,
         wgmma_plain_tf32 = <f32, f32>,
         wgmma_plain_s8 = <i8, i32>,
         wgmma_plain_u8 = <u8, i32>,
-        wgmma_plain_fp8 = <u8, f32>
+        wgmma_plain_e4m3 = <e4m3, f32>,
+        wgmma_plain_e5m2 = <e5m2, f32>
     )
 )]
-pub fn wgmma_plain<T: Number, D: Number, const N: u32, const STEPS: u32, const E5M2: bool>(
-    a: &[T],
-    b: &[T],
-    c: &mut [D],
-) {
+pub fn wgmma_plain<T, D: Number, const N: u32, const STEPS: u32>(a: &[T], b: &[T], c: &mut [D]) {
     const E: u32 = 16 / T::BYTES;
     const ROW: u32 = 8 * E;
     let mut a_tile: [[[T; E]; 64]; 8] = shared();
@@ -184,44 +143,12 @@ pub fn wgmma_plain<T: Number, D: Number, const N: u32, const STEPS: u32, const E
     wgmma_fence();
     #[unroll]
     for s in 0..STEPS {
-        if T::BYTES == 1 && D::IS_FLOAT {
-            if E5M2 {
-                wgmma_m64k32_e5m2::<N>(
-                    &mut acc,
-                    matrix_desc(&a_tile[s * 2][0][0], 0),
-                    matrix_desc(&b_tile[s * 2][0][0], 0),
-                    s > 0,
-                );
-            } else {
-                wgmma_m64k32_e4m3::<N>(
-                    &mut acc,
-                    matrix_desc(&a_tile[s * 2][0][0], 0),
-                    matrix_desc(&b_tile[s * 2][0][0], 0),
-                    s > 0,
-                );
-            }
-        } else if T::BYTES == 4 {
-            wgmma_m64k8::<T, N>(
-                &mut acc,
-                matrix_desc(&a_tile[s * 2][0][0], 0),
-                matrix_desc(&b_tile[s * 2][0][0], 0),
-                s > 0,
-            );
-        } else if T::BYTES == 2 {
-            wgmma_m64k16::<T, N>(
-                &mut acc,
-                matrix_desc(&a_tile[s * 2][0][0], 0),
-                matrix_desc(&b_tile[s * 2][0][0], 0),
-                s > 0,
-            );
-        } else {
-            wgmma_m64k32::<T, N>(
-                &mut acc,
-                matrix_desc(&a_tile[s * 2][0][0], 0),
-                matrix_desc(&b_tile[s * 2][0][0], 0),
-                s > 0,
-            );
-        }
+        wgmma_m64::<T, N>(
+            &mut acc,
+            matrix_desc(&a_tile[s * 2][0][0], 0),
+            matrix_desc(&b_tile[s * 2][0][0], 0),
+            s > 0,
+        );
     }
     wgmma_commit();
     wgmma_wait(0);
@@ -435,18 +362,14 @@ fn check_wgmma<T: Copy + 'static>(
     }
 }
 
-/// Runs a wgmma test kernel's launcher on uploaded inputs with `E5M2` =
-/// `$e5m2`; the output is poisoned with `$poison` and read as f64.
+/// Runs a wgmma test kernel's launcher on uploaded inputs; the output is
+/// poisoned with `$poison` and read as f64.
 macro_rules! wgmma_launch {
-    ($rt:expr, $kernel:ident, $e5m2:expr, $poison:expr) => {
+    ($rt:expr, $kernel:ident, $poison:expr) => {
         |(n, steps): WgmmaConsts, a: &[_], b: &[_]| -> Result<Vec<f64>, Error> {
             let (da, db) = ($rt.upload(a)?, $rt.upload(b)?);
             let mut dc = $rt.upload(&vec![$poison; 64 * n as usize])?;
-            let consts = $kernel::Consts {
-                N: n,
-                STEPS: steps,
-                E5M2: $e5m2,
-            };
+            let consts = $kernel::Consts { N: n, STEPS: steps };
             $kernel::launch($rt, consts, Grid::blocks([1, 1, 1]), &da, &db, &mut dc)?;
             Ok($rt.download(&dc)?.into_iter().map(f64::from).collect())
         }
@@ -454,13 +377,13 @@ macro_rules! wgmma_launch {
 }
 
 /// Runs `check_wgmma` for each element type through both test kernels:
-/// `TYPE => SW128_KERNEL, PLAIN_KERNEL, E5M2, OUTPUT_POISON;`.
+/// `TYPE => SW128_KERNEL, PLAIN_KERNEL, OUTPUT_POISON;`.
 macro_rules! check_wgmma_types {
-    ($rt:expr, $inputs:expr, $report:expr, $($ty:expr => $sw128:ident, $plain:ident, $e5m2:expr, $poison:expr;)*) => {
+    ($rt:expr, $inputs:expr, $report:expr, $($ty:expr => $sw128:ident, $plain:ident, $poison:expr;)*) => {
         $(
-            let sw128 = wgmma_launch!($rt, $sw128, $e5m2, $poison);
+            let sw128 = wgmma_launch!($rt, $sw128, $poison);
             check_wgmma($report, $inputs, "128-byte swizzle", &$ty, sw128);
-            let plain = wgmma_launch!($rt, $plain, $e5m2, $poison);
+            let plain = wgmma_launch!($rt, $plain, $poison);
             check_wgmma($report, $inputs, "no swizzle", &$ty, plain);
         )*
     };
@@ -472,41 +395,19 @@ fn tf32_truncated(x: f32) -> f64 {
     f64::from(f32::from_bits(x.to_bits() & !0x1FFF))
 }
 
-/// The value of an e4m3 byte (sign, 4 exponent bits of bias 7, 3 mantissa
-/// bits; S.1111.111 is NaN).
-fn e4m3(b: u8) -> f64 {
-    fp8(b, 3, 7)
-}
-
-/// The value of an e5m2 byte (sign, 5 exponent bits of bias 15, 2 mantissa
-/// bits; an all-ones exponent is infinity or NaN).
-fn e5m2(b: u8) -> f64 {
-    fp8(b, 2, 15)
-}
-
-fn fp8(b: u8, mantissa_bits: u32, bias: i32) -> f64 {
-    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
-    let exponent = i32::from(b & 0x7F) >> mantissa_bits;
-    let mantissa = f64::from(b & ((1 << mantissa_bits) - 1)) / f64::from(1u32 << mantissa_bits);
-    let top = (1 << (7 - mantissa_bits)) - 1;
-    if mantissa_bits == 2 && exponent == top || mantissa_bits == 3 && b & 0x7F == 0x7F {
-        return f64::NAN;
-    }
-    match exponent {
-        0 => sign * mantissa * 2f64.powi(1 - bias),
-        e => sign * (1.0 + mantissa) * 2f64.powi(e - bias),
-    }
-}
-
-/// `n` random fp8 bytes whose values (read by `value`) are multiples of
-/// 1/2 up to 7 in magnitude: every product is a multiple of 1/4 below 50,
-/// so the sums of up to 128 of them are exact in f32 whatever the order.
-fn fp8_draw(inputs: &mut Inputs, n: usize, value: fn(u8) -> f64) -> Vec<u8> {
-    let codes: Vec<u8> = (0..=255u8)
-        .filter(|&b| {
-            let v = value(b);
-            v.abs() <= 7.0 && (2.0 * v).fract() == 0.0
-        })
+/// `n` random fp8 values (of the type whose byte `b` is `from_bits(b)`,
+/// read by `value`) that are multiples of 1/2 up to 7 in magnitude: every
+/// product is a multiple of 1/4 below 50, so the sums of up to 128 of them
+/// are exact in f32 whatever the order.
+fn fp8_draw<F: Copy>(
+    inputs: &mut Inputs,
+    n: usize,
+    from_bits: fn(u8) -> F,
+    value: fn(F) -> f64,
+) -> Vec<F> {
+    let codes: Vec<F> = (0..=255u8)
+        .map(from_bits)
+        .filter(|&x| value(x).abs() <= 7.0 && (2.0 * value(x)).fract() == 0.0)
         .collect();
     inputs
         .u32s(n)
@@ -561,19 +462,19 @@ const U8: WgmmaType<u8> = WgmmaType {
     tolerance: 0.0,
 };
 
-const E4M3: WgmmaType<u8> = WgmmaType {
+const E4M3: WgmmaType<e4m3> = WgmmaType {
     name: "e4m3",
     k: 32,
-    draw: |inputs, n| fp8_draw(inputs, n, e4m3),
-    widen: e4m3,
+    draw: |inputs, n| fp8_draw(inputs, n, e4m3::from_bits, |x| x.to_f64()),
+    widen: |x| x.to_f64(),
     tolerance: 1e-5,
 };
 
-const E5M2: WgmmaType<u8> = WgmmaType {
+const E5M2: WgmmaType<e5m2> = WgmmaType {
     name: "e5m2",
     k: 32,
-    draw: |inputs, n| fp8_draw(inputs, n, e5m2),
-    widen: e5m2,
+    draw: |inputs, n| fp8_draw(inputs, n, e5m2::from_bits, |x| x.to_f64()),
+    widen: |x| x.to_f64(),
     tolerance: 1e-5,
 };
 
@@ -582,13 +483,13 @@ const E5M2: WgmmaType<u8> = WgmmaType {
 pub fn check_wgmma_layouts(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
     let nan = f32::NAN;
     check_wgmma_types!(rt, inputs, report,
-        F16 => wgmma_sw128_f16, wgmma_plain_f16, false, nan;
-        BF16 => wgmma_sw128_bf16, wgmma_plain_bf16, false, nan;
-        TF32 => wgmma_sw128_tf32, wgmma_plain_tf32, false, nan;
-        S8 => wgmma_sw128_s8, wgmma_plain_s8, false, i32::MIN;
-        U8 => wgmma_sw128_u8, wgmma_plain_u8, false, i32::MIN;
-        E4M3 => wgmma_sw128_fp8, wgmma_plain_fp8, false, nan;
-        E5M2 => wgmma_sw128_fp8, wgmma_plain_fp8, true, nan;
+        F16 => wgmma_sw128_f16, wgmma_plain_f16, nan;
+        BF16 => wgmma_sw128_bf16, wgmma_plain_bf16, nan;
+        TF32 => wgmma_sw128_tf32, wgmma_plain_tf32, nan;
+        S8 => wgmma_sw128_s8, wgmma_plain_s8, i32::MIN;
+        U8 => wgmma_sw128_u8, wgmma_plain_u8, i32::MIN;
+        E4M3 => wgmma_sw128_e4m3, wgmma_plain_e4m3, nan;
+        E5M2 => wgmma_sw128_e5m2, wgmma_plain_e5m2, nan;
     );
 }
 
@@ -760,26 +661,20 @@ mod tests {
             (wgmma_plain_tf32::def(), "k8.f32.tf32.tf32"),
             (wgmma_sw128_s8::def(), "k32.s32.s8.s8"),
             (wgmma_plain_u8::def(), "k32.s32.u8.u8"),
-            (wgmma_sw128_fp8::def(), "k32.f32.e"),
-            (wgmma_plain_fp8::def(), "k32.f32.e"),
+            (wgmma_sw128_e4m3::def(), "k32.f32.e4m3.e4m3"),
+            (wgmma_plain_e5m2::def(), "k32.f32.e5m2.e5m2"),
         ];
         for (def, form) in defs {
             let variants = def.variants();
-            let fp8 = form.ends_with(".e");
-            assert_eq!(variants.len(), if fp8 { 12 } else { 6 }, "{}", def.ir.name);
+            assert_eq!(variants.len(), 6, "{}", def.ir.name);
             for consts in variants {
                 let ptx = compile_ptx(def, &consts, Arch::Sm90a)
                     .unwrap_or_else(|e| panic!("{}", e.message))
                     .text;
-                let form = match (fp8, consts[2]) {
-                    (false, _) => form.to_string(),
-                    (true, 0) => format!("{form}4m3.e4m3"),
-                    (true, _) => format!("{form}5m2.e5m2"),
-                };
                 let wgmmas = ptx
                     .lines()
                     .filter(|l| l.contains("wgmma.mma_async"))
-                    .inspect(|l| assert!(l.contains(&form), "{l}"))
+                    .inspect(|l| assert!(l.contains(form), "{l}"))
                     .count();
                 assert_eq!(wgmmas as i64, consts[1], "{}", def.variant_name(&consts));
             }
@@ -800,21 +695,31 @@ mod tests {
 
     #[test]
     fn the_host_reads_fp8_and_tf32_as_the_formats_define_them() {
-        assert_eq!(e4m3(0x38), 1.0);
-        assert_eq!(e4m3(0x7E), 448.0);
-        assert_eq!(e4m3(0x01), 2f64.powi(-9));
-        assert_eq!(e4m3(0xC4), -3.0);
-        assert!(e4m3(0x7F).is_nan() && !e4m3(0x78).is_nan());
-        assert_eq!(e5m2(0x3C), 1.0);
-        assert_eq!(e5m2(0x7B), 57344.0);
-        assert_eq!(e5m2(0x01), 2f64.powi(-16));
-        assert!(e5m2(0x7C).is_nan() && e5m2(0xFF).is_nan());
+        // e4m3: bias 7, no infinities, S.1111.111 the only NaN (the
+        // hardware's "e4m3fn"); e5m2: bias 15, IEEE-like.
+        let e4 = |b: u8| e4m3::from_bits(b).to_f64();
+        let e5 = |b: u8| e5m2::from_bits(b).to_f64();
+        assert_eq!(e4(0x38), 1.0);
+        assert_eq!(e4(0x7E), 448.0);
+        assert_eq!(e4(0x01), 2f64.powi(-9));
+        assert_eq!(e4(0xC4), -3.0);
+        assert!(e4(0x7F).is_nan() && !e4(0x78).is_nan());
+        assert_eq!(e5(0x3C), 1.0);
+        assert_eq!(e5(0x7B), 57344.0);
+        assert_eq!(e5(0x01), 2f64.powi(-16));
+        assert!(e5(0x7C).is_infinite() && e5(0xFF).is_nan());
         let mut inputs = Inputs::new(1);
-        for value in [e4m3 as fn(u8) -> f64, e5m2] {
-            let values: Vec<f64> = fp8_draw(&mut inputs, 4096, value)
+        let drawn: [Vec<f64>; 2] = [
+            fp8_draw(&mut inputs, 4096, e4m3::from_bits, |x| x.to_f64())
                 .into_iter()
-                .map(value)
-                .collect();
+                .map(|x| x.to_f64())
+                .collect(),
+            fp8_draw(&mut inputs, 4096, e5m2::from_bits, |x| x.to_f64())
+                .into_iter()
+                .map(|x| x.to_f64())
+                .collect(),
+        ];
+        for values in drawn {
             assert!(values
                 .iter()
                 .all(|v| v.abs() <= 7.0 && (2.0 * v).fract() == 0.0));

@@ -60,8 +60,8 @@ pub fn run_seed() -> u64 {
         })
 }
 
-/// The floating-point element types of the Tensor Core GEMMs: f16, bf16, and
-/// f32 (the tf32 GEMM's inputs and output).
+/// The floating-point element types of the Tensor Core GEMMs: f16, bf16,
+/// f32 (the tf32 GEMM's inputs and output), e4m3 and e5m2.
 pub trait GemmFloat: warpforge::DeviceScalar {
     const NAN: Self;
     fn from_f32(v: f32) -> Self;
@@ -87,6 +87,24 @@ impl GemmFloat for warpforge::bf16 {
         warpforge::bf16::to_f64(self)
     }
 }
+
+/// The 8-bit floats: `from_f32` rounds to nearest (saturating at the
+/// largest finite value), `to_f64` is exact.
+macro_rules! fp8_gemm_float {
+    ($($t:ident),*) => {$(
+        impl GemmFloat for warpforge::$t {
+            const NAN: Self = warpforge::$t::NAN;
+            fn from_f32(v: f32) -> Self {
+                warpforge::$t::from_f32(v)
+            }
+            fn to_f64(self) -> f64 {
+                warpforge::$t::to_f64(&self)
+            }
+        }
+    )*};
+}
+
+fp8_gemm_float!(e4m3, e5m2);
 
 impl GemmFloat for f32 {
     const NAN: Self = f32::NAN;

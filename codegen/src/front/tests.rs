@@ -2306,11 +2306,13 @@ fn every_wgmma_form_needs_sm_90a_and_has_no_wgsl() {
         ("wgmma_m64k8_tf32::<64>", "f32", "[0.0f32; 32]", "tf32"),
         ("wgmma_m64k32_s8::<64>", "i8", "[0i32; 32]", "s8"),
         ("wgmma_m64k32_u8::<64>", "u8", "[0i32; 32]", "u8"),
-        ("wgmma_m64k32_e4m3::<64>", "u8", "[0.0f32; 32]", "e4m3"),
-        ("wgmma_m64k32_e5m2::<64>", "u8", "[0.0f32; 32]", "e5m2"),
+        ("wgmma_m64k32_e4m3::<64>", "e4m3", "[0.0f32; 32]", "e4m3"),
+        ("wgmma_m64k32_e5m2::<64>", "e5m2", "[0.0f32; 32]", "e5m2"),
         ("wgmma_m64k8::<f32, 64>", "f32", "[0.0f32; 32]", "tf32"),
         ("wgmma_m64k32::<i8, 64>", "i8", "[0i32; 32]", "s8"),
         ("wgmma_m64k32::<u8, 64>", "u8", "[0i32; 32]", "u8"),
+        ("wgmma_m64k32::<e4m3, 64>", "e4m3", "[0.0f32; 32]", "e4m3"),
+        ("wgmma_m64::<e5m2, 64>", "e5m2", "[0.0f32; 32]", "e5m2"),
     ];
     for (call, elem, acc, ty) in forms {
         let source = wgmma_form_kernel(call, elem, acc);
@@ -2325,14 +2327,17 @@ fn every_wgmma_form_needs_sm_90a_and_has_no_wgsl() {
                 )],
             );
         }
-        assert_error(
-            "arch(wgsl)",
-            &source,
-            &[
-                &format!("WGSL cannot express `{function}"),
-                &format!("_{ty}` (warpgroup matrix operations)"),
-            ],
-        );
+        let wgsl_refusal = if elem.starts_with('e') {
+            // The fp8 tiles are refused first, by their type.
+            vec![format!("WGSL cannot express shared array `a` of type {ty}")]
+        } else {
+            vec![
+                format!("WGSL cannot express `{function}"),
+                format!("_{ty}` (warpgroup matrix operations)"),
+            ]
+        };
+        let wgsl_refusal: Vec<&str> = wgsl_refusal.iter().map(String::as_str).collect();
+        assert_error("arch(wgsl)", &source, &wgsl_refusal);
     }
 }
 
@@ -2342,7 +2347,7 @@ fn wgmma_forms_check_their_types() {
     assert_error(
         sm90a,
         &wgmma_form_kernel("wgmma_m64k32::<f16, 64>", "f16", "[0i32; 32]"),
-        &["`wgmma_m64k32` has no form for `f16`: its element types are i8 or u8"],
+        &["`wgmma_m64k32` has no form for `f16`: its element types are i8 or u8 or e4m3 or e5m2"],
     );
     assert_error(
         sm90a,
@@ -2356,8 +2361,8 @@ fn wgmma_forms_check_their_types() {
     );
     assert_error(
         sm90a,
-        &wgmma_form_kernel("wgmma_m64k32_e4m3::<64>", "i8", "[0.0f32; 32]"),
-        &["A of `wgmma_m64k32_e4m3` holds `u8`, but this tile holds `i8`"],
+        &wgmma_form_kernel("wgmma_m64k32_e4m3::<64>", "u8", "[0.0f32; 32]"),
+        &["A of `wgmma_m64k32_e4m3` holds `e4m3`, but this tile holds `u8`"],
     );
     assert_error(
         sm90a,
@@ -2609,5 +2614,50 @@ fn tma_tiles_and_register_counts_are_checked_per_variant() {
         ptx.text.contains("setmaxnreg.dec.sync.aligned.u32 40;"),
         "{}",
         ptx.text
+    );
+}
+
+#[test]
+fn fp8_values_are_moved_not_computed_with() {
+    parse(
+        "arch(sm_90a)",
+        "fn k(a: &[e4m3], b: &mut [e4m3], c: &[e5m2], d: &mut [e5m2]) {
+            let i = thread_idx().x;
+            let mut tile: [e4m3; 32] = shared();
+            tile[i % 32] = a[i];
+            sync_threads();
+            let x = if i % 2 == 0 { tile[i % 32] } else { a[i] };
+            b[i] = x;
+            d[i] = c[i];
+        }",
+    );
+    let refused = [
+        ("let y = a[i] + a[i];", "`+` does not apply to `e4m3`"),
+        ("let y = -a[i];", "`-` does not apply to `e4m3`"),
+        ("let y = a[i] == a[i];", "`==` does not apply to `e4m3`"),
+        ("let y = a[i] as f32;", "`as` does not apply to `e4m3`"),
+        ("let y = 1.0f32 as e4m3;", "`as` does not apply to `e4m3`"),
+        (
+            "let y = a[i].max(a[i]);",
+            "`.max()` does not apply to `e4m3`",
+        ),
+        ("let y = e4m3::ONE;", "`ONE` does not apply to `e4m3`"),
+    ];
+    for (statement, message) in refused {
+        assert_error(
+            "arch(sm_90a)",
+            &format!(
+                "fn k(a: &[e4m3], b: &mut [e4m3]) {{
+                    let i = thread_idx().x;
+                    {statement}
+                }}"
+            ),
+            &[message, "a storage type"],
+        );
+    }
+    assert_error(
+        "arch(wgsl)",
+        "fn k(a: &[e4m3], b: &mut [e4m3]) { b[0] = a[0]; }",
+        &["e4m3"],
     );
 }

@@ -74,7 +74,7 @@ impl CudaBackend {
             ScaleFactor::new(precision, 1),
             ScaleFactor::new(precision, 0),
         );
-        let types = CublasTypes::of(precision);
+        let types = CublasTypes::of(&problem)?;
         {
             let (a_ptr, _a_sync) = a.device_ptr(&self.stream);
             let (b_ptr, _b_sync) = b.device_ptr(&self.stream);
@@ -268,21 +268,30 @@ struct CublasTypes {
 }
 
 impl CublasTypes {
-    fn of(precision: GemmPrecision) -> CublasTypes {
+    /// The types of `problem`'s precision, or an `Err` for the precisions
+    /// `cublasGemmEx` lacks.
+    fn of(problem: &GemmProblem) -> Result<CublasTypes, Error> {
         use cublasComputeType_t::*;
         use cudaDataType_t::*;
-        let (input, output, compute) = match precision {
+        let (input, output, compute) = match problem.precision {
             GemmPrecision::F16 => (CUDA_R_16F, CUDA_R_16F, CUBLAS_COMPUTE_32F),
             GemmPrecision::Bf16 => (CUDA_R_16BF, CUDA_R_16BF, CUBLAS_COMPUTE_32F),
             GemmPrecision::Tf32 => (CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32),
             GemmPrecision::I8 => (CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I),
             GemmPrecision::F32 => (CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F),
+            GemmPrecision::E4m3 | GemmPrecision::E5m2 => {
+                return Err(Error::Cublas(format!(
+                    "{}: cublasGemmEx has no 8-bit float GEMM (cuBLAS runs fp8 only through \
+                     cuBLASLt): compare with `torch._scaled_mm`, or convert A and B to f16",
+                    problem.describe()
+                )))
+            }
         };
-        CublasTypes {
+        Ok(CublasTypes {
             input,
             output,
             compute,
-        }
+        })
     }
 }
 
@@ -554,11 +563,20 @@ mod tests {
         assert_eq!(unsafe { *(one.as_ptr() as *const i32) }, 1);
         let zero = ScaleFactor::new(GemmPrecision::Bf16, 0);
         assert!(matches!(zero, ScaleFactor::F32(v) if v == 0.0));
-        let types = CublasTypes::of(GemmPrecision::Tf32);
+        let problem = |precision| GemmProblem {
+            precision,
+            dims: (64, 64, 64),
+            layouts: (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
+        };
+        let types = CublasTypes::of(&problem(GemmPrecision::Tf32)).unwrap();
         assert_eq!(
             types.compute,
             cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
         );
+        let fp8 = CublasTypes::of(&problem(GemmPrecision::E4m3))
+            .err()
+            .unwrap();
+        assert!(fp8.to_string().contains("no 8-bit float GEMM"), "{fp8}");
     }
 
     fn gpu() -> Runtime {

@@ -180,7 +180,9 @@ fn encode_tensor_map(
         Scalar::Bf16 => Type::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
         Scalar::F32 => Type::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
         Scalar::F64 => Type::CU_TENSOR_MAP_DATA_TYPE_FLOAT64,
-        Scalar::I8 | Scalar::U8 | Scalar::Bool => Type::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        Scalar::I8 | Scalar::U8 | Scalar::Bool | Scalar::E4m3 | Scalar::E5m2 => {
+            Type::CU_TENSOR_MAP_DATA_TYPE_UINT8
+        }
         Scalar::I32 => Type::CU_TENSOR_MAP_DATA_TYPE_INT32,
         Scalar::U32 => Type::CU_TENSOR_MAP_DATA_TYPE_UINT32,
         Scalar::I64 => Type::CU_TENSOR_MAP_DATA_TYPE_INT64,

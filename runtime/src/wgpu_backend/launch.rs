@@ -419,7 +419,9 @@ fn uniform_word(ty: Scalar, bits: u64) -> Option<u32> {
         Scalar::F32 | Scalar::I32 | Scalar::U32 | Scalar::Bool | Scalar::U8 => Some(bits as u32),
         Scalar::I8 => Some(bits as u8 as i8 as i32 as u32),
         Scalar::F16 => Some(f16::from_bits(bits as u16).to_f32().to_bits()),
-        Scalar::Bf16 | Scalar::F64 | Scalar::I64 | Scalar::U64 => None,
+        Scalar::Bf16 | Scalar::F64 | Scalar::I64 | Scalar::U64 | Scalar::E4m3 | Scalar::E5m2 => {
+            None
+        }
     }
 }
 

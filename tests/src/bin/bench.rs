@@ -32,7 +32,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use warpforge::tune::MissPolicy;
-use warpforge::{bf16, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
+use warpforge::{bf16, e4m3, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
 use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
 use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_with, SparseGemmVariant};
 use warpforge_kernels::sparse::device::{compress, decompress};
@@ -135,6 +135,7 @@ enum Dtype {
     Bf16,
     Tf32,
     S8,
+    E4m3,
 }
 
 impl Dtype {
@@ -559,7 +560,7 @@ const PATHS: [&str; 3] = ["warpforge sm_70", "warpforge sm_80", "warpforge sm_90
 macro_rules! gemm_dtype {
     ($dtype:ident: $in:ty => $out:ty, $name:literal, $precision:ident, $kind:ident,
      values: $values:expr, agree: $agree:expr,
-     paths: [$($sm70:ty)?; $sm80:ty; $sm90:ty]) => {
+     paths: [$($sm70:ty)?; $($sm80:ty)?; $sm90:ty]) => {
         struct $dtype;
         impl GemmDtype for $dtype {
             type In = $in;
@@ -580,11 +581,8 @@ macro_rules! gemm_dtype {
                 problem: &GemmProblem<<$out as GemmOutput>::Scale>,
             ) -> [Option<Vec<Contender<'a>>>; 3] {
                 let sm70 = None $(.or(Some(inputs.family::<$sm70>(problem))))?;
-                [
-                    sm70,
-                    Some(inputs.family::<$sm80>(problem)),
-                    Some(inputs.family::<$sm90>(problem)),
-                ]
+                let sm80 = None $(.or(Some(inputs.family::<$sm80>(problem))))?;
+                [sm70, sm80, Some(inputs.family::<$sm90>(problem))]
             }
         }
     };
@@ -604,6 +602,11 @@ gemm_dtype!(Tf32: f32 => f32, "tf32", Tf32, GEMM_TF32,
 gemm_dtype!(S8: i8 => i32, "s8", I8, GEMM_S8,
     values: |inputs: &mut Inputs, n| inputs.i8s(n), agree: exact,
     paths: [; gemm_tc::gemm_s8::Consts; gemm_wgmma::gemm_wgmma_s8::Consts]);
+// e4m3: Hopper only; bf16 outputs of sums that both sides keep in fewer
+// bits than f32 on the fp8 Tensor Cores.
+gemm_dtype!(E4m3: e4m3 => bf16, "e4m3", E4m3, GEMM_E4M3,
+    values: float_values::<e4m3>, agree: |o: &[bf16], t: &[bf16]| agree_within(o, t, 2e-2),
+    paths: [; ; gemm_wgmma::gemm_wgmma_e4m3::Consts]);
 
 impl Bench<'_> {
     fn gemm(&mut self, dtype: Dtype, dims: (u32, u32, u32)) -> BenchResult<Case> {
@@ -612,6 +615,7 @@ impl Bench<'_> {
             Dtype::Bf16 => self.gemm_of::<Bf16>(dims),
             Dtype::Tf32 => self.gemm_of::<Tf32>(dims),
             Dtype::S8 => self.gemm_of::<S8>(dims),
+            Dtype::E4m3 => self.gemm_of::<E4m3>(dims),
         }
     }
 

@@ -16,7 +16,8 @@
 //! descriptors, swizzles and accumulator layouts of every element type, and `mbarrier`, the
 //! mbarrier phases, and `tma`, TMA loads and stores through tensor maps,
 //! from `warpforge_tests::hopper`; and the sm_90a GEMMs `gemm_wgmma_f16`,
-//! `gemm_wgmma_bf16`, `gemm_wgmma_tf32` and `gemm_wgmma_s8`; and `interop`,
+//! `gemm_wgmma_bf16`, `gemm_wgmma_tf32`, `gemm_wgmma_s8`, `gemm_wgmma_e4m3`
+//! and `gemm_wgmma_e5m2`; and `interop`,
 //! stock kernels on the app's own CUDA stream, slices and device pointers,
 //! on views of buffers, on forked streams ordered by events, and a CUDA
 //! graph's replays, from
@@ -168,7 +169,7 @@ fn main() -> ExitCode {
                 &rt,
                 &mut inputs,
                 &mut report,
-                &s8_shapes(quick),
+                &byte_shapes(quick),
                 coverage,
             );
         }
@@ -253,7 +254,9 @@ fn main() -> ExitCode {
                 gemm_wgmma_f16: &tc_shapes;
                 gemm_wgmma_bf16: &tc_shapes;
                 gemm_wgmma_tf32: &tc_shapes;
-                gemm_wgmma_s8: &s8_shapes(quick);
+                gemm_wgmma_s8: &byte_shapes(quick);
+                gemm_wgmma_e4m3: &byte_shapes(quick);
+                gemm_wgmma_e5m2: &byte_shapes(quick);
             }
             if wanted("mbarrier") {
                 check_mbarrier_phases(&rt, &mut report);
@@ -313,10 +316,10 @@ fn tensor_core_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
 }
 
 /// The Tensor Core shapes and, since none of the quick ones and not k =
-/// 1000 is a multiple of 16, a shape that the s8 16-byte-copy variants
-/// take (the sm_90a ones take no other): without it, a quick run (the
-/// sanitizers') would run none of them.
-fn s8_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
+/// 1000 is a multiple of 16, a shape that the 8-bit types' 16-byte-copy
+/// variants take (the sm_90a ones take no other): without it, a quick run
+/// (the sanitizers') would run none of them.
+fn byte_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
     let mut shapes = tensor_core_shapes(quick);
     shapes.push(if quick {
         (130, 72, 48)
@@ -361,7 +364,7 @@ the dense GEMM checks would print (lines each, `--only NAME`):"
         ),
         (
             "gemm_s8",
-            dense_gemm_lines::<gemm_tc::gemm_s8::Consts>(&s8_shapes(quick), gemm_coverage(quick)),
+            dense_gemm_lines::<gemm_tc::gemm_s8::Consts>(&byte_shapes(quick), gemm_coverage(quick)),
         ),
         (
             "gemm_wgmma_f16",
@@ -387,7 +390,21 @@ the dense GEMM checks would print (lines each, `--only NAME`):"
         (
             "gemm_wgmma_s8",
             dense_gemm_lines::<gemm_wgmma::gemm_wgmma_s8::Consts>(
-                &s8_shapes(quick),
+                &byte_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_wgmma_e4m3",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e4m3::Consts>(
+                &byte_shapes(quick),
+                gemm_coverage(quick),
+            ),
+        ),
+        (
+            "gemm_wgmma_e5m2",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e5m2::Consts>(
+                &byte_shapes(quick),
                 gemm_coverage(quick),
             ),
         ),

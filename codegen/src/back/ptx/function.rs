@@ -82,11 +82,12 @@ pub struct Emitter<'k> {
 }
 
 /// The arithmetic type suffix of a value type. i8/u8 compute in 32 bits and
-/// f16/bf16 in f32; bool has none.
+/// f16/bf16 in f32; bool has none. e4m3 and e5m2 are moved as their bits in
+/// 32-bit registers, as u8 (the front lets no arithmetic reach them).
 pub fn arith(ty: Scalar) -> &'static str {
     match ty {
         Scalar::I8 | Scalar::I32 => "s32",
-        Scalar::U8 | Scalar::U32 | Scalar::Bool => "u32",
+        Scalar::U8 | Scalar::U32 | Scalar::Bool | Scalar::E4m3 | Scalar::E5m2 => "u32",
         Scalar::I64 => "s64",
         Scalar::U64 => "u64",
         Scalar::F16 | Scalar::Bf16 | Scalar::F32 => "f32",
@@ -97,7 +98,7 @@ pub fn arith(ty: Scalar) -> &'static str {
 /// The type suffix of a load or store. bool is one byte in memory.
 pub fn mem_type(ty: Scalar) -> &'static str {
     match ty {
-        Scalar::Bool | Scalar::U8 => "u8",
+        Scalar::Bool | Scalar::U8 | Scalar::E4m3 | Scalar::E5m2 => "u8",
         Scalar::I8 => "s8",
         Scalar::I32 => "s32",
         Scalar::U32 => "u32",

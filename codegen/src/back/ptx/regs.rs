@@ -32,7 +32,9 @@ impl RegClass {
         match ty {
             Scalar::Bool => RegClass::Pred,
             Scalar::F16 | Scalar::Bf16 => RegClass::B16,
-            Scalar::I8 | Scalar::U8 | Scalar::I32 | Scalar::U32 => RegClass::B32,
+            Scalar::I8 | Scalar::U8 | Scalar::I32 | Scalar::U32 | Scalar::E4m3 | Scalar::E5m2 => {
+                RegClass::B32
+            }
             Scalar::I64 | Scalar::U64 => RegClass::B64,
             Scalar::F32 => RegClass::F32,
             Scalar::F64 => RegClass::F64,

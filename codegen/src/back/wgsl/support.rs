@@ -14,7 +14,9 @@ pub fn value_type(ty: Scalar) -> Option<&'static str> {
         Scalar::U8 | Scalar::U32 => Some("u32"),
         Scalar::F16 => Some("f16"),
         Scalar::F32 => Some("f32"),
-        Scalar::I64 | Scalar::U64 | Scalar::F64 | Scalar::Bf16 => None,
+        Scalar::I64 | Scalar::U64 | Scalar::F64 | Scalar::Bf16 | Scalar::E4m3 | Scalar::E5m2 => {
+            None
+        }
     }
 }
 

@@ -373,6 +373,7 @@ impl Lowerer<'_> {
             }
         };
         let ty = receiver.ty;
+        self.refuse_storage_only(&m.receiver, ty, &format!("`.{name}()`"))?;
         let kind_ok = match intrinsic {
             Intrinsic::Abs => ty.is_signed(),
             Intrinsic::Min | Intrinsic::Max => ty != Scalar::Bool,

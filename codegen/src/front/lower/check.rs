@@ -32,6 +32,26 @@ impl Lowerer<'_> {
         Err(self.errors.push(at, message))
     }
 
+    /// Reports when `ty` is a storage type (`e4m3`, `e5m2`), which `what`
+    /// (an operator, a cast) would compute with.
+    pub(super) fn refuse_storage_only(
+        &mut self,
+        at: impl ToTokens,
+        ty: Scalar,
+        what: &str,
+    ) -> Lowered<()> {
+        if !ty.is_storage_only() {
+            return Ok(());
+        }
+        self.err(
+            at,
+            format!(
+                "{what} does not apply to `{0}`: `{0}` is a storage type, which kernels load, store and copy and multiply with `wgmma_m64::<{0}, N>`, but compute nothing else with; convert `{0}` values on the host, or compute in `f16` or `f32`",
+                ty.name()
+            ),
+        )
+    }
+
     /// Reports unless `got` is `want`; `context` says what must have type `want`.
     pub(super) fn check_type(
         &mut self,

@@ -43,6 +43,10 @@ impl Lowerer<'_> {
                 return Ok(None);
             }
             match Scalar::from_name(suffix) {
+                Some(s) if s.is_storage_only() => {
+                    this.refuse_storage_only(lit, s, "a literal")?;
+                    Ok(Some(s))
+                }
                 Some(s) => Ok(Some(s)),
                 None => this.err(lit, format!("unknown literal suffix `{suffix}`: use a scalar type such as `1u32` or `1.0f32`")),
             }
@@ -222,6 +226,7 @@ impl Lowerer<'_> {
                 Literal::Bool(ty.is_float()),
             )));
         }
+        self.refuse_storage_only(p, ty, &format!("`{name}`"))?;
         match assoc::value(ty, &name) {
             Some(lit) => Ok(Some(Expr::literal(ty, lit))),
             None => self.err(
@@ -242,6 +247,7 @@ impl Lowerer<'_> {
                     return self.literal(&l.lit, true, hint);
                 }
                 let a = self.expr(&u.expr, hint)?;
+                self.refuse_storage_only(u, a.ty, "`-`")?;
                 if !a.ty.is_signed() {
                     return self.err(
                         u,
@@ -252,6 +258,7 @@ impl Lowerer<'_> {
             }
             syn::UnOp::Not(_) => {
                 let a = self.expr(&u.expr, hint)?;
+                self.refuse_storage_only(u, a.ty, "`!`")?;
                 if a.ty.is_float() {
                     return self.err(u, format!("`!` applies to `bool` and integers, not `{}`", a.ty.name()));
                 }
@@ -316,6 +323,9 @@ impl Lowerer<'_> {
     ) -> Lowered<Expr> {
         let sym = at.op.to_token_stream().to_string();
         let (l, r) = (lhs.ty, rhs.ty);
+        for ty in [l, r] {
+            self.refuse_storage_only(at, ty, &format!("`{sym}`"))?;
+        }
         let result = match op {
             BinaryOp::LogicalAnd | BinaryOp::LogicalOr => {
                 if l != Scalar::Bool || r != Scalar::Bool {
@@ -370,6 +380,10 @@ impl Lowerer<'_> {
             Err(msg) => return self.err(&c.ty, msg),
         };
         let value = self.expr(&c.expr, None)?;
+        if value.ty != to {
+            self.refuse_storage_only(c, value.ty, "`as`")?;
+            self.refuse_storage_only(c, to, "`as`")?;
+        }
         if to == Scalar::Bool && value.ty != Scalar::Bool {
             return self.err(
                 c,

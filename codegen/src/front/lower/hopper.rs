@@ -36,7 +36,7 @@ impl Lowerer<'_> {
         }
         if let Some(generic) = WgmmaKind::ALL
             .into_iter()
-            .filter_map(WgmmaKind::generic_function)
+            .map(WgmmaKind::generic_function)
             .chain([WgmmaKind::ANY_TYPE_FUNCTION])
             .find(|g| *g == name)
         {
@@ -408,10 +408,7 @@ impl Lowerer<'_> {
         let any_type = generic == WgmmaKind::ANY_TYPE_FUNCTION;
         let forms: Vec<WgmmaKind> = WgmmaKind::ALL
             .into_iter()
-            .filter(|k| match k.generic_function() {
-                Some(g) => any_type || g == generic,
-                None => false,
-            })
+            .filter(|k| any_type || k.generic_function() == generic)
             .collect();
         let types = forms
             .iter()
@@ -446,9 +443,10 @@ impl Lowerer<'_> {
     /// (any form's name), or the generic form with the element type before N
     /// (`n_at` = 1).
     fn wgmma(&mut self, c: &syn::ExprCall, kind: WgmmaKind, n_at: usize) -> Lowered<Stmt> {
-        let name = match kind.generic_function() {
-            Some(generic) if n_at == 1 => generic,
-            _ => kind.function(),
+        let name = if n_at == 1 {
+            kind.generic_function()
+        } else {
+            kind.function()
         };
         let n = match generic_arguments(c).map(|a| a.args.iter().collect::<Vec<_>>()) {
             Some(args) if args.len() == n_at + 1 => {
