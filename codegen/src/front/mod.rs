@@ -296,7 +296,28 @@ fn compile_instance(
     }
     def.tuned_launch = tuned_launch(attr, &sig, &def, errors).ok()?;
     lower::check_variants(&def, &lowered.variant_checks, errors);
+    variant_target_check(item, &def, errors);
     (errors.len() == before).then_some(def)
+}
+
+/// Runs the checks of what a target can express that depend on const
+/// values ([`valid::targets::check_variant`]) over every variant, and
+/// reports the first variant each target refuses, at the kernel's name.
+fn variant_target_check(item: &syn::ItemFn, def: &KernelDef, errors: &mut Errors) {
+    let variants = def.variants();
+    for &target in &def.targets {
+        let refused = variants.iter().find_map(|consts| {
+            valid::targets::check_variant(&def.ir, target, consts)
+                .err()
+                .map(|e| (consts, e))
+        });
+        if let Some((consts, e)) = refused {
+            errors.push(
+                &item.sig.ident,
+                format!("in the variant {}: {}", def.variant_name(consts), e.message),
+            );
+        }
+    }
 }
 
 /// Runs the check of what `target` can express ([`valid::targets::check`]) over a

@@ -2719,3 +2719,59 @@ fn nesting_at_the_limit_fits_the_stack() {
         }
     }
 }
+
+/// A kernel for `len` f32s in a register array.
+fn register_array_kernel(len: u64) -> String {
+    format!("fn k(y: &mut [f32]) {{ let mut a = [0.0f32; {len}]; a[1] = y[0]; y[0] = a[1]; }}")
+}
+
+#[test]
+fn wgsl_refuses_an_array_past_naga_largest_type() {
+    // 2^29 f32s take 2^31 bytes, one more than naga's largest type.
+    assert_error(
+        "arch(wgsl)",
+        &register_array_kernel(1 << 29),
+        &[
+            "the register array `a` ([f32; 536870912]) takes 2147483648 bytes",
+            "arrays of at most 2147483647 bytes",
+        ],
+    );
+    parse("arch(wgsl)", &register_array_kernel((1 << 29) - 1));
+}
+
+#[test]
+fn wgsl_refuses_an_array_past_naga_largest_type_in_a_variant() {
+    let item = "fn k<const N: u32>(y: &mut [f32]) {
+        let mut t: [[f32; 1024]; N] = shared();
+        t[0][0] = y[0];
+        y[0] = t[0][0];
+    }";
+    assert_error(
+        "arch(wgsl), tune(N = [1, 524288])",
+        item,
+        &[
+            "in the variant",
+            "the shared array `t` ([[f32; 1024]; 524288]) takes 2147483648 bytes",
+        ],
+    );
+    parse("arch(wgsl), tune(N = [1, 524287])", item);
+}
+
+#[test]
+fn wgsl_refuses_an_expression_nested_past_naga_parser() {
+    let sum = |terms: usize| {
+        format!(
+            "fn k(y: &mut [f32]) {{ y[0] = y[1]{}; }}",
+            " + y[1]".repeat(terms)
+        )
+    };
+    assert_error(
+        "arch(wgsl)",
+        &sum(100),
+        &[
+            "an expression 102 operations deep",
+            "bind parts of the expression to `let`s",
+        ],
+    );
+    parse("arch(sm_80)", &sum(100));
+}
