@@ -5,6 +5,7 @@
 mod common;
 
 use warpforge_codegen::back::wgsl::{WgslModule, WgslParam};
+use warpforge_codegen::front::parse_kernel_with_str;
 use warpforge_codegen::{compile_wgsl, Error, KernelDef};
 
 fn kernel(source: &str) -> KernelDef {
@@ -168,4 +169,130 @@ fn output_is_deterministic() {
     for _ in 0..3 {
         assert_eq!(compile(&source, None).unwrap(), first);
     }
+}
+
+/// Device functions `nest0`, `nest1`, ..: each `depth` nested `if`s around
+/// a call of the next, the last around `inner`.
+fn nested_calls(functions: usize, depth: usize, inner: &str) -> Vec<String> {
+    (0..functions)
+        .map(|f| {
+            let body = if f + 1 == functions {
+                inner.to_string()
+            } else {
+                format!("nest{}(y);", f + 1)
+            };
+            format!(
+                "fn nest{f}(y: &mut [f32]) {{ {}{body}{} }}",
+                "if y[0] > 0.0 { ".repeat(depth),
+                " }".repeat(depth)
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn wgsl_refuses_bodies_nested_past_its_limit() {
+    // Six device functions of 21 nested `if`s: 126 bodies inside `main`'s,
+    // WGSL's 127; one more `if` around the call is one too many.
+    let functions = nested_calls(6, 21, "y[0] = 1.0;");
+    let functions: Vec<&str> = functions.iter().map(String::as_str).collect();
+    let calling = |around: &str| format!("fn k(y: &mut [f32]) {{ {around} }}");
+    parse_kernel_with_str("arch(wgsl)", &calling("nest0(y);"), &functions)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let e = parse_kernel_with_str(
+        "arch(wgsl)",
+        &calling("if y[1] > 0.0 { nest0(y); }"),
+        &functions,
+    )
+    .expect_err("127 nested bodies");
+    assert!(
+        e.contains("kernel `k`: its `if`, `for` and `while` bodies nest more than 126 deep"),
+        "{e}"
+    );
+    parse_kernel_with_str(
+        "arch(sm_80)",
+        &calling("if y[1] > 0.0 { nest0(y); }"),
+        &functions,
+    )
+    .unwrap_or_else(|e| panic!("PTX has no such limit: {e}"));
+}
+
+/// The deepest `statement(count)` (a chain of `count` operations) that the
+/// front accepts for WGSL inside `bodies` nested bodies: its WGSL validates
+/// with naga, and one operation more is refused.
+fn deepest_accepted_validates(bodies: usize, statement: impl Fn(usize) -> String) {
+    // Device functions of 21 nested `if`s each, as many as `bodies` takes.
+    let (functions, depth) = match bodies {
+        0 => (1, 0),
+        _ => (bodies / 21, 21),
+    };
+    assert_eq!(functions * depth, bodies, "a multiple of 21 bodies");
+    let compile = |count: usize| {
+        let functions = nested_calls(functions, depth, &statement(count));
+        let functions: Vec<&str> = functions.iter().map(String::as_str).collect();
+        parse_kernel_with_str(
+            "arch(wgsl)",
+            "fn k(y: &mut [f32]) { nest0(y); }",
+            &functions,
+        )
+    };
+    let deepest = (1..)
+        .take_while(|&count| compile(count).is_ok())
+        .last()
+        .expect("the shallowest expression is accepted");
+    let e = compile(deepest + 1).expect_err("one level more");
+    assert!(e.contains("nests deeper than naga parses WGSL"), "{e}");
+    let def = compile(deepest).expect("accepted");
+    let module = compile_wgsl(&def, &[], Some([64, 1, 1])).unwrap_or_else(|e| panic!("{e}"));
+    if let Err(e) = common::naga_check(&module.text) {
+        panic!(
+            "naga rejects the deepest accepted expression ({deepest}) inside {bodies} bodies:\n{e}"
+        );
+    }
+}
+
+/// The shapes that nest most per operation in WGSL: operators parenthesize
+/// their operands, i8 arithmetic is wrapped in `extractBits`, and an f16
+/// to i8 cast is three calls deep.
+fn deep_statements() -> [fn(usize) -> String; 3] {
+    [
+        |n| format!("y[0] = y[1]{};", " + y[1]".repeat(n)),
+        |n| format!("y[0] = (y[1] as i8{}) as f32;", " + 1i8".repeat(n)),
+        |n| format!("y[0] = y[1]{} as f32;", " as f16 as i8".repeat(n)),
+    ]
+}
+
+#[test]
+fn the_deepest_expression_accepted_for_wgsl_validates_with_naga() {
+    for bodies in [0, 126] {
+        for statement in deep_statements() {
+            deepest_accepted_validates(bodies, statement);
+        }
+    }
+}
+
+#[test]
+fn the_deepest_bodies_accepted_for_wgsl_validate_with_naga() {
+    let functions = nested_calls(6, 21, "y[0] = 1.0;");
+    let functions: Vec<&str> = functions.iter().map(String::as_str).collect();
+    let def = parse_kernel_with_str(
+        "arch(wgsl)",
+        "fn k(y: &mut [f32]) { nest0(y); }",
+        &functions,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let module = compile_wgsl(&def, &[], Some([64, 1, 1])).unwrap_or_else(|e| panic!("{e}"));
+    common::naga_check(&module.text).unwrap_or_else(|e| panic!("126 nested bodies:\n{e}"));
+}
+
+#[test]
+fn the_largest_array_accepted_for_wgsl_validates_with_naga() {
+    // 2^29 - 1 f32s: 4 bytes under 2^31, naga's largest type.
+    let source = "#[kernel(arch(wgsl))] fn k(y: &mut [f32]) {
+        let mut t: [f32; 536870911] = shared();
+        t[1] = y[0];
+        y[0] = t[1];
+    }";
+    let module = compile(source, Some([64, 1, 1])).unwrap_or_else(|e| panic!("{e}"));
+    common::naga_check(&module.text).unwrap_or_else(|e| panic!("{e}"));
 }

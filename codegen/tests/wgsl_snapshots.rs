@@ -6,7 +6,6 @@
 
 mod common;
 
-use naga::valid::{Capabilities, ValidationFlags, Validator};
 use warpforge_codegen::{compile_wgsl, Target};
 
 /// The inputs WGSL cannot express (they list PTX targets only), and the first
@@ -66,16 +65,6 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
 /// The block a kernel without `block(..)` is compiled for.
 const LAUNCH_BLOCK: [u32; 3] = [256, 1, 1];
 
-/// Parses and validates WGSL with naga, every capability allowed (the
-/// module's features are the device's business); naga's message on failure.
-pub fn naga_check(text: &str) -> Result<(), String> {
-    let module = naga::front::wgsl::parse_str(text).map_err(|e| e.emit_to_string(text))?;
-    Validator::new(ValidationFlags::all(), Capabilities::all())
-        .validate(&module)
-        .map_err(|e| e.emit_to_string(text))?;
-    Ok(())
-}
-
 #[test]
 fn wgsl_snapshots() {
     let _guard = common::snapshot_settings("wgsl").bind_to_scope();
@@ -92,7 +81,7 @@ fn wgsl_snapshots() {
             let name = common::snapshot_name(&input, &def, &consts, Target::Wgsl);
             match (compile_wgsl(&def, &consts, block), expected_error) {
                 (Ok(module), None) => {
-                    if let Err(e) = naga_check(&module.text) {
+                    if let Err(e) = common::naga_check(&module.text) {
                         failures.push(format!("{name}: naga rejects it:\n{e}\n{}", module.text));
                     }
                     insta::assert_snapshot!(name, module.text);

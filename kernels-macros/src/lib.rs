@@ -20,8 +20,10 @@ mod link;
 /// crate documentation of `warpforge` and its guide, `warpforge::guide::dsl`).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let item = syn::parse_macro_input!(item as syn::ItemFn);
-    link::start(link::Item::Kernel(attr.into()), item).into()
+    match front::parse_item(item.into()) {
+        Ok(item) => link::start(link::Item::Kernel(attr.into()), item).into(),
+        Err(e) => e.into_compile_error().into(),
+    }
 }
 
 /// Makes a function of the kernel language callable from kernels and other
@@ -38,8 +40,10 @@ pub fn device(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into_compile_error()
         .into();
     }
-    let item = syn::parse_macro_input!(item as syn::ItemFn);
-    link::start(link::Item::Device, item).into()
+    match front::parse_item(item.into()) {
+        Ok(item) => link::start(link::Item::Device, item).into(),
+        Err(e) => e.into_compile_error().into(),
+    }
 }
 
 /// One step of fetching the device functions an item calls (generated code

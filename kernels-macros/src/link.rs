@@ -187,7 +187,7 @@ fn parse_state(input: TokenStream2) -> syn::Result<(Item, syn::ItemFn, Vec<Fetch
     let mut tokens = input.into_iter();
     let tag = next_ident(&mut tokens)?;
     let attr = next_group(&mut tokens, Delimiter::Brace)?.stream();
-    let item: syn::ItemFn = syn::parse2(next_group(&mut tokens, Delimiter::Brace)?.stream())?;
+    let item = front::parse_item(next_group(&mut tokens, Delimiter::Brace)?.stream())?;
     let mut fetched = Vec::new();
     let mut pairs = next_group(&mut tokens, Delimiter::Bracket)?
         .stream()
@@ -229,7 +229,7 @@ fn entries(stream: TokenStream2) -> syn::Result<Vec<DeviceFn>> {
             let callee = string(&list.next().ok_or_else(|| malformed("a callee id"))?)?;
             calls.push((string(&path)?, callee));
         }
-        let item = syn::parse2(next_group(&mut parts, Delimiter::Brace)?.stream())?;
+        let item = front::parse_item(next_group(&mut parts, Delimiter::Brace)?.stream())?;
         out.push(DeviceFn {
             id,
             item,

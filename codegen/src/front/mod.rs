@@ -2,6 +2,9 @@
 //! the attribute's tokens) to a [`KernelDef`].
 //!
 //! The passes, in order (one private module each):
+//! - `nesting`: how deeply the tokens nest, measured without recursion
+//!   before syn parses them ([`parse_item`]), so that code nested past
+//!   [`MAX_NESTING`] is an error at its span, not a stack overflow;
 //! - `attr`: the attribute (`arch`, `block`, `tune`, `requires`) as syntax;
 //! - `signature`: parameters and const generic parameters, their types;
 //! - `lower`: name resolution (scopes, shadowing), type checking with
@@ -29,6 +32,7 @@ mod constness;
 mod errors;
 mod infer;
 mod lower;
+mod nesting;
 mod signature;
 mod types;
 mod vocabulary;
@@ -43,6 +47,21 @@ use crate::valid;
 use errors::Errors;
 
 pub use lower::{bare_path, callees, path_key, DeviceFn, Linked};
+pub use nesting::{check_nesting, MAX_NESTING};
+
+/// Parses the tokens of a kernel or device function, once [`check_nesting`]
+/// has found them shallow enough for syn's recursive parser.
+pub fn parse_item(tokens: TokenStream) -> syn::Result<syn::ItemFn> {
+    check_nesting(tokens.clone())?;
+    syn::parse2(tokens)
+}
+
+/// Parses the content of `#[kernel(..)]`, once [`check_nesting`] has found
+/// it shallow enough.
+fn parse_attr(attr: TokenStream) -> syn::Result<attr::KernelAttr> {
+    check_nesting(attr.clone())?;
+    syn::parse2(attr)
+}
 
 /// Parses one kernel that calls no device function: `attr` is the content
 /// of `#[kernel(..)]`, `item` the function under it.
@@ -76,7 +95,7 @@ pub fn parse_kernel_instances(
     item: &syn::ItemFn,
     linked: &Linked,
 ) -> syn::Result<Vec<(proc_macro2::Ident, KernelDef)>> {
-    let attr: attr::KernelAttr = syn::parse2(attr)?;
+    let attr = parse_attr(attr)?;
     let mut errors = Errors::default();
     let instances = instance_types(&attr, item, &mut errors);
     if !errors.is_empty() {
@@ -108,7 +127,7 @@ pub fn stub_instances(
     attr: TokenStream,
     item: &syn::ItemFn,
 ) -> Vec<(proc_macro2::Ident, KernelDef)> {
-    let attr: attr::KernelAttr = syn::parse2(attr).unwrap_or_default();
+    let attr = parse_attr(attr).unwrap_or_default();
     let mut scratch = Errors::default();
     let mut stubs = Vec::new();
     for (name, args, _) in instance_types(&attr, item, &mut scratch) {
@@ -277,7 +296,28 @@ fn compile_instance(
     }
     def.tuned_launch = tuned_launch(attr, &sig, &def, errors).ok()?;
     lower::check_variants(&def, &lowered.variant_checks, errors);
+    variant_target_check(item, &def, errors);
     (errors.len() == before).then_some(def)
+}
+
+/// Runs the checks of what a target can express that depend on const
+/// values ([`valid::targets::check_variant`]) over every variant, and
+/// reports the first variant each target refuses, at the kernel's name.
+fn variant_target_check(item: &syn::ItemFn, def: &KernelDef, errors: &mut Errors) {
+    let variants = def.variants();
+    for &target in &def.targets {
+        let refused = variants.iter().find_map(|consts| {
+            valid::targets::check_variant(&def.ir, target, consts)
+                .err()
+                .map(|e| (consts, e))
+        });
+        if let Some((consts, e)) = refused {
+            errors.push(
+                &item.sig.ident,
+                format!("in the variant {}: {}", def.variant_name(consts), e.message),
+            );
+        }
+    }
 }
 
 /// Runs the check of what `target` can express ([`valid::targets::check`]) over a
@@ -338,7 +378,7 @@ pub fn check_device(linked: &Linked, id: &str) -> syn::Result<()> {
 pub fn link_sources(functions: &[&str]) -> Result<Linked, String> {
     let mut linked = Linked::default();
     for (i, source) in functions.iter().enumerate() {
-        let item: syn::ItemFn = syn::parse_str(source).map_err(|e| e.to_string())?;
+        let item = parse_item_str(source)?;
         linked.functions.push(DeviceFn {
             id: format!("{}#{i}", item.sig.ident),
             item,
@@ -373,7 +413,7 @@ pub fn parse_kernel_with_str(
     functions: &[&str],
 ) -> Result<KernelDef, String> {
     let mut linked = link_sources(functions)?;
-    let parsed: syn::ItemFn = syn::parse_str(item).map_err(|e| e.to_string())?;
+    let parsed = parse_item_str(item)?;
     linked.calls = calls_by_name(&parsed, &linked);
     let attr: TokenStream = attr
         .parse()
@@ -391,7 +431,7 @@ pub fn parse_instances_with_str(
     functions: &[&str],
 ) -> Result<Vec<(String, KernelDef)>, String> {
     let mut linked = link_sources(functions)?;
-    let parsed: syn::ItemFn = syn::parse_str(item).map_err(|e| e.to_string())?;
+    let parsed = parse_item_str(item)?;
     linked.calls = calls_by_name(&parsed, &linked);
     let attr: TokenStream = attr
         .parse()
@@ -401,6 +441,14 @@ pub fn parse_instances_with_str(
         .into_iter()
         .map(|(name, def)| (name.to_string(), def))
         .collect())
+}
+
+/// [`parse_item`] over source text, for tests.
+fn parse_item_str(source: &str) -> Result<syn::ItemFn, String> {
+    let tokens: TokenStream = source
+        .parse()
+        .map_err(|e: proc_macro2::LexError| e.to_string())?;
+    parse_item(tokens).map_err(render_errors)
 }
 
 fn render_errors(e: syn::Error) -> String {
@@ -414,12 +462,11 @@ fn render_errors(e: syn::Error) -> String {
 /// the parentheses of `#[kernel(..)]` (may be empty), `item` the function.
 /// Errors come back as their messages, one per line.
 pub fn parse_kernel_str(attr: &str, item: &str) -> Result<KernelDef, String> {
-    let render = render_errors;
     let attr: TokenStream = attr
         .parse()
         .map_err(|e: proc_macro2::LexError| e.to_string())?;
-    let item: syn::ItemFn = syn::parse_str(item).map_err(render)?;
-    parse_kernel(attr, &item).map_err(render)
+    let item = parse_item_str(item)?;
+    parse_kernel(attr, &item).map_err(render_errors)
 }
 
 /// The targets in declared order; [`Target::DEFAULT`] when no `arch(..)` names them.

@@ -2660,4 +2660,167 @@ fn fp8_values_are_moved_not_computed_with() {
         "fn k(a: &[e4m3], b: &mut [e4m3]) { b[0] = a[0]; }",
         &["e4m3"],
     );
+
+/// A kernel whose body nests `depth` levels deep in one of the shapes a
+/// syntax tree deepens by: nested blocks, `if`s and parentheses, a
+/// right-nested sum, and the chains without brackets (a left-nested sum,
+/// prefix operators, casts, `else if`).
+fn deep_kernel(shape: &str, depth: usize) -> String {
+    let body = match shape {
+        "blocks" => format!("{}y[0] = 1.0;{}", "{ ".repeat(depth), " }".repeat(depth)),
+        "ifs" => format!(
+            "{}y[0] = 1.0;{}",
+            "if y[0] > 0.0 { ".repeat(depth),
+            " }".repeat(depth)
+        ),
+        "parentheses" => format!("y[0] = {}1.0{};", "(".repeat(depth), ")".repeat(depth)),
+        "right sum" => format!(
+            "y[0] = {}1.0{};",
+            "1.0 + (".repeat(depth),
+            ")".repeat(depth)
+        ),
+        "left sum" => format!("y[0] = 1.0{};", " + 1.0".repeat(depth)),
+        "negations" => format!("y[0] = {}1.0;", "- ".repeat(depth)),
+        "casts" => format!("y[0] = 1.0{};", " as f32".repeat(depth)),
+        "else ifs" => format!(
+            "if y[0] > 0.0 {{ y[0] = 1.0; }}{} else {{ y[0] = 2.0; }}",
+            " else if y[0] > 1.0 { y[0] = 1.0; }".repeat(depth)
+        ),
+        _ => unreachable!("no shape `{shape}`"),
+    };
+    format!("fn deep(y: &mut [f32]) {{ {body} }}")
+}
+
+const DEEP_SHAPES: [&str; 8] = [
+    "blocks",
+    "ifs",
+    "parentheses",
+    "right sum",
+    "left sum",
+    "negations",
+    "casts",
+    "else ifs",
+];
+
+/// The stack the nesting limit is proven on: a quarter of the 8 MiB the
+/// compiler runs proc-macros on, and the default of a spawned thread.
+const PROVEN_STACK: usize = 2 << 20;
+
+/// Runs `f` on a thread with [`PROVEN_STACK`] (an overflow aborts the test).
+fn on_proven_stack<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(PROVEN_STACK)
+        .spawn(f)
+        .expect("a test thread")
+        .join()
+        .expect("the thread ran to its end")
+}
+
+fn accepted_nesting(source: &str) -> bool {
+    let tokens: proc_macro2::TokenStream = source.parse().expect("the source lexes");
+    super::check_nesting(tokens).is_ok()
+}
+
+#[test]
+fn nesting_past_the_limit_of_the_attribute_is_an_error() {
+    let attr = format!(
+        "tune(N = [{}1{}])",
+        "(".repeat(100_000),
+        ")".repeat(100_000)
+    );
+    let e = on_proven_stack(move || error(&attr, "fn k<const N: u32>() {}"));
+    assert!(e.contains("nests too deeply"), "{e}");
+}
+
+#[test]
+fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
+    for shape in DEEP_SHAPES {
+        let source = deep_kernel(shape, 100_000);
+        let e = on_proven_stack(move || error("", &source));
+        assert!(
+            e.contains("nests too deeply")
+                && e.contains(&format!("the limit is {}", super::MAX_NESTING)),
+            "{shape}: {e}"
+        );
+    }
+}
+
+/// For each shape, the deepest nesting the limit accepts goes through the
+/// parse, the lowering, the target checks (the default targets include
+/// WGSL) and the serialization the macro does, on [`PROVEN_STACK`]; one
+/// level more is refused.
+#[test]
+fn nesting_at_the_limit_fits_the_stack() {
+    for shape in DEEP_SHAPES {
+        let deepest = (1..super::MAX_NESTING)
+            .take_while(|&depth| accepted_nesting(&deep_kernel(shape, depth)))
+            .last()
+            .unwrap_or_else(|| panic!("{shape}: one level is refused"));
+        assert!(
+            !accepted_nesting(&deep_kernel(shape, deepest + 1)),
+            "{shape}"
+        );
+        let source = deep_kernel(shape, deepest);
+        let outcome =
+            on_proven_stack(move || parse_kernel_str("", &source).map(|def| def.to_json().len()));
+        if let Err(e) = outcome {
+            assert!(!e.contains("nests too deeply"), "{shape} at {deepest}: {e}");
+        }
+    }
+}
+
+/// A kernel for `len` f32s in a register array.
+fn register_array_kernel(len: u64) -> String {
+    format!("fn k(y: &mut [f32]) {{ let mut a = [0.0f32; {len}]; a[1] = y[0]; y[0] = a[1]; }}")
+}
+
+#[test]
+fn wgsl_refuses_an_array_past_naga_largest_type() {
+    // 2^29 f32s take 2^31 bytes, one more than naga's largest type.
+    assert_error(
+        "arch(wgsl)",
+        &register_array_kernel(1 << 29),
+        &[
+            "the register array `a` ([f32; 536870912]) takes 2147483648 bytes",
+            "arrays of at most 2147483647 bytes",
+        ],
+    );
+    parse("arch(wgsl)", &register_array_kernel((1 << 29) - 1));
+}
+
+#[test]
+fn wgsl_refuses_an_array_past_naga_largest_type_in_a_variant() {
+    let item = "fn k<const N: u32>(y: &mut [f32]) {
+        let mut t: [[f32; 1024]; N] = shared();
+        t[0][0] = y[0];
+        y[0] = t[0][0];
+    }";
+    assert_error(
+        "arch(wgsl), tune(N = [1, 524288])",
+        item,
+        &[
+            "in the variant",
+            "the shared array `t` ([[f32; 1024]; 524288]) takes 2147483648 bytes",
+        ],
+    );
+    parse("arch(wgsl), tune(N = [1, 524287])", item);
+}
+
+#[test]
+fn wgsl_refuses_an_expression_nested_past_naga_parser() {
+    let sum = |terms: usize| {
+        format!(
+            "fn k(y: &mut [f32]) {{ y[0] = y[1]{}; }}",
+            " + y[1]".repeat(terms)
+        )
+    };
+    assert_error(
+        "arch(wgsl)",
+        &sum(100),
+        &[
+            "an expression 102 operations deep",
+            "bind parts of the expression to `let`s",
+        ],
+    );
+    parse("arch(sm_80)", &sum(100));
 }

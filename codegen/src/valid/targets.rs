@@ -23,3 +23,13 @@ pub fn check(kernel: &Kernel, target: Target) -> Result<(), Error> {
         Target::Wgsl => wgsl::check(kernel),
     }
 }
+
+/// Checks what `target` can express of the variant `consts` of `kernel`
+/// beyond [`check`], where it depends on const values: for WGSL, the size
+/// of each array.
+pub fn check_variant(kernel: &Kernel, target: Target, consts: &[i64]) -> Result<(), Error> {
+    match target {
+        Target::Ptx(_) => Ok(()),
+        Target::Wgsl => wgsl::check_array_sizes(kernel, consts),
+    }
+}

@@ -98,3 +98,16 @@ pub fn snapshot_name(input: &str, def: &KernelDef, consts: &[i64], target: Targe
 pub fn archs(def: &KernelDef) -> Vec<Arch> {
     def.targets.iter().filter_map(|t| t.arch()).collect()
 }
+
+/// Parses and validates WGSL with naga, every capability allowed (the
+/// module's features are the device's business); naga's message on failure.
+pub fn naga_check(text: &str) -> Result<(), String> {
+    let module = naga::front::wgsl::parse_str(text).map_err(|e| e.emit_to_string(text))?;
+    naga::valid::Validator::new(
+        naga::valid::ValidationFlags::all(),
+        naga::valid::Capabilities::all(),
+    )
+    .validate(&module)
+    .map_err(|e| e.emit_to_string(text))?;
+    Ok(())
+}

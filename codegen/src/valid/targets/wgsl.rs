@@ -11,10 +11,23 @@
 //! - atomics on anything but i32 and u32;
 //! - Tensor Core fragments and their operations, `ldmatrix`, the operand
 //!   packing functions and asynchronous copies (`cp_async*`).
+//!
+//! Past naga's limits (each an error that says the limit):
+//! - an array over `MAX_TYPE_SIZE` bytes: checked where its size is known,
+//!   on a specialized kernel or for the const values of a variant
+//!   ([`check_array_sizes`], which the front runs for every variant);
+//! - bodies nested past `MAX_BRACE_NESTING` (device functions' bodies nest
+//!   where they are called), and expressions nested past naga's parser
+//!   depth. Specialization only removes levels (constant `if`s, unrolled
+//!   loops), so the family's nesting bounds every variant's.
 
-use crate::back::wgsl::support::{atomic_type, storage_type, value_type};
+use crate::back::wgsl::support::{
+    atomic_type, storage_type, value_size, value_type, MAX_BRACE_NESTING, MAX_PARSE_DEPTH,
+    MAX_TYPE_SIZE, PARSE_DEPTH_PER_EXPR,
+};
+use crate::eval;
 use crate::ir::{
-    Block, Expr, ExprKind, Intrinsic, Kernel, ParamType, Place, Scalar, Space, Stmt,
+    Block, Expr, ExprKind, Intrinsic, Kernel, Literal, ParamType, Place, Scalar, Space, Stmt,
     PROXY_FENCE_FUNCTION,
 };
 use crate::valid::{atomic_name, intrinsic_name};
@@ -75,11 +88,57 @@ pub(super) fn check(kernel: &Kernel) -> Result<(), Error> {
             ));
         }
     }
-    Checker { kernel }.block(&kernel.body)
+    check_array_sizes(kernel, &[])?;
+    Checker { kernel, bodies: 1 }.block(&kernel.body)
 }
 
+/// Checks that every array of `kernel` whose size `consts` (a variant's
+/// const values, or none) decide fits naga's largest type.
+pub(super) fn check_array_sizes(kernel: &Kernel, consts: &[i64]) -> Result<(), Error> {
+    for local in kernel.locals.iter().filter(|l| !l.dims.is_empty()) {
+        let Some(size) = value_size(local.ty) else {
+            continue;
+        };
+        let dims: Option<Vec<u128>> = local
+            .dims
+            .iter()
+            .map(|d| match eval::eval(d, consts, &[]) {
+                Ok(Literal::Int(v)) => u128::try_from(v).ok(),
+                _ => None,
+            })
+            .collect();
+        let Some(dims) = dims else {
+            continue;
+        };
+        let bytes = dims
+            .iter()
+            .try_fold(u128::from(size), |bytes, &d| bytes.checked_mul(d));
+        if bytes.is_none_or(|b| b > u128::from(MAX_TYPE_SIZE)) {
+            let what = match local.space {
+                Space::Register => "register array",
+                Space::Shared => "shared array",
+            };
+            let ty = dims
+                .iter()
+                .rev()
+                .fold(local.ty.name().to_string(), |t, d| format!("[{t}; {d}]"));
+            let bytes = bytes.map_or("more than 2^128".to_string(), |b| b.to_string());
+            return Err(Error::new(format!(
+                "kernel `{}`: the {what} `{}` ({ty}) takes {bytes} bytes, and WGSL (naga) \
+                 takes arrays of at most {MAX_TYPE_SIZE} bytes: make it smaller, or build the \
+                 kernel for PTX only, `#[kernel(arch(sm_70, sm_80, sm_90))]`",
+                kernel.name, local.name,
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The walk over the body, with the braces its place is inside (`main`'s
+/// included).
 struct Checker<'k> {
     kernel: &'k Kernel,
+    bodies: usize,
 }
 
 impl Checker<'_> {
@@ -87,7 +146,49 @@ impl Checker<'_> {
         block.iter().try_for_each(|stmt| self.stmt(stmt))
     }
 
+    /// The walk of a body one brace deeper, which WGSL must allow.
+    fn nested(&self, body: &Block) -> Result<(), Error> {
+        if self.bodies == MAX_BRACE_NESTING {
+            return Err(Error::new(format!(
+                "kernel `{}`: its `if`, `for` and `while` bodies nest more than {} deep (WGSL \
+                 allows {MAX_BRACE_NESTING} nested bodies in a function, `main`'s included; a \
+                 device function's bodies nest inside its caller's): flatten the control flow \
+                 (combine conditions with `&&`, leave loops early with `continue`), or build the \
+                 kernel for PTX only, `#[kernel(arch(sm_70, sm_80, sm_90))]`",
+                self.kernel.name,
+                MAX_BRACE_NESTING - 1
+            )));
+        }
+        Checker {
+            kernel: self.kernel,
+            bodies: self.bodies + 1,
+        }
+        .block(body)
+    }
+
+    /// Checks that `e`, in a statement of this body, nests no deeper than
+    /// naga parses: the statements around it, the statement's own level (a
+    /// `for` header's or an assignment's place), its expression, and
+    /// [`PARSE_DEPTH_PER_EXPR`] per level of `e`.
+    fn parse_depth(&self, e: &Expr) -> Result<(), Error> {
+        let levels = expr_levels(e);
+        let depth = self.bodies + 2 + PARSE_DEPTH_PER_EXPR * levels;
+        if depth > MAX_PARSE_DEPTH {
+            return Err(Error::new(format!(
+                "kernel `{}`: an expression {levels} operations deep, inside {} nested bodies, \
+                 nests deeper than naga parses WGSL ({MAX_PARSE_DEPTH} levels, where each \
+                 operation can take {PARSE_DEPTH_PER_EXPR} and each body 1): bind parts of the \
+                 expression to `let`s, or build the kernel for PTX only, \
+                 `#[kernel(arch(sm_70, sm_80, sm_90))]`",
+                self.kernel.name,
+                self.bodies - 1
+            )));
+        }
+        Ok(())
+    }
+
     fn stmt(&self, stmt: &Stmt) -> Result<(), Error> {
+        stmt_exprs(stmt).try_for_each(|e| self.parse_depth(e))?;
         match stmt {
             Stmt::Let { init, .. } => init.iter().try_for_each(|e| self.expr(e)),
             Stmt::Assign { place, value } => {
@@ -100,8 +201,12 @@ impl Checker<'_> {
                 else_body,
             } => {
                 self.expr(cond)?;
-                self.block(then_body)?;
-                self.block(else_body)
+                self.nested(then_body)?;
+                match else_body.as_slice() {
+                    // The emitter writes an `else if` chain flat.
+                    [Stmt::If { .. }] => self.block(else_body),
+                    _ => self.nested(else_body),
+                }
             }
             Stmt::For {
                 start,
@@ -113,11 +218,11 @@ impl Checker<'_> {
                 [start, end, step]
                     .into_iter()
                     .try_for_each(|e| self.expr(e))?;
-                self.block(body)
+                self.nested(body)
             }
             Stmt::While { cond, body } => {
                 self.expr(cond)?;
-                self.block(body)
+                self.nested(body)
             }
             Stmt::Expr(e) => self.expr(e),
             Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => Ok(()),
@@ -225,4 +330,54 @@ impl Checker<'_> {
         }
         Ok(())
     }
+}
+
+/// The expressions a statement writes itself (not those of its bodies).
+fn stmt_exprs(stmt: &Stmt) -> impl Iterator<Item = &Expr> {
+    let exprs: Vec<&Expr> = match stmt {
+        Stmt::Let { init, .. } => init.iter().collect(),
+        Stmt::Assign { place, value } => place_exprs(place).chain([value]).collect(),
+        Stmt::If { cond, .. } | Stmt::While { cond, .. } => vec![cond],
+        Stmt::For {
+            start, end, step, ..
+        } => vec![start, end, step],
+        Stmt::Expr(e) => vec![e],
+        _ => Vec::new(),
+    };
+    exprs.into_iter()
+}
+
+fn place_exprs(place: &Place) -> impl Iterator<Item = &Expr> {
+    match place {
+        Place::Local { indices, .. } => indices.iter().collect::<Vec<_>>(),
+        Place::Global { index, .. } => vec![index],
+    }
+    .into_iter()
+}
+
+/// The levels of `e`: 1 for a leaf, and 1 more than its deepest operand
+/// (a place's indices are operands of its load).
+fn expr_levels(e: &Expr) -> usize {
+    let operands: Vec<&Expr> = match &e.kind {
+        ExprKind::Load(place) => place_exprs(place).collect(),
+        ExprKind::Unary(_, a) | ExprKind::Cast(a) => vec![a],
+        ExprKind::Binary(_, a, b) => vec![a, b],
+        ExprKind::Select(c, a, b) => vec![c, a, b],
+        ExprKind::Call(_, args) => args.iter().collect(),
+        ExprKind::Atomic {
+            place,
+            value,
+            compare,
+            ..
+        } => place_exprs(place)
+            .chain([value.as_ref()])
+            .chain(compare.as_deref())
+            .collect(),
+        ExprKind::Literal(_)
+        | ExprKind::Param(_)
+        | ExprKind::Const(_)
+        | ExprKind::Len(_)
+        | ExprKind::Special(_) => Vec::new(),
+    };
+    1 + operands.into_iter().map(expr_levels).max().unwrap_or(0)
 }
