@@ -2660,6 +2660,7 @@ fn fp8_values_are_moved_not_computed_with() {
         "fn k(a: &[e4m3], b: &mut [e4m3]) { b[0] = a[0]; }",
         &["e4m3"],
     );
+}
 
 /// A kernel whose body nests `depth` levels deep in one of the shapes a
 /// syntax tree deepens by: nested blocks, `if`s and parentheses, a
