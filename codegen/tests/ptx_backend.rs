@@ -557,7 +557,7 @@ fn wgmma_forms_of_every_type_are_checked_per_variant() {
     ))
     .contains("`wgmma_m64k32_s8::<40>`: N is 8, 16, 24, then 32 to 256 in steps of 16 (m64nNk32)"));
     // The fp8 forms take every N in steps of 8, as tf32 does.
-    let fp8 = ("[[u8; 128]; 64]", "[[u8; 128]; 64]");
+    let fp8 = ("[[e5m2; 128]; 64]", "[[e5m2; 128]; 64]");
     let m = text(wgmma_form_source(
         "wgmma_m64k32_e5m2",
         40,
@@ -570,7 +570,7 @@ fn wgmma_forms_of_every_type_are_checked_per_variant() {
         "wgmma_m64k32_u8",
         64,
         "[0i32; 16]",
-        fp8,
+        ("[[u8; 128]; 64]", "[[u8; 128]; 64]"),
         128
     ))
     .contains(
@@ -596,7 +596,7 @@ fn wgmma_forms_of_every_type_are_checked_per_variant() {
     ));
     assert!(error(wgmma_form_source("wgmma_m64k8_tf32", 64, "[0.0f32; 32]", ("[[[f32; 8]; 64]; 2]", plain.1), 0))
         .contains("declare it `[[[f32; 4]; ROWS]; K / 4]`: core matrices of 8 rows of 16 bytes, the outer dimension stepping k by 4"));
-    let plain8 = ("[[[u8; 16]; 64]; 2]", "[[[u8; 16]; 64]; 2]");
+    let plain8 = ("[[[e4m3; 16]; 64]; 2]", "[[[e4m3; 16]; 64]; 2]");
     text(wgmma_form_source(
         "wgmma_m64k32_e4m3",
         64,
