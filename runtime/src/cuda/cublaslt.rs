@@ -41,6 +41,13 @@
 //!   layouts as stored (rows and columns before the transpose), preference
 //!   with the workspace size, one heuristic, `cublasLtMatmul`.
 //!
+//! A Python (ctypes) replica of this call sequence, same attributes, value
+//! types and layouts, ran on an H200 with cuBLASLt 13.1 (driver 580.159.04):
+//! e4m3 products of small integers came back exact in both accumulation
+//! modes with no scale pointers set, e5m2 x e5m2 got no algorithm from the
+//! heuristic (`CUBLAS_STATUS_NOT_SUPPORTED`), and `FAST_ACCUM` given 4 bytes
+//! was refused (`CUBLAS_STATUS_INVALID_VALUE`): it takes exactly one byte.
+//!
 //! Fast accumulation (`CUBLASLT_MATMUL_DESC_FAST_ACCUM`): the documentation
 //! says that with it on, intermediate results are not periodically promoted
 //! to a higher precision, faster at the cost of accuracy, and that it has an
