@@ -327,8 +327,9 @@ impl Runtime {
     /// `dims` is `(m, n, k)`; `layouts` gives how `a` and `b` lie in their
     /// buffers (C is always row-major); alpha is 1 and beta 0. `precision`
     /// fixes the element types, which the buffers must have, and the
-    /// arithmetic (all through `cublasGemmEx`, and f32 sums throughout: the
-    /// handle disallows reduced-precision split-k reductions):
+    /// arithmetic (through `cublasGemmEx`, f32 sums throughout: the handle
+    /// disallows reduced-precision split-k reductions; 8-bit floats through
+    /// cuBLASLt, which GemmEx lacks):
     ///
     /// | precision | A, B | C | cuBLAS compute type |
     /// | --- | --- | --- | --- |
@@ -337,9 +338,16 @@ impl Runtime {
     /// | `Tf32` | f32 | f32 | `CUBLAS_COMPUTE_32F_FAST_TF32` (inputs rounded to tf32) |
     /// | `I8` | i8 | i32 | `CUBLAS_COMPUTE_32I` |
     /// | `F32` | f32 | f32 | `CUBLAS_COMPUTE_32F` (default math: no TF32) |
+    /// | `E4m3` | e4m3 | bf16 | cuBLASLt, `CUBLAS_COMPUTE_32F` with fast accumulation |
+    ///
+    /// `E4m3` is [`Runtime::cublaslt_fp8_gemm`] with fast accumulation on:
+    /// the Tensor Cores keep the whole sum, as the `wgmma` fp8 GEMM does, so
+    /// the comparison is like for like (`torch._scaled_mm`'s default is
+    /// off). `E5m2` is refused: cuBLAS has no e5m2 x e5m2 GEMM.
     ///
     /// `I8` takes only cuBLAS's integer Tensor Core form: A row-major, B
-    /// column-major, n and k multiples of 4; other calls are refused with
+    /// column-major, n and k multiples of 4; `E4m3` likewise A row-major, B
+    /// column-major, n and k multiples of 16; other calls are refused with
     /// what to change. Buffer lengths shorter than the matrices, element
     /// types other than the precision's, dimensions past `i32::MAX` and
     /// buffers of another runtime are refused before cuBLAS sees them.
@@ -360,6 +368,48 @@ impl Runtime {
             }
             #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("a cuBLAS operand")),
+        }
+    }
+
+    /// Row-major `c (m x n) = a (m x k) * b (k x n)` in an 8-bit float
+    /// `precision` with cuBLASLt's `cublasLtMatmul`, on the runtime's stream,
+    /// with fast accumulation on or off: the fp8 reference of the benchmarks,
+    /// which time both. CUDA only, compute capability 8.9 or newer.
+    ///
+    /// `a` is row-major and `b` column-major (both contiguous along k, the
+    /// only form cuBLASLt's fp8 kernels take on Ada and Hopper); `c` is
+    /// row-major bf16; products are summed in f32 (`CUBLAS_COMPUTE_32F`),
+    /// alpha is 1, beta 0, and no scale factors are applied. `E4m3` only:
+    /// cuBLAS has no e5m2 x e5m2 GEMM.
+    ///
+    /// `fast_accumulation` is cuBLASLt's `CUBLASLT_MATMUL_DESC_FAST_ACCUM`.
+    /// On, the fp8 Tensor Cores keep the whole sum, in fewer bits than f32,
+    /// like warpforge's `wgmma` fp8 GEMM ([`Runtime::cublas_gemm`] uses this).
+    /// Off (cuBLASLt's and `torch._scaled_mm`'s default), cuBLASLt
+    /// periodically adds the Tensor Cores' partial sums into f32: more
+    /// accurate, slower.
+    ///
+    /// n and k must be multiples of 16 and the buffers 16-byte aligned (any
+    /// buffer the runtime allocated is); other precisions, shapes, short
+    /// buffers, element types other than the precision's (e4m3 A and B,
+    /// bf16 C) and buffers of another runtime are refused with what to change.
+    #[cfg(feature = "cublas")]
+    pub fn cublaslt_fp8_gemm<I: DeviceScalar, O: DeviceScalar>(
+        &self,
+        precision: GemmPrecision,
+        dims: (usize, usize, usize),
+        a: &DeviceBuffer<I>,
+        b: &DeviceBuffer<I>,
+        c: &mut DeviceBuffer<O>,
+        fast_accumulation: bool,
+    ) -> Result<(), Error> {
+        let cuda = self.cuda_backend("cuBLASLt")?;
+        match (&a.memory, &b.memory, &mut c.memory) {
+            (Memory::Cuda(a), Memory::Cuda(b), Memory::Cuda(c)) => {
+                cuda.fp8_gemm(precision, dims, a, b, c, fast_accumulation)
+            }
+            #[allow(unreachable_patterns)]
+            _ => Err(self.foreign_buffer("a cuBLASLt operand")),
         }
     }
 

@@ -1,14 +1,15 @@
 //! cuBLAS on the runtime's stream: the reference the benchmarks and the GEMM
-//! tests compare against. Every product goes through one call,
-//! `cublasGemmEx`, whose data and compute types spell out the
-//! [`GemmPrecision`].
+//! tests compare against. Every product goes through one call: `cublasGemmEx`,
+//! whose data and compute types spell out the [`GemmPrecision`], or, for the
+//! 8-bit floats GemmEx lacks, `cublasLtMatmul` (`super::cublaslt`). The
+//! checks and the row-major to column-major mapping here serve both.
 
 use std::ffi::c_void;
 
-use cudarc::cublas::result::{gemm_ex, CublasError};
+use cudarc::cublas::result::gemm_ex;
 use cudarc::cublas::sys::{
     cublasComputeType_t, cublasGemmAlgo_t, cublasMath_t, cublasOperation_t, cublasSetMathMode,
-    cublasStatus_t, cudaDataType_t,
+    cudaDataType_t,
 };
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
@@ -51,6 +52,7 @@ impl CudaBackend {
     }
 
     /// `c = a b` in `precision` with cuBLAS: see [`crate::Runtime::cublas_gemm`].
+    /// The 8-bit floats go to cuBLASLt with fast accumulation.
     pub(crate) fn gemm<I: DeviceScalar, O: DeviceScalar>(
         &self,
         precision: GemmPrecision,
@@ -65,16 +67,62 @@ impl CudaBackend {
             dims,
             layouts,
         };
+        match CublasRoute::of(&problem)? {
+            CublasRoute::GemmEx(types) => self.gemm_ex(&problem, &types, a, b, c),
+            CublasRoute::LtFp8(input) => self.lt_fp8_matmul(&problem, input, true, a, b, c),
+        }
+    }
+
+    /// `c = a b` in an 8-bit float `precision` with cuBLASLt, A row-major
+    /// and B column-major: see [`crate::Runtime::cublaslt_fp8_gemm`].
+    pub(crate) fn fp8_gemm<I: DeviceScalar, O: DeviceScalar>(
+        &self,
+        precision: GemmPrecision,
+        dims: (usize, usize, usize),
+        a: &CudaSlice<I>,
+        b: &CudaSlice<I>,
+        c: &mut CudaSlice<O>,
+        fast_accumulation: bool,
+    ) -> Result<(), Error> {
+        let problem = GemmProblem {
+            precision,
+            dims,
+            layouts: (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
+        };
+        let input = CublasRoute::lt_fp8_input(&problem)?;
+        self.lt_fp8_matmul(&problem, input, fast_accumulation, a, b, c)
+    }
+
+    /// Checks a product's types, shapes, buffer lengths and buffer owners,
+    /// and maps it onto cuBLAS's column-major call.
+    pub(super) fn checked_call<I: DeviceScalar, O: DeviceScalar>(
+        &self,
+        problem: &GemmProblem,
+        a: &CudaSlice<I>,
+        b: &CudaSlice<I>,
+        c: &CudaSlice<O>,
+    ) -> Result<ColumnMajorCall, Error> {
         let call = problem.plan((I::SCALAR, O::SCALAR), [a.len(), b.len(), c.len()])?;
         for (name, owner) in [("a", a.context()), ("b", b.context()), ("c", c.context())] {
             self.check_owner(owner, || format!("cuBLAS GEMM operand `{name}`"))?;
         }
+        Ok(call)
+    }
+
+    fn gemm_ex<I: DeviceScalar, O: DeviceScalar>(
+        &self,
+        problem: &GemmProblem,
+        types: &CublasTypes,
+        a: &CudaSlice<I>,
+        b: &CudaSlice<I>,
+        c: &mut CudaSlice<O>,
+    ) -> Result<(), Error> {
+        let call = self.checked_call(problem, a, b, c)?;
         let blas = self.blas()?;
         let (alpha, beta) = (
-            ScaleFactor::new(precision, 1),
-            ScaleFactor::new(precision, 0),
+            ScaleFactor::new(problem.precision, 1),
+            ScaleFactor::new(problem.precision, 0),
         );
-        let types = CublasTypes::of(&problem)?;
         {
             let (a_ptr, _a_sync) = a.device_ptr(&self.stream);
             let (b_ptr, _b_sync) = b.device_ptr(&self.stream);
@@ -108,39 +156,39 @@ impl CudaBackend {
                     cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 )
             }
-            .map_err(|e| cublas_failure(&problem, e))?;
+            .map_err(|e| cublas_failure(problem, "cublasGemmEx", e.0))?;
         }
         self.check_recorded("cuBLAS GEMM")
     }
 }
 
 /// One row-major product as the caller states it.
-struct GemmProblem {
-    precision: GemmPrecision,
+pub(super) struct GemmProblem {
+    pub(super) precision: GemmPrecision,
     /// `(m, n, k)`: C is `m x n`, A is `m x k`, B is `k x n`.
-    dims: (usize, usize, usize),
+    pub(super) dims: (usize, usize, usize),
     /// The layouts of A and B.
-    layouts: (MatrixLayout, MatrixLayout),
+    pub(super) layouts: (MatrixLayout, MatrixLayout),
 }
 
-/// The arguments of the column-major `cublasGemmEx` call that computes a
-/// [`GemmProblem`]. cuBLAS's first operand is B and its second is A: see
-/// [`GemmProblem::plan`].
+/// The arguments of the column-major `cublasGemmEx` (or `cublasLtMatmul`)
+/// call that computes a [`GemmProblem`]. cuBLAS's first operand is B and its
+/// second is A: see [`GemmProblem::plan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct ColumnMajorCall {
-    transa: cublasOperation_t,
-    transb: cublasOperation_t,
-    m: i32,
-    n: i32,
-    k: i32,
-    lda: i32,
-    ldb: i32,
-    ldc: i32,
+pub(super) struct ColumnMajorCall {
+    pub(super) transa: cublasOperation_t,
+    pub(super) transb: cublasOperation_t,
+    pub(super) m: i32,
+    pub(super) n: i32,
+    pub(super) k: i32,
+    pub(super) lda: i32,
+    pub(super) ldb: i32,
+    pub(super) ldc: i32,
 }
 
 impl GemmProblem {
     /// How the product is described in messages.
-    fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         let (m, n, k) = self.dims;
         let (a, b) = self.layouts;
         format!(
@@ -160,7 +208,7 @@ impl GemmProblem {
     /// transpose it, leading dimension k. Likewise for A: row-major A read
     /// column-major is `A^T` (leading dimension k), column-major A needs a
     /// transpose (leading dimension m).
-    fn plan(
+    pub(super) fn plan(
         &self,
         (input, output): (Scalar, Scalar),
         [a_len, b_len, c_len]: [usize; 3],
@@ -206,8 +254,10 @@ impl GemmProblem {
             })
         };
         let (mi, ni, ki) = (dim("m", m)?, dim("n", n)?, dim("k", k)?);
-        if precision == GemmPrecision::I8 {
-            self.check_int8_form()?;
+        match precision {
+            GemmPrecision::I8 => self.check_int8_form()?,
+            GemmPrecision::E4m3 | GemmPrecision::E5m2 => self.check_fp8_form()?,
+            _ => {}
         }
         let operand = |layout: MatrixLayout, rows: i32, cols: i32| match layout {
             MatrixLayout::RowMajor => (cublasOperation_t::CUBLAS_OP_N, cols),
@@ -258,19 +308,54 @@ impl GemmProblem {
         }
         Ok(())
     }
+
+    /// cuBLASLt's fp8 kernels need, by NVIDIA's cuBLAS documentation
+    /// (`cublasLtMatmul()`, the FP8 requirements): A transposed and B not
+    /// (cuBLAS's "TN" form, required on Ada, Hopper and Blackwell GeForce),
+    /// which for cuBLAS's A = our B and B = our A (see `plan`) means our A
+    /// row-major and our B column-major, both contiguous along k; and the
+    /// dimensions and leading dimensions of "Tensor Core Usage", whose
+    /// conditions for this form are k (1-byte A and B, leading dimension k)
+    /// a multiple of 16 and n (the bf16 C's rows, leading dimension n) a
+    /// multiple of 8. n must be a multiple of 16 here, as `torch._scaled_mm`
+    /// asks of its B; m is free (also in `torch._scaled_mm`). On an H200
+    /// with cuBLASLt 13.1, a ctypes replica of this call also ran n = 8 and
+    /// 24 and k = 40 exactly; as for i8, the documented form is enforced.
+    fn check_fp8_form(&self) -> Result<(), Error> {
+        let (_, n, k) = self.dims;
+        if self.layouts != (MatrixLayout::RowMajor, MatrixLayout::ColMajor) {
+            return Err(Error::Cublas(format!(
+                "{}: cuBLASLt's fp8 GEMM needs A row-major and B column-major (both contiguous \
+                 along k: cuBLAS's \"TN\" form): store A row-major and B column-major, \
+                 transposing on the host",
+                self.describe()
+            )));
+        }
+        if n % 16 != 0 || k % 16 != 0 {
+            return Err(Error::Cublas(format!(
+                "{}: cuBLASLt's fp8 GEMM needs n and k to be multiples of 16 (16-byte aligned \
+                 rows of A, B and C): pad the matrices with zero columns of B and C (n) or zero \
+                 columns of A and rows of B (k) up to multiples of 16",
+                self.describe()
+            )));
+        }
+        Ok(())
+    }
 }
 
-/// The cuBLAS data and compute types of a precision.
-struct CublasTypes {
-    input: cudaDataType_t,
-    output: cudaDataType_t,
-    compute: cublasComputeType_t,
+/// Which cuBLAS routine computes a precision, with its types.
+pub(super) enum CublasRoute {
+    /// `cublasGemmEx` with these data and compute types.
+    GemmEx(CublasTypes),
+    /// `cublasLtMatmul` with A and B of this 8-bit float type (and f32
+    /// compute, f32 scales, bf16 C: `super::cublaslt`).
+    LtFp8(cudarc::cublaslt::sys::cudaDataType_t),
 }
 
-impl CublasTypes {
-    /// The types of `problem`'s precision, or an `Err` for the precisions
-    /// `cublasGemmEx` lacks.
-    fn of(problem: &GemmProblem) -> Result<CublasTypes, Error> {
+impl CublasRoute {
+    /// The routine and types of `problem`'s precision, or an `Err` for the
+    /// precision no cuBLAS routine computes.
+    fn of(problem: &GemmProblem) -> Result<CublasRoute, Error> {
         use cublasComputeType_t::*;
         use cudaDataType_t::*;
         let (input, output, compute) = match problem.precision {
@@ -279,20 +364,51 @@ impl CublasTypes {
             GemmPrecision::Tf32 => (CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F_FAST_TF32),
             GemmPrecision::I8 => (CUDA_R_8I, CUDA_R_32I, CUBLAS_COMPUTE_32I),
             GemmPrecision::F32 => (CUDA_R_32F, CUDA_R_32F, CUBLAS_COMPUTE_32F),
-            GemmPrecision::E4m3 | GemmPrecision::E5m2 => {
+            // cublasGemmEx has no 8-bit floats; cuBLASLt has them.
+            GemmPrecision::E4m3 => {
+                return Ok(CublasRoute::LtFp8(
+                    cudarc::cublaslt::sys::cudaDataType_t::CUDA_R_8F_E4M3,
+                ))
+            }
+            // NVIDIA's table of cublasLtMatmul's fp8 types pairs e4m3 with
+            // e4m3, e4m3 with e5m2 and e5m2 with e4m3, never e5m2 with e5m2
+            // (torch._scaled_mm refuses that pair too).
+            GemmPrecision::E5m2 => {
                 return Err(Error::Cublas(format!(
-                    "{}: cublasGemmEx has no 8-bit float GEMM (cuBLAS runs fp8 only through \
-                     cuBLASLt): compare with `torch._scaled_mm`, or convert A and B to f16",
+                    "{}: cuBLAS has no e5m2 x e5m2 GEMM (cuBLASLt's fp8 kernels pair e5m2 only \
+                     with e4m3): compare with an f16 GEMM of the same values instead (every e5m2 \
+                     value is exact in f16)",
                     problem.describe()
                 )))
             }
         };
-        Ok(CublasTypes {
+        Ok(CublasRoute::GemmEx(CublasTypes {
             input,
             output,
             compute,
-        })
+        }))
     }
+
+    /// The fp8 type of `problem`'s A and B, or an `Err` for a precision
+    /// cuBLASLt's fp8 GEMM does not compute.
+    fn lt_fp8_input(problem: &GemmProblem) -> Result<cudarc::cublaslt::sys::cudaDataType_t, Error> {
+        match CublasRoute::of(problem)? {
+            CublasRoute::LtFp8(input) => Ok(input),
+            CublasRoute::GemmEx(_) => Err(Error::Cublas(format!(
+                "{}: cuBLASLt's fp8 GEMM takes the 8-bit float precisions (e4m3) only: use \
+                 `cublas_gemm` for {}",
+                problem.describe(),
+                problem.precision.name()
+            ))),
+        }
+    }
+}
+
+/// The `cublasGemmEx` data and compute types of a precision.
+pub(super) struct CublasTypes {
+    input: cudaDataType_t,
+    output: cudaDataType_t,
+    compute: cublasComputeType_t,
 }
 
 /// alpha or beta, in the scale type cuBLAS reads for the compute type:
@@ -318,30 +434,46 @@ impl ScaleFactor {
     }
 }
 
-/// A failed `cublasGemmEx`, with what to do for the statuses a caller can act on.
-fn cublas_failure(problem: &GemmProblem, err: CublasError) -> Error {
-    let hint = match err.0 {
-        cublasStatus_t::CUBLAS_STATUS_NOT_SUPPORTED | cublasStatus_t::CUBLAS_STATUS_ARCH_MISMATCH => {
+/// A failed cuBLAS or cuBLASLt call (`routine`), with what to do for the
+/// statuses a caller can act on. cudarc binds cuBLAS's and cuBLASLt's
+/// `cublasStatus_t` (one C enum) as two Rust types, so the status is told by
+/// its name.
+pub(super) fn cublas_failure(
+    problem: &GemmProblem,
+    routine: &str,
+    status: impl std::fmt::Debug,
+) -> Error {
+    let status = format!("{status:?}");
+    let fp8 = matches!(problem.precision, GemmPrecision::E4m3 | GemmPrecision::E5m2);
+    let hint = match status.as_str() {
+        "CUBLAS_STATUS_NOT_SUPPORTED" | "CUBLAS_STATUS_ARCH_MISMATCH" if fp8 => {
+            " This cuBLASLt has no fp8 kernel for this shape on this GPU (fp8 needs compute \
+             capability 8.9 or newer and CUDA 11.8's cuBLASLt or newer): try a newer cuBLAS."
+        }
+        "CUBLAS_STATUS_NOT_SUPPORTED" | "CUBLAS_STATUS_ARCH_MISMATCH" => {
             " This cuBLAS has no kernel for this precision, shape and layout on this GPU (bf16 and \
              tf32 need compute capability 8.0 or newer, i8 Tensor Cores 7.5): try another \
              precision or layout, or a newer cuBLAS."
         }
-        cublasStatus_t::CUBLAS_STATUS_ALLOC_FAILED => {
+        "CUBLAS_STATUS_ALLOC_FAILED" => {
             " cuBLAS could not allocate its workspace: free buffers you no longer need."
         }
-        cublasStatus_t::CUBLAS_STATUS_EXECUTION_FAILED => {
+        "CUBLAS_STATUS_EXECUTION_FAILED" => {
             " The GPU failed to run cuBLAS's kernel (possibly an earlier kernel faulted): run under \
              compute-sanitizer to find the faulting access."
         }
         _ => "",
     };
-    Error::Cublas(format!("{} failed: {err:?}.{hint}", problem.describe()))
+    Error::Cublas(format!(
+        "{} failed in {routine}: {status}.{hint}",
+        problem.describe()
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{bf16, f16, DeviceBuffer, DeviceScalar, Runtime};
+    use crate::{bf16, e4m3, f16, DeviceBuffer, DeviceScalar, Runtime};
     use MatrixLayout::{ColMajor, RowMajor};
 
     fn problem(
@@ -568,15 +700,100 @@ mod tests {
             dims: (64, 64, 64),
             layouts: (MatrixLayout::RowMajor, MatrixLayout::ColMajor),
         };
-        let types = CublasTypes::of(&problem(GemmPrecision::Tf32)).unwrap();
+        let Ok(CublasRoute::GemmEx(types)) = CublasRoute::of(&problem(GemmPrecision::Tf32)) else {
+            panic!("tf32 goes through cublasGemmEx");
+        };
         assert_eq!(
             types.compute,
             cublasComputeType_t::CUBLAS_COMPUTE_32F_FAST_TF32
         );
-        let fp8 = CublasTypes::of(&problem(GemmPrecision::E4m3))
-            .err()
+    }
+
+    #[test]
+    fn e4m3_goes_to_cublaslt_and_e5m2_is_refused() {
+        use cudarc::cublaslt::sys::cudaDataType_t as LtType;
+        let problem = |precision| GemmProblem {
+            precision,
+            dims: (64, 64, 64),
+            layouts: (RowMajor, ColMajor),
+        };
+        assert!(matches!(
+            CublasRoute::of(&problem(GemmPrecision::E4m3)),
+            Ok(CublasRoute::LtFp8(LtType::CUDA_R_8F_E4M3))
+        ));
+        assert_eq!(
+            CublasRoute::lt_fp8_input(&problem(GemmPrecision::E4m3)).unwrap(),
+            LtType::CUDA_R_8F_E4M3
+        );
+        for err in [
+            CublasRoute::of(&problem(GemmPrecision::E5m2)).err(),
+            CublasRoute::lt_fp8_input(&problem(GemmPrecision::E5m2)).err(),
+        ] {
+            let err = err.unwrap().to_string();
+            assert!(
+                err.contains("no e5m2 x e5m2 GEMM") && err.contains("f16 GEMM"),
+                "{err}"
+            );
+        }
+        let err = CublasRoute::lt_fp8_input(&problem(GemmPrecision::Bf16))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("e4m3) only") && err.contains("`cublas_gemm` for bf16"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn fp8_products_must_have_cublas_tn_form_and_multiples_of_16() {
+        let e4m3 = types(GemmPrecision::E4m3);
+        for layouts in [
+            (RowMajor, RowMajor),
+            (ColMajor, ColMajor),
+            (ColMajor, RowMajor),
+        ] {
+            let err = problem(GemmPrecision::E4m3, (16, 16, 16), layouts)
+                .plan(e4m3, [256, 256, 256])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("A row-major and B column-major") && err.contains("\"TN\""),
+                "{err}"
+            );
+        }
+        for dims in [(16, 8, 16), (16, 16, 40), (16, 24, 16)] {
+            let err = problem(GemmPrecision::E4m3, dims, (RowMajor, ColMajor))
+                .plan(e4m3, [1024, 1024, 1024])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains("multiples of 16") && err.contains("pad"),
+                "{dims:?}: {err}"
+            );
+        }
+        // m is free; both operands are read along k: cuBLAS's "TN".
+        let call = problem(GemmPrecision::E4m3, (37, 32, 48), (RowMajor, ColMajor))
+            .plan(e4m3, [37 * 48, 48 * 32, 37 * 32])
             .unwrap();
-        assert!(fp8.to_string().contains("no 8-bit float GEMM"), "{fp8}");
+        assert_eq!(
+            call,
+            ColumnMajorCall {
+                transa: cublasOperation_t::CUBLAS_OP_T,
+                transb: cublasOperation_t::CUBLAS_OP_N,
+                m: 32,
+                n: 37,
+                k: 48,
+                lda: 48,
+                ldb: 48,
+                ldc: 32,
+            }
+        );
+        // The buffers must hold e4m3 A and B and bf16 C.
+        let err = problem(GemmPrecision::E4m3, (16, 16, 16), (RowMajor, ColMajor))
+            .plan((Scalar::E4m3, Scalar::F32), [256, 256, 256])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("takes e4m3 A and B and bf16 C"), "{err}");
     }
 
     fn gpu() -> Runtime {
@@ -633,7 +850,8 @@ mod tests {
                 let mut c = rt.alloc_zeroed::<O>(m * n).unwrap();
                 let result = rt.cublas_gemm(precision, dims, (a_layout, b_layout), &a, &b, &mut c);
                 let tn_form = (a_layout, b_layout) == (RowMajor, ColMajor);
-                if precision == GemmPrecision::I8 && !tn_form {
+                let tn_only = matches!(precision, GemmPrecision::I8 | GemmPrecision::E4m3);
+                if tn_only && !tn_form {
                     let err = result.unwrap_err().to_string();
                     assert!(err.contains("\"TN\""), "{err}");
                     continue;
@@ -681,6 +899,43 @@ mod tests {
             |v| v as i8,
             |v| v as i32,
         );
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
+    fn e4m3_products_match_the_exact_product_in_both_accumulation_modes() {
+        let rt = gpu();
+        // The fp8 GEMMs need compute capability 8.9 or newer (an H200 in the
+        // GPU tier); small integers are exact in e4m3, their sums (at most
+        // 9 * 48) in either accumulation and, rounded once, in bf16.
+        let dims = (37, 32, 48);
+        let to_e4m3 = |v: i32| e4m3::from_f32(v as f32);
+        let to_bf16 = |v: i64| bf16::from_f64(v as f64);
+        let (m, n, k) = dims;
+        let (a, a_values) = upload_integers(&rt, (m, k), RowMajor, 1, to_e4m3);
+        let (b, b_values) = upload_integers(&rt, (k, n), ColMajor, 2, to_e4m3);
+        let want: Vec<bf16> = exact_product(&a_values, &b_values, dims)
+            .into_iter()
+            .map(to_bf16)
+            .collect();
+        for fast_accumulation in [true, false] {
+            let mut c = rt.alloc_zeroed::<bf16>(m * n).unwrap();
+            rt.cublaslt_fp8_gemm(GemmPrecision::E4m3, dims, &a, &b, &mut c, fast_accumulation)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(
+                rt.download(&c).unwrap(),
+                want,
+                "fast accumulation {fast_accumulation}"
+            );
+        }
+        // `cublas_gemm` sends e4m3 to cuBLASLt and refuses all but the TN form.
+        check_precision(&rt, GemmPrecision::E4m3, dims, to_e4m3, to_bf16);
+        let mut c = rt.alloc_zeroed::<bf16>(m * n).unwrap();
+        let err = rt
+            .cublaslt_fp8_gemm(GemmPrecision::E5m2, dims, &a, &b, &mut c, true)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("no e5m2 x e5m2 GEMM"), "{err}");
     }
 
     #[test]

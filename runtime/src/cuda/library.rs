@@ -1,7 +1,7 @@
 //! Whether a CUDA library can be loaded, asked before cudarc calls into it.
 //!
-//! cudarc loads libcuda and libcublas on first use and panics when it cannot
-//! find them. It is built with `fallback-dynamic-loading`, so an app that
+//! cudarc loads libcuda, libcublas and libcublasLt on first use and panics
+//! when it cannot find them. It is built with `fallback-dynamic-loading`, so an app that
 //! links CUDA itself (cudarc's `dynamic-linking`, as candle does) decides how
 //! the libraries are found, and cudarc's own probe (`is_culib_present`) exists
 //! only in the loading mode. This probe works in both: when the app links the
@@ -9,7 +9,7 @@
 
 use std::env::consts::{DLL_PREFIX, DLL_SUFFIX};
 
-/// The file names tried for `lib` (`cuda`, `nvcuda`, `cublas`): the unversioned
+/// The file names tried for `lib` (`cuda`, `nvcuda`, `cublas`, `cublasLt`): the unversioned
 /// name, the `.1` soname of the driver, and CUDA 12's names. Every name here is
 /// one cudarc also tries, so a library this finds is one cudarc loads.
 fn file_names(lib: &str) -> [String; 4] {
@@ -49,6 +49,7 @@ mod tests {
         if cfg!(target_os = "linux") {
             assert_eq!(names[0], "libcublas.so");
             assert_eq!(names[2], "libcublas.so.12");
+            assert_eq!(file_names("cublasLt")[2], "libcublasLt.so.12");
         }
     }
 

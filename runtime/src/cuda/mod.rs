@@ -1,9 +1,11 @@
 //! The CUDA backend: a context and stream on one device (cudarc, with the
 //! driver loaded at run time), buffers, the module cache, launches, timing
-//! and cuBLAS.
+//! and cuBLAS (cuBLASLt for the 8-bit float GEMMs).
 
 #[cfg(feature = "cublas")]
 mod cublas;
+#[cfg(feature = "cublas")]
+mod cublaslt;
 mod driver_error;
 mod launch;
 mod library;
@@ -46,6 +48,10 @@ pub(crate) struct CudaBackend {
     /// Created on first use: a cuBLAS handle costs time and memory.
     #[cfg(feature = "cublas")]
     blas: OnceLock<CudaBlas>,
+    /// Created on first use, like `blas`: a cuBLASLt handle and its
+    /// workspace (32 MiB on Hopper).
+    #[cfg(feature = "cublas")]
+    blas_lt: OnceLock<cublaslt::BlasLt>,
 }
 
 impl CudaBackend {
@@ -112,6 +118,8 @@ impl CudaBackend {
             modules: Arc::default(),
             #[cfg(feature = "cublas")]
             blas: OnceLock::new(),
+            #[cfg(feature = "cublas")]
+            blas_lt: OnceLock::new(),
         })
     }
 
@@ -130,6 +138,9 @@ impl CudaBackend {
             // A cuBLAS handle is bound to its stream.
             #[cfg(feature = "cublas")]
             blas: OnceLock::new(),
+            // A cuBLASLt workspace must serve one stream at a time.
+            #[cfg(feature = "cublas")]
+            blas_lt: OnceLock::new(),
         })
     }
 

@@ -5,12 +5,14 @@
 //! `--out`.
 //!
 //! Sections (`--sections`, all by default):
-//! - `gemm`: per dtype (f16, bf16, tf32, s8) and shape, each architecture path
-//!   the GPU runs (the sm_70 `wmma` kernel for f16, the sm_80 `mma.sync`
+//! - `gemm`: per dtype (f16, bf16, tf32, s8, e4m3) and shape, each architecture
+//!   path the GPU runs (the sm_70 `wmma` kernel for f16, the sm_80 `mma.sync`
 //!   family, on Hopper the sm_90a `wgmma` family: each path's fastest variant
 //!   for the shape, from a short sweep), the tuned dispatch (`TunedGemm`: the
 //!   database's winner, else the heuristic default), and cuBLAS GemmEx, the
-//!   baseline; every path's C checked against cuBLAS's;
+//!   baseline (for e4m3 cuBLASLt with fast accumulation, like the `wgmma`
+//!   kernel, and beside it cuBLASLt with its partial sums promoted to f32,
+//!   `torch._scaled_mm`'s default); every path's C checked against cuBLAS's;
 //! - `f32`: the SIMT f32 GEMM beside cuBLAS sgemm (no TF32);
 //! - `sparse`: the 2:4 sparse f16 GEMM beside the dense one on the
 //!   decompressed A (cuSPARSELt is not bound);
@@ -637,7 +639,15 @@ impl Bench<'_> {
         };
         let (alpha, beta) = D::Out::PLAIN;
         let problem = GemmProblem::new(dims, alpha, beta);
-        let mut cublas = contender("cuBLAS", format!("GemmEx {}", D::PRECISION.name()), |rt| {
+        let fp8 = matches!(D::PRECISION, GemmPrecision::E4m3 | GemmPrecision::E5m2);
+        // For fp8, cublas_gemm is cuBLASLt with fast accumulation (the Tensor
+        // Cores keep the whole sum, as in the wgmma kernels): like for like.
+        let cublas_detail = if fp8 {
+            format!("cuBLASLt {} (fast accumulation)", D::PRECISION.name())
+        } else {
+            format!("GemmEx {}", D::PRECISION.name())
+        };
+        let mut cublas = contender("cuBLAS", cublas_detail, |rt| {
             rt.cublas_gemm(
                 D::PRECISION,
                 (m, n, k),
@@ -664,6 +674,24 @@ impl Bench<'_> {
                 false
             }
         };
+        // fp8 also beside cuBLASLt's default (torch._scaled_mm's too): partial
+        // sums promoted to f32, more accurate, maybe slower. After the baseline,
+        // which the ratios divide by, so only where the baseline runs.
+        if fp8 && baseline_ran {
+            let name = "cuBLASLt (f32 promotion)";
+            let detail = format!("cuBLASLt {} (no fast accumulation)", D::PRECISION.name());
+            let (a, b, c) = (&a, &b, &c);
+            let mut promoted = contender(name, detail, move |rt| {
+                rt.cublaslt_fp8_gemm(D::PRECISION, (m, n, k), a, b, &mut c.borrow_mut(), false)
+            });
+            match (promoted.launch)(rt) {
+                Ok(()) => contenders.push(promoted),
+                Err(e) => absent.push(Absent {
+                    name: name.into(),
+                    why: e.to_string(),
+                }),
+            }
+        }
         let mut checked = Vec::new();
         for (name, candidates) in PATHS.iter().zip(D::paths(&inputs, &problem)) {
             let Some(candidates) = candidates else {
