@@ -60,13 +60,15 @@ pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u3
 }
 
 /// A consumer warpgroup's loop over one tile: for each k-tile, wait for its
-/// stage to be full, accumulate its 64 rows from `m0` times B's `BN` rows
-/// with wgmmas of 32 bytes of k each (`wgmma_m64`: k16 for 16-bit `T`, k8
-/// for tf32, k32 for the 8-bit types), and once the previous k-tile's wgmmas are done
-/// (the wait leaves this one's in flight) release that stage to the
-/// producer; the last stage once all are done. Every thread of every
-/// consumer arrives on `empty`. `ring` places the first k-tile as in
-/// [`load_stages`].
+/// stage to be full, accumulate its `MB` blocks of 64 rows from `m0` (block
+/// `mb` into `acc[mb][0]`) times B's `BN` rows with wgmmas of 32 bytes of k
+/// each (`wgmma_m64`: k16 for 16-bit `T`, k8 for tf32, k32 for the 8-bit
+/// types), and once the previous k-tile's wgmmas are done (the wait leaves
+/// this one's in flight) release that stage to the producer; the last stage
+/// once all are done. Every thread of every consumer of the stage arrives
+/// on `empty`. `ring` places the first k-tile as in [`load_stages`]. (The
+/// `1` dimension of `acc` is the fragment rows of
+/// [`epilogue::mma_epilogue`], which takes `acc[mb]`.)
 #[device]
 pub fn multiply_stages<
     const BM: u32,
@@ -74,10 +76,11 @@ pub fn multiply_stages<
     const BK: u32,
     const STAGES: u32,
     const NJ: u32,
+    const MB: u32,
     T,
     D: Number,
 >(
-    acc: &mut [[D; 4]; NJ],
+    acc: &mut [[[[D; 4]; NJ]; 1]; MB],
     #[shared] a_tiles: &[[[T; BK]; BM]; STAGES],
     #[shared] b_tiles: &[[[T; BK]; BN]; STAGES],
     #[shared] full: &mut [u64; STAGES],
@@ -96,12 +99,15 @@ pub fn multiply_stages<
         wgmma_fence();
         #[unroll]
         for kk in 0..BK / KS {
-            wgmma_m64::<T, BN>(
-                &mut acc,
-                matrix_desc(&a_tiles[s][m0][kk * KS], 128),
-                matrix_desc(&b_tiles[s][0][kk * KS], 128),
-                kt > 0 || kk > 0,
-            );
+            #[unroll]
+            for mb in 0..MB {
+                wgmma_m64::<T, BN>(
+                    &mut acc[mb][0],
+                    matrix_desc(&a_tiles[s][m0 + 64 * mb][kk * KS], 128),
+                    matrix_desc(&b_tiles[s][0][kk * KS], 128),
+                    kt > 0 || kk > 0,
+                );
+            }
         }
         wgmma_commit();
         wgmma_wait(1);
@@ -135,10 +141,22 @@ pub fn multiply_stages<
 /// the scales of a scaled fp8 product go in `alpha`).
 ///
 /// A block computes `BM x BN` tiles of C with `1 + BM / 64` warpgroups:
-/// the first runs the producer, `load_stages`, in one thread; each other
-/// computes 64 rows with `multiply_stages` into `BN / 2` accumulators a
-/// thread and runs the epilogue from registers. With two consumers the
-/// producer gives registers back (40 a thread) and they take them (232).
+/// the first runs the producer, `load_stages`, in one thread; the others
+/// are consumers, which run `multiply_stages` and the epilogue from
+/// registers, in one of two schedules:
+/// - cooperative (`PINGPONG` false): each consumer computes 64 rows of
+///   every tile (`BN / 2` accumulators a thread), both reading each stage;
+///   while they store a tile's outputs, the Tensor Cores idle;
+/// - ping-pong (`PINGPONG`, 128 x 128 tiles): the two consumers take the
+///   block's tiles in turn, each computing a whole tile (128 accumulators a
+///   thread), and the `turn` mbarriers order their main loops, so that one
+///   stores its outputs while the other multiplies. (The order also keeps
+///   each consumer's waits on a stage within one phase of it.) It pays
+///   where the epilogue is long beside the main loop: 8-bit inputs, whose
+///   k-tiles take half the time of 16-bit ones, and i32 outputs.
+///
+/// With two consumers the producer gives registers back (40 a thread) and
+/// they take them (232).
 /// Stages are k-tiles of 128 bytes of k (`BK = 128 / T::BYTES` elements),
 /// 128-byte swizzled as the TMA writes them and the wgmma descriptors read
 /// them, in a ring of `STAGES` with a `full` and an `empty` mbarrier each.
@@ -160,11 +178,14 @@ pub fn multiply_stages<
         gemm_wgmma_e4m3 = <e4m3, bf16, f32>,
         gemm_wgmma_e5m2 = <e5m2, bf16, f32>
     ),
-    tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6]),
+    tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6], PINGPONG = [false, true]),
     constrain(
         STAGES * (BM + BN) * 128 <= 224 * 1024,
         // The 64-row tile is for small m: narrow tiles, deep rings.
-        BM == 128 && BN >= 128 && STAGES <= 5 || BM == 64 && BN <= 128 && STAGES >= 4
+        BM == 128 && BN >= 128 && STAGES <= 5 || BM == 64 && BN <= 128 && STAGES >= 4,
+        // A ping-pong consumer holds a whole tile: 128 x 128 is 128
+        // accumulators a thread.
+        !PINGPONG || BM == 128 && BN == 128
     ),
     requires(
         batches >= 1,
@@ -177,7 +198,15 @@ pub fn multiply_stages<
         batches == 1 || stride_a % (16 / T::BYTES) == 0 && stride_b % (16 / T::BYTES) == 0
     )
 )]
-pub fn gemm_wgmma<const BM: u32, const BN: u32, const STAGES: u32, T, O: Number, S: Number>(
+pub fn gemm_wgmma<
+    const BM: u32,
+    const BN: u32,
+    const STAGES: u32,
+    const PINGPONG: bool,
+    T,
+    O: Number,
+    S: Number,
+>(
     #[tensor_map(
         shape = [batches, m, k],
         strides = [stride_a, k],
@@ -210,16 +239,24 @@ pub fn gemm_wgmma<const BM: u32, const BN: u32, const STAGES: u32, T, O: Number,
 ) {
     const BK: u32 = 128 / T::BYTES;
     const CONSUMERS: u32 = BM / 64;
+    // The consumers that read each stage, the row blocks of 64 each computes.
+    const READERS: u32 = CONSUMERS - PINGPONG as u32 * (CONSUMERS - 1);
+    const MB: u32 = 1 + PINGPONG as u32 * (CONSUMERS - 1);
     let mut a_tiles: [[[T; BK]; BM]; STAGES] = shared();
     let mut b_tiles: [[[T; BK]; BN]; STAGES] = shared();
     let mut full: [u64; STAGES] = shared();
     let mut empty: [u64; STAGES] = shared();
+    let mut turn: [u64; 2] = shared();
     let tid = thread_idx().x;
     if tid == 0 {
         #[unroll]
         for s in 0..STAGES {
             mbarrier_init(&mut full[s], 1);
-            mbarrier_init(&mut empty[s], 128 * CONSUMERS);
+            mbarrier_init(&mut empty[s], 128 * READERS);
+        }
+        if PINGPONG {
+            mbarrier_init(&mut turn[0], 128);
+            mbarrier_init(&mut turn[1], 128);
         }
         fence_mbarrier_init();
     }
@@ -255,38 +292,62 @@ pub fn gemm_wgmma<const BM: u32, const BN: u32, const STAGES: u32, T, O: Number,
             setmaxnreg_inc(232);
         }
         let consumer = tid / 128 - 1;
-        for t in (block_idx().x..per_batch * batches).step_by(grid_dim().x) {
-            let mut acc = [[[S::ZERO; 4]; BN / 8]; 1];
+        // Ping-pong: consumer c takes the block's tiles c, c + 2, ..; its
+        // i-th waits for the other's main loop before it (`turn[c]`: the
+        // first of consumer 0 waits on the phase before the first, which
+        // counts as completed) and hands the turn over after its own.
+        let first = if PINGPONG {
+            block_idx().x + consumer * grid_dim().x
+        } else {
+            block_idx().x
+        };
+        let step = if PINGPONG {
+            2 * grid_dim().x
+        } else {
+            grid_dim().x
+        };
+        let m0 = if PINGPONG { 0 } else { 64 * consumer };
+        if PINGPONG {
+            ring = consumer * k_tiles;
+        }
+        let mut turns = 0u32;
+        for t in (first..per_batch * batches).step_by(step) {
+            let mut acc = [[[[S::ZERO; 4]; BN / 8]; 1]; MB];
+            if PINGPONG {
+                mbarrier_wait(&turn[consumer], (turns + 1 + consumer) % 2);
+            }
             multiply_stages(
-                &mut acc[0],
-                &a_tiles,
-                &b_tiles,
-                &mut full,
-                &mut empty,
-                64 * consumer,
-                ring,
-                k_tiles,
+                &mut acc, &a_tiles, &b_tiles, &mut full, &mut empty, m0, ring, k_tiles,
             );
-            ring += k_tiles;
+            if PINGPONG {
+                mbarrier_arrive(&mut turn[1 - consumer]);
+                turns += 1;
+                ring += 2 * k_tiles;
+            } else {
+                ring += k_tiles;
+            }
             let (row0, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
-            epilogue::mma_epilogue::<BM, BN, true>(
-                &mut acc,
-                c,
-                bias,
-                m,
-                n,
-                batches,
-                stride_c,
-                alpha,
-                beta,
-                bias_mode,
-                activation,
-                0,
-                lane_id(),
-                64 * consumer + 16 * (tid / 32 % 4),
-                0,
-                (t / per_batch, row0, col0),
-            );
+            #[unroll]
+            for mb in 0..MB {
+                epilogue::mma_epilogue::<BM, BN, true>(
+                    &mut acc[mb],
+                    c,
+                    bias,
+                    m,
+                    n,
+                    batches,
+                    stride_c,
+                    alpha,
+                    beta,
+                    bias_mode,
+                    activation,
+                    0,
+                    lane_id(),
+                    m0 + 64 * mb + 16 * (tid / 32 % 4),
+                    0,
+                    (t / per_batch, row0, col0),
+                );
+            }
         }
     }
 }

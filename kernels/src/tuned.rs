@@ -359,6 +359,7 @@ const WGMMA_FEW_ROWS: gemm_wgmma_f16::Consts = gemm_wgmma_f16::Consts {
     BM: 64,
     BN: 64,
     STAGES: 6,
+    PINGPONG: false,
 };
 
 /// The Hopper default of the `wgmma` GEMMs: 128 x 256 tiles with `stages`
@@ -370,6 +371,7 @@ fn wgmma_default(stages: u32) -> Vec<i64> {
         BM: 128,
         BN: 256,
         STAGES: stages,
+        PINGPONG: false,
     }
     .values()
 }

@@ -828,23 +828,23 @@ fn stock_gemm_heuristic_defaults() {
     let cases = [
         (
             heuristic_for(&GEMM_F16, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6]"),
+            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0]"),
         ),
         (
             heuristic_for(&GEMM_BF16, (1, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=64,BN=64,STAGES=6]"),
+            Some("gemm_wgmma_bf16[BM=64,BN=64,STAGES=6,PINGPONG=0]"),
         ),
         (
             heuristic_for(&GEMM_TF32, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=64,BN=64,STAGES=6]"),
+            Some("gemm_wgmma_tf32[BM=64,BN=64,STAGES=6,PINGPONG=0]"),
         ),
         (
             heuristic_for(&GEMM_S8, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=64,BN=64,STAGES=6]"),
+            Some("gemm_wgmma_s8[BM=64,BN=64,STAGES=6,PINGPONG=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, (65, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3]"),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, few_rows, &a100()),
@@ -852,7 +852,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3]"),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0]"),
         ),
         // sm_90a runs on compute capability 9.0 only: an A100 takes the sm_80 default.
         (
@@ -861,7 +861,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_BF16, square, &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3]"),
+            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3,PINGPONG=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
@@ -883,7 +883,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=3]"),
+            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=3,PINGPONG=0]"),
         ),
         (
             heuristic_for(&GEMM_TF32, square, &a100()),
@@ -891,7 +891,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_S8, square, &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4]"),
+            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0]"),
         ),
         (
             heuristic_for(&GEMM_S8, square, &a100()),
