@@ -2669,9 +2669,10 @@ fn fp8_values_are_moved_not_computed_with() {
 fn deep_kernel(shape: &str, depth: usize) -> String {
     let body = match shape {
         "blocks" => format!("{}y[0] = 1.0;{}", "{ ".repeat(depth), " }".repeat(depth)),
+        // A bare condition: the most nested `if`s the limit accepts.
         "ifs" => format!(
-            "{}y[0] = 1.0;{}",
-            "if y[0] > 0.0 { ".repeat(depth),
+            "let c = y[0] > 0.0; {}y[0] = 1.0;{}",
+            "if c { ".repeat(depth),
             " }".repeat(depth)
         ),
         "parentheses" => format!("y[0] = {}1.0{};", "(".repeat(depth), ")".repeat(depth)),
@@ -2746,6 +2747,17 @@ fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
     }
 }
 
+/// The deepest nesting of `source` (tokens `depth` levels deep) the limit
+/// accepts; one level more is refused.
+fn deepest_accepted(source: impl Fn(usize) -> String) -> usize {
+    let deepest = (1..super::MAX_NESTING)
+        .take_while(|&depth| accepted_nesting(&source(depth)))
+        .last()
+        .unwrap_or_else(|| panic!("one level is refused: {}", source(1)));
+    assert!(!accepted_nesting(&source(deepest + 1)), "{}", source(1));
+    deepest
+}
+
 /// For each shape, the deepest nesting the limit accepts goes through the
 /// parse, the lowering, the target checks (the default targets include
 /// WGSL) and the serialization the macro does, on [`PROVEN_STACK`]; one
@@ -2753,14 +2765,7 @@ fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
 #[test]
 fn nesting_at_the_limit_fits_the_stack() {
     for shape in DEEP_SHAPES {
-        let deepest = (1..super::MAX_NESTING)
-            .take_while(|&depth| accepted_nesting(&deep_kernel(shape, depth)))
-            .last()
-            .unwrap_or_else(|| panic!("{shape}: one level is refused"));
-        assert!(
-            !accepted_nesting(&deep_kernel(shape, deepest + 1)),
-            "{shape}"
-        );
+        let deepest = deepest_accepted(|depth| deep_kernel(shape, depth));
         let source = deep_kernel(shape, deepest);
         let outcome =
             on_proven_stack(move || parse_kernel_str("", &source).map(|def| def.to_json().len()));
