@@ -2775,6 +2775,29 @@ fn nesting_at_the_limit_fits_the_stack() {
     }
 }
 
+/// For each shape at the deepest nesting the limit accepts, what a program
+/// does with the definition the macro embedded runs on [`PROVEN_STACK`]
+/// (a thread the user spawned): its digest and the trip through JSON that
+/// `def()` makes (deeper than serde_json's default recursion limit for
+/// most shapes).
+#[test]
+fn the_runtime_path_at_the_nesting_limit_fits_the_stack() {
+    let mut failures = Vec::new();
+    for shape in DEEP_SHAPES {
+        let deepest = deepest_accepted(|depth| deep_kernel(shape, depth));
+        let source = deep_kernel(shape, deepest);
+        let outcome = on_proven_stack(move || {
+            let def = parse_kernel_str("arch(sm_80, sm_90a)", &source)?;
+            def.ir_digest();
+            KernelDef::from_json(&def.to_json()).map_err(|e| e.to_string())
+        });
+        if let Err(e) = outcome {
+            failures.push(format!("{shape} at {deepest}: {e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
 /// A kernel for `len` f32s in a register array.
 fn register_array_kernel(len: u64) -> String {
     format!("fn k(y: &mut [f32]) {{ let mut a = [0.0f32; {len}]; a[1] = y[0]; y[0] = a[1]; }}")
