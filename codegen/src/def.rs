@@ -170,9 +170,17 @@ impl KernelDef {
         serde_json::to_string(self).expect("the IR always serializes")
     }
 
-    /// The definition [`KernelDef::to_json`] wrote.
+    /// The definition [`KernelDef::to_json`] wrote. The IR of a kernel the
+    /// front accepts nests deeper in JSON than serde_json's recursion limit
+    /// of 128 (a sum of 45 terms does), so the limit is off; the front's
+    /// nesting limit bounds the depth instead, and the stack grows on the
+    /// heap where the caller's thread has too little left.
     pub fn from_json(json: &str) -> Result<KernelDef, serde_json::Error> {
-        serde_json::from_str(json)
+        let mut deserializer = serde_json::Deserializer::from_str(json);
+        deserializer.disable_recursion_limit();
+        let def = KernelDef::deserialize(serde_stacker::Deserializer::new(&mut deserializer))?;
+        deserializer.end()?;
+        Ok(def)
     }
 
     /// The variants: every combination of const-param values (the cartesian

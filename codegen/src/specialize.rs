@@ -36,6 +36,19 @@ pub const MAX_UNROLL: i128 = 1024;
 /// stock kernels unroll a few thousand.
 pub const MAX_UNROLLED: u64 = 1 << 20;
 
+/// What [`Specializer::expr`] leaves free on the stack before it recurses.
+/// Expressions nest once per operator, the front accepts chains of about
+/// 460 (`front::nesting`), and one level of this fold takes 4.6 KiB of
+/// stack on an unoptimized build, so a sum of that many terms would
+/// overflow a spawned thread's 2 MiB; the other passes fit in a quarter of
+/// that at the same depth (measured as `front::tests` runs the path from
+/// the macro's JSON to PTX and WGSL). The zone covers a level of the fold
+/// many times over.
+const STACK_RED_ZONE: usize = 256 << 10;
+
+/// The stack segment [`Specializer::expr`] continues on past the red zone.
+const STACK_SEGMENT: usize = 2 << 20;
+
 /// The most elements of one register array: a thread has 255 registers, and
 /// larger arrays would make the backends emit (and ptxas allocate) as many.
 pub const MAX_REGISTER_ARRAY: i64 = 4096;
@@ -544,107 +557,112 @@ impl Specializer<'_> {
         })
     }
 
-    /// Substitutes and folds one expression.
+    /// Substitutes and folds one expression, on a new stack segment when
+    /// the thread's is nearly spent (see [`STACK_RED_ZONE`]).
     fn expr(&mut self, expr: &Expr) -> Result<Expr, Error> {
-        let ty = expr.ty;
-        let kind = match &expr.kind {
-            ExprKind::Const(_) => {
-                let lit = eval::eval(expr, self.consts, &[]).map_err(|e| self.error(e.message))?;
+        stacker::maybe_grow(STACK_RED_ZONE, STACK_SEGMENT, || {
+            let ty = expr.ty;
+            let kind = match &expr.kind {
+                ExprKind::Const(_) => {
+                    let lit =
+                        eval::eval(expr, self.consts, &[]).map_err(|e| self.error(e.message))?;
+                    return Ok(Expr::literal(ty, lit));
+                }
+                ExprKind::Load(place) => {
+                    if let Place::Local { local, indices } = place.as_ref() {
+                        if indices.is_empty() {
+                            if let Some((_, lit)) =
+                                self.unrolled.iter().rev().find(|(var, _)| var == local)
+                            {
+                                return Ok(Expr::literal(ty, *lit));
+                            }
+                        }
+                    }
+                    ExprKind::Load(Box::new(self.place(place)?))
+                }
+                ExprKind::Unary(op, a) => ExprKind::Unary(*op, Box::new(self.expr(a)?)),
+                ExprKind::Binary(op, a, b) => {
+                    let a = self.expr(a)?;
+                    // Short-circuit operators with a constant left operand: the
+                    // right one is only kept (and folded) when it decides.
+                    match (op, &a.kind) {
+                        (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(false)))
+                        | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(true))) => {
+                            return Ok(a)
+                        }
+                        (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(true)))
+                        | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(false))) => {
+                            return self.expr(b)
+                        }
+                        _ => {
+                            let b = self.expr(b)?;
+                            // `x && true` and `x || false` are `x` (x is evaluated
+                            // either way): a device function's condition with a
+                            // flag its caller passes as a literal.
+                            match (op, &b.kind) {
+                                (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(true)))
+                                | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(false))) => {
+                                    return Ok(a)
+                                }
+                                _ => ExprKind::Binary(*op, Box::new(a), Box::new(b)),
+                            }
+                        }
+                    }
+                }
+                ExprKind::Cast(a) => ExprKind::Cast(Box::new(self.expr(a)?)),
+                ExprKind::Select(cond, a, b) => {
+                    let cond = self.expr(cond)?;
+                    match cond.kind {
+                        ExprKind::Literal(Literal::Bool(true)) => return self.expr(a),
+                        ExprKind::Literal(Literal::Bool(false)) => return self.expr(b),
+                        _ => ExprKind::Select(
+                            Box::new(cond),
+                            Box::new(self.expr(a)?),
+                            Box::new(self.expr(b)?),
+                        ),
+                    }
+                }
+                ExprKind::Call(intrinsic, args) => ExprKind::Call(
+                    *intrinsic,
+                    args.iter()
+                        .map(|a| self.expr(a))
+                        .collect::<Result<_, _>>()?,
+                ),
+                ExprKind::Atomic {
+                    op,
+                    place,
+                    value,
+                    compare,
+                } => ExprKind::Atomic {
+                    op: *op,
+                    place: Box::new(self.place(place)?),
+                    value: Box::new(self.expr(value)?),
+                    compare: compare
+                        .as_ref()
+                        .map(|c| self.expr(c).map(Box::new))
+                        .transpose()?,
+                },
+                ExprKind::Literal(_)
+                | ExprKind::Param(_)
+                | ExprKind::Len(_)
+                | ExprKind::Special(_) => return Ok(expr.clone()),
+            };
+            let folded = Expr { ty, kind };
+            if let Some(operand) = integer_identity(&folded) {
+                return Ok(operand);
+            }
+            let foldable = match &folded.kind {
+                ExprKind::Unary(_, a) | ExprKind::Cast(a) => is_literal(a),
+                ExprKind::Binary(_, a, b) => is_literal(a) && is_literal(b),
+                _ => false,
+            };
+            if foldable {
+                let lit = eval::eval(&folded, &[], &[])
+                    .map_err(|e| self.error(format!("constant expression: {}", e.message)))?;
                 return Ok(Expr::literal(ty, lit));
             }
-            ExprKind::Load(place) => {
-                if let Place::Local { local, indices } = place.as_ref() {
-                    if indices.is_empty() {
-                        if let Some((_, lit)) =
-                            self.unrolled.iter().rev().find(|(var, _)| var == local)
-                        {
-                            return Ok(Expr::literal(ty, *lit));
-                        }
-                    }
-                }
-                ExprKind::Load(Box::new(self.place(place)?))
-            }
-            ExprKind::Unary(op, a) => ExprKind::Unary(*op, Box::new(self.expr(a)?)),
-            ExprKind::Binary(op, a, b) => {
-                let a = self.expr(a)?;
-                // Short-circuit operators with a constant left operand: the
-                // right one is only kept (and folded) when it decides.
-                match (op, &a.kind) {
-                    (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(false)))
-                    | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(true))) => {
-                        return Ok(a)
-                    }
-                    (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(true)))
-                    | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(false))) => {
-                        return self.expr(b)
-                    }
-                    _ => {
-                        let b = self.expr(b)?;
-                        // `x && true` and `x || false` are `x` (x is evaluated
-                        // either way): a device function's condition with a
-                        // flag its caller passes as a literal.
-                        match (op, &b.kind) {
-                            (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(true)))
-                            | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(false))) => {
-                                return Ok(a)
-                            }
-                            _ => ExprKind::Binary(*op, Box::new(a), Box::new(b)),
-                        }
-                    }
-                }
-            }
-            ExprKind::Cast(a) => ExprKind::Cast(Box::new(self.expr(a)?)),
-            ExprKind::Select(cond, a, b) => {
-                let cond = self.expr(cond)?;
-                match cond.kind {
-                    ExprKind::Literal(Literal::Bool(true)) => return self.expr(a),
-                    ExprKind::Literal(Literal::Bool(false)) => return self.expr(b),
-                    _ => ExprKind::Select(
-                        Box::new(cond),
-                        Box::new(self.expr(a)?),
-                        Box::new(self.expr(b)?),
-                    ),
-                }
-            }
-            ExprKind::Call(intrinsic, args) => ExprKind::Call(
-                *intrinsic,
-                args.iter()
-                    .map(|a| self.expr(a))
-                    .collect::<Result<_, _>>()?,
-            ),
-            ExprKind::Atomic {
-                op,
-                place,
-                value,
-                compare,
-            } => ExprKind::Atomic {
-                op: *op,
-                place: Box::new(self.place(place)?),
-                value: Box::new(self.expr(value)?),
-                compare: compare
-                    .as_ref()
-                    .map(|c| self.expr(c).map(Box::new))
-                    .transpose()?,
-            },
-            ExprKind::Literal(_) | ExprKind::Param(_) | ExprKind::Len(_) | ExprKind::Special(_) => {
-                return Ok(expr.clone())
-            }
-        };
-        let folded = Expr { ty, kind };
-        if let Some(operand) = integer_identity(&folded) {
-            return Ok(operand);
-        }
-        let foldable = match &folded.kind {
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => is_literal(a),
-            ExprKind::Binary(_, a, b) => is_literal(a) && is_literal(b),
-            _ => false,
-        };
-        if foldable {
-            let lit = eval::eval(&folded, &[], &[])
-                .map_err(|e| self.error(format!("constant expression: {}", e.message)))?;
-            return Ok(Expr::literal(ty, lit));
-        }
-        Ok(folded)
+            Ok(folded)
+        })
     }
 }
 

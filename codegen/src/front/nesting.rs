@@ -28,7 +28,11 @@ pub const GROUP_COST: usize = 8;
 /// and parentheses, operator chains) run in a quarter of the 8 MiB stack
 /// the compiler runs macros on
 /// (`front::tests::nesting_at_the_limit_fits_the_stack` runs them on a
-/// 2 MiB thread; 600 overflowed it with a chain of negations). It allows
+/// 2 MiB thread; 600 overflowed it with a chain of negations), and so does
+/// what the program does with the definition (its JSON, specialization,
+/// validation and emission:
+/// `front::tests::the_runtime_path_at_the_nesting_limit_fits_the_stack`,
+/// where specialization grows its stack). It allows
 /// about 50 nested blocks; the deepest stock kernel, `gemm_tc`, measures
 /// 317.
 pub const MAX_NESTING: usize = 480;

@@ -2,6 +2,7 @@
 
 use super::parse_kernel_str;
 use crate::def::{KernelDef, Target, TuneAxis};
+use crate::eval::HostValue;
 use crate::ir::*;
 
 fn parse(attr: &str, item: &str) -> KernelDef {
@@ -2669,9 +2670,10 @@ fn fp8_values_are_moved_not_computed_with() {
 fn deep_kernel(shape: &str, depth: usize) -> String {
     let body = match shape {
         "blocks" => format!("{}y[0] = 1.0;{}", "{ ".repeat(depth), " }".repeat(depth)),
+        // A bare condition: the most nested `if`s the limit accepts.
         "ifs" => format!(
-            "{}y[0] = 1.0;{}",
-            "if y[0] > 0.0 { ".repeat(depth),
+            "let c = y[0] > 0.0; {}y[0] = 1.0;{}",
+            "if c { ".repeat(depth),
             " }".repeat(depth)
         ),
         "parentheses" => format!("y[0] = {}1.0{};", "(".repeat(depth), ")".repeat(depth)),
@@ -2746,6 +2748,17 @@ fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
     }
 }
 
+/// The deepest nesting of `source` (tokens `depth` levels deep) the limit
+/// accepts; one level more is refused.
+fn deepest_accepted(source: impl Fn(usize) -> String) -> usize {
+    let deepest = (1..super::MAX_NESTING)
+        .take_while(|&depth| accepted_nesting(&source(depth)))
+        .last()
+        .unwrap_or_else(|| panic!("one level is refused: {}", source(1)));
+    assert!(!accepted_nesting(&source(deepest + 1)), "{}", source(1));
+    deepest
+}
+
 /// For each shape, the deepest nesting the limit accepts goes through the
 /// parse, the lowering, the target checks (the default targets include
 /// WGSL) and the serialization the macro does, on [`PROVEN_STACK`]; one
@@ -2753,14 +2766,7 @@ fn nesting_past_the_limit_is_an_error_not_a_stack_overflow() {
 #[test]
 fn nesting_at_the_limit_fits_the_stack() {
     for shape in DEEP_SHAPES {
-        let deepest = (1..super::MAX_NESTING)
-            .take_while(|&depth| accepted_nesting(&deep_kernel(shape, depth)))
-            .last()
-            .unwrap_or_else(|| panic!("{shape}: one level is refused"));
-        assert!(
-            !accepted_nesting(&deep_kernel(shape, deepest + 1)),
-            "{shape}"
-        );
+        let deepest = deepest_accepted(|depth| deep_kernel(shape, depth));
         let source = deep_kernel(shape, deepest);
         let outcome =
             on_proven_stack(move || parse_kernel_str("", &source).map(|def| def.to_json().len()));
@@ -2768,6 +2774,69 @@ fn nesting_at_the_limit_fits_the_stack() {
             assert!(!e.contains("nests too deeply"), "{shape} at {deepest}: {e}");
         }
     }
+}
+
+/// For each shape at the deepest nesting the limit accepts, what a program
+/// does with the definition the macro embedded runs on [`PROVEN_STACK`]
+/// (a thread the user spawned): its digest, the trip through JSON that
+/// `def()` makes (deeper than serde_json's default recursion limit for
+/// most shapes), and specialization, validation and emission for each
+/// target, the PTX ones alone and with WGSL where WGSL accepts the kernel.
+#[test]
+fn the_runtime_path_at_the_nesting_limit_fits_the_stack() {
+    let mut failures = Vec::new();
+    for shape in DEEP_SHAPES {
+        let deepest = deepest_accepted(|depth| deep_kernel(shape, depth));
+        for attr in ["arch(sm_80, sm_90a)", "arch(sm_80, sm_90a, wgsl)"] {
+            let source = deep_kernel(shape, deepest);
+            let outcome = on_proven_stack(move || {
+                let def = match parse_kernel_str(attr, &source) {
+                    Ok(def) => def,
+                    // WGSL's own limits refuse some of these shapes at the front.
+                    Err(e) if attr.contains("wgsl") && e.contains("WGSL") => return Ok(()),
+                    Err(e) => return Err(e),
+                };
+                def.ir_digest();
+                let def = KernelDef::from_json(&def.to_json()).map_err(|e| e.to_string())?;
+                for target in &def.targets {
+                    match *target {
+                        Target::Ptx(arch) => crate::compile_ptx(&def, &[], arch).map(drop),
+                        Target::Wgsl => crate::compile_wgsl(&def, &[], Some([64, 1, 1])).map(drop),
+                    }
+                    .map_err(|e| format!("{}: {e}", target.name()))?;
+                }
+                Ok::<_, String>(())
+            });
+            if let Err(e) = outcome {
+                failures.push(format!("{shape} at {deepest}, {attr}: {e}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A `requires(..)` clause at the deepest nesting the limit accepts in the
+/// attribute (a sum of a parameter's terms) goes through what a launch does
+/// with it on [`PROVEN_STACK`]: the trip through JSON, its specialization
+/// and its evaluation for the call's values.
+#[test]
+fn a_requires_clause_at_the_nesting_limit_evaluates_on_the_stack() {
+    let attr = |terms: usize| format!("requires(n{} > 0)", " + n".repeat(terms));
+    let deepest = deepest_accepted(attr);
+    let outcome = on_proven_stack(move || {
+        let def = parse_kernel_str(
+            &attr(deepest),
+            "fn k(n: u32, y: &mut [f32]) { y[0] = 1.0; }",
+        )?;
+        let def = KernelDef::from_json(&def.to_json()).map_err(|e| e.to_string())?;
+        let kernel = crate::specialize::specialize(&def.ir, &[]).map_err(|e| e.message)?;
+        let call = [
+            HostValue::Scalar(Literal::Int(1)),
+            HostValue::Slice { len: 1 },
+        ];
+        crate::eval::eval(&kernel.requires[0].cond, &[], &call).map_err(|e| e.message)
+    });
+    assert_eq!(outcome, Ok(Literal::Bool(true)), "{deepest} terms");
 }
 
 /// A kernel for `len` f32s in a register array.
