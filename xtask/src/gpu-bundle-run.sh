@@ -23,8 +23,6 @@ fi
 cublas_lib=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${cublas_lib:+:$cublas_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
-sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 
@@ -56,9 +54,9 @@ run_step gpu-tests run_gpu_tests
 run_step gpu-check "$bundle/gpu-check"
 # The WGSL variants through wgpu on the same GPU (needs a Vulkan loader and driver).
 run_step gpu-check-wgpu "$bundle/gpu-check" --wgpu
-run_step memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$bundle/gpu-check" --quick
-run_step racecheck "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/gpu-check" --quick
-run_step synccheck "$sanitizer" --tool synccheck --error-exitcode 1 "$bundle/gpu-check" --quick
+# Every check (every variant at least once) under memcheck, racecheck,
+# synccheck and initcheck, a table of the counts per tool and check.
+run_step sanitize "$bundle/sanitize.sh"
 run_step quickstart "$bundle/example-quickstart"
 run_step bench "$bundle/bench" --out "$out/bench"
 # The autotuner: tune the stock GEMMs into a fresh database and check each

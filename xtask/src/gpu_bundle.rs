@@ -31,7 +31,12 @@ const GPU_TESTED_CRATES: [&str; 1] = ["warpforge-runtime"];
 /// Bundle file names of those test executables start with this; run.sh runs them all.
 const GPU_TEST_PREFIX: &str = "test-";
 const BUNDLE_DIR: &str = "gpu-bundle";
-const RUN_SCRIPT: &str = include_str!("gpu-bundle-run.sh");
+/// The scripts, by their names in the bundle: run.sh runs the whole tier,
+/// sanitize.sh (which run.sh calls) gpu-check under compute-sanitizer.
+const SCRIPTS: [(&str, &str); 2] = [
+    ("run.sh", include_str!("gpu-bundle-run.sh")),
+    ("sanitize.sh", include_str!("gpu-bundle-sanitize.sh")),
+];
 /// The binaries, packed (run.sh unpacks them into the bundle).
 const ARCHIVE: &str = "binaries.tar.gz";
 /// The device machine takes at most 64 MiB of working tree and carried
@@ -69,11 +74,13 @@ pub fn build(repo: &Path) -> Result<()> {
             )
         })?;
     }
-    let script = bundle.join("run.sh");
-    std::fs::write(&script, RUN_SCRIPT)
-        .with_context(|| format!("could not write {}", script.display()))?;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-        .with_context(|| format!("could not make {} executable", script.display()))?;
+    for (name, text) in SCRIPTS {
+        let script = bundle.join(name);
+        std::fs::write(&script, text)
+            .with_context(|| format!("could not write {}", script.display()))?;
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+            .with_context(|| format!("could not make {} executable", script.display()))?;
+    }
 
     let mut binaries: Vec<(String, u64)> = Vec::new();
     for entry in std::fs::read_dir(&bundle)
@@ -81,7 +88,7 @@ pub fn build(repo: &Path) -> Result<()> {
     {
         let entry = entry?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name != "run.sh" {
+        if SCRIPTS.iter().all(|(script, _)| *script != name) {
             binaries.push((name, entry.metadata()?.len()));
         }
     }

@@ -3,7 +3,9 @@
 //! poisoned (NaN) before each run so that an unwritten element fails.
 //!
 //! `gpu-check` runs everything through CUDA; `--quick` runs small shapes only
-//! and samples the GEMM cases (for compute-sanitizer, where runs are dear); `--wgpu` runs the WGSL variants through wgpu
+//! and samples the GEMM cases, every variant at least once (for
+//! compute-sanitizer, where runs are dear: `gpu-bundle/sanitize.sh`); `--list`
+//! prints the names `--only` takes; `--wgpu` runs the WGSL variants through wgpu
 //! instead (Vulkan/Metal/DX12: on a GPU machine, the portable path beside the
 //! PTX one); `--only NAME` runs only the checks of stock kernel NAME (the
 //! dense GEMMs `gemm_f32`, `gemm_f16`, `gemm_bf16`, `gemm_tf32`, `gemm_s8`,
@@ -49,17 +51,68 @@ use warpforge_tests::{run_seed, Inputs};
 /// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
 const NOT_RUN: u8 = 2;
 
+/// The names `--only` takes and `--list` prints: each selects the checks of
+/// one stock kernel (or of one group of proofs).
+const CHECKS: &[&str] = &[
+    "saxpy",
+    "histogram",
+    "block_sum",
+    "softmax_rows",
+    "gemm_f32",
+    "interop",
+    "gemm_f16",
+    "gemm_bf16",
+    "gemm_tf32",
+    "gemm_s8",
+    "gemm_f16_wmma",
+    "stream_scale",
+    "sparse",
+    "gemm_sparse_f16",
+    "ldmatrix_trans",
+    "mma_sp",
+    "gemm_sparse_bf16",
+    "wgmma",
+    "tma",
+    "mbarrier",
+    "gemm_wgmma_f16",
+    "gemm_wgmma_bf16",
+    "gemm_wgmma_tf32",
+    "gemm_wgmma_s8",
+    "gemm_wgmma_e4m3",
+    "gemm_wgmma_e5m2",
+];
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--list") {
+        for name in CHECKS {
+            println!("{name}");
+        }
+        return ExitCode::SUCCESS;
+    }
     let quick = args.iter().any(|a| a == "--quick");
     // `--only NAME`: only the checks of the stock kernel NAME (for a quick
-    // device run after changing one kernel); everything by default.
+    // device run after changing one kernel); everything by default. A name
+    // that selects nothing would pass having checked nothing: refused.
     let only = args
         .iter()
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .cloned();
-    let wanted = |kernel: &str| only.as_deref().is_none_or(|o| o == kernel);
+    if let Some(name) = only.as_deref().filter(|name| !CHECKS.contains(name)) {
+        println!(
+            "gpu-check: `--only {name}` names no check; the checks are: {}",
+            CHECKS.join(", ")
+        );
+        return ExitCode::FAILURE;
+    }
+    let wanted = |kernel: &str| {
+        debug_assert!(
+            CHECKS.contains(&kernel),
+            "`{kernel}` is missing from CHECKS"
+        );
+        only.as_deref().is_none_or(|o| o == kernel)
+    };
     // Explicit backends: Runtime::new would fall back from CUDA to wgpu, and a
     // CUDA tier that silently ran on wgpu would not be the CUDA tier.
     let started = if std::env::args().any(|a| a == "--wgpu") {
