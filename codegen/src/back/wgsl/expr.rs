@@ -256,6 +256,11 @@ impl Emitter<'_> {
             return Ok(Code::atom(format!("{}u", v as u32 % bits)));
         }
         let y = self.expr(amount)?;
+        // A block dimension is a literal in WGSL (the entry point fixes the
+        // workgroup size), and naga refuses a constant amount past the width.
+        if let Some(v) = y.text.strip_suffix('u').and_then(|v| v.parse::<u32>().ok()) {
+            return Ok(Code::atom(format!("{}u", v % bits)));
+        }
         Ok(if is_byte(ty) {
             Code::binary(format!("{} & 7u", y.operand()))
         } else {
