@@ -324,3 +324,21 @@ fn the_largest_array_accepted_for_wgsl_validates_with_naga() {
     let module = compile(source, Some([64, 1, 1])).unwrap_or_else(|e| panic!("{e}"));
     common::naga_check(&module.text).unwrap_or_else(|e| panic!("{e}"));
 }
+
+#[test]
+fn a_less_than_beside_a_greater_than_is_not_a_template_list() {
+    // naga read `select(c < 4u, bitcast<f32>(c) > 0f, ..)` of a generated
+    // program as the template list `< 4u, bitcast<f32>(c) >` and failed to
+    // parse it: every `<` comparison is parenthesized.
+    let m = compile(
+        "#[kernel] fn k(x: &mut [u32]) {
+            let c = thread_idx().x;
+            let f = f32::from_bits(c);
+            let v = if c > 9 { f > 0.0 } else { c < 4 };
+            x[c] = v as u32;
+        }",
+        Some([64, 1, 1]),
+    )
+    .unwrap();
+    common::naga_check(&m.text).unwrap();
+}

@@ -235,6 +235,12 @@ impl Emitter<'_> {
             // keeps Rust's meaning.
             return Ok(Code::atom(format!("!({} == {})", x.operand(), y.operand())));
         }
+        if op == BinaryOp::Lt {
+            // WGSL reads `a < b, c > d` in an argument list as a template
+            // list (`select(c < 4u, f > 0f, ..)` failed to parse): a
+            // parenthesized `<` cannot start one.
+            return Ok(Code::atom(format!("({} < {})", x.operand(), y.operand())));
+        }
         let code = Code::binary(format!("{} {sym} {}", x.operand(), y.operand()));
         let may_leave_range = matches!(
             op,
