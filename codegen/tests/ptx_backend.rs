@@ -605,3 +605,16 @@ fn wgmma_forms_of_every_type_are_checked_per_variant() {
         0,
     ));
 }
+
+#[test]
+fn bit_casts_of_literals_are_immediates_of_the_result_type() {
+    // A generated program's `f32::from_bits(0)` became `mov.f32 %f0, 0`,
+    // which ptxas refuses (an integer immediate for an f32).
+    let m = compile(
+        "#[kernel] fn k(y: &mut [f32], z: &mut [u32]) { y[0] = f32::from_bits(1065353216u32); z[0] = (1.5f32).to_bits(); }",
+        Arch::Sm80,
+    )
+    .unwrap();
+    assert!(m.text.contains("0f3F800000"), "{}", m.text);
+    assert!(m.text.contains("1069547520"), "{}", m.text);
+}

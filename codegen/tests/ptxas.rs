@@ -7,31 +7,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-fn find_ptxas() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("PTXAS") {
-        return Some(PathBuf::from(path));
-    }
-    if let Some(paths) = std::env::var_os("PATH") {
-        if let Some(found) = std::env::split_paths(&paths)
-            .map(|d| d.join("ptxas"))
-            .find(|p| p.is_file())
-        {
-            return Some(found);
-        }
-    }
-    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/ptxas-venv/lib");
-    std::fs::read_dir(lib)
-        .ok()?
-        .filter_map(Result::ok)
-        .find_map(|python| {
-            let ptxas = python
-                .path()
-                .join("site-packages/nvidia/cuda_nvcc/bin/ptxas");
-            ptxas.is_file().then_some(ptxas)
-        })
-}
+use common::find_ptxas;
 
 /// The PTX text of an insta snapshot: what follows its `---` header.
 fn snapshot_body(snap: &str) -> &str {
@@ -45,13 +22,7 @@ fn snapshot_body(snap: &str) -> &str {
 
 #[test]
 fn every_snapshot_assembles() {
-    let ptxas = find_ptxas().unwrap_or_else(|| {
-        panic!(
-            "ptxas not found: set $PTXAS, put ptxas on PATH, or install it into target/ptxas-venv with \
-             `python3 -m venv target/ptxas-venv && target/ptxas-venv/bin/pip install nvidia-cuda-nvcc-cu12==12.9.*` \
-             (or the ptxas install step of `cargo xtask`)"
-        )
-    });
+    let ptxas = find_ptxas();
     let dir = common::tests_dir().join("out/ptx");
     let mut snaps: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
@@ -66,27 +37,18 @@ fn every_snapshot_assembles() {
     for snap in &snaps {
         let stem = snap.file_stem().unwrap().to_string_lossy().into_owned();
         let arch = stem.rsplit('.').next().unwrap();
-        let ptx = scratch.join(format!("{stem}.ptx"));
-        std::fs::write(&ptx, snapshot_body(&std::fs::read_to_string(snap).unwrap())).unwrap();
-        let out = Command::new(&ptxas)
-            .arg(format!("-arch={arch}"))
-            .arg("-v")
-            .arg(&ptx)
-            .arg("-o")
-            .arg(scratch.join(format!("{stem}.cubin")))
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", ptxas.display()));
-        let report = String::from_utf8_lossy(&out.stderr);
-        if !out.status.success() {
-            failures.push(format!("{stem}:\n{report}"));
-        } else {
-            // Registers and spills, for `--nocapture` readers.
-            let usage: Vec<&str> = report
-                .lines()
-                .filter(|l| l.contains("Used") || l.contains("spill"))
-                .map(|l| l.trim().trim_start_matches("ptxas info    : "))
-                .collect();
-            println!("{stem}: {}", usage.join("; "));
+        let ptx = snapshot_body(&std::fs::read_to_string(snap).unwrap()).to_string();
+        match common::assemble(&ptxas, arch, &ptx, &scratch, &stem) {
+            Err(report) => failures.push(format!("{stem}:\n{report}")),
+            Ok(report) => {
+                // Registers and spills, for `--nocapture` readers.
+                let usage: Vec<&str> = report
+                    .lines()
+                    .filter(|l| l.contains("Used") || l.contains("spill"))
+                    .map(|l| l.trim().trim_start_matches("ptxas info    : "))
+                    .collect();
+                println!("{stem}: {}", usage.join("; "));
+            }
         }
     }
     assert!(

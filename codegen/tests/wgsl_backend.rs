@@ -124,6 +124,34 @@ fn warp_operations_need_subgroups() {
 }
 
 #[test]
+fn block_dimensions_as_shift_amounts_wrap() {
+    // WGSL writes `block_dim()` as a literal, and naga refused the constant
+    // amount 33 of a generated program's `tid << block_dim().x`.
+    let m = compile(
+        "#[kernel] fn k(x: &mut [u32]) { x[thread_idx().x] = thread_idx().x << block_dim().x; }",
+        Some([33, 1, 1]),
+    )
+    .unwrap();
+    assert!(m.text.contains("<< 1u"), "{}", m.text);
+    common::naga_check(&m.text).unwrap();
+}
+
+#[test]
+fn warp_operations_need_a_one_dimensional_block() {
+    // naga rejected the WGSL of a generated program (`shfl_xor` in a 32 x 2
+    // block): `subgroup_invocation_id` is invalid in a multi-dimensional workgroup.
+    let source =
+        "#[kernel] fn k(x: &mut [u32]) { x[thread_idx().y * 32 + lane_id()] = shfl_xor(1, 1); }";
+    let err = compile(source, Some([32, 2, 1])).unwrap_err();
+    assert!(
+        err.message.contains("one-dimensional block") && err.message.contains("(64, 1, 1)"),
+        "{err}"
+    );
+    let m = compile(source, Some([64, 1, 1])).unwrap();
+    common::naga_check(&m.text).unwrap();
+}
+
+#[test]
 fn division_by_a_literal_zero_is_refused() {
     let e = compile(
         "#[kernel] fn k(x: &mut [i32]) { x[0] = x[1] / 0; }",
@@ -295,4 +323,22 @@ fn the_largest_array_accepted_for_wgsl_validates_with_naga() {
     }";
     let module = compile(source, Some([64, 1, 1])).unwrap_or_else(|e| panic!("{e}"));
     common::naga_check(&module.text).unwrap_or_else(|e| panic!("{e}"));
+}
+
+#[test]
+fn a_less_than_beside_a_greater_than_is_not_a_template_list() {
+    // naga read `select(c < 4u, bitcast<f32>(c) > 0f, ..)` of a generated
+    // program as the template list `< 4u, bitcast<f32>(c) >` and failed to
+    // parse it: every `<` comparison is parenthesized.
+    let m = compile(
+        "#[kernel] fn k(x: &mut [u32]) {
+            let c = thread_idx().x;
+            let f = f32::from_bits(c);
+            let v = if c > 9 { f > 0.0 } else { c < 4 };
+            x[c] = v as u32;
+        }",
+        Some([64, 1, 1]),
+    )
+    .unwrap();
+    common::naga_check(&m.text).unwrap();
 }

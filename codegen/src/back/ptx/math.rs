@@ -32,8 +32,12 @@ impl Emitter<'_> {
         }
         if matches!(f, Intrinsic::FromBits | Intrinsic::ToBits) {
             // f32 and u32 values live in the same `.b32` registers: the bits are
-            // the value already.
-            return self.expr(&args[0]);
+            // the value already. An immediate is written in the result's form:
+            // ptxas refuses `mov.f32 %f, 0` (an integer for an f32) and the reverse.
+            return Ok(match self.expr(&args[0])? {
+                Operand::Imm(imm) => Operand::Imm(reinterpret_immediate(f, &imm)?),
+                reg => reg,
+            });
         }
         let mut xs = Vec::with_capacity(args.len());
         for a in args {
@@ -249,4 +253,20 @@ impl Emitter<'_> {
         self.ins(format!("shfl.sync.{mode}.b32 {r}, {value}, {lane}, 31, -1"));
         Ok(Operand::Reg(r))
     }
+}
+
+/// The immediate of `f`'s result (`FromBits`: a `u32` as `0fXXXXXXXX`;
+/// `ToBits`: an `f32` as its bits in decimal) from its operand's, which
+/// [`Emitter::literal`] wrote.
+fn reinterpret_immediate(f: Intrinsic, imm: &str) -> Result<String, Error> {
+    let bits = match imm.strip_prefix("0f") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => imm.parse::<i64>().ok().map(|v| v as u32),
+    }
+    .ok_or_else(|| Error::new(format!("`{imm}` is not a 32-bit immediate")))?;
+    Ok(if f == Intrinsic::FromBits {
+        format!("0f{bits:08X}")
+    } else {
+        bits.to_string()
+    })
 }

@@ -235,6 +235,12 @@ impl Emitter<'_> {
             // keeps Rust's meaning.
             return Ok(Code::atom(format!("!({} == {})", x.operand(), y.operand())));
         }
+        if op == BinaryOp::Lt {
+            // WGSL reads `a < b, c > d` in an argument list as a template
+            // list (`select(c < 4u, f > 0f, ..)` failed to parse): a
+            // parenthesized `<` cannot start one.
+            return Ok(Code::atom(format!("({} < {})", x.operand(), y.operand())));
+        }
         let code = Code::binary(format!("{} {sym} {}", x.operand(), y.operand()));
         let may_leave_range = matches!(
             op,
@@ -256,6 +262,11 @@ impl Emitter<'_> {
             return Ok(Code::atom(format!("{}u", v as u32 % bits)));
         }
         let y = self.expr(amount)?;
+        // A block dimension is a literal in WGSL (the entry point fixes the
+        // workgroup size), and naga refuses a constant amount past the width.
+        if let Some(v) = y.text.strip_suffix('u').and_then(|v| v.parse::<u32>().ok()) {
+            return Ok(Code::atom(format!("{}u", v % bits)));
+        }
         Ok(if is_byte(ty) {
             Code::binary(format!("{} & 7u", y.operand()))
         } else {

@@ -35,7 +35,8 @@
 //!   `enable f16;` and the device needs `SHADER_F16`) and
 //!   [`WgslModule::needs_subgroups`] (the device needs `SUBGROUP`, with
 //!   subgroups of exactly 32 invocations: `subgroup_min_size ==
-//!   subgroup_max_size == 32`, since the DSL's warp is 32 lanes).
+//!   subgroup_max_size == 32`, since the DSL's warp is 32 lanes), in a
+//!   one-dimensional block (WGSL orders the lanes of no other workgroup).
 //!
 //! # Semantics
 //!
@@ -166,6 +167,16 @@ pub fn emit(kernel: &Kernel, block: Option<[u32; 3]>) -> Result<WgslModule, Erro
     let params = layout(kernel);
     let mut e = Emitter::new(kernel, block, &params)?;
     e.body()?;
+    if e.needs_subgroups && block[1..] != [1, 1] {
+        // WGSL leaves the subgroup lanes of a multi-dimensional workgroup
+        // unordered, and naga rejects `subgroup_invocation_id` there.
+        return Err(Error::new(format!(
+            "kernel `{}` (wgsl): warp operations (`lane_id`, shuffles) need a one-dimensional \
+             block in WGSL, and the launch asks for {block:?}: launch it with block ({}, 1, 1)",
+            kernel.name,
+            block.iter().product::<u32>()
+        )));
+    }
     let text = e.module_text()?;
     Ok(WgslModule {
         text,
