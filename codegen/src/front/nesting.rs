@@ -48,13 +48,15 @@ struct Frame {
     run: Run,
 }
 
-/// The run being read: its length so far, its deepest group and where it
-/// starts.
+/// The run being read: its length so far, its deepest group, where it
+/// starts, and the punctuation joined so far (an operator not yet
+/// complete).
 #[derive(Default)]
 struct Run {
     len: usize,
     deepest_group: usize,
     start: Option<Span>,
+    joined: String,
 }
 
 /// Checks that `tokens` nest at most [`MAX_NESTING`] deep, iteratively; the
@@ -77,7 +79,7 @@ pub fn check_nesting(tokens: TokenStream) -> syn::Result<()> {
             }
             continue;
         };
-        frame.run.len += usize::from(may_nest(&token));
+        frame.run.len += levels(&mut frame.run.joined, &token);
         frame.run.start.get_or_insert(match &token {
             TokenTree::Group(group) => group.span_open(),
             other => other.span(),
@@ -97,18 +99,41 @@ pub fn check_nesting(tokens: TokenStream) -> syn::Result<()> {
     Ok(())
 }
 
-/// Whether a syntax tree can nest at `token`: a group, an operator (a
-/// multi-character one such as `::` or `+=` counts once, at its last
-/// character) or a keyword. Names and literals are leaves: every node of
-/// syn's trees that has children has one of the others.
-fn may_nest(token: &TokenTree) -> bool {
-    match token {
-        TokenTree::Group(_) => true,
-        TokenTree::Punct(p) => p.spacing() == Spacing::Alone,
-        TokenTree::Ident(i) => KEYWORDS.contains(&i.to_string().as_str()),
-        TokenTree::Literal(_) => false,
+/// How many levels a syntax tree can nest at `token`: one at a group or a
+/// keyword; at punctuation, one per operator, counted at its last
+/// character: a multi-character operator such as `::` or `+=` is one, and
+/// any other run of joined characters one per character, since `!!!x`,
+/// `--x` and `&&&x` are chains of prefix operators (the lexer joins them
+/// as it joins `!=`). Names and literals are leaves: every node of syn's
+/// trees that has children has one of the others.
+fn levels(joined: &mut String, token: &TokenTree) -> usize {
+    if let TokenTree::Punct(p) = token {
+        joined.push(p.as_char());
+        if p.spacing() == Spacing::Joint {
+            return 0;
+        }
+        let run = std::mem::take(joined);
+        return if OPERATORS.contains(&run.as_str()) {
+            1
+        } else {
+            run.chars().count()
+        };
     }
+    // Joined punctuation before a name: a lifetime's `'`.
+    let before = std::mem::take(joined).chars().count();
+    let nests = match token {
+        TokenTree::Group(_) => true,
+        TokenTree::Ident(i) => KEYWORDS.contains(&i.to_string().as_str()),
+        TokenTree::Literal(_) | TokenTree::Punct(_) => false,
+    };
+    before + usize::from(nests)
 }
+
+/// Rust's operators of more than one character.
+const OPERATORS: [&str; 24] = [
+    "::", "->", "=>", "==", "!=", "<=", ">=", "&&", "||", "+=", "-=", "*=", "/=", "%=", "^=", "&=",
+    "|=", "<<=", ">>=", "<<", ">>", "..", "...", "..=",
+];
 
 /// Rust's keywords, strict and reserved.
 const KEYWORDS: [&str; 52] = [

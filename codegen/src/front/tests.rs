@@ -2684,6 +2684,8 @@ fn deep_kernel(shape: &str, depth: usize) -> String {
         ),
         "left sum" => format!("y[0] = 1.0{};", " + 1.0".repeat(depth)),
         "negations" => format!("y[0] = {}1.0;", "- ".repeat(depth)),
+        // Joined by the lexer as `!=` is: one operator per character.
+        "joined negations" => format!("y[0] = {}1.0;", "-".repeat(depth)),
         "casts" => format!("y[0] = 1.0{};", " as f32".repeat(depth)),
         "else ifs" => format!(
             "if y[0] > 0.0 {{ y[0] = 1.0; }}{} else {{ y[0] = 2.0; }}",
@@ -2694,13 +2696,14 @@ fn deep_kernel(shape: &str, depth: usize) -> String {
     format!("fn deep(y: &mut [f32]) {{ {body} }}")
 }
 
-const DEEP_SHAPES: [&str; 8] = [
+const DEEP_SHAPES: [&str; 9] = [
     "blocks",
     "ifs",
     "parentheses",
     "right sum",
     "left sum",
     "negations",
+    "joined negations",
     "casts",
     "else ifs",
 ];
