@@ -40,14 +40,15 @@ pub const MAX_UNROLLED: u64 = 1 << 20;
 /// Expressions nest once per operator, the front accepts chains of about
 /// 460 (`front::nesting`), and one level of this fold takes 4.6 KiB of
 /// stack on an unoptimized build, so a sum of that many terms would
-/// overflow a spawned thread's 2 MiB; the other passes fit in a quarter of
-/// that at the same depth (measured as `front::tests` runs the path from
-/// the macro's JSON to PTX and WGSL). The zone covers a level of the fold
-/// many times over.
-const STACK_RED_ZONE: usize = 256 << 10;
+/// overflow a spawned thread's 2 MiB; so does validation's check of a
+/// chain the fold leaves (`valid`'s `expr` grows its stack the same way),
+/// and the other passes fit at the same depth (measured as `front::tests`
+/// runs the path from the macro's JSON to PTX and WGSL). The zone covers a
+/// level of the fold many times over.
+pub(crate) const STACK_RED_ZONE: usize = 256 << 10;
 
 /// The stack segment [`Specializer::expr`] continues on past the red zone.
-const STACK_SEGMENT: usize = 2 << 20;
+pub(crate) const STACK_SEGMENT: usize = 2 << 20;
 
 /// The most elements of one register array: a thread has 255 registers, and
 /// larger arrays would make the backends emit (and ptxas allocate) as many.

@@ -2686,6 +2686,7 @@ fn deep_kernel(shape: &str, depth: usize) -> String {
         "negations" => format!("y[0] = {}1.0;", "- ".repeat(depth)),
         // Joined by the lexer as `!=` is: one operator per character.
         "joined negations" => format!("y[0] = {}1.0;", "-".repeat(depth)),
+        "joined nots" => format!("if {}(y[0] > 0.0) {{ y[0] = 1.0; }}", "!".repeat(depth)),
         "casts" => format!("y[0] = 1.0{};", " as f32".repeat(depth)),
         "else ifs" => format!(
             "if y[0] > 0.0 {{ y[0] = 1.0; }}{} else {{ y[0] = 2.0; }}",
@@ -2696,7 +2697,7 @@ fn deep_kernel(shape: &str, depth: usize) -> String {
     format!("fn deep(y: &mut [f32]) {{ {body} }}")
 }
 
-const DEEP_SHAPES: [&str; 9] = [
+const DEEP_SHAPES: [&str; 10] = [
     "blocks",
     "ifs",
     "parentheses",
@@ -2704,6 +2705,7 @@ const DEEP_SHAPES: [&str; 9] = [
     "left sum",
     "negations",
     "joined negations",
+    "joined nots",
     "casts",
     "else ifs",
 ];
