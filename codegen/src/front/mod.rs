@@ -392,8 +392,10 @@ pub fn link_sources(functions: &[&str]) -> Result<Linked, String> {
     Ok(linked)
 }
 
-/// The calls of `item` to functions of `linked`, by the callee's name.
-fn calls_by_name(item: &syn::ItemFn, linked: &Linked) -> Vec<(String, String)> {
+/// The calls of `item` to functions of `linked`, by the callee's name: the
+/// `calls` of a [`Linked`] that [`link_sources`] made, for tests (the
+/// front-end fuzzer links each of its inputs to the corpus' functions).
+pub fn calls_by_name(item: &syn::ItemFn, linked: &Linked) -> Vec<(String, String)> {
     let by_name = |path: &syn::Path| {
         let name = path.segments.last().map(|s| s.ident.to_string());
         let f = linked
