@@ -164,6 +164,23 @@ fn division_by_a_literal_zero_is_refused() {
     );
 }
 
+/// Found by the front-end fuzzer: naga refused `x[4294967295u]` (a
+/// constant index of `u32::MAX` into a runtime-sized array) that the
+/// backend emitted without error. No slice has an element there (its
+/// length is a u32), so validation refuses the index for every target.
+#[test]
+fn a_constant_slice_index_past_every_slice_is_refused() {
+    for index in ["4294967295", "-1i32"] {
+        let source = format!("#[kernel] fn k(x: &mut [f32]) {{ x[0] = x[{index}]; }}");
+        let e = compile(&source, Some([1, 1, 1])).unwrap_err();
+        assert!(
+            e.message.contains("out of bounds of every slice"),
+            "{index}: {}",
+            e.message
+        );
+    }
+}
+
 #[test]
 fn names_wgsl_reserves_are_renamed() {
     let m = compile(

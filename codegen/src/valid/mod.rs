@@ -514,6 +514,17 @@ impl Validator<'_> {
                         index.ty.name()
                     )));
                 }
+                // A slice's length is a u32, so its last element is below
+                // `u32::MAX` (and naga refuses that constant index in WGSL).
+                if let Some(i) = index.as_int() {
+                    if !(0..i64::from(u32::MAX)).contains(&i) {
+                        return Err(self.error(format!(
+                            "the index into `{}` is {i}, out of bounds of every slice: a slice has \
+                             fewer than u32::MAX elements",
+                            p.name
+                        )));
+                    }
+                }
                 Ok(elem)
             }
         }
