@@ -180,6 +180,8 @@ fn run_inputs(task: &Task) {
     let scratch = scratch_dir();
     let mut seen_ptx = HashSet::new();
     let mut out = std::io::stdout().lock();
+    // libtest's `test front_fuzz ... ` is on the line still.
+    writeln!(out).unwrap();
     for index in task.first..task.first.saturating_add(task.count) {
         if now_ms() >= task.until_ms {
             break;
@@ -264,7 +266,12 @@ fn parent() {
         .map(|s| s.parse().expect("WARPFORGE_FUZZ_SECS is a number"))
         .unwrap_or(DEFAULT_SECONDS);
     let ptxas = common::find_ptxas();
-    println!("front fuzz: seed {seed} (WARPFORGE_FUZZ_SEED={seed} repeats this run), {seconds} s");
+    match only {
+        Some(index) => println!("front fuzz: seed {seed}, input {index} alone"),
+        None => println!(
+            "front fuzz: seed {seed} (WARPFORGE_FUZZ_SEED={seed} repeats this run), {seconds} s"
+        ),
+    }
 
     let started = Instant::now();
     let until_ms = now_ms() + u128::from(seconds) * 1000;
