@@ -251,6 +251,8 @@ struct Counts {
     backend_errors: u64,
     /// Backend errors by kind: (count, an input and its message).
     kinds: BTreeMap<String, (u64, u64, String)>,
+    /// The input that took longest and how long, against [`INPUT_LIMIT`].
+    slowest: (u64, Duration),
     failures: Vec<Failure>,
 }
 
@@ -364,6 +366,7 @@ fn run_worker(task: &Task, counts: &mut Counts, ptx_jobs: &mut PtxJobs) -> Worke
     let lines = lines_of(child.stdout.take().unwrap());
     let stderr = tail_of(child.stderr.take().unwrap());
     let mut current = None;
+    let mut begun = Instant::now();
     loop {
         let line = match lines.recv_timeout(INPUT_LIMIT) {
             Ok(line) => line,
@@ -398,10 +401,14 @@ fn run_worker(task: &Task, counts: &mut Counts, ptx_jobs: &mut PtxJobs) -> Worke
         match tag {
             "@begin" => {
                 current = Some(index);
+                begun = Instant::now();
                 counts.inputs += 1;
             }
             "@end" => {
                 current = None;
+                if begun.elapsed() > counts.slowest.1 {
+                    counts.slowest = (index, begun.elapsed());
+                }
                 let mut parts = rest.split(' ');
                 if parts.next() == Some("accepted") {
                     counts.accepted += 1;
@@ -583,7 +590,7 @@ fn report(seed: u64, started: Instant, counts: &Counts, assembled: u64, skipped:
     println!(
         "front fuzz: seed {seed}, {:.1} s: {} inputs, {} accepted, {} rejected by the front, \
          {} variant builds, {} backend errors in {} kinds, {} PTX modules assembled and {} not \
-         (ptxas busy), {} failures",
+         (ptxas busy), {} failures; the slowest input, {}, took {:.2} s (limit {INPUT_LIMIT:?})",
         started.elapsed().as_secs_f64(),
         counts.inputs,
         counts.accepted,
@@ -593,7 +600,9 @@ fn report(seed: u64, started: Instant, counts: &Counts, assembled: u64, skipped:
         counts.kinds.len(),
         assembled,
         skipped,
-        counts.failures.len()
+        counts.failures.len(),
+        counts.slowest.0,
+        counts.slowest.1.as_secs_f64()
     );
     let mut kinds: Vec<_> = counts.kinds.iter().collect();
     kinds.sort_by_key(|(_, (n, _, _))| std::cmp::Reverse(*n));
