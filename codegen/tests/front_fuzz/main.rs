@@ -70,13 +70,18 @@ const PTXAS_GRACE: Duration = Duration::from_secs(20);
 const PTXAS_LIMIT: Duration = Duration::from_secs(60);
 
 const WORKER_ENV: &str = "WARPFORGE_FUZZ_WORKER";
-const TEST_NAME: &str = "front_fuzz";
 
-#[test]
-fn front_fuzz() {
+/// Run without the test harness (`harness = false` in Cargo.toml), which
+/// hides a passing test's output: the seed and the counts belong in the CI
+/// log. The same binary is the worker when `WARPFORGE_FUZZ_WORKER` holds
+/// its task. A failure panics, which fails the run.
+fn main() {
     match std::env::var(WORKER_ENV) {
         Ok(task) => worker(&task),
-        Err(_) => parent(),
+        Err(_) => {
+            every_corpus_kernel_builds();
+            parent();
+        }
     }
 }
 
@@ -84,7 +89,6 @@ fn front_fuzz() {
 /// target without error, so that the mutants start from working kernels
 /// (a change to the reading of the files would otherwise leave the fuzzer
 /// mutating fragments).
-#[test]
 fn every_corpus_kernel_builds() {
     let corpus = Corpus::load();
     assert!(corpus.kernels.len() > 40 && corpus.devices.len() > 20);
@@ -180,8 +184,6 @@ fn run_inputs(task: &Task) {
     let scratch = scratch_dir();
     let mut seen_ptx = HashSet::new();
     let mut out = std::io::stdout().lock();
-    // libtest's `test front_fuzz ... ` is on the line still.
-    writeln!(out).unwrap();
     for index in task.first..task.first.saturating_add(task.count) {
         if now_ms() >= task.until_ms {
             break;
@@ -318,7 +320,7 @@ fn parent() {
     for failure in &counts.failures {
         eprintln!(
             "\nFAILURE on input {} (reproduce: WARPFORGE_FUZZ_SEED={seed} WARPFORGE_FUZZ_INPUT={} \
-             cargo test -p warpforge-codegen --test front_fuzz -- --nocapture):\n{}\n--- input ---\n{}",
+             cargo test -p warpforge-codegen --test front_fuzz):\n{}\n--- input ---\n{}",
             failure.index,
             failure.index,
             failure.message,
@@ -438,7 +440,7 @@ fn run_worker(task: &Task, counts: &mut Counts, ptx_jobs: &mut PtxJobs) -> Worke
                 child.wait().unwrap();
                 return WorkerEnd::Done;
             }
-            // libtest's own lines.
+            // Anything else the worker printed.
             _ => {}
         }
     }
@@ -451,7 +453,6 @@ fn spawn_worker(task: &Task) -> Child {
         .arg("-c")
         .arg(format!("ulimit -v {MEMORY_LIMIT} && exec \"$0\" \"$@\""))
         .arg(exe)
-        .args(["--exact", TEST_NAME, "--nocapture", "--test-threads=1"])
         .env(WORKER_ENV, task.encode())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
