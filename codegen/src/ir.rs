@@ -1011,6 +1011,16 @@ pub enum Place {
     },
 }
 
+impl Place {
+    /// The index expressions of the place.
+    pub fn indices(&self) -> Vec<&Expr> {
+        match self {
+            Place::Local { indices, .. } => indices.iter().collect(),
+            Place::Global { index, .. } => vec![index],
+        }
+    }
+}
+
 /// A typed expression.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Expr {
@@ -1399,6 +1409,34 @@ impl Expr {
             ExprKind::Call(Intrinsic::ShflXor | Intrinsic::ShflDown, _) => false,
             ExprKind::Call(_, args) => args.iter().all(|a| a.is_speculatable(locals)),
             ExprKind::Atomic { .. } => false,
+        }
+    }
+
+    /// The expressions this one reads directly: its operands, and the
+    /// indices of the place it loads or updates.
+    pub fn operands(&self) -> Vec<&Expr> {
+        match &self.kind {
+            ExprKind::Literal(_)
+            | ExprKind::Param(_)
+            | ExprKind::Const(_)
+            | ExprKind::Len(_)
+            | ExprKind::Special(_) => Vec::new(),
+            ExprKind::Load(place) => place.indices(),
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => vec![a],
+            ExprKind::Binary(_, a, b) => vec![a, b],
+            ExprKind::Select(c, a, b) => vec![c, a, b],
+            ExprKind::Call(_, args) => args.iter().collect(),
+            ExprKind::Atomic {
+                place,
+                value,
+                compare,
+                ..
+            } => {
+                let mut all = place.indices();
+                all.push(value);
+                all.extend(compare.as_deref());
+                all
+            }
         }
     }
 

@@ -101,40 +101,9 @@ fn first_rejected(expr: &Expr, judge: &dyn Fn(&Expr) -> Verdict) -> Option<Strin
     match judge(expr) {
         Verdict::Accept => None,
         Verdict::Reject(what) => Some(what),
-        Verdict::Descend => operands(expr)
+        Verdict::Descend => expr
+            .operands()
             .into_iter()
             .find_map(|e| first_rejected(e, judge)),
-    }
-}
-
-fn operands(expr: &Expr) -> Vec<&Expr> {
-    fn place_indices(place: &Place) -> Vec<&Expr> {
-        match place {
-            Place::Local { indices, .. } => indices.iter().collect(),
-            Place::Global { index, .. } => vec![index],
-        }
-    }
-    match &expr.kind {
-        ExprKind::Literal(_)
-        | ExprKind::Param(_)
-        | ExprKind::Const(_)
-        | ExprKind::Len(_)
-        | ExprKind::Special(_) => Vec::new(),
-        ExprKind::Load(place) => place_indices(place),
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => vec![a],
-        ExprKind::Binary(_, a, b) => vec![a, b],
-        ExprKind::Select(c, a, b) => vec![c, a, b],
-        ExprKind::Call(_, args) => args.iter().collect(),
-        ExprKind::Atomic {
-            place,
-            value,
-            compare,
-            ..
-        } => {
-            let mut all = place_indices(place);
-            all.push(value);
-            all.extend(compare.as_deref());
-            all
-        }
     }
 }

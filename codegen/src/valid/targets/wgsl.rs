@@ -336,7 +336,11 @@ impl Checker<'_> {
 fn stmt_exprs(stmt: &Stmt) -> impl Iterator<Item = &Expr> {
     let exprs: Vec<&Expr> = match stmt {
         Stmt::Let { init, .. } => init.iter().collect(),
-        Stmt::Assign { place, value } => place_exprs(place).chain([value]).collect(),
+        Stmt::Assign { place, value } => {
+            let mut exprs = place.indices();
+            exprs.push(value);
+            exprs
+        }
         Stmt::If { cond, .. } | Stmt::While { cond, .. } => vec![cond],
         Stmt::For {
             start, end, step, ..
@@ -347,37 +351,8 @@ fn stmt_exprs(stmt: &Stmt) -> impl Iterator<Item = &Expr> {
     exprs.into_iter()
 }
 
-fn place_exprs(place: &Place) -> impl Iterator<Item = &Expr> {
-    match place {
-        Place::Local { indices, .. } => indices.iter().collect::<Vec<_>>(),
-        Place::Global { index, .. } => vec![index],
-    }
-    .into_iter()
-}
-
 /// The levels of `e`: 1 for a leaf, and 1 more than its deepest operand
 /// (a place's indices are operands of its load).
 fn expr_levels(e: &Expr) -> usize {
-    let operands: Vec<&Expr> = match &e.kind {
-        ExprKind::Load(place) => place_exprs(place).collect(),
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => vec![a],
-        ExprKind::Binary(_, a, b) => vec![a, b],
-        ExprKind::Select(c, a, b) => vec![c, a, b],
-        ExprKind::Call(_, args) => args.iter().collect(),
-        ExprKind::Atomic {
-            place,
-            value,
-            compare,
-            ..
-        } => place_exprs(place)
-            .chain([value.as_ref()])
-            .chain(compare.as_deref())
-            .collect(),
-        ExprKind::Literal(_)
-        | ExprKind::Param(_)
-        | ExprKind::Const(_)
-        | ExprKind::Len(_)
-        | ExprKind::Special(_) => Vec::new(),
-    };
-    1 + operands.into_iter().map(expr_levels).max().unwrap_or(0)
+    1 + e.operands().into_iter().map(expr_levels).max().unwrap_or(0)
 }
