@@ -1102,23 +1102,33 @@ impl<'c, 'd> Gen<'c, 'd> {
         e
     }
 
+    /// One of `ops` over two operands of type `ty` (drawn in that order).
+    fn binary_of(&mut self, ops: &[BinaryOp], ty: Scalar, d: u32, ctx: Ctx) -> Expr {
+        let op = self.c.pick(ops);
+        let a = self.expr(ty, d, ctx);
+        let b = self.expr(ty, d, ctx);
+        Expr::binary(op, a, b)
+    }
+
     fn bool_expr(&mut self, d: u32, ctx: Ctx) -> Expr {
         match self.c.below(5) {
             0 | 1 => {
                 let mut types = self.value_types();
                 types.retain(|&t| t != Scalar::Bool);
                 let t = self.c.pick(&types);
-                let op = self.c.pick(&[
-                    BinaryOp::Lt,
-                    BinaryOp::Eq,
-                    BinaryOp::Ne,
-                    BinaryOp::Le,
-                    BinaryOp::Gt,
-                    BinaryOp::Ge,
-                ]);
-                let a = self.expr(t, d, ctx);
-                let b = self.expr(t, d, ctx);
-                Expr::binary(op, a, b)
+                self.binary_of(
+                    &[
+                        BinaryOp::Lt,
+                        BinaryOp::Eq,
+                        BinaryOp::Ne,
+                        BinaryOp::Le,
+                        BinaryOp::Gt,
+                        BinaryOp::Ge,
+                    ],
+                    t,
+                    d,
+                    ctx,
+                )
             }
             2 => {
                 let a = self.expr(Scalar::Bool, d, ctx);
@@ -1127,8 +1137,8 @@ impl<'c, 'd> Gen<'c, 'd> {
                     kind: ExprKind::Unary(UnaryOp::Not, Box::new(a)),
                 }
             }
-            3 => {
-                let op = self.c.pick(&[
+            3 => self.binary_of(
+                &[
                     BinaryOp::LogicalAnd,
                     BinaryOp::LogicalOr,
                     BinaryOp::BitAnd,
@@ -1136,30 +1146,30 @@ impl<'c, 'd> Gen<'c, 'd> {
                     BinaryOp::BitXor,
                     BinaryOp::Eq,
                     BinaryOp::Ne,
-                ]);
-                let a = self.expr(Scalar::Bool, d, ctx);
-                let b = self.expr(Scalar::Bool, d, ctx);
-                Expr::binary(op, a, b)
-            }
+                ],
+                Scalar::Bool,
+                d,
+                ctx,
+            ),
             _ => self.select(Scalar::Bool, d, ctx),
         }
     }
 
     fn int_expr(&mut self, ty: Scalar, d: u32, ctx: Ctx) -> Expr {
         match self.c.below(9) {
-            0 | 1 => {
-                let op = self.c.pick(&[
+            0 | 1 => self.binary_of(
+                &[
                     BinaryOp::Add,
                     BinaryOp::Sub,
                     BinaryOp::Mul,
                     BinaryOp::BitAnd,
                     BinaryOp::BitOr,
                     BinaryOp::BitXor,
-                ]);
-                let a = self.expr(ty, d, ctx);
-                let b = self.expr(ty, d, ctx);
-                Expr::binary(op, a, b)
-            }
+                ],
+                ty,
+                d,
+                ctx,
+            ),
             2 => {
                 let op = self.c.pick(&[BinaryOp::Shl, BinaryOp::Shr]);
                 let a = self.expr(ty, d, ctx);
@@ -1196,12 +1206,7 @@ impl<'c, 'd> Gen<'c, 'd> {
 
     fn float_expr(&mut self, ty: Scalar, d: u32, ctx: Ctx) -> Expr {
         match self.c.below(7) {
-            0 | 1 => {
-                let op = self.c.pick(&[BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul]);
-                let a = self.expr(ty, d, ctx);
-                let b = self.expr(ty, d, ctx);
-                Expr::binary(op, a, b)
-            }
+            0 | 1 => self.binary_of(&[BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul], ty, d, ctx),
             2 => {
                 let mut types = self.value_types();
                 types.retain(|&t| t != Scalar::Bool);
