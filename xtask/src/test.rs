@@ -103,11 +103,13 @@ pub fn run(repo: &Path) -> Result<()> {
             Step::Package => package(repo),
         };
         let seconds = started.elapsed().as_secs_f64();
+        let disk = disk_use(repo);
+        println!("==> {}: {disk}", step.name());
         match result {
-            Ok(()) => outcomes.push((step, format!("ok ({seconds:.1}s)"))),
+            Ok(()) => outcomes.push((step, format!("ok ({seconds:.1}s, {disk})"))),
             Err(error) => {
                 eprintln!("error: {error:#}");
-                outcomes.push((step, format!("FAILED ({seconds:.1}s)")));
+                outcomes.push((step, format!("FAILED ({seconds:.1}s, {disk})")));
                 failed = Some(step);
                 break;
             }
@@ -166,6 +168,36 @@ fn package(repo: &Path) -> Result<()> {
         args.extend(["-p", name.as_str()]);
     }
     cargo_step(repo, &args, None)
+}
+
+/// What target/ holds and what the disk has left, after each step: CI's disk
+/// is bounded, and a run that fills it fails in whichever rustc is writing.
+fn disk_use(repo: &Path) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let target = repo.join("target");
+    let free = fs4::available_space(repo).map_or_else(
+        |e| format!("unknown ({e})"),
+        |b| format!("{:.1} GiB", b as f64 / GIB),
+    );
+    format!(
+        "target/ {:.1} GiB, disk free {free}",
+        tree_size(&target) as f64 / GIB
+    )
+}
+
+/// Bytes of the regular files under `dir` (0 where it cannot be read).
+fn tree_size(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.file_type() {
+            Ok(kind) if kind.is_dir() => tree_size(&entry.path()),
+            Ok(kind) if kind.is_file() => entry.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
 }
 
 fn cargo_step(repo: &Path, args: &[&str], ptxas: Option<&Path>) -> Result<()> {
