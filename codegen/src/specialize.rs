@@ -605,6 +605,18 @@ impl Specializer<'_> {
                                 | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(false))) => {
                                     return Ok(a)
                                 }
+                                // `x && false` and `x || true` are the literal when
+                                // evaluating `x` can neither fault nor act. Besides
+                                // dropping dead code, this keeps a loop whose
+                                // condition is constant false out of ptxas: 12.9 and
+                                // 13.0 crash (SIGSEGV) on some such loops
+                                // (codegen/tests/generated/ptxas_crash_on_a_dead_loop.json).
+                                (BinaryOp::LogicalAnd, ExprKind::Literal(Literal::Bool(false)))
+                                | (BinaryOp::LogicalOr, ExprKind::Literal(Literal::Bool(true)))
+                                    if a.is_speculatable(&self.kernel.locals) =>
+                                {
+                                    return Ok(b)
+                                }
                                 _ => ExprKind::Binary(*op, Box::new(a), Box::new(b)),
                             }
                         }
@@ -867,8 +879,30 @@ mod tests {
             kept(bin(BinaryOp::LogicalOr, x.clone(), bool_lit(false))),
             vec![Stmt::Expr(x.clone())]
         );
-        // `x && false` is false, but only once `x` has been evaluated: kept.
-        let both = bin(BinaryOp::LogicalAnd, x, bool_lit(false));
+        // `x && false` and `x || true` are the literal when `x` cannot fault
+        // or act, ...
+        assert_eq!(
+            kept(bin(BinaryOp::LogicalAnd, x.clone(), bool_lit(false))),
+            vec![Stmt::Expr(bool_lit(false))]
+        );
+        assert_eq!(
+            kept(bin(BinaryOp::LogicalOr, x, bool_lit(true))),
+            vec![Stmt::Expr(bool_lit(true))]
+        );
+        // ... and otherwise only once `x` has been evaluated: kept.
+        let read = Expr {
+            ty: Scalar::F32,
+            kind: ExprKind::Load(Box::new(Place::Global {
+                param: 0,
+                index: u32_lit(0),
+            })),
+        };
+        let positive = bin(
+            BinaryOp::Gt,
+            read,
+            Expr::literal(Scalar::F32, Literal::Float(0.0)),
+        );
+        let both = bin(BinaryOp::LogicalAnd, positive, bool_lit(false));
         assert_eq!(kept(both.clone()), vec![Stmt::Expr(both)]);
     }
 
