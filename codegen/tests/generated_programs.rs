@@ -57,7 +57,7 @@ fn build(program: &Program) -> Result<Vec<String>, String> {
     common::naga_check(&wgsl.text)
         .map_err(|e| format!("naga rejects the WGSL:\n{e}\n{}", wgsl.text))?;
     program
-        .interpret()
+        .interpret(genprog::Floats::Ieee)
         .map_err(|e| format!("the interpreter: {e}"))?;
     Ok(ptx)
 }

@@ -7,6 +7,7 @@
 pub mod bench;
 pub mod checks;
 pub mod compare;
+pub mod generated;
 pub mod hopper;
 pub mod interop;
 pub mod ldmatrix;
@@ -18,6 +19,27 @@ pub mod tuning;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use warpforge::{BackendKind, Runtime};
+
+/// Shared with the runtime's own wgpu tests: Mesa's XDG_RUNTIME_DIR, the adapter line.
+#[path = "../../runtime/tests/common/mesa.rs"]
+mod mesa;
+pub use mesa::quiet_mesa;
+
+/// The wgpu runtime of the CPU tier's test files (Mesa's lavapipe in CI),
+/// its adapter printed once per test binary. Panics with what to install when
+/// there is none: `tests` names the tests that need it, for that message.
+pub fn lavapipe(tests: &str) -> Runtime {
+    mesa::quiet_mesa();
+    let rt = Runtime::with_backend(BackendKind::Wgpu).unwrap_or_else(|e| {
+        panic!(
+            "{tests} need a Vulkan, Metal or DX12 adapter; on Linux without a GPU install \
+             Mesa's lavapipe: apt-get install mesa-vulkan-drivers libvulkan1\n{e}"
+        )
+    });
+    mesa::announce_adapter(&rt.backend_name(), &rt.device().name);
+    rt
+}
 
 /// Fresh random inputs for one run: uniform in [-1, 1), never all zeros.
 pub struct Inputs {

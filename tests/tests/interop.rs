@@ -3,25 +3,20 @@
 //! `warpforge_tests::interop`; the CUDA checks are `gpu-check --only
 //! interop`). A missing adapter fails.
 
-use warpforge::Runtime;
 use warpforge_tests::interop::wgpu_app::{check_refusals, check_saxpy_in_place};
 use warpforge_tests::interop::{check_host_copies, check_streams, check_views};
 use warpforge_tests::report::Report;
 use warpforge_tests::{run_seed, Inputs};
 
-// Only its quiet_mesa: the runtimes here are made inside the checks.
-#[allow(dead_code)]
-#[path = "../../runtime/tests/common/mesa.rs"]
-mod mesa;
-
 #[test]
 fn kernels_write_the_apps_buffers_and_views_in_place() {
-    mesa::quiet_mesa();
+    // The app's own runtimes are made inside the checks.
+    warpforge_tests::quiet_mesa();
     let mut inputs = Inputs::new(run_seed());
     let mut report = Report::default();
     check_saxpy_in_place(&mut inputs, &mut report);
     check_refusals(&mut report);
-    let rt = Runtime::wgpu().expect("the wgpu tests need an adapter (lavapipe in CI)");
+    let rt = warpforge_tests::lavapipe("the wgpu interop tests");
     check_views(&rt, &mut inputs, &mut report);
     check_streams(&rt, &mut inputs, &mut report);
     check_host_copies(&rt, &mut inputs, &mut report);

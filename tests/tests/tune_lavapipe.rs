@@ -20,21 +20,6 @@ use warpforge_kernels::tuned::{every_shape, GemmKind, GemmWorkload, TunedGemm, G
 use warpforge_tests::reference;
 use warpforge_tests::tuning::InPlaceCall;
 
-#[path = "../../runtime/tests/common/mesa.rs"]
-mod mesa;
-
-fn lavapipe() -> Runtime {
-    mesa::quiet_mesa();
-    let rt = Runtime::with_backend(BackendKind::Wgpu).unwrap_or_else(|e| {
-        panic!(
-            "the dispatch tests need a Vulkan, Metal or DX12 adapter; on Linux without a GPU \
-             install Mesa's lavapipe: apt-get install mesa-vulkan-drivers libvulkan1\n{e}"
-        )
-    });
-    mesa::announce_adapter(&rt.backend_name(), &rt.device().name);
-    rt
-}
-
 /// A naive GEMM with the stock launcher shape (the dense GEMMs' parameters),
 /// one thread per output of an 8 x 8 tile, for one form of problem: one
 /// batch, row-major A, B and C, no bias or activation. `MODE` 0 is correct,
@@ -114,7 +99,7 @@ fn naive(mode: i64) -> Candidate {
 
 #[test]
 fn verification_catches_wrong_and_unwritten_outputs() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let mut workload = GemmWorkload::new(&rt, &NAIVE, &plain((13, 10, 6)), false, 11).unwrap();
     assert_eq!(workload.input_sets(), 1, "lavapipe reports no L2");
     assert_eq!(workload.verify(&rt, &naive(0)).unwrap(), Ok(()));
@@ -169,7 +154,7 @@ impl Testbed for LavapipeBed<'_> {
 
 #[test]
 fn only_verified_variants_win() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let family = NAIVE.family().unwrap();
     // The broken variants are the fastest.
     let true_ms = BTreeMap::from([
@@ -244,7 +229,7 @@ fn run_and_check(rt: &Runtime, tuned: &TunedGemm<f32, f32>, (m, n, k): (u32, u32
 
 #[test]
 fn dispatch_from_the_database_and_on_a_miss() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dir = tempfile::tempdir().unwrap();
     let dims = (33, 17, 9);
     let tuned =
@@ -353,7 +338,7 @@ fn record_double(rt: &Runtime, dir: &std::path::Path, n: u32, consts: [i64; 2]) 
 
 #[test]
 fn stale_winners_are_never_dispatched() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dir = tempfile::tempdir().unwrap();
     // An ALIGNED winner stored under the key of a call it cannot take (as a
     // database from before the kernel's `requires` changed would hold), and a
@@ -381,7 +366,7 @@ fn stale_winners_are_never_dispatched() {
 
 #[test]
 fn nearest_bucket_policy() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dir = tempfile::tempdir().unwrap();
     record_double(&rt, dir.path(), 1024, [1, 1]);
     record_double(&rt, dir.path(), 4096, [2, 1]);
@@ -442,7 +427,7 @@ fn nearest_bucket_policy() {
 
 #[test]
 fn corrupt_databases_and_impossible_calls_are_reported() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dir = tempfile::tempdir().unwrap();
     let gpu = GpuModel::of(rt.device());
     std::fs::write(
@@ -509,7 +494,7 @@ fn corrupt_databases_and_impossible_calls_are_reported() {
 
 #[test]
 fn dispatch_is_shared_across_threads() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dir = tempfile::tempdir().unwrap();
     record_double(&rt, dir.path(), 512, [1, 1]);
     let dispatcher = Dispatcher::new(
@@ -590,7 +575,7 @@ fn select_travel(dispatcher: &Dispatcher, rt: &Runtime, n: u32) -> (Source, Stri
 
 #[test]
 fn a_shipped_database_resolves_calls_and_a_local_record_beats_it() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let (_files, path) = exported(
         &rt,
         &[
@@ -639,7 +624,7 @@ fn a_shipped_database_resolves_calls_and_a_local_record_beats_it() {
 
 #[test]
 fn shipped_records_of_another_gpu_or_stale_ones_do_not_apply() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     // n = 5001 cannot take an ALIGNED variant: the shipped winner is stale.
     let (_files, path) = exported(
         &rt,
@@ -677,7 +662,7 @@ fn a_corrupt_shipped_database_is_refused_with_what_was_wrong() {
             && err.contains("tune --export"),
         "{err}"
     );
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let (files, path) = exported(&rt, &[(travel_key(&rt, 700), [1, 1])]);
     let text = std::fs::read_to_string(&path).unwrap();
     let truncated = files.path().join("truncated.json");
@@ -697,7 +682,7 @@ fn a_corrupt_shipped_database_is_refused_with_what_was_wrong() {
 /// under the call's key, and the miss policy applies.
 #[test]
 fn another_drivers_record_is_not_trusted_unchecked() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let older = |n: u32, driver: &str| TuneKey {
         driver_version: driver.to_string(),
         ..travel_key(&rt, n)
@@ -828,7 +813,7 @@ fn run_whole_problem(
 
 #[test]
 fn every_layout_epilogue_and_batch_is_dispatched_and_correct() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dir = tempfile::tempdir().unwrap();
     let tuned =
         TunedGemm::with_policy(&rt, &GEMM_F32, MissPolicy::Heuristic, Some(dir.path())).unwrap();
@@ -878,7 +863,7 @@ fn every_layout_epilogue_and_batch_is_dispatched_and_correct() {
 
 #[test]
 fn tuning_a_whole_problem_verifies_it_and_keys_it_apart() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dir = tempfile::tempdir().unwrap();
     let dims = (21, 10, 6);
     let nn_bias_relu = GemmProblem {
@@ -962,7 +947,7 @@ static NAIVE_AND_F32: GemmKind<f32, f32> = GemmKind::new(
 
 #[test]
 fn a_variant_that_cannot_take_a_problem_is_never_selected() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dir = tempfile::tempdir().unwrap();
     let dims = (17, 9, 4);
     let naive_correct = 0;
@@ -1048,7 +1033,7 @@ fn a_variant_that_cannot_take_a_problem_is_never_selected() {
 
 #[test]
 fn verification_rejects_a_skipped_epilogue_and_unwritten_batches() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
     let dims = (13, 10, 6);
     // One batch with a bias and ReLU: MODE 3 skips both.
     let epilogue = GemmProblem {

@@ -13,24 +13,9 @@ use warpforge::tune::{
 use warpforge::{wgpu, ArgInfo, BackendKind, DeviceScalar, KernelArg, TimingMethod};
 use warpforge_kernels::simple::saxpy;
 
-#[path = "../../runtime/tests/common/mesa.rs"]
-mod mesa;
-
-fn lavapipe() -> Runtime {
-    mesa::quiet_mesa();
-    let rt = Runtime::with_backend(BackendKind::Wgpu).unwrap_or_else(|e| {
-        panic!(
-            "the wgpu tuning tests need a Vulkan, Metal or DX12 adapter; on Linux without a GPU \
-             install Mesa's lavapipe: apt-get install mesa-vulkan-drivers libvulkan1\n{e}"
-        )
-    });
-    mesa::announce_adapter(&rt.backend_name(), &rt.device().name);
-    rt
-}
-
 /// The adapter `Runtime::wgpu` picks, chosen the same way.
 fn adapter() -> wgpu::Adapter {
-    mesa::quiet_mesa();
+    warpforge_tests::quiet_mesa();
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
@@ -92,7 +77,7 @@ fn check_time_grows_with_the_work(rt: &Runtime) {
 
 #[test]
 fn time_ms_uses_timestamps_where_the_adapter_has_them_and_grows_with_the_work() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the wgpu tuning tests");
     let expected = if adapter()
         .features()
         .contains(wgpu::Features::TIMESTAMP_QUERY)
@@ -246,7 +231,7 @@ impl Workload for StagedWorkload {
 
 #[test]
 fn variant_resources_report_threads_and_workgroup_memory() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the wgpu tuning tests");
     for items in [1u32, 4, 2048] {
         let resources = rt
             .variant_resources(staged_axpy::def(), &[items.into(), 0])
@@ -265,7 +250,7 @@ fn variant_resources_report_threads_and_workgroup_memory() {
 
 #[test]
 fn tune_a_family_on_wgpu() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the wgpu tuning tests");
     assert!(
         rt.device().shared_mem_per_block_optin < 64 * 2048 * 4,
         "the test needs ITEMS = 2048 to be over {}'s workgroup memory",
@@ -311,7 +296,7 @@ fn tune_a_family_on_wgpu() {
 
 #[test]
 fn tune_now_records_the_winner_and_a_later_dispatcher_finds_it() {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the wgpu tuning tests");
     let dir = tempfile::tempdir().unwrap();
     let args = staged_args();
     let call = staged_call(&args);

@@ -37,25 +37,9 @@ const CHECKED: &[&str] = &[
     "gemm_f32",
 ];
 
-/// Shared with the runtime's wgpu tests: Mesa's XDG_RUNTIME_DIR, the adapter line.
-#[path = "../../runtime/tests/common/mesa.rs"]
-mod mesa;
-
-fn lavapipe() -> Runtime {
-    mesa::quiet_mesa();
-    let rt = Runtime::with_backend(BackendKind::Wgpu).unwrap_or_else(|e| {
-        panic!(
-            "the wgpu tier needs a Vulkan, Metal or DX12 adapter; on Linux without a GPU install \
-             Mesa's lavapipe: apt-get install mesa-vulkan-drivers libvulkan1\n{e}"
-        )
-    });
-    mesa::announce_adapter(&rt.backend_name(), &rt.device().name);
-    rt
-}
-
 /// Runs one kernel's checks and fails the test on any failed line.
 fn check(run: impl FnOnce(&Runtime, &mut Inputs, &mut Report)) {
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the wgpu tier");
     let seed = run_seed();
     let mut report = Report::default();
     run(&rt, &mut Inputs::new(seed), &mut report);
@@ -99,7 +83,7 @@ fn block_sum() {
 #[test]
 fn softmax_rows() {
     let shapes = &[(1, 1), (3, 31), (7, 1000), (2, 4097)];
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the wgpu tier");
     let (runnable, refused): (Vec<_>, Vec<_>) = softmax::softmax_rows::variants()
         .into_iter()
         .partition(|consts| !consts.WARP_SHUFFLE || softmax::runs_warp_shuffles(rt.device()));
@@ -135,7 +119,7 @@ fn gemm_f32() {
 fn a_nan_beta_reads_c_as_rust_and_blas_do() {
     // beta = NaN is not 0, so C is read and every output is NaN, as on the
     // PTX path (the WGSL `!=` of a NaN was false on lavapipe: beta skipped).
-    let rt = lavapipe();
+    let rt = warpforge_tests::lavapipe("the wgpu tier");
     let ones = rt.upload(&[1.0f32; 16]).unwrap();
     let mut c = rt.upload(&[0.0f32; 16]).unwrap();
     gemm::gemm_f32_with(

@@ -231,10 +231,36 @@ pub(super) struct Machine<'k> {
     max_steps: u64,
     /// Whether a read of a register or shared byte never written is an error.
     pub check_uninitialized: bool,
+    /// Whether float arithmetic on or giving an infinity or NaN is an error.
+    check_non_finite: bool,
     depth: u32,
     pub block_idx: [u32; 3],
     pub shared: Vec<u8>,
     pub shared_init: Vec<bool>,
+}
+
+/// `result`, or with `check` on a [`ErrorKind::NonFinite`] fault when it or
+/// one of the `operands` of the operation `what` names is an infinity or NaN.
+fn finite(
+    check: bool,
+    operands: &[Literal],
+    result: Literal,
+    what: impl FnOnce() -> String,
+) -> Result<Literal, Fault> {
+    let non_finite = |v: &Literal| matches!(v, Literal::Float(x) if !x.is_finite());
+    if !check || !operands.iter().chain([&result]).any(non_finite) {
+        return Ok(result);
+    }
+    let shown: Vec<String> = operands.iter().map(|v| format!("{v:?}")).collect();
+    Err(Fault::new(
+        ErrorKind::NonFinite,
+        format!(
+            "{} of ({}) gives {result:?}: WGSL lets an implementation assume that no float \
+             is infinite or NaN, so this result may differ there",
+            what(),
+            shown.join(", ")
+        ),
+    ))
 }
 
 fn triple(v: [u32; 3]) -> String {
@@ -417,6 +443,7 @@ impl<'k> Machine<'k> {
             steps: 0,
             max_steps: launch.max_steps,
             check_uninitialized: launch.check_uninitialized,
+            check_non_finite: launch.check_non_finite,
             depth: 0,
             block_idx: [0; 3],
             shared,
@@ -997,7 +1024,11 @@ impl<'k> Machine<'k> {
             }
             ExprKind::Unary(op, a) => {
                 let x = self.eval(w, a, mask)?;
-                per_lane(&mut out, &mut |l| value::unary(*op, e.ty, x[l]))?;
+                let check = self.check_non_finite;
+                per_lane(&mut out, &mut |l| {
+                    let r = value::unary(*op, e.ty, x[l])?;
+                    finite(check, &[x[l]], r, || format!("`{op:?}`"))
+                })?;
             }
             ExprKind::Binary(op @ (BinaryOp::LogicalAnd | BinaryOp::LogicalOr), a, b) => {
                 let x = self.eval(w, a, mask)?;
@@ -1024,11 +1055,21 @@ impl<'k> Machine<'k> {
             ExprKind::Binary(op, a, b) => {
                 let x = self.eval(w, a, mask)?;
                 let y = self.eval(w, b, mask)?;
-                per_lane(&mut out, &mut |l| value::binary(*op, a.ty, x[l], y[l]))?;
+                let check = self.check_non_finite;
+                per_lane(&mut out, &mut |l| {
+                    let r = value::binary(*op, a.ty, x[l], y[l])?;
+                    finite(check, &[x[l], y[l]], r, || format!("`{op:?}`"))
+                })?;
             }
             ExprKind::Cast(a) => {
                 let x = self.eval(w, a, mask)?;
-                per_lane(&mut out, &mut |l| value::cast(a.ty, e.ty, x[l]))?;
+                let check = self.check_non_finite;
+                per_lane(&mut out, &mut |l| {
+                    let r = value::cast(a.ty, e.ty, x[l])?;
+                    finite(check, &[x[l]], r, || {
+                        format!("`as {}` from {}", e.ty.name(), a.ty.name())
+                    })
+                })?;
             }
             // Both operands are computed on the GPU, but they have no effects
             // (the front builds a select only from such): each lane computes
@@ -1107,7 +1148,13 @@ impl<'k> Machine<'k> {
                 for l in lanes(mask) {
                     xs.clear();
                     xs.extend(values.iter().map(|v| v[l as usize]));
-                    out[l as usize] = value::intrinsic(*f, e.ty, &tys, &xs).map_err(|x| x.at(l))?;
+                    out[l as usize] = value::intrinsic(*f, e.ty, &tys, &xs)
+                        .and_then(|r| {
+                            // `from_bits` moves bits: what it makes is checked where it is used.
+                            let check = self.check_non_finite && *f != Intrinsic::FromBits;
+                            finite(check, &xs, r, || format!("`{}`", intrinsic_name(*f)))
+                        })
+                        .map_err(|x| x.at(l))?;
                 }
             }
             ExprKind::Atomic {

@@ -63,6 +63,8 @@
 //!   or threads at different barriers; a warp shuffle or matrix operation
 //!   that some lanes of the warp do not reach together;
 //! - integer division by zero;
+//! - with [`Launch::check_non_finite`], float operations on or giving an
+//!   infinity or NaN, which WGSL leaves to the implementation;
 //! - a step budget ([`Launch::max_steps`], counted per thread per statement
 //!   and loop test): a kernel that does not end is an error naming it.
 //!
@@ -104,6 +106,13 @@ pub struct Launch {
     /// default). Off, such reads give zero, which the GPU does not promise:
     /// for kernels that read values they then discard.
     pub check_uninitialized: bool,
+    /// Whether a float operation (arithmetic, comparison, conversion,
+    /// intrinsic) with an infinite or NaN operand or result is an
+    /// [`ErrorKind::NonFinite`] error (off by default). WGSL lets an
+    /// implementation assume no such values (lavapipe computes `inf * 0.0`
+    /// as `0.0`): a kernel that runs clean with this on computes the same
+    /// on every WGSL implementation as far as infinities and NaNs go.
+    pub check_non_finite: bool,
 }
 
 impl Launch {
@@ -115,6 +124,7 @@ impl Launch {
             block,
             max_steps: DEFAULT_MAX_STEPS,
             check_uninitialized: true,
+            check_non_finite: false,
         }
     }
 
@@ -127,6 +137,12 @@ impl Launch {
     /// The same launch with the uninitialized-read check on or off.
     pub fn check_uninitialized(mut self, check: bool) -> Launch {
         self.check_uninitialized = check;
+        self
+    }
+
+    /// The same launch with the infinity-and-NaN check on or off.
+    pub fn check_non_finite(mut self, check: bool) -> Launch {
+        self.check_non_finite = check;
         self
     }
 }
@@ -368,6 +384,9 @@ pub enum ErrorKind {
     WarpDivergence,
     /// More steps than [`Launch::max_steps`].
     StepBudget,
+    /// With [`Launch::check_non_finite`]: a float operation on or giving an
+    /// infinity or NaN.
+    NonFinite,
     /// A construct the interpreter does not run.
     Unsupported,
 }

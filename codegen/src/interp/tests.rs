@@ -980,3 +980,33 @@ fn a_variant_of_a_definition_is_specialized_and_checked_first() {
         e.message
     );
 }
+
+#[test]
+fn non_finite_floats_are_errors_only_when_asked() {
+    let k = kernel(
+        "fn scale(a: f32, x: &[f32], y: &mut [f32]) {
+            let i = thread_idx().x;
+            y[i] = a * x[i] + 1.0;
+        }",
+    );
+    let launch = Launch::new([1, 1, 1], [2, 1, 1]);
+    let args = |x: [f32; 2]| vec![Arg::from(2.0f32), x.to_vec().into(), vec![0.0f32; 2].into()];
+
+    // Off (the default), IEEE: the infinity goes through and is stored.
+    let mut off = args([1.0, f32::INFINITY]);
+    interpret(&k, &launch, &mut off).unwrap();
+    assert_eq!(off[2].as_f32().unwrap(), &[3.0, f32::INFINITY]);
+
+    // On: the operand is the error, named with its thread and statement.
+    let checked = launch.clone().check_non_finite(true);
+    let e = interpret(&k, &checked, &mut args([1.0, f32::INFINITY])).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NonFinite);
+    assert_eq!(e.thread, Some([1, 0, 0]));
+    // A result that overflows to infinity is one too.
+    let e = interpret(&k, &checked, &mut args([1.0, f32::MAX])).unwrap_err();
+    assert_eq!(e.kind, ErrorKind::NonFinite, "{e}");
+    // Finite everywhere: the same values as with the check off.
+    let mut finite = args([1.0, -2.5]);
+    interpret(&k, &checked, &mut finite).unwrap();
+    assert_eq!(finite[2].as_f32().unwrap(), &[3.0, -4.0]);
+}

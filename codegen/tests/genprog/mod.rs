@@ -13,8 +13,9 @@
 //! Every program is defined on every backend:
 //! - memory: inputs are read at `index % len()`, each thread writes only its
 //!   own output elements (`out[gid * SLOTS + k]`); atomics whose old value is
-//!   used update the thread's own element, the others (add, min, max, and, or,
-//!   xor: order-independent) any element of a shared half;
+//!   used update the thread's own element, the others any element of a
+//!   shared half, with one op per half (add, min, max, and, or or xor: alone
+//!   each is order-independent);
 //! - shared memory: written at the thread's own index between two barriers in
 //!   the kernel's top-level (uniform) flow, and read after the first write;
 //!   warp shuffles only in the top-level flow, with whole warps, and no
@@ -269,30 +270,53 @@ impl Program {
             .collect()
     }
 
-    /// The interpreter's run: the arguments after the launch.
-    pub fn interpret(&self) -> Result<Vec<Arg>, interp::Error> {
+    /// The interpreter's run: the arguments after the launch. Under WGSL's
+    /// `floats`, an infinity or NaN in float arithmetic is an
+    /// [`interp::ErrorKind::NonFinite`] error.
+    pub fn interpret(&self, floats: Floats) -> Result<Vec<Arg>, interp::Error> {
         let mut args = self.args();
         interp::interpret_variant(
             &self.def,
             &[],
-            &Launch::new(self.grid, self.block).max_steps(MAX_STEPS),
+            &Launch::new(self.grid, self.block)
+                .max_steps(MAX_STEPS)
+                .check_non_finite(floats == Floats::Wgsl),
             &mut args,
         )?;
         Ok(args)
     }
 }
 
+/// The float semantics of a backend.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Floats {
+    /// IEEE 754's infinities, NaNs and signed zeros, as PTX computes them.
+    Ieee,
+    /// WGSL's: an implementation may assume that no value is infinite or NaN
+    /// (lavapipe computes `inf * 0.0` as `0.0`) and ignore the sign of zero
+    /// (`-6.0 * 0.0` as `+0.0`). A program whose run reaches an infinity or
+    /// NaN is not compared; a zero matches a zero of either sign (the
+    /// generator reads no float's bits, and has no division, so the sign
+    /// reaches no other result).
+    Wgsl,
+}
+
 /// Compares the slices a backend returned with the interpreter's: integers
-/// equal, floats equal bit for bit or both NaN. The first difference per
-/// slice, by parameter name.
-pub fn compare(program: &Program, expected: &[Arg], got: &[Arg]) -> Result<(), String> {
+/// equal, floats equal bit for bit (zeros as `floats` says) or both NaN.
+/// The first difference per slice, by parameter name.
+pub fn compare(
+    program: &Program,
+    expected: &[Arg],
+    got: &[Arg],
+    floats: Floats,
+) -> Result<(), String> {
     let mut diffs = Vec::new();
     for ((param, want), have) in program.def.ir.params.iter().zip(expected).zip(got) {
         let (Arg::Slice(want), Arg::Slice(have)) = (want, have) else {
             continue;
         };
         let (want, have) = (elements(want), elements(have));
-        if let Some(i) = (0..want.len()).find(|&i| !same(want[i], have[i])) {
+        if let Some(i) = (0..want.len()).find(|&i| !same(want[i], have[i], floats)) {
             diffs.push(format!(
                 "{}[{i}]: interpreter {:?}, backend {:?} (thread {}, slot {})",
                 param.name,
@@ -321,10 +345,12 @@ fn elements(buffer: &Buffer) -> Vec<Literal> {
     }
 }
 
-fn same(a: Literal, b: Literal) -> bool {
+fn same(a: Literal, b: Literal, floats: Floats) -> bool {
     match (a, b) {
         (Literal::Float(x), Literal::Float(y)) => {
-            x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan())
+            x.to_bits() == y.to_bits()
+                || (x.is_nan() && y.is_nan())
+                || (floats == Floats::Wgsl && x == 0.0 && y == 0.0)
         }
         _ => a == b,
     }
@@ -562,6 +588,8 @@ struct Gen<'c, 'd> {
     /// The shared array and its type, once declared.
     shared: Option<(LocalId, Scalar)>,
     shared_written: bool,
+    /// The one op of each atomic target type's shared half, once used.
+    shared_atomic_ops: Vec<(Scalar, AtomicOp)>,
     uses_subgroups: bool,
     tid: LocalId,
     gid: LocalId,
@@ -629,6 +657,7 @@ impl<'c, 'd> Gen<'c, 'd> {
             statements: 0,
             shared: None,
             shared_written: false,
+            shared_atomic_ops: Vec::new(),
             uses_subgroups: false,
             tid: 0,
             gid: 0,
@@ -881,7 +910,7 @@ impl<'c, 'd> Gen<'c, 'd> {
             }
             11 => {
                 let ty = self.c.pick(&[Scalar::U32, Scalar::I32]);
-                let op = self.c.pick(&[
+                let drawn = self.c.pick(&[
                     AtomicOp::Add,
                     AtomicOp::Min,
                     AtomicOp::Max,
@@ -889,6 +918,16 @@ impl<'c, 'd> Gen<'c, 'd> {
                     AtomicOp::Or,
                     AtomicOp::Xor,
                 ]);
+                // Each op alone is order-independent, two kinds on one element
+                // are not (max then and differs from and then max): a type's
+                // shared half keeps the op of its first shared atomic.
+                let op = match self.shared_atomic_ops.iter().find(|(t, _)| *t == ty) {
+                    Some(&(_, op)) => op,
+                    None => {
+                        self.shared_atomic_ops.push((ty, drawn));
+                        drawn
+                    }
+                };
                 let param = Params::of(&self.params.acc, ty).unwrap();
                 let n_param = self.params.n;
                 let n = || load_param(Scalar::U32, n_param);

@@ -19,7 +19,8 @@
 //! mbarrier phases, and `tma`, TMA loads and stores through tensor maps,
 //! from `warpforge_tests::hopper`; and the sm_90a GEMMs `gemm_wgmma_f16`,
 //! `gemm_wgmma_bf16`, `gemm_wgmma_tf32`, `gemm_wgmma_s8`, `gemm_wgmma_e4m3`
-//! and `gemm_wgmma_e5m2`; and `interop`,
+//! and `gemm_wgmma_e5m2`; `generated`, random SIMT kernels
+//! (`warpforge_tests::generated`) against the reference interpreter; and `interop`,
 //! stock kernels on the app's own CUDA stream, slices and device pointers,
 //! on views of buffers, on forked streams ordered by events, and a CUDA
 //! graph's replays, from
@@ -37,6 +38,7 @@ use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_stream, check_sum,
     dense_gemm_lines, GemmCoverage,
 };
+use warpforge_tests::generated::{self, check_generated};
 use warpforge_tests::hopper::{
     check_mbarrier_phases, check_tma_load, check_tma_roundtrip, check_wgmma_layouts,
 };
@@ -80,6 +82,7 @@ const CHECKS: &[&str] = &[
     "gemm_wgmma_s8",
     "gemm_wgmma_e4m3",
     "gemm_wgmma_e5m2",
+    "generated",
 ];
 
 fn main() -> ExitCode {
@@ -176,6 +179,10 @@ fn main() -> ExitCode {
     let coverage = gemm_coverage(quick);
     if wanted("gemm_f32") {
         check_gemm::<gemm::gemm_f32::Consts>(&rt, &mut inputs, &mut report, &gemm_shapes, coverage);
+    }
+    if wanted("generated") {
+        let count = generated::count("WARPFORGE_GEN_COUNT", generated_programs(quick));
+        check_generated(&rt, generated::run_seed(), count, &mut report);
     }
     // The Tensor Core GEMMs and the cp_async stream are CUDA-only (no WGSL variant).
     if rt.device().backend.kind() == BackendKind::Cuda {
@@ -332,6 +339,16 @@ fn gemm_coverage(quick: bool) -> GemmCoverage {
         GemmCoverage::Sampled
     } else {
         GemmCoverage::Full
+    }
+}
+
+/// Generated programs per run (`WARPFORGE_GEN_COUNT` overrides): each is a
+/// module the driver compiles.
+fn generated_programs(quick: bool) -> usize {
+    if quick {
+        200
+    } else {
+        2000
     }
 }
 

@@ -67,13 +67,18 @@ impl Emitter<'_> {
         Ok(match *helper {
             Helper::FloatToInt(to) => {
                 let t = self.ty(to)?;
+                // WGSL clamps to the largest value both types hold (2^32 - 256
+                // for u32, 2^31 - 128 for i32: f32 has 24 bits of mantissa);
+                // Rust's `as` gives the integer type's maximum from 2^32 (2^31) up.
                 let converted = match to {
                     Scalar::I8 => "clamp(i32(x), -128i, 127i)".to_string(),
                     Scalar::U8 => "min(u32(x), 255u)".to_string(),
+                    Scalar::I32 => "select(i32(x), 2147483647i, x >= 2147483648.0f)".to_string(),
+                    Scalar::U32 => "select(u32(x), 4294967295u, x >= 4294967296.0f)".to_string(),
                     _ => format!("{t}(x)"),
                 };
                 format!(
-                    "// Rust's `as`: truncates and saturates (as WGSL's conversion does), and NaN gives 0.\n\
+                    "// Rust's `as`: truncates and saturates at the integer type's limits, and NaN gives 0.\n\
                      fn {name}(x: f32) -> {t} {{\n    \
                          let is_nan = (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u;\n    \
                          return select({converted}, 0{suffix}, is_nan);\n\

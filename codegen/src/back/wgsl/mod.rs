@@ -47,9 +47,13 @@
 //!   literal zero is an error: WGSL rejects it.
 //! - Shift amounts are taken modulo the bit width (WGSL's rule for run-time
 //!   amounts, applied by the generator to literal ones and to 8-bit types).
-//! - `as` from float to integer truncates and saturates (WGSL's conversion)
-//!   and gives 0 for NaN (a helper tests the bits: WGSL may assume no NaNs
-//!   in comparisons).
+//! - `as` from float to integer truncates and saturates at the integer
+//!   type's limits, and gives 0 for NaN: a helper tests the bits (WGSL may
+//!   assume no NaNs in comparisons) and the upper limit (WGSL's conversion
+//!   clamps to the largest value f32 holds, `u32::MAX - 255` for u32).
+//! - Zeros may lose their sign: WGSL lets an implementation ignore it
+//!   (lavapipe computes `-6.0 * 0.0` as `+0.0`), so a kernel's `-0.0`
+//!   results may be `+0.0` there. They compare equal either way.
 //! - `round` rounds halfway cases away from zero (a helper: WGSL's `round`
 //!   goes to even). The other intrinsics are WGSL built-ins (`rsqrt` is
 //!   `inverseSqrt`, `ln` is `log`, `mul_add` is `fma`), with WGSL's accuracy,
