@@ -297,7 +297,36 @@ fn compile_instance(
     def.tuned_launch = tuned_launch(attr, &sig, &def, errors).ok()?;
     lower::check_variants(&def, &lowered.variant_checks, errors);
     variant_target_check(item, &def, errors);
+    if errors.len() == before {
+        variant_validation(item, &def, errors);
+    }
     (errors.len() == before).then_some(def)
+}
+
+/// Specializes and validates every variant, so that what codegen would
+/// refuse in one of them at build or launch time (a `block(..)` dimension a
+/// tune value makes 0, a tile that a const offset misaligns, ...) fails the
+/// build instead, at the kernel's name, naming the variant and the
+/// statement. The checks above report the common cases at their spans; this
+/// one leaves none to the backends. About 15 ms a variant in a debug build
+/// (the 441 stock variants: 6.5 s).
+fn variant_validation(item: &syn::ItemFn, def: &KernelDef, errors: &mut Errors) {
+    let refused = def.variants().into_iter().find_map(|consts| {
+        crate::specialize::specialize(&def.ir, &consts)
+            .and_then(|kernel| valid::validate(&kernel))
+            .err()
+            .map(|e| (consts, e))
+    });
+    if let Some((consts, e)) = refused {
+        errors.push(
+            &item.sig.ident,
+            format!(
+                "in the variant {}: {}",
+                def.variant_name(&consts),
+                e.message
+            ),
+        );
+    }
 }
 
 /// Runs the checks of what a target can express that depend on const

@@ -1688,32 +1688,24 @@ fn constrain_prunes_the_tune_product() {
 #[test]
 fn unrolled_code_and_register_arrays_are_bounded() {
     // Three nested loops, each under the per-loop limit, multiply to 10^9.
-    let def = parse_kernel_str(
+    assert_error(
         "arch(sm_80)",
         "fn k(x: &mut [f32]) { #[unroll] for i in 0..1000u32 { #[unroll] for j in 0..1000u32 { \
          #[unroll] for l in 0..1000u32 { x[0] += (i + j + l) as f32; } } } }",
-    )
-    .unwrap();
-    let err = crate::compile_ptx(&def, &[], Arch::Sm80)
-        .unwrap_err()
-        .message;
-    assert!(
-        err.contains("would unroll more than 1048576 iterations in all"),
-        "{err}"
+        &["would unroll more than 1048576 iterations in all"],
     );
     // A register array sized by a tune value: refused in the variant that is too large.
-    let def = parse_kernel_str(
-        "arch(sm_80), tune(N = [64, 65536])",
-        "fn k<const N: u32>(x: &mut [f32]) { let mut a = [0.0f32; N]; a[3] = 1.0; x[0] = a[3]; }",
-    )
-    .unwrap();
+    let item =
+        "fn k<const N: u32>(x: &mut [f32]) { let mut a = [0.0f32; N]; a[3] = 1.0; x[0] = a[3]; }";
+    let def = parse("arch(sm_80), tune(N = [64])", item);
     assert!(crate::compile_ptx(&def, &[64], Arch::Sm80).is_ok());
-    let err = crate::compile_ptx(&def, &[65536], Arch::Sm80)
-        .unwrap_err()
-        .message;
-    assert!(
-        err.contains("register array `a` (65536) has more elements than the limit of 4096"),
-        "{err}"
+    assert_error(
+        "arch(sm_80), tune(N = [64, 65536])",
+        item,
+        &[
+            "in the variant k[N=65536]",
+            "register array `a` (65536) has more elements than the limit of 4096",
+        ],
     );
 }
 
@@ -1803,24 +1795,21 @@ fn warp_matrix_misuse_is_reported() {
 
 #[test]
 fn fragment_shapes_are_checked_per_variant() {
-    let def = parse(
-        "arch(sm_80), tune(N = [2, 4])",
-        "fn k<const N: u32>(x: &[f16], c: &mut [f32]) {
-            let mut t: [f16; 64] = shared();
-            let mut f = [0u32; N];
-            ldmatrix_x4(&mut f, &t[lane_id() % 8 * 8]);
-            c[0] = f[0] as f32;
-        }",
-    );
+    let item = "fn k<const N: u32>(x: &[f16], c: &mut [f32]) {
+        let mut t: [f16; 64] = shared();
+        let mut f = [0u32; N];
+        ldmatrix_x4(&mut f, &t[lane_id() % 8 * 8]);
+        c[0] = f[0] as f32;
+    }";
+    let def = parse("arch(sm_80), tune(N = [4])", item);
     assert!(crate::compile_ptx(&def, &[4], Arch::Sm80).is_ok());
-    let err = crate::compile_ptx(&def, &[2], Arch::Sm80)
-        .unwrap_err()
-        .message;
-    assert!(
-        err.contains(
-            "the destination of `ldmatrix_x4` is 4 `u32` per lane, but a row of `f` is 2 `u32`"
-        ),
-        "{err}"
+    assert_error(
+        "arch(sm_80), tune(N = [2, 4])",
+        item,
+        &[
+            "in the variant k[N=2]",
+            "the destination of `ldmatrix_x4` is 4 `u32` per lane, but a row of `f` is 2 `u32`",
+        ],
     );
 }
 
@@ -2143,33 +2132,30 @@ fn sparse_mma_misuse_is_reported() {
 
 #[test]
 fn sparse_mma_shapes_and_selectors_are_checked_per_variant() {
-    let def = parse(
-        "arch(sm_80), tune(N = [2, 4], S = [0, 2])",
-        "fn k<const N: u32, const S: u32>(c: &mut [f32], meta: &[u32]) {
-            let a = [0u32; 4];
-            let b = [0u32; N];
-            let mut acc = [0.0f32; 4];
-            mma_sp_m16n8k32_f16(&mut acc, &a, &b, meta[0], S);
-            c[0] = acc[0];
-        }",
-    );
+    let item = "fn k<const N: u32, const S: u32>(c: &mut [f32], meta: &[u32]) {
+        let a = [0u32; 4];
+        let b = [0u32; N];
+        let mut acc = [0.0f32; 4];
+        mma_sp_m16n8k32_f16(&mut acc, &a, &b, meta[0], S);
+        c[0] = acc[0];
+    }";
+    let def = parse("arch(sm_80), tune(N = [4], S = [0])", item);
     assert!(crate::compile_ptx(&def, &[4, 0], Arch::Sm80).is_ok());
-    let err = |consts: &[i64]| {
-        crate::compile_ptx(&def, consts, Arch::Sm80)
-            .unwrap_err()
-            .message
-    };
-    let short_b = err(&[2, 0]);
-    assert!(
-        short_b.contains(
-            "the B fragment of `mma_sp_m16n8k32_f16` is 4 `u32` per lane, but a row of `b` is 2 `u32`"
-        ),
-        "{short_b}"
+    assert_error(
+        "arch(sm_80), tune(N = [2, 4], S = [0])",
+        item,
+        &[
+            "in the variant k[N=2,S=0]",
+            "the B fragment of `mma_sp_m16n8k32_f16` is 4 `u32` per lane, but a row of `b` is 2 `u32`",
+        ],
     );
-    let bad_selector = err(&[4, 2]);
-    assert!(
-        bad_selector.contains("the selector of `mma_sp_m16n8k32_f16` is 2: m16n8k32 takes 0"),
-        "{bad_selector}"
+    assert_error(
+        "arch(sm_80), tune(N = [4], S = [0, 2])",
+        item,
+        &[
+            "in the variant k[N=4,S=2]",
+            "the selector of `mma_sp_m16n8k32_f16` is 2: m16n8k32 takes 0",
+        ],
     );
 }
 
@@ -2290,10 +2276,12 @@ fn hopper_statement_errors_say_what_to_write() {
 /// into `acc` (an `f32` or `i32` register row) from the 128-byte swizzled
 /// tiles `a` and `b` of `elem`.
 fn wgmma_form_kernel(call: &str, elem: &str, acc: &str) -> String {
+    // Rows of 128 bytes, the swizzle's span: 32 f32s or 128 8-bit elements.
+    let row = if elem == "f32" { 32 } else { 128 };
     format!(
         "fn k(c: &mut [f32]) {{
-            let mut a: [[{elem}; 32]; 64] = shared();
-            let mut b: [[{elem}; 32]; 64] = shared();
+            let mut a: [[{elem}; {row}]; 64] = shared();
+            let mut b: [[{elem}; {row}]; 64] = shared();
             let mut acc = {acc};
             {call}(&mut acc, matrix_desc(&a[0][0], 128), matrix_desc(&b[0][0], 128), false);
             c[thread_idx().x] = acc[0] as f32;
@@ -2546,8 +2534,10 @@ fn tma_mistakes_are_reported_at_their_span() {
 
 #[test]
 fn tma_tiles_and_register_counts_are_checked_per_variant() {
+    // The front refuses what validation would refuse in any variant, so an
+    // error comes from the front, before any one variant is compiled.
     let compile = |attr: &str, item: &str, consts: &[i64]| {
-        let def = parse(attr, item);
+        let def = parse_kernel_str(attr, item)?;
         crate::compile_ptx(&def, consts, Arch::Sm90a).map_err(|e| e.message)
     };
     // A tile whose rows are not the tensor map's: 64 x 64 loaded into rows of 32.
@@ -2579,8 +2569,9 @@ fn tma_tiles_and_register_counts_are_checked_per_variant() {
         .replace("fn k(", "fn k<const R: u32>(");
     let ring_map = TILE_MAP.replace("tile = [64, 64]", "tile = [R, 64]");
     let ring = ring.replacen(TILE_MAP, &ring_map, 2);
-    assert!(compile("arch(sm_90a), tune(R = [8, 4])", &ring, &[8]).is_ok());
-    let err = compile("arch(sm_90a), tune(R = [8, 4])", &ring, &[4]).unwrap_err();
+    assert!(compile("arch(sm_90a), tune(R = [8])", &ring, &[8]).is_ok());
+    let err = compile("arch(sm_90a), tune(R = [8, 4])", &ring, &[8]).unwrap_err();
+    assert!(err.contains("in the variant k[R=4]"), "{err}");
     assert!(
         err.contains("does not start on a 1024-byte boundary (TMA with swizzle 128 needs it)"),
         "{err}"
@@ -2620,7 +2611,7 @@ fn tma_tiles_and_register_counts_are_checked_per_variant() {
 
 #[test]
 fn fp8_values_are_moved_not_computed_with() {
-    parse(
+    let def = parse(
         "arch(sm_90a)",
         "fn k(a: &[e4m3], b: &mut [e4m3], c: &[e5m2], d: &mut [e5m2]) {
             let i = thread_idx().x;
@@ -2632,6 +2623,9 @@ fn fp8_values_are_moved_not_computed_with() {
             d[i] = c[i];
         }",
     );
+    // The `if` as a value takes a temporary no literal can start.
+    let ptx = crate::compile_ptx(&def, &[], Arch::Sm90a).unwrap().text;
+    assert!(ptx.contains("st.global.u8"), "{ptx}");
     let refused = [
         ("let y = a[i] + a[i];", "`+` does not apply to `e4m3`"),
         ("let y = -a[i];", "`-` does not apply to `e4m3`"),
@@ -2860,7 +2854,11 @@ fn wgsl_refuses_an_array_past_naga_largest_type() {
             "arrays of at most 2147483647 bytes",
         ],
     );
-    parse("arch(wgsl)", &register_array_kernel((1 << 29) - 1));
+    // One element fewer is a type naga takes: what refuses it is the limit
+    // on register arrays, not WGSL's.
+    let e = error("arch(wgsl)", &register_array_kernel((1 << 29) - 1));
+    assert!(!e.contains("arrays of at most"), "{e}");
+    assert!(e.contains("more elements than the limit of 4096"), "{e}");
 }
 
 #[test]
@@ -2898,4 +2896,50 @@ fn wgsl_refuses_an_expression_nested_past_naga_parser() {
         ],
     );
     parse("arch(sm_80)", &sum(100));
+}
+
+#[test]
+fn what_validation_refuses_in_one_variant_fails_the_build() {
+    // The `block(..)` dimension is 0 only in the variant BX=0: neither the
+    // front's checks nor the target checks see it, the validator of the
+    // specialized kernel does, and the build reports it naming the variant.
+    assert_error(
+        "arch(sm_80), tune(BX = [64, 0]), block(BX)",
+        "fn k<const BX: u32>(y: &mut [f32]) { y[thread_idx().x] = 1.0; }",
+        &[
+            "in the variant k[BX=0]",
+            "`block(..)` dimension 0: is 0: it must be positive",
+        ],
+    );
+    // Every variant valid: accepted.
+    parse(
+        "arch(sm_80), tune(BX = [64, 32]), block(BX)",
+        "fn k<const BX: u32>(y: &mut [f32]) { y[thread_idx().x] = 1.0; }",
+    );
+}
+
+#[test]
+fn a_constant_mbarrier_parity_is_0_or_1() {
+    let item = |parity: &str| {
+        format!(
+            "fn k(out: &mut [u32]) {{
+                let mut bars: [u64; 1] = shared();
+                if thread_idx().x == 0 {{ mbarrier_init(&mut bars[0], 1); fence_mbarrier_init(); }}
+                sync_threads();
+                mbarrier_arrive(&mut bars[0]);
+                mbarrier_wait(&bars[0], {parity});
+                out[thread_idx().x] = 1;
+            }}"
+        )
+    };
+    // Found by the front fuzzer: ptxas rejected the PTX of an immediate 192.
+    assert_error(
+        "arch(sm_90), block(32)",
+        &item("192"),
+        &["the phase parity of `mbarrier_wait` is 192: it is 0 or 1"],
+    );
+    for parity in ["0", "1", "thread_idx().x % 2"] {
+        let def = parse("arch(sm_90), block(32)", &item(parity));
+        assert!(crate::compile_ptx(&def, &[], Arch::Sm90).is_ok());
+    }
 }

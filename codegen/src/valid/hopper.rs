@@ -28,6 +28,15 @@ impl Validator<'_> {
         if let Some(e) = operand {
             self.u32_operand(e, function)?;
         }
+        // ptxas takes only 0 or 1 as an immediate parity.
+        if let MbarrierOp::Wait { parity, .. } = op {
+            if let Some(p @ 2..) = parity.as_int() {
+                return Err(self.error(format!(
+                    "the phase parity of `{function}` is {p}: it is 0 or 1, the parity of the phase \
+                     to wait for (pass `phase % 2`)"
+                )));
+            }
+        }
         Ok(())
     }
 

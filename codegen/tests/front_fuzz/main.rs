@@ -11,15 +11,11 @@
 //!   of the compiler's 8 MiB stack the front is proven to fit in, see
 //!   `front::nesting`), memory past [`MEMORY_LIMIT`], an abort;
 //! - ptxas rejecting PTX, or naga rejecting WGSL, that the backends
-//!   emitted without error; a definition that does not survive its JSON.
-//!
-//! An error of specialization, validation or a backend (an `Err` with a
-//! message) on input the front accepted is a finding, not a failure: issue
-//! 21 wants each raised by the front at its span (constant overflow,
-//! division by a constant zero, shifts past the width, constant indices out
-//! of bounds, shared memory over an arch's limit..), but they reach the user
-//! with a message today, at build or launch. The report counts them by kind
-//! with an example each.
+//!   emitted without error; a definition that does not survive its JSON;
+//! - an error of specialization, validation or a backend (an `Err` with a
+//!   message) on input the front accepted: the front specializes and
+//!   validates every variant of the tune space, so codegen must not refuse
+//!   what it let through (issue 21).
 //!
 //! Isolation. A stack overflow or an allocation failure aborts the process,
 //! and a hung input cannot be stopped in a thread, so the inputs run in a
@@ -40,7 +36,7 @@ mod corpus;
 mod mutate;
 mod pipeline;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -95,10 +91,9 @@ fn every_corpus_kernel_builds() {
     for seed in &corpus.kernels {
         let outcome = pipeline::run(&corpus, &Input::seed(seed), &mut Rng::new(0));
         assert!(
-            outcome.accepted && outcome.backend_errors.is_empty() && outcome.failures.is_empty(),
-            "{}: {:?} {:?}",
+            outcome.accepted && outcome.failures.is_empty(),
+            "{}: {:?}",
             Input::seed(seed),
-            outcome.backend_errors,
             outcome.failures
         );
     }
@@ -204,9 +199,6 @@ fn run_inputs(task: &Task) {
                 continue;
             }
         };
-        for message in &outcome.backend_errors {
-            writeln!(out, "@backend {index} {}", escape(message)).unwrap();
-        }
         for message in &outcome.failures {
             writeln!(out, "@failure {index} {}", escape(message)).unwrap();
         }
@@ -250,9 +242,6 @@ struct Counts {
     accepted: u64,
     rejected: u64,
     built: u64,
-    backend_errors: u64,
-    /// Backend errors by kind: (count, an input and its message).
-    kinds: BTreeMap<String, (u64, u64, String)>,
     /// The input that took longest and how long, against [`INPUT_LIMIT`].
     slowest: (u64, Duration),
     failures: Vec<Failure>,
@@ -419,15 +408,6 @@ fn run_worker(task: &Task, counts: &mut Counts, ptx_jobs: &mut PtxJobs) -> Worke
                 }
                 counts.built += parts.next().and_then(|b| b.parse().ok()).unwrap_or(0);
             }
-            "@backend" => {
-                let message = unescape(rest);
-                counts.backend_errors += 1;
-                let entry = counts
-                    .kinds
-                    .entry(error_kind(&message))
-                    .or_insert((0, index, message));
-                entry.0 += 1;
-            }
             "@failure" => counts.failures.push(Failure {
                 index,
                 message: unescape(rest),
@@ -493,35 +473,6 @@ fn tail_of(mut stderr: impl Read + Send + 'static) -> Arc<Mutex<String>> {
         }
     });
     tail
-}
-
-/// A backend error's kind: its message without the names and numbers in it.
-fn error_kind(message: &str) -> String {
-    let mut kind = String::new();
-    let mut quoted = false;
-    for c in message.chars() {
-        match c {
-            '`' => {
-                quoted = !quoted;
-                if quoted {
-                    kind.push_str("`_`");
-                }
-            }
-            _ if quoted => {}
-            '0'..='9' => {
-                if !kind.ends_with('N') {
-                    kind.push('N');
-                }
-            }
-            c => kind.push(c),
-        }
-    }
-    // The kernel, variant and statement lead most messages, up to the first `: `.
-    let kind = match kind.split_once(": ") {
-        Some((place, rest)) if place.starts_with("kernel ") => rest.to_string(),
-        _ => kind,
-    };
-    kind.chars().take(100).collect()
 }
 
 /// Assembles each PTX file queued, until the queue closes or the deadline
@@ -590,25 +541,17 @@ fn assemble(
 fn report(seed: u64, started: Instant, counts: &Counts, assembled: u64, skipped: u64) {
     println!(
         "front fuzz: seed {seed}, {:.1} s: {} inputs, {} accepted, {} rejected by the front, \
-         {} variant builds, {} backend errors in {} kinds, {} PTX modules assembled and {} not \
+         {} variant builds, {} PTX modules assembled and {} not \
          (ptxas busy), {} failures; the slowest input, {}, took {:.2} s (limit {INPUT_LIMIT:?})",
         started.elapsed().as_secs_f64(),
         counts.inputs,
         counts.accepted,
         counts.rejected,
         counts.built,
-        counts.backend_errors,
-        counts.kinds.len(),
         assembled,
         skipped,
         counts.failures.len(),
         counts.slowest.0,
         counts.slowest.1.as_secs_f64()
     );
-    let mut kinds: Vec<_> = counts.kinds.iter().collect();
-    kinds.sort_by_key(|(_, (n, _, _))| std::cmp::Reverse(*n));
-    for (kind, (n, index, example)) in kinds {
-        let example = example.lines().next().unwrap_or("");
-        println!("  backend error x{n}: {kind}\n      e.g. input {index}: {example}");
-    }
 }

@@ -27,11 +27,10 @@ pub struct Outcome {
     pub accepted: bool,
     /// Variants built for a target without error.
     pub built: usize,
-    /// Errors of specialization, validation or a backend on input the
-    /// front accepted: findings, not failures (see `main.rs`).
-    pub backend_errors: Vec<String>,
-    /// Failures: naga rejecting WGSL the backend emitted without error, a
-    /// definition that does not survive its trip through JSON.
+    /// Failures: an error of specialization, validation or a backend on
+    /// input the front accepted, naga rejecting WGSL the backend emitted
+    /// without error, a definition that does not survive its trip through
+    /// JSON.
     pub failures: Vec<String>,
     /// The PTX emitted without error, for ptxas.
     pub ptx: Vec<(Arch, String)>,
@@ -115,7 +114,7 @@ fn build(def: &KernelDef, rng: &mut Rng, outcome: &mut Outcome) {
                         outcome.built += 1;
                         outcome.ptx.push((arch, module.text));
                     }
-                    Err(e) => outcome.backend_errors.push(e.message),
+                    Err(e) => outcome.failures.push(refused(&name, &e.message)),
                 },
                 Target::Wgsl => {
                     let block = def.ir.block.is_none().then_some(WGSL_LAUNCH_BLOCK);
@@ -129,10 +128,18 @@ fn build(def: &KernelDef, rng: &mut Rng, outcome: &mut Outcome) {
                                 ));
                             }
                         }
-                        Err(e) => outcome.backend_errors.push(e.message),
+                        Err(e) => outcome.failures.push(refused(&name, &e.message)),
                     }
                 }
             }
         }
     }
+}
+
+/// The failure of codegen refusing a variant the front accepted: the front
+/// specializes and validates every variant, and its target checks cover
+/// the backends, so such an error would reach the user at build or launch
+/// time instead of at its span.
+fn refused(variant: &str, message: &str) -> String {
+    format!("{variant}: the front accepted it, but codegen refuses it: {message}")
 }

@@ -96,9 +96,11 @@ impl Lowerer<'_> {
             place: place.clone(),
             value: else_val,
         });
+        // Both branches assign the temporary before it is read; the 8-bit
+        // floats have no literal to start it from, so they start without one.
         out.push(Stmt::Let {
             local: temp,
-            init: Some(zero(ty)),
+            init: (!ty.is_storage_only()).then(|| zero(ty)),
         });
         out.push(Stmt::If {
             cond,
