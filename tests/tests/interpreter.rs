@@ -13,7 +13,7 @@
 use warpforge::prelude::*;
 use warpforge::tune::{GpuModel, MissPolicy, Source, TuneDb, TuneSettings};
 use warpforge::{BackendKind, InterpreterErrorKind};
-use warpforge_example_tuned::{random, scale_add, scale_add_grid};
+use warpforge_example_tuned::{checked_scale_add, random};
 use warpforge_kernels::gemm::gemm_f32;
 use warpforge_kernels::gemm_tc::gemm_f16;
 use warpforge_kernels::softmax::softmax_rows;
@@ -21,7 +21,7 @@ use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_sum, GemmCoverage,
 };
 use warpforge_tests::report::Report;
-use warpforge_tests::{run_seed, Inputs};
+use warpforge_tests::{run_checks, Inputs};
 
 /// `y = a * x + y`, one thread per element.
 #[kernel(arch(sm_80, wgsl))]
@@ -58,15 +58,7 @@ fn divide(x: &[u32], y: &mut [u32], d: u32) {
 
 /// Runs checks on the interpreter and fails the test on any failed line.
 fn check(run: impl FnOnce(&Runtime, &mut Inputs, &mut Report)) {
-    let rt = Runtime::interpreter();
-    let seed = run_seed();
-    let mut report = Report::default();
-    run(&rt, &mut Inputs::new(seed), &mut report);
-    report.finish();
-    assert!(
-        report.all_passed(),
-        "failures above on the interpreter (replay with WARPFORGE_SEED={seed})"
-    );
+    run_checks(&Runtime::interpreter(), run);
 }
 
 #[test]
@@ -208,25 +200,7 @@ fn tuning_on_the_interpreter_records_and_dispatches() {
         });
         rt
     };
-    let scale_add_on = |rt: &Runtime, seed| {
-        let n = 3000;
-        let (hx, hy) = (random(n, seed), random(n, seed + 1));
-        let x = rt.upload(&hx).unwrap();
-        let mut y = rt.upload(&hy).unwrap();
-        let tuned = scale_add::tuned(rt).unwrap();
-        let selection = tuned
-            .launch(|c| scale_add_grid(n, c.ITEMS), 2.0, &x, &mut y)
-            .unwrap();
-        let want: Vec<f32> = hx.iter().zip(&hy).map(|(x, y)| 2.0 * x + y).collect();
-        assert_eq!(rt.download(&y).unwrap(), want);
-        let consts = tuned
-            .kernel()
-            .dispatcher()
-            .candidate(selection)
-            .consts
-            .clone();
-        (selection.source, consts)
-    };
+    let scale_add_on = |rt: &Runtime, seed| checked_scale_add(rt, 3000, seed).unwrap();
     let rt = runtime(MissPolicy::TuneNow);
     let (source, winner) = scale_add_on(&rt, 5);
     assert_eq!(source, Source::Tuned);

@@ -375,17 +375,25 @@ impl Buffer {
                 elem.name()
             )));
         }
-        let mut buffer = Buffer::zeroed(elem, bytes.len() / size).ok_or_else(|| {
-            crate::Error::new(format!(
-                "the interpreter holds no slices of {}: it does not compute with the 8-bit \
-                 floats (only Hopper's wgmma does). Convert the data to f16 or bf16, or run on \
-                 a CUDA GPU",
-                elem.name()
-            ))
-        })?;
+        let mut buffer = Buffer::zeroed(elem, bytes.len() / size).ok_or_else(|| unheld(elem))?;
         buffer.set_bytes(bytes);
         Ok(buffer)
     }
+
+    /// Whether slices of `elem` can be interpreted: every scalar but `e4m3`
+    /// and `e5m2`, whose error this is.
+    pub fn check_elem(elem: Scalar) -> Result<(), crate::Error> {
+        Buffer::zeroed(elem, 0).map(|_| ()).ok_or_else(|| unheld(elem))
+    }
+}
+
+/// Why slices of `elem` cannot be interpreted.
+fn unheld(elem: Scalar) -> crate::Error {
+    crate::Error::new(format!(
+        "the interpreter holds no slices of {}: it does not compute with the 8-bit floats (only \
+         Hopper's wgmma does). Convert the data to f16 or bf16, or run on a CUDA GPU",
+        elem.name()
+    ))
 }
 
 impl From<Buffer> for Arg {

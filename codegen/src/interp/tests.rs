@@ -1036,6 +1036,9 @@ fn bytes_the_interpreter_cannot_hold_are_refused() {
         err.message.contains("e4m3") && err.message.contains("f16"),
         "{err}"
     );
+    let err = Buffer::check_elem(Scalar::E5m2).unwrap_err();
+    assert!(err.message.contains("e5m2"), "{err}");
+    assert_eq!(Buffer::check_elem(Scalar::Bf16), Ok(()));
     let err = Buffer::from_bytes(Scalar::U32, &[1, 2, 3]).unwrap_err();
     assert!(
         err.message.contains("3 bytes") && err.message.contains("u32"),
