@@ -189,8 +189,9 @@ impl InterpreterBackend {
             // Within `interp::MAX_SHARED_BYTES`, which fits a u32.
             let shared_bytes = interp::shared_bytes(&kernel).map_err(refused)? as u32;
             let block = kernel.block.as_ref().map(|dims| {
-                // Specialization leaves literals, which the validator
-                // bounds to block sizes, so the casts keep every value.
+                // `block(..)` is written in constants, which specialization
+                // folds to literals; the interpreter validates the kernel
+                // (block sizes included) before any thread runs.
                 dims.each_ref()
                     .map(|d| d.as_int().unwrap_or_default() as u32)
             });

@@ -15,7 +15,7 @@
 //! cores (about 2 minutes is the budget).
 //! The large shapes are the CUDA GPU tier's (`gpu-check`).
 
-use warpforge::{BackendKind, Runtime};
+use warpforge::Runtime;
 use warpforge_codegen::Target;
 use warpforge_kernels::gemm::{self, gemm_f32};
 use warpforge_kernels::softmax;

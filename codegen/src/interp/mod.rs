@@ -367,7 +367,7 @@ impl Buffer {
     /// a byte count that is not a whole number of elements.
     pub fn from_bytes(elem: Scalar, bytes: &[u8]) -> Result<Buffer, crate::Error> {
         let size = elem.size_bytes() as usize;
-        if bytes.len() % size != 0 {
+        if !bytes.len().is_multiple_of(size) {
             return Err(crate::Error::new(format!(
                 "{} bytes are not a whole number of {} values ({size} bytes each): pass the \
                  bytes of whole elements",
@@ -383,7 +383,9 @@ impl Buffer {
     /// Whether slices of `elem` can be interpreted: every scalar but `e4m3`
     /// and `e5m2`, whose error this is.
     pub fn check_elem(elem: Scalar) -> Result<(), crate::Error> {
-        Buffer::zeroed(elem, 0).map(|_| ()).ok_or_else(|| unheld(elem))
+        Buffer::zeroed(elem, 0)
+            .map(|_| ())
+            .ok_or_else(|| unheld(elem))
     }
 }
 
