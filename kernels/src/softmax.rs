@@ -101,12 +101,12 @@ pub fn softmax_rows<const THREADS: u32, const WARP_SHUFFLE: bool>(
     }
 }
 
-/// Whether `device` runs the `WARP_SHUFFLE` variants: CUDA warps of 32 lanes,
-/// or a wgpu adapter whose subgroups all have 32 invocations (the WGSL launch
-/// refuses warp operations on any other).
+/// Whether `device` runs the `WARP_SHUFFLE` variants: CUDA warps of 32 lanes
+/// (the interpreter's too), or a wgpu adapter whose subgroups all have 32
+/// invocations (the WGSL launch refuses warp operations on any other).
 pub fn runs_warp_shuffles(device: &DeviceInfo) -> bool {
     match &device.backend {
-        DeviceBackend::Cuda => device.warp_size == 32,
+        DeviceBackend::Cuda | DeviceBackend::Interpreter => device.warp_size == 32,
         DeviceBackend::Wgpu(wgpu) => wgpu.subgroup_sizes == Some((32, 32)),
     }
 }

@@ -1,7 +1,6 @@
 //! [`DeviceBuffer`] and the launch arguments that borrow buffers and carry
 //! scalars: [`KernelArg`], and its plain description [`ArgInfo`].
 
-#[cfg(feature = "wgpu")]
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 
@@ -10,6 +9,7 @@ use warpforge_codegen::ir::Scalar;
 
 #[cfg(feature = "cuda")]
 use crate::cuda::{CudaBuffer, CudaMemory};
+use crate::interpreter::InterpreterBuffer;
 use crate::scalar::DeviceScalar;
 #[cfg(feature = "wgpu")]
 use crate::wgpu_backend::WgpuBuffer;
@@ -22,7 +22,8 @@ use crate::Error;
 /// `bool`); on wgpu it is `f32`, `i32`, `u32` or `f16`, the types WGSL
 /// storage holds, and creating a buffer of another type is an
 /// [`Error::Buffer`](crate::Error::Buffer) (a kernel that computes in f16
-/// also needs an adapter with `SHADER_F16`).
+/// also needs an adapter with `SHADER_F16`); on the interpreter it is any
+/// but `e4m3` and `e5m2`.
 pub struct DeviceBuffer<T: DeviceScalar> {
     pub(crate) memory: Memory<T>,
 }
@@ -34,6 +35,8 @@ pub(crate) enum Memory<T> {
     /// wgpu buffers are untyped: the marker holds the element type.
     #[cfg(feature = "wgpu")]
     Wgpu(WgpuBuffer, PhantomData<T>),
+    /// Host bytes, untyped like wgpu's.
+    Interpreter(InterpreterBuffer, PhantomData<T>),
 }
 
 impl<T: DeviceScalar> DeviceBuffer<T> {
@@ -44,6 +47,7 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
             Memory::Cuda(slice) => slice.len(),
             #[cfg(feature = "wgpu")]
             Memory::Wgpu(buffer, _) => buffer.len,
+            Memory::Interpreter(buffer, _) => buffer.len,
         }
     }
 
@@ -241,6 +245,15 @@ pub(crate) fn check_new_buffer<T: DeviceScalar>(len: usize) -> Result<(), Error>
     Ok(())
 }
 
+/// The refusal of `what`, a launch argument made by a runtime on another
+/// backend than this one's, `runs_on`.
+pub(crate) fn foreign_argument(what: &str, runs_on: &str) -> Error {
+    Error::Buffer(format!(
+        "{what} is a buffer of a runtime on another backend, and this runtime runs on {runs_on}: \
+         create the buffer with this runtime (download and upload it to move it)"
+    ))
+}
+
 /// Launch dimensions: blocks per grid, and threads per block unless the kernel
 /// declares its block shape (`#[kernel(block(..))]`), in which case `threads`
 /// is `None` or equal to the declared shape.
@@ -343,6 +356,9 @@ pub(crate) enum ArgKind<'a> {
     Scalar {
         ty: Scalar,
         value: HostValue,
+        /// The parameter's bits, as the GPU backends pass it (the
+        /// interpreter takes `value`).
+        #[cfg_attr(not(any(feature = "cuda", feature = "wgpu")), allow(dead_code))]
         bits: u64,
     },
     Buffer {
@@ -365,6 +381,8 @@ pub(crate) enum MemoryRef<'a> {
     Wgpu(&'a WgpuBuffer),
     #[cfg(feature = "wgpu")]
     WgpuMut(&'a mut WgpuBuffer),
+    Interpreter(&'a InterpreterBuffer),
+    InterpreterMut(&'a mut InterpreterBuffer),
 }
 
 impl MemoryRef<'_> {
@@ -378,6 +396,8 @@ impl MemoryRef<'_> {
             MemoryRef::Wgpu(_) => false,
             #[cfg(feature = "wgpu")]
             MemoryRef::WgpuMut(_) => true,
+            MemoryRef::Interpreter(_) => false,
+            MemoryRef::InterpreterMut(_) => true,
         }
     }
 }
@@ -402,6 +422,7 @@ impl<'a> KernelArg<'a> {
             Memory::Cuda(slice) => MemoryRef::Cuda(&**slice),
             #[cfg(feature = "wgpu")]
             Memory::Wgpu(buffer, _) => MemoryRef::Wgpu(buffer),
+            Memory::Interpreter(buffer, _) => MemoryRef::Interpreter(buffer),
         };
         KernelArg {
             kind: ArgKind::Buffer {
@@ -422,6 +443,7 @@ impl<'a> KernelArg<'a> {
             Memory::Cuda(slice) => MemoryRef::CudaMut(&mut **slice),
             #[cfg(feature = "wgpu")]
             Memory::Wgpu(buffer, _) => MemoryRef::WgpuMut(buffer),
+            Memory::Interpreter(buffer, _) => MemoryRef::InterpreterMut(buffer),
         };
         KernelArg {
             kind: ArgKind::Buffer {

@@ -52,12 +52,18 @@ pub enum BackendKind {
     Cuda,
     /// Any adapter wgpu drives (Vulkan, Metal, DX12): WGSL variants.
     Wgpu,
+    /// warpforge's reference interpreter on the CPU: no GPU or driver, every
+    /// launch checked statement by statement ([`crate::Runtime::interpreter`]).
+    Interpreter,
 }
 
 impl BackendKind {
     /// The values `WARPFORGE_BACKEND` accepts.
-    pub const ENV_VALUES: [(&'static str, BackendKind); 2] =
-        [("cuda", BackendKind::Cuda), ("wgpu", BackendKind::Wgpu)];
+    pub const ENV_VALUES: [(&'static str, BackendKind); 3] = [
+        ("cuda", BackendKind::Cuda),
+        ("wgpu", BackendKind::Wgpu),
+        ("interpreter", BackendKind::Interpreter),
+    ];
 
     /// Reads a value of `WARPFORGE_BACKEND`: `None` (unset or empty) lets
     /// [`crate::Runtime::new`] choose.
@@ -71,8 +77,9 @@ impl BackendKind {
             .map(|&(_, kind)| Some(kind))
             .ok_or_else(|| {
                 Error::NoDevice(format!(
-                    "WARPFORGE_BACKEND is `{value}`, which names no backend: set it to `cuda` or \
-                     `wgpu`, or unset it to use CUDA when a GPU driver is present and wgpu otherwise"
+                    "WARPFORGE_BACKEND is `{value}`, which names no backend: set it to `cuda`, \
+                     `wgpu` or `interpreter` (the CPU, no GPU needed), or unset it to use CUDA when \
+                     a GPU driver is present and wgpu otherwise"
                 ))
             })
     }
@@ -83,7 +90,7 @@ impl BackendKind {
 /// times were taken. Each backend has one rule: CUDA always uses events; wgpu
 /// uses timestamp queries when the device has `Features::TIMESTAMP_QUERY`
 /// (a runtime's own device asks for it whenever the adapter offers it) and
-/// the host clock otherwise.
+/// the host clock otherwise; the interpreter uses the host clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimingMethod {
     /// CUDA events recorded on the runtime's stream before and after the work.
@@ -115,6 +122,8 @@ pub enum DeviceBackend {
     Cuda,
     /// wgpu, with what its adapter reports.
     Wgpu(WgpuDeviceInfo),
+    /// warpforge's reference interpreter, on the CPU.
+    Interpreter,
 }
 
 /// What wgpu reports about its adapter beyond the common limits.
@@ -146,16 +155,19 @@ impl DeviceBackend {
         match self {
             DeviceBackend::Cuda => BackendKind::Cuda,
             DeviceBackend::Wgpu(_) => BackendKind::Wgpu,
+            DeviceBackend::Interpreter => BackendKind::Interpreter,
         }
     }
 }
 
 impl DeviceInfo {
-    /// "CUDA" or "wgpu (Vulkan)": the API and, on wgpu, the graphics API under it.
+    /// "CUDA", "wgpu (Vulkan)" or "interpreter": the API and, on wgpu, the
+    /// graphics API under it.
     pub fn backend_name(&self) -> String {
         match &self.backend {
             DeviceBackend::Cuda => "CUDA".to_string(),
             DeviceBackend::Wgpu(wgpu) => format!("wgpu ({})", wgpu.api),
+            DeviceBackend::Interpreter => "interpreter".to_string(),
         }
     }
 
@@ -191,11 +203,18 @@ mod tests {
             BackendKind::from_env_value(Some(" WGPU ")).unwrap(),
             Some(BackendKind::Wgpu)
         );
+        assert_eq!(
+            BackendKind::from_env_value(Some("Interpreter")).unwrap(),
+            Some(BackendKind::Interpreter)
+        );
         let err = BackendKind::from_env_value(Some("vulkan"))
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("`vulkan`") && err.contains("`cuda`") && err.contains("`wgpu`"),
+            err.contains("`vulkan`")
+                && err.contains("`cuda`")
+                && err.contains("`wgpu`")
+                && err.contains("`interpreter`"),
             "{err}"
         );
     }

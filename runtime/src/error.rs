@@ -72,6 +72,15 @@ pub enum Error {
     /// The tuning database cannot be read, written or imported.
     #[error("{0}")]
     Tune(String),
+    /// The interpreter refused or stopped a launch
+    /// ([`crate::Runtime::interpreter`]): one of its checks fired (an index
+    /// out of bounds, barrier or warp divergence, a read of a value nothing
+    /// wrote, division by zero, the step budget) or the kernel uses what it
+    /// does not run. Match on the error's `kind`
+    /// ([`crate::InterpreterErrorKind`]); its message names the kernel and,
+    /// for a check, the block, thread and statement.
+    #[error("{0}")]
+    Interpreter(Box<crate::InterpreterError>),
 }
 
 fn jit_log(log: &str) -> String {

@@ -13,8 +13,9 @@
 //!
 //! wgpu has no pinned memory: a host buffer is ordinary memory there, a copy
 //! to the device is enqueued on the queue as [`Runtime::copy_from_host`]
-//! is, and a copy to the host has completed when it returns. Code written
-//! for CUDA's overlap runs unchanged, without it.
+//! is, and a copy to the host has completed when it returns. The
+//! interpreter's buffers are host memory: both copies have completed when
+//! they return. Code written for CUDA's overlap runs unchanged, without it.
 
 use crate::buffer::Memory;
 #[cfg(feature = "cuda")]
@@ -31,8 +32,8 @@ pub struct HostBuffer<T: DeviceScalar> {
 enum HostMemory<T> {
     #[cfg(feature = "cuda")]
     Pinned(cudarc::driver::PinnedHostSlice<T>),
-    /// Ordinary memory, for a runtime without pinned memory (wgpu).
-    #[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
+    /// Ordinary memory, for a runtime without pinned memory (wgpu, the
+    /// interpreter).
     Plain(Vec<T>),
 }
 
@@ -79,17 +80,16 @@ impl<T: DeviceScalar> HostBuffer<T> {
 impl Runtime {
     /// `len` zeroed elements of host memory for the copies that return once
     /// enqueued ([module docs](crate::host)): page-locked on CUDA, ordinary
-    /// on wgpu. Page-locked memory is taken from the operating system's
+    /// on wgpu and the interpreter. Page-locked memory is taken from the operating system's
     /// and cannot be swapped: allocate a few buffers and reuse them.
     pub fn alloc_host<T: DeviceScalar>(&self, len: usize) -> Result<HostBuffer<T>, Error> {
         crate::buffer::check_new_buffer::<T>(len)?;
         let memory = match &self.backend {
             #[cfg(feature = "cuda")]
             Backend::Cuda(cuda) => HostMemory::Pinned(cuda.alloc_pinned(len)?),
-            #[cfg(feature = "wgpu")]
             // SAFETY: every buffer element type is a number, valid as zero
             // bits (`bool`, which is not, is refused above).
-            Backend::Wgpu(_) => HostMemory::Plain(vec![unsafe { std::mem::zeroed::<T>() }; len]),
+            _ => HostMemory::Plain(vec![unsafe { std::mem::zeroed::<T>() }; len]),
         };
         Ok(HostBuffer { memory })
     }
@@ -118,6 +118,11 @@ impl Runtime {
             (Backend::Wgpu(wgpu), Memory::Wgpu(memory, _), HostMemory::Plain(values)) => {
                 wgpu.copy_from_host(memory, values)
             }
+            (
+                Backend::Interpreter(interpreter),
+                Memory::Interpreter(memory, _),
+                HostMemory::Plain(values),
+            ) => interpreter.copy_from_host(memory, values),
             #[allow(unreachable_patterns)]
             _ => Err(self.foreign_memory()),
         }
@@ -146,6 +151,14 @@ impl Runtime {
             #[cfg(feature = "wgpu")]
             (Backend::Wgpu(wgpu), Memory::Wgpu(memory, _), HostMemory::Plain(values)) => {
                 values.copy_from_slice(&wgpu.download::<T>(memory)?);
+                Ok(())
+            }
+            (
+                Backend::Interpreter(interpreter),
+                Memory::Interpreter(memory, _),
+                HostMemory::Plain(values),
+            ) => {
+                values.copy_from_slice(&interpreter.download::<T>(memory));
                 Ok(())
             }
             #[allow(unreachable_patterns)]

@@ -33,7 +33,8 @@ impl Runtime {
     }
 
     /// The CUDA stream all of this runtime's work goes to, for calling CUDA
-    /// libraries or the app's own kernels in order with it; `None` on wgpu.
+    /// libraries or the app's own kernels in order with it; `None` on wgpu and
+    /// the interpreter.
     pub fn cuda_stream(&self) -> Option<&Arc<CudaStream>> {
         self.as_cuda().map(|cuda| &cuda.stream)
     }
@@ -55,7 +56,7 @@ impl Runtime {
     }
 
     /// The wgpu device and queue this runtime drives, for the app's own
-    /// pipelines and copies; `None` on CUDA.
+    /// pipelines and copies; `None` on CUDA and the interpreter.
     pub fn wgpu_device(&self) -> Option<(&wgpu::Device, &wgpu::Queue)> {
         self.as_wgpu().map(|wgpu| (&wgpu.device, &wgpu.queue))
     }
@@ -110,34 +111,32 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
     }
 
     /// The buffer's CUDA slice, for CUDA libraries and the app's own kernels
-    /// (on [`Runtime::cuda_stream`], to stay in order); `None` on wgpu.
+    /// (on [`Runtime::cuda_stream`], to stay in order); `None` on wgpu and
+    /// the interpreter.
     pub fn cuda_slice(&self) -> Option<&CudaSlice<T>> {
         match &self.memory {
             Memory::Cuda(buffer) => Some(buffer),
-            #[cfg(feature = "wgpu")]
-            Memory::Wgpu(..) => None,
+            _ => None,
         }
     }
 
-    /// The buffer's CUDA slice, to write; `None` on wgpu.
+    /// The buffer's CUDA slice, to write; `None` on wgpu and the interpreter.
     pub fn cuda_slice_mut(&mut self) -> Option<&mut CudaSlice<T>> {
         match &mut self.memory {
             Memory::Cuda(buffer) => Some(buffer),
-            #[cfg(feature = "wgpu")]
-            Memory::Wgpu(..) => None,
+            _ => None,
         }
     }
 
     /// The buffer's CUDA slice, handed to the app (which then frees it).
     /// `Err` gives the buffer back when it holds no slice to hand over: a
-    /// wgpu buffer, or one over memory the app keeps
+    /// wgpu or interpreter buffer, or one over memory the app keeps
     /// ([`DeviceBuffer::from_raw_cuda`]).
     pub fn into_cuda_slice(self) -> Result<CudaSlice<T>, DeviceBuffer<T>> {
         match self.memory {
             Memory::Cuda(buffer) => buffer.into_slice().map_err(|buffer| DeviceBuffer {
                 memory: Memory::Cuda(buffer),
             }),
-            #[cfg(feature = "wgpu")]
             memory => Err(DeviceBuffer { memory }),
         }
     }
@@ -240,22 +239,20 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
     }
 
     /// The buffer's `wgpu::Buffer`, for the app's own pipelines and copies;
-    /// `None` on CUDA. It may be longer than the elements (rounded up to 4
-    /// bytes, or as the app made it).
+    /// `None` on CUDA and the interpreter. It may be longer than the elements
+    /// (rounded up to 4 bytes, or as the app made it).
     pub fn wgpu_buffer(&self) -> Option<&wgpu::Buffer> {
         match &self.memory {
             Memory::Wgpu(buffer, _) => Some(&buffer.buffer),
-            #[cfg(feature = "cuda")]
-            Memory::Cuda(_) => None,
+            _ => None,
         }
     }
 
     /// The buffer's `wgpu::Buffer`, handed to the app; `Err` gives a CUDA
-    /// buffer back.
+    /// or interpreter buffer back.
     pub fn into_wgpu_buffer(self) -> Result<wgpu::Buffer, DeviceBuffer<T>> {
         match self.memory {
             Memory::Wgpu(buffer, _) => Ok(buffer.buffer),
-            #[cfg(feature = "cuda")]
             memory => Err(DeviceBuffer { memory }),
         }
     }

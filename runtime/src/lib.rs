@@ -1,14 +1,21 @@
 //! warpforge-runtime: devices, buffers, modules and checked launches.
 //!
-//! A [`Runtime`] drives one device through one of two backends: CUDA
+//! A [`Runtime`] drives one device through one of three backends: CUDA
 //! (cudarc, with the driver loaded at run time, so a machine without a GPU
-//! gets an [`Error`], never a panic), or wgpu (Vulkan, Metal, DX12; Mesa's
-//! lavapipe runs it on a CPU). [`Runtime::new`] takes CUDA when it works and
-//! wgpu otherwise; `WARPFORGE_BACKEND=cuda|wgpu` forces one. Kernels arrive
-//! as [`KernelDef`]s from the `#[kernel]` macro; [`Runtime::launch`] picks the
-//! target for the device (the best PTX arch on CUDA, WGSL on wgpu), builds
-//! the variant once, checks the call ([`validate_launch`], which needs no
-//! GPU) and launches it.
+//! gets an [`Error`], never a panic), wgpu (Vulkan, Metal, DX12; Mesa's
+//! lavapipe runs it on a CPU), or warpforge's reference interpreter
+//! ([`Runtime::interpreter`]: the kernel's IR run on the CPU, no GPU or
+//! driver, each launch checked for out-of-bounds indices, barrier
+//! divergence, reads of values nothing wrote and division by zero, which
+//! are an [`Error::Interpreter`] naming the kernel, block, thread and
+//! statement). [`Runtime::new`] takes CUDA when it works and wgpu
+//! otherwise; `WARPFORGE_BACKEND=cuda|wgpu|interpreter` forces one. Kernels
+//! arrive as [`KernelDef`]s from the `#[kernel]` macro; [`Runtime::launch`]
+//! picks the target for the device (the best PTX arch on CUDA, WGSL on
+//! wgpu, the IR on the interpreter), builds the variant once, checks the
+//! call ([`validate_launch`], which needs no GPU) and launches it. The same
+//! app code (buffers, launches, the stock kernels' launchers, tuned
+//! launches) runs on each.
 //!
 //! Inside: `scalar` ([`DeviceScalar`]), `device` ([`DeviceInfo`]), `buffer`
 //! ([`DeviceBuffer`], [`KernelArg`], [`Grid`]), `gemm` ([`MatrixLayout`],
@@ -18,17 +25,15 @@
 //! per-GPU tuning database [`tune::TuneDb`] and [`tune::Dispatcher`]),
 //! `runtime` ([`Runtime`]), `stream` ([`Runtime::fork`], [`Event`]), `interop` (a runtime on the app's CUDA stream or
 //! wgpu device, buffers from and into the app's `CudaSlice`s, device
-//! pointers and `wgpu::Buffer`s), and the backends, each a cargo feature:
-//! `cuda` (context, module cache, launches, timing, cuBLAS under `cublas`)
-//! and `wgpu_backend` (feature `wgpu`: adapter, storage buffers, pipelines,
-//! launches in the WGSL backend's ABI).
+//! pointers and `wgpu::Buffer`s), and the backends: `cuda` (feature `cuda`:
+//! context, module cache, launches, timing, cuBLAS under `cublas`),
+//! `wgpu_backend` (feature `wgpu`: adapter, storage buffers, pipelines,
+//! launches in the WGSL backend's ABI) and `interpreter` (always built, as
+//! it needs no driver: buffers as host bytes, launches through
+//! [`warpforge_codegen::interp`]), so a build without features still runs
+//! kernels.
 
 #![warn(missing_docs)]
-
-#[cfg(not(any(feature = "cuda", feature = "wgpu")))]
-compile_error!(
-    "warpforge-runtime has no backend: enable its `cuda` or `wgpu` feature, or both (the default)"
-);
 
 mod buffer;
 #[cfg(feature = "cuda")]
@@ -37,7 +42,10 @@ mod device;
 mod error;
 mod gemm;
 pub mod host;
+// Sharing with an app's CUDA or wgpu objects: nothing to share without them.
+#[cfg(any(feature = "cuda", feature = "wgpu"))]
 mod interop;
+mod interpreter;
 mod kernel_variant;
 mod runtime;
 mod scalar;
@@ -66,6 +74,9 @@ pub type e4m3 = float8::F8E4M3;
 #[allow(non_camel_case_types)]
 pub type e5m2 = float8::F8E5M2;
 pub use warpforge_codegen::eval::HostValue;
+/// What the interpreter backend reports ([`Error::Interpreter`]): the check
+/// that fired, the kernel, block, thread and statement.
+pub use warpforge_codegen::interp::{Error as InterpreterError, ErrorKind as InterpreterErrorKind};
 pub use warpforge_codegen::ir::Scalar;
 pub use warpforge_codegen::KernelDef;
 /// The wgpu this runtime is built on, so an app names the same version when

@@ -1,6 +1,5 @@
 //! [`Runtime`]: one device, its buffers, checked launches and timing.
 
-#[cfg(feature = "wgpu")]
 use std::marker::PhantomData;
 
 use warpforge_codegen::KernelDef;
@@ -11,18 +10,22 @@ use crate::cuda::CudaBackend;
 use crate::device::{BackendKind, DeviceInfo, TimingMethod};
 #[cfg(feature = "cublas")]
 use crate::gemm::{GemmPrecision, MatrixLayout};
+use crate::interpreter::InterpreterBackend;
 use crate::scalar::DeviceScalar;
 #[cfg(feature = "wgpu")]
 use crate::wgpu_backend::WgpuBackend;
 use crate::Error;
 
-/// A device to run kernels on: a CUDA GPU, or any adapter wgpu drives
-/// (Vulkan, Metal, DX12). Every operation goes to one stream (queue), in
-/// order; launches are asynchronous, downloads wait for the work before them.
+/// A device to run kernels on: a CUDA GPU, any adapter wgpu drives
+/// (Vulkan, Metal, DX12), or warpforge's interpreter on the CPU
+/// ([`Runtime::interpreter`]). Every operation goes to one stream (queue),
+/// in order; launches are asynchronous on a GPU (the interpreter's are done
+/// when they return), downloads wait for the work before them.
 ///
 /// Which backend a runtime has: `rt.device().backend.kind()` is
-/// [`BackendKind::Cuda`] or [`BackendKind::Wgpu`]. Match on it where code
-/// takes a CUDA-only path (cuBLAS, CUDA graphs), which is an [`Error`] on wgpu;
+/// [`BackendKind::Cuda`], [`BackendKind::Wgpu`] or
+/// [`BackendKind::Interpreter`]. Match on it where code takes a CUDA-only
+/// path (cuBLAS, CUDA graphs), which is an [`Error`] elsewhere;
 /// [`Runtime::backend_name`] says the same in words, for messages.
 ///
 /// ```no_run
@@ -32,6 +35,7 @@ use crate::Error;
 /// match rt.device().backend.kind() {
 ///     BackendKind::Cuda => println!("CUDA on {}", rt.device().name),
 ///     BackendKind::Wgpu => println!("{} on {}", rt.backend_name(), rt.device().name),
+///     BackendKind::Interpreter => println!("on the CPU, checked statement by statement"),
 /// }
 /// # Ok(())
 /// # }
@@ -43,7 +47,8 @@ use crate::Error;
 /// another type there are an [`Error::Buffer`]. Kernels that compute in f16
 /// on wgpu also need an adapter with `SHADER_F16`, and kernels with warp
 /// shuffles one with 32-lane subgroups ([`crate::WgpuDeviceInfo`] says what
-/// the adapter has).
+/// the adapter has). The interpreter holds every type but `bool`, `e4m3` and
+/// `e5m2`.
 pub struct Runtime {
     pub(crate) backend: Backend,
     /// The tuned entry points' settings and dispatchers.
@@ -51,23 +56,26 @@ pub struct Runtime {
 }
 
 /// The API a runtime drives its device through: the backends this build has
-/// (features `cuda` and `wgpu`). Matches on a backend and a buffer end in a
-/// `_` arm for a buffer of the other backend, unreachable in a build with
-/// one, hence their `allow(unreachable_patterns)`.
+/// (features `cuda` and `wgpu`; the interpreter is always built). Matches on
+/// a backend and a buffer end in a `_` arm for a buffer of another backend,
+/// unreachable in a build with the interpreter alone, hence their
+/// `allow(unreachable_patterns)`.
 pub(crate) enum Backend {
     #[cfg(feature = "cuda")]
     Cuda(CudaBackend),
     #[cfg(feature = "wgpu")]
     Wgpu(WgpuBackend),
+    Interpreter(InterpreterBackend),
 }
 
-/// The variable that forces a backend: `cuda` or `wgpu`.
+/// The variable that forces a backend: `cuda`, `wgpu` or `interpreter`.
 const BACKEND_VARIABLE: &str = "WARPFORGE_BACKEND";
 
 impl Runtime {
     /// The first CUDA device when a CUDA driver and GPU are present, else the
-    /// adapter wgpu picks; `WARPFORGE_BACKEND=cuda|wgpu` forces one. Fails
-    /// with what to install or set when neither works.
+    /// adapter wgpu picks; `WARPFORGE_BACKEND=cuda|wgpu|interpreter` forces
+    /// one. Fails with what to install or set when neither GPU backend works:
+    /// the interpreter, many times slower, runs only when asked for.
     pub fn new() -> Result<Runtime, Error> {
         let value = std::env::var(BACKEND_VARIABLE).ok();
         match BackendKind::from_env_value(value.as_deref())? {
@@ -75,19 +83,51 @@ impl Runtime {
             None => Runtime::cuda(0).or_else(|cuda| {
                 Runtime::wgpu().map_err(|wgpu| {
                     Error::NoDevice(format!(
-                        "no device to run kernels on.\nCUDA: {cuda}\nwgpu: {wgpu}"
+                        "no device to run kernels on.\nCUDA: {cuda}\nwgpu: {wgpu}\nTo run \
+                         kernels on the CPU with warpforge's interpreter (slow, and checked), \
+                         set WARPFORGE_BACKEND=interpreter or use Runtime::interpreter()"
                     ))
                 })
             }),
         }
     }
 
-    /// A runtime on the given backend: CUDA device 0, or wgpu's adapter.
+    /// A runtime on the given backend: CUDA device 0, wgpu's adapter, or
+    /// the interpreter.
     pub fn with_backend(kind: BackendKind) -> Result<Runtime, Error> {
         match kind {
             BackendKind::Cuda => Runtime::cuda(0),
             BackendKind::Wgpu => Runtime::wgpu(),
+            BackendKind::Interpreter => Ok(Runtime::interpreter()),
         }
+    }
+
+    /// warpforge's reference interpreter ([`warpforge_codegen::interp`]) as
+    /// a device: kernels run on the CPU, buffers live in host memory, and
+    /// nothing needs a GPU or a driver, in any build. For running and
+    /// debugging a kernel anywhere, not for speed (it is many thousands of
+    /// times slower than a GPU).
+    ///
+    /// It runs the kernel's IR specialized for the launch's const values,
+    /// the variant every backend builds its code from, in lock-step warps of
+    /// 32 lanes: what sm_80 and WGSL have (SIMT code, shared memory,
+    /// barriers, atomics, warp shuffles, `mma.sync`, `ldmatrix`, `cp.async`,
+    /// `mma.sp`, `wmma`), not Hopper's mbarriers, TMA or `wgmma`. Its device
+    /// reports compute capability 8.0, so launchers that pick a variant by
+    /// arch pick sm_80's, and a kernel runs when it has a PTX target up to
+    /// sm_80 or a `wgsl` target. Launches are checked as on a GPU first; a
+    /// fault in the run is an [`Error::Interpreter`] whose `kind`
+    /// ([`crate::InterpreterErrorKind`]) says which check fired
+    /// (`OutOfBounds`, `BarrierDivergence`, `WarpDivergence`,
+    /// `Uninitialized`, `DivisionByZero`, `StepBudget` past 2^30 thread
+    /// steps, `Unsupported`) and whose message names the kernel, block,
+    /// thread and statement; the launch's `&mut` buffers then keep what
+    /// they held. Buffers hold every element type but `e4m3` and `e5m2`.
+    /// Launches are done when they return (streams and events have nothing
+    /// to wait for); [`Runtime::time_ms`] uses the host clock, and tuning
+    /// records its winners under the interpreter's own model.
+    pub fn interpreter() -> Runtime {
+        Runtime::from_backend(Backend::Interpreter(InterpreterBackend::new()))
     }
 
     /// CUDA device `ordinal`, counted among the devices CUDA_VISIBLE_DEVICES leaves visible.
@@ -123,17 +163,19 @@ impl Runtime {
             Backend::Cuda(cuda) => &cuda.info,
             #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => &wgpu.info,
+            Backend::Interpreter(interpreter) => &interpreter.info,
         }
     }
 
-    /// "CUDA" or "wgpu (Vulkan)"; [`Runtime::device`]'s `name` names the device.
+    /// "CUDA", "wgpu (Vulkan)" or "interpreter"; [`Runtime::device`]'s
+    /// `name` names the device.
     pub fn backend_name(&self) -> String {
         self.device().backend_name()
     }
 
     /// A new buffer holding a copy of `data`. On wgpu, elements are f32,
-    /// i32, u32 or f16 (what WGSL stores); other types are an
-    /// [`Error::Buffer`].
+    /// i32, u32 or f16 (what WGSL stores); on the interpreter, any type but
+    /// e4m3 and e5m2; other types are an [`Error::Buffer`].
     pub fn upload<T: DeviceScalar>(&self, data: &[T]) -> Result<DeviceBuffer<T>, Error> {
         check_new_buffer::<T>(data.len())?;
         let memory = match &self.backend {
@@ -141,6 +183,9 @@ impl Runtime {
             Backend::Cuda(cuda) => Memory::Cuda(cuda.upload(data)?),
             #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => Memory::Wgpu(wgpu.upload(data)?, PhantomData),
+            Backend::Interpreter(interpreter) => {
+                Memory::Interpreter(interpreter.upload(data)?, PhantomData)
+            }
         };
         Ok(DeviceBuffer { memory })
     }
@@ -154,6 +199,9 @@ impl Runtime {
             Backend::Cuda(cuda) => Memory::Cuda(cuda.alloc_zeroed(len)?),
             #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => Memory::Wgpu(wgpu.alloc_zeroed::<T>(len)?, PhantomData),
+            Backend::Interpreter(interpreter) => {
+                Memory::Interpreter(interpreter.alloc_zeroed::<T>(len)?, PhantomData)
+            }
         };
         Ok(DeviceBuffer { memory })
     }
@@ -165,6 +213,9 @@ impl Runtime {
             (Backend::Cuda(cuda), Memory::Cuda(slice)) => cuda.download(slice),
             #[cfg(feature = "wgpu")]
             (Backend::Wgpu(wgpu), Memory::Wgpu(memory, _)) => wgpu.download(memory),
+            (Backend::Interpreter(interpreter), Memory::Interpreter(memory, _)) => {
+                Ok(interpreter.download(memory))
+            }
             #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("the buffer to download")),
         }
@@ -181,14 +232,18 @@ impl Runtime {
             (Backend::Cuda(cuda), Memory::Cuda(slice)) => cuda.copy_from_host(slice, data),
             #[cfg(feature = "wgpu")]
             (Backend::Wgpu(wgpu), Memory::Wgpu(memory, _)) => wgpu.copy_from_host(memory, data),
+            (Backend::Interpreter(interpreter), Memory::Interpreter(memory, _)) => {
+                interpreter.copy_from_host(memory, data)
+            }
             #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("the buffer to copy into")),
         }
     }
 
     /// Copies `source` into `target` on the device (`cuMemcpyDtoD` on CUDA, a
-    /// buffer-to-buffer copy on wgpu), enqueued after earlier work. The two
-    /// must have the same length.
+    /// buffer-to-buffer copy on wgpu, a copy of host bytes on the
+    /// interpreter), enqueued after earlier work. The two must have the same
+    /// length.
     pub fn copy<T: DeviceScalar>(
         &self,
         source: &DeviceBuffer<T>,
@@ -208,6 +263,10 @@ impl Runtime {
             #[cfg(feature = "wgpu")]
             (Backend::Wgpu(wgpu), Memory::Wgpu(from, _), Memory::Wgpu(to, _)) => {
                 wgpu.copy::<T>(from, to)
+            }
+            (Backend::Interpreter(_), Memory::Interpreter(from, _), Memory::Interpreter(to, _)) => {
+                to.bytes.copy_from_slice(&from.bytes);
+                Ok(())
             }
             #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("a buffer of the copy")),
@@ -229,7 +288,8 @@ impl Runtime {
     /// the device sees the launch (see [`crate::validate_launch`]); the variant
     /// is built and loaded on its first launch and cached. CUDA runs the
     /// kernel's best PTX target for the device; wgpu runs its `wgsl` target,
-    /// built for the launch's block shape when the kernel declares none.
+    /// built for the launch's block shape when the kernel declares none; the
+    /// interpreter runs the variant's IR ([`Runtime::interpreter`]).
     pub fn launch(
         &self,
         def: &KernelDef,
@@ -246,6 +306,7 @@ impl Runtime {
             Backend::Wgpu(wgpu) => wgpu.launch(def, consts, grid, args, |block| {
                 warpforge_codegen::compile_wgsl(def, consts, block)
             }),
+            Backend::Interpreter(interpreter) => interpreter.launch(def, consts, grid, args),
         }
     }
 
@@ -260,7 +321,9 @@ impl Runtime {
     /// [`VariantResources::loaded`](crate::tune::VariantResources::loaded)
     /// is `None`. A kernel that declares its block has its pipeline created
     /// (unless its workgroup memory is over the adapter's limit); one that
-    /// declares none is compiled per launch block, so nothing is cached.
+    /// declares none is compiled per launch block, so nothing is cached. On
+    /// the interpreter: threads per block and the shared memory of its IR;
+    /// `loaded` is `None`.
     pub fn variant_resources(
         &self,
         def: &KernelDef,
@@ -273,6 +336,7 @@ impl Runtime {
             Backend::Wgpu(wgpu) => wgpu.variant_resources(def, consts, |block| {
                 warpforge_codegen::compile_wgsl(def, consts, block)
             }),
+            Backend::Interpreter(interpreter) => interpreter.variant_resources(def, consts),
         }
     }
 
@@ -283,6 +347,8 @@ impl Runtime {
             Backend::Cuda(cuda) => cuda.synchronize(),
             #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => wgpu.synchronize(),
+            // Every launch has finished when it returns.
+            Backend::Interpreter(_) => Ok(()),
         }
     }
 
@@ -295,13 +361,16 @@ impl Runtime {
     /// earlier work: timestamp queries at the boundaries of two empty
     /// compute passes submitted before and after the work, when the device
     /// has `TIMESTAMP_QUERY`; otherwise the host clock until the work is
-    /// done, which also counts the host's encoding of each launch.
+    /// done, which also counts the host's encoding of each launch. On the
+    /// interpreter, the host clock around the work, which has run when the
+    /// closure returns.
     pub fn time_ms(&self, work: impl FnOnce(&Runtime) -> Result<(), Error>) -> Result<f32, Error> {
         match &self.backend {
             #[cfg(feature = "cuda")]
             Backend::Cuda(cuda) => cuda.time_ms(|| work(self)),
             #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => wgpu.time_ms(|| work(self)),
+            Backend::Interpreter(interpreter) => interpreter.time_ms(|| work(self)),
         }
     }
 
@@ -310,13 +379,14 @@ impl Runtime {
     /// `Features::TIMESTAMP_QUERY` ([`Runtime::wgpu`] asks for it whenever
     /// the adapter offers it; an app's device given to
     /// `Runtime::wgpu_on_device` has it if the app asked), the host clock
-    /// otherwise.
+    /// otherwise; the host clock on the interpreter.
     pub fn timing_method(&self) -> TimingMethod {
         match &self.backend {
             #[cfg(feature = "cuda")]
             Backend::Cuda(_) => TimingMethod::CudaEvents,
             #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => wgpu.timing_method(),
+            Backend::Interpreter(_) => TimingMethod::HostClock,
         }
     }
 
@@ -366,7 +436,6 @@ impl Runtime {
             (Memory::Cuda(a), Memory::Cuda(b), Memory::Cuda(c)) => {
                 cuda.gemm(precision, dims, layouts, a, b, c)
             }
-            #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("a cuBLAS operand")),
         }
     }
@@ -408,7 +477,6 @@ impl Runtime {
             (Memory::Cuda(a), Memory::Cuda(b), Memory::Cuda(c)) => {
                 cuda.fp8_gemm(precision, dims, a, b, c, fast_accumulation)
             }
-            #[allow(unreachable_patterns)]
             _ => Err(self.foreign_buffer("a cuBLASLt operand")),
         }
     }
@@ -430,27 +498,27 @@ impl Runtime {
         self.cublas_gemm(GemmPrecision::F32, (m, n, k), row_major, a, b, c)
     }
 
-    #[cfg(feature = "cuda")]
-    pub(crate) fn from_cuda(backend: CudaBackend) -> Runtime {
+    pub(crate) fn from_backend(backend: Backend) -> Runtime {
         Runtime {
-            backend: Backend::Cuda(backend),
+            backend,
             tuning: Default::default(),
         }
     }
 
+    #[cfg(feature = "cuda")]
+    pub(crate) fn from_cuda(backend: CudaBackend) -> Runtime {
+        Runtime::from_backend(Backend::Cuda(backend))
+    }
+
     #[cfg(feature = "wgpu")]
     pub(crate) fn from_wgpu(backend: WgpuBackend) -> Runtime {
-        Runtime {
-            backend: Backend::Wgpu(backend),
-            tuning: Default::default(),
-        }
+        Runtime::from_backend(Backend::Wgpu(backend))
     }
 
     #[cfg(feature = "cuda")]
     pub(crate) fn as_cuda(&self) -> Option<&CudaBackend> {
         match &self.backend {
             Backend::Cuda(cuda) => Some(cuda),
-            #[allow(unreachable_patterns)]
             _ => None,
         }
     }
@@ -459,7 +527,6 @@ impl Runtime {
     pub(crate) fn as_wgpu(&self) -> Option<&WgpuBackend> {
         match &self.backend {
             Backend::Wgpu(wgpu) => Some(wgpu),
-            #[allow(unreachable_patterns)]
             _ => None,
         }
     }

@@ -73,6 +73,25 @@ device_scalar! {
     crate::e5m2 => E5m2, |v| Literal::Int(i64::from(v.to_bits())), u64::from(v.to_bits());
 }
 
+/// The bytes of `data` as memory holds them: what a backend that keeps
+/// buffers as bytes (wgpu's uploads, the interpreter) stores.
+pub(crate) fn bytes_of<T: DeviceScalar>(data: &[T]) -> &[u8] {
+    // SAFETY: every element type is a plain number (or `bool`) without
+    // padding, so each of its bytes is initialized; `u8` has no alignment.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data)) }
+}
+
+/// The whole elements of `bytes` (a trailing part of one is ignored): a
+/// buffer's contents read back.
+pub(crate) fn values_from_bytes<T: DeviceScalar>(bytes: &[u8]) -> Vec<T> {
+    bytes
+        .chunks_exact(std::mem::size_of::<T>())
+        // SAFETY: every bit pattern of a buffer element type is a value:
+        // buffers hold numbers, never `bool` (`check_new_buffer` refuses it).
+        .map(|chunk| unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast::<T>()) })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

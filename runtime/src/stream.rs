@@ -11,6 +11,8 @@
 //!
 //! On wgpu a device has one queue, which runs work in submission order: a
 //! fork shares it, adds no concurrency, and waits for events are already met.
+//! On the interpreter every operation has finished when it returns: a fork
+//! shares its buffers and variants, and every event is met when recorded.
 
 use crate::runtime::{Backend, Runtime};
 use crate::Error;
@@ -27,6 +29,8 @@ enum EventKind {
     Cuda(cudarc::driver::CudaEvent),
     #[cfg(feature = "wgpu")]
     Wgpu(crate::wgpu_backend::WgpuEvent),
+    /// The interpreter's work is done when it returns.
+    Done,
 }
 
 impl Runtime {
@@ -38,6 +42,9 @@ impl Runtime {
             Backend::Cuda(cuda) => Runtime::from_cuda(cuda.fork()?),
             #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => Runtime::from_wgpu(wgpu.fork()),
+            Backend::Interpreter(interpreter) => {
+                Runtime::from_backend(Backend::Interpreter(interpreter.fork()))
+            }
         })
     }
 
@@ -48,6 +55,7 @@ impl Runtime {
             Backend::Cuda(cuda) => EventKind::Cuda(cuda.record_event()?),
             #[cfg(feature = "wgpu")]
             Backend::Wgpu(wgpu) => EventKind::Wgpu(wgpu.record_event()),
+            Backend::Interpreter(_) => EventKind::Done,
         };
         Ok(Event { kind })
     }
@@ -64,6 +72,7 @@ impl Runtime {
             // One queue runs everything in submission order.
             #[cfg(feature = "wgpu")]
             EventKind::Wgpu(_) => self.wgpu_backend("waiting for a wgpu event").map(|_| ()),
+            EventKind::Done => Ok(()),
         }
     }
 }
@@ -79,6 +88,7 @@ impl Event {
                 .map_err(|e| crate::cuda::driver_error("waiting for an event", e)),
             #[cfg(feature = "wgpu")]
             EventKind::Wgpu(event) => event.synchronize(),
+            EventKind::Done => Ok(()),
         }
     }
 }

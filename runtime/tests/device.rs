@@ -86,7 +86,9 @@ fn runtime_new_prefers_cuda_then_wgpu() {
         (Err(e), _) => {
             let message = e.to_string();
             assert!(
-                message.contains("CUDA:") && message.contains("wgpu:"),
+                message.contains("CUDA:")
+                    && message.contains("wgpu:")
+                    && message.contains("WARPFORGE_BACKEND=interpreter"),
                 "{message}"
             );
         }

@@ -661,7 +661,7 @@ fn wgpu_limits_storage_buffers_and_their_sizes() {
             max_storage_buffers_per_shader_stage: 1,
             ..match lavapipe().backend {
                 DeviceBackend::Wgpu(w) => w,
-                DeviceBackend::Cuda => unreachable!("lavapipe is a wgpu device"),
+                _ => unreachable!("lavapipe is a wgpu device"),
             }
         }),
         ..lavapipe()

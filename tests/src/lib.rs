@@ -82,6 +82,21 @@ pub fn run_seed() -> u64 {
         })
 }
 
+/// Runs checks on `rt` with inputs drawn from this run's seed, and fails
+/// (panics) on any failed line, naming the device and the seed to replay.
+pub fn run_checks(rt: &Runtime, run: impl FnOnce(&Runtime, &mut Inputs, &mut report::Report)) {
+    let seed = run_seed();
+    let mut report = report::Report::default();
+    run(rt, &mut Inputs::new(seed), &mut report);
+    report.finish();
+    assert!(
+        report.all_passed(),
+        "failures above on {}: {} (replay with WARPFORGE_SEED={seed})",
+        rt.backend_name(),
+        rt.device().name
+    );
+}
+
 /// The floating-point element types of the Tensor Core GEMMs: f16, bf16,
 /// f32 (the tf32 GEMM's inputs and output), e4m3 and e5m2.
 pub trait GemmFloat: warpforge::DeviceScalar {

@@ -15,7 +15,7 @@
 //! cores (about 2 minutes is the budget).
 //! The large shapes are the CUDA GPU tier's (`gpu-check`).
 
-use warpforge::{BackendKind, Runtime};
+use warpforge::Runtime;
 use warpforge_codegen::Target;
 use warpforge_kernels::gemm::{self, gemm_f32};
 use warpforge_kernels::softmax;
@@ -23,7 +23,7 @@ use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_sum, GemmCoverage,
 };
 use warpforge_tests::report::Report;
-use warpforge_tests::{run_seed, Inputs};
+use warpforge_tests::{run_checks, Inputs};
 
 const SIZES: &[usize] = &[1, 31, 1000, 4097];
 
@@ -39,17 +39,7 @@ const CHECKED: &[&str] = &[
 
 /// Runs one kernel's checks and fails the test on any failed line.
 fn check(run: impl FnOnce(&Runtime, &mut Inputs, &mut Report)) {
-    let rt = warpforge_tests::lavapipe("the wgpu tier");
-    let seed = run_seed();
-    let mut report = Report::default();
-    run(&rt, &mut Inputs::new(seed), &mut report);
-    report.finish();
-    assert!(
-        report.all_passed(),
-        "failures above on {}: {} (replay with WARPFORGE_SEED={seed})",
-        rt.backend_name(),
-        rt.device().name
-    );
+    run_checks(&warpforge_tests::lavapipe("the wgpu tier"), run);
 }
 
 #[test]

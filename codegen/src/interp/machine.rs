@@ -60,7 +60,7 @@ pub(super) struct Layout {
 }
 
 impl Layout {
-    fn new(kernel: &Kernel) -> Result<Layout, (ErrorKind, String)> {
+    pub(super) fn new(kernel: &Kernel) -> Result<Layout, (ErrorKind, String)> {
         let mut layout = Layout {
             offset: Vec::with_capacity(kernel.locals.len()),
             dims: Vec::with_capacity(kernel.locals.len()),
@@ -269,22 +269,15 @@ fn triple(v: [u32; 3]) -> String {
 
 impl<'k> Machine<'k> {
     pub fn new(kernel: &'k Kernel, launch: &Launch, args: &[Arg]) -> Result<Machine<'k>, Error> {
-        let fail = |kind: ErrorKind, message: String| Error {
-            kind,
-            kernel: kernel.name.clone(),
-            block: None,
-            thread: None,
-            place: None,
-            message: format!("kernel `{}`: {message}", kernel.name),
+        let fail = |kind: ErrorKind, message: String| {
+            Error::before_run(
+                &kernel.name,
+                kind,
+                format!("kernel `{}`: {message}", kernel.name),
+            )
         };
-        crate::valid::validate(kernel).map_err(|e| Error {
-            kind: ErrorKind::InvalidKernel,
-            kernel: kernel.name.clone(),
-            block: None,
-            thread: None,
-            place: None,
-            message: e.message,
-        })?;
+        crate::valid::validate(kernel)
+            .map_err(|e| Error::before_run(&kernel.name, ErrorKind::InvalidKernel, e.message))?;
         let [bx, by, bz] = launch.block;
         let threads = bx as u64 * by as u64 * bz as u64;
         if launch.block.contains(&0) || threads > 1024 {

@@ -206,8 +206,16 @@ macro_rules! buffer_types {
                 self.len() == 0
             }
 
+            /// `len` zeros of `elem`, when a buffer holds that type.
+            fn zeroed(elem: Scalar, len: usize) -> Option<Buffer> {
+                match elem {
+                    $(Scalar::$scalar => Some(Buffer::$variant(vec![Default::default(); len])),)*
+                    _ => None,
+                }
+            }
+
             /// The elements as memory holds them (little-endian).
-            fn to_bytes(&self) -> Vec<u8> {
+            pub fn to_bytes(&self) -> Vec<u8> {
                 match self {
                     $(Buffer::$variant(v) => v
                         .iter()
@@ -350,6 +358,46 @@ buffer_types! {
     F64 f64, F64, as_f64, as_f64_mut;
 }
 
+impl Buffer {
+    /// A buffer of `elem` values read from `bytes` as memory holds them
+    /// (little-endian): how a host that keeps device memory as bytes (the
+    /// runtime's interpreter backend) hands a slice to the interpreter;
+    /// [`Buffer::to_bytes`] gives the bytes back after the run. Refused:
+    /// `e4m3` and `e5m2`, which the interpreter does not compute with, and
+    /// a byte count that is not a whole number of elements.
+    pub fn from_bytes(elem: Scalar, bytes: &[u8]) -> Result<Buffer, crate::Error> {
+        let size = elem.size_bytes() as usize;
+        if !bytes.len().is_multiple_of(size) {
+            return Err(crate::Error::new(format!(
+                "{} bytes are not a whole number of {} values ({size} bytes each): pass the \
+                 bytes of whole elements",
+                bytes.len(),
+                elem.name()
+            )));
+        }
+        let mut buffer = Buffer::zeroed(elem, bytes.len() / size).ok_or_else(|| unheld(elem))?;
+        buffer.set_bytes(bytes);
+        Ok(buffer)
+    }
+
+    /// Whether slices of `elem` can be interpreted: every scalar but `e4m3`
+    /// and `e5m2`, whose error this is.
+    pub fn check_elem(elem: Scalar) -> Result<(), crate::Error> {
+        Buffer::zeroed(elem, 0)
+            .map(|_| ())
+            .ok_or_else(|| unheld(elem))
+    }
+}
+
+/// Why slices of `elem` cannot be interpreted.
+fn unheld(elem: Scalar) -> crate::Error {
+    crate::Error::new(format!(
+        "the interpreter holds no slices of {}: it does not compute with the 8-bit floats (only \
+         Hopper's wgmma does). Convert the data to f16 or bf16, or run on a CUDA GPU",
+        elem.name()
+    ))
+}
+
 impl From<Buffer> for Arg {
     fn from(b: Buffer) -> Arg {
         Arg::Slice(b)
@@ -458,17 +506,49 @@ pub fn interpret_variant(
     launch: &Launch,
     args: &mut [Arg],
 ) -> Result<Stats, Error> {
-    let setup = |e: crate::Error| Error {
-        kind: ErrorKind::InvalidKernel,
-        kernel: def.ir.name.clone(),
-        block: None,
-        thread: None,
-        place: None,
-        message: e.message,
-    };
+    interpret(&specialize_variant(def, consts)?, launch, args)
+}
+
+/// The variant `consts` (in `def.ir.const_params` order) of a definition,
+/// as [`interpret`] takes it: its constraints checked, then specialized. A
+/// host that launches one variant many times (the runtime's interpreter
+/// backend) specializes it once with this.
+pub fn specialize_variant(def: &KernelDef, consts: &[i64]) -> Result<Kernel, Error> {
+    let setup =
+        |e: crate::Error| Error::before_run(&def.ir.name, ErrorKind::InvalidKernel, e.message);
     def.check_constraints(consts).map_err(setup)?;
-    let kernel = crate::specialize::specialize(&def.ir, consts).map_err(setup)?;
-    interpret(&kernel, launch, args)
+    crate::specialize::specialize(&def.ir, consts).map_err(setup)
+}
+
+/// The bytes of shared memory one block of a specialized kernel uses, as
+/// the interpreter lays out its shared arrays (each 128-byte aligned, as
+/// the backends do): what a host reports as the variant's shared memory.
+/// An error when the kernel is not specialized or needs more than
+/// [`MAX_SHARED_BYTES`].
+pub fn shared_bytes(kernel: &Kernel) -> Result<usize, Error> {
+    machine::Layout::new(kernel)
+        .map(|layout| layout.shared_bytes)
+        .map_err(|(kind, message)| {
+            Error::before_run(
+                &kernel.name,
+                kind,
+                format!("kernel `{}`: {message}", kernel.name),
+            )
+        })
+}
+
+impl Error {
+    /// An error found before any thread ran: no block, thread or statement.
+    pub(super) fn before_run(kernel: &str, kind: ErrorKind, message: String) -> Error {
+        Error {
+            kind,
+            kernel: kernel.to_string(),
+            block: None,
+            thread: None,
+            place: None,
+            message,
+        }
+    }
 }
 
 /// The parameter type an argument must match, in words (for messages).

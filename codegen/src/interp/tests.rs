@@ -1010,3 +1010,67 @@ fn non_finite_floats_are_errors_only_when_asked() {
     interpret(&k, &checked, &mut finite).unwrap();
     assert_eq!(finite[2].as_f32().unwrap(), &[3.0, -4.0]);
 }
+
+// ---- the byte-level API a host holding memory as bytes uses ----
+
+#[test]
+fn buffers_round_trip_through_their_bytes() {
+    let values = vec![1.5f32, -0.0, f32::INFINITY, 3.0e-40];
+    let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let buffer = Buffer::from_bytes(Scalar::F32, &bytes).unwrap();
+    assert_eq!(buffer, Buffer::F32(values));
+    assert_eq!(buffer.to_bytes(), bytes);
+    let halves = Buffer::from_bytes(Scalar::F16, &[0x00, 0x3c, 0x00, 0xc0]).unwrap();
+    assert_eq!(
+        halves,
+        Buffer::F16(vec![half::f16::from_f32(1.0), half::f16::from_f32(-2.0)])
+    );
+    let ints = Buffer::from_bytes(Scalar::I64, &(-7i64).to_le_bytes()).unwrap();
+    assert_eq!(ints, Buffer::I64(vec![-7]));
+}
+
+#[test]
+fn bytes_the_interpreter_cannot_hold_are_refused() {
+    let err = Buffer::from_bytes(Scalar::E4m3, &[0x38]).unwrap_err();
+    assert!(
+        err.message.contains("e4m3") && err.message.contains("f16"),
+        "{err}"
+    );
+    let err = Buffer::check_elem(Scalar::E5m2).unwrap_err();
+    assert!(err.message.contains("e5m2"), "{err}");
+    assert_eq!(Buffer::check_elem(Scalar::Bf16), Ok(()));
+    let err = Buffer::from_bytes(Scalar::U32, &[1, 2, 3]).unwrap_err();
+    assert!(
+        err.message.contains("3 bytes") && err.message.contains("u32"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_variant_specialized_once_runs_and_reports_its_shared_memory() {
+    let def = parse_kernel_str(
+        "arch(sm_80), tune(N = [32, 64]), constrain(N > 32)",
+        "fn stage<const N: u32>(x: &[f32], y: &mut [f32]) {
+            let mut a: [f32; N] = shared();
+            let mut b: [u8; 3] = shared();
+            let t = thread_idx().x;
+            a[t] = x[t];
+            b[0] = 1;
+            sync_threads();
+            y[t] = a[N - 1 - t];
+        }",
+    )
+    .unwrap();
+    let kernel = specialize_variant(&def, &[64]).unwrap();
+    // 256 bytes of `a`, then `b` at the next 128-byte boundary.
+    assert_eq!(shared_bytes(&kernel), Ok(256 + 3));
+    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let mut args = vec![Arg::from(x), Arg::from(vec![0f32; 64])];
+    run1(&kernel, 1, 64, &mut args).unwrap();
+    assert_eq!(args[1].as_f32().unwrap()[0], 63.0);
+    let err = specialize_variant(&def, &[32]).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidKernel, "{err}");
+    assert!(err.message.contains("constrain(N > 32)"), "{err}");
+    let err = shared_bytes(&def.ir).unwrap_err();
+    assert!(err.message.contains("specialize"), "{err}");
+}

@@ -11,7 +11,7 @@
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use warpforge::prelude::*;
-use warpforge::tune::TuneJob;
+use warpforge::tune::{Source, TuneJob};
 
 /// `y[i] = alpha * x[i] + y[i]` for every `i`: each of the 256 threads of a
 /// block handles `ITEMS` elements, `256` apart, so that a warp's loads stay
@@ -99,6 +99,37 @@ pub fn tuned_scale_add(
     let n = y.len();
     scale_add::tuned(rt)?.launch(|c| scale_add_grid(n, c.ITEMS), alpha, x, y)?;
     Ok(())
+}
+
+/// `y = 2 x + y` on `n` random elements drawn from `seed`, through the
+/// tuned launch, checked bit for bit against the CPU (one launch of any
+/// variant computes each element once, on the caller's `y`, whatever tuning
+/// ran before it): where the variant came from and its const values, or
+/// what went wrong.
+pub fn checked_scale_add(rt: &Runtime, n: usize, seed: u64) -> Result<(Source, Vec<i64>), String> {
+    let (hx, hy) = (random(n, seed), random(n, seed + 1));
+    let run = || -> Result<_, Error> {
+        let x = rt.upload(&hx)?;
+        let mut y = rt.upload(&hy)?;
+        let tuned = scale_add::tuned(rt)?;
+        let selection = tuned.launch(|c| scale_add_grid(n, c.ITEMS), 2.0, &x, &mut y)?;
+        let consts = tuned
+            .kernel()
+            .dispatcher()
+            .candidate(selection)
+            .consts
+            .clone();
+        Ok((selection.source, consts, rt.download(&y)?))
+    };
+    let (source, consts, got) = run().map_err(|e| e.to_string())?;
+    let want: Vec<f32> = hx.iter().zip(&hy).map(|(x, y)| 2.0 * x + y).collect();
+    match got.iter().zip(&want).position(|(got, want)| got != want) {
+        Some(i) => Err(format!(
+            "element {i} of {n} is {}, and 2 x + y is {}",
+            got[i], want[i]
+        )),
+        None => Ok((source, consts)),
+    }
 }
 
 /// The row sums of `x` (`rows x cols`) into `sums` through the tuned launch.

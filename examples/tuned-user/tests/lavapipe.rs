@@ -13,7 +13,7 @@ use warpforge::tune::{
     ship, GpuModel, MissPolicy, ShippedDb, Source, Status, TuneDb, TuneSettings,
 };
 use warpforge::BackendKind;
-use warpforge_example_tuned::{random, row_sums, row_sums_grid, scale_add, scale_add_grid};
+use warpforge_example_tuned::{checked_scale_add, random, row_sums, row_sums_grid, scale_add};
 
 fn lavapipe(policy: MissPolicy, dir: &Path) -> Runtime {
     if std::env::var_os("XDG_RUNTIME_DIR").is_none() {
@@ -39,27 +39,9 @@ fn db_file(rt: &Runtime, dir: &Path) -> std::path::PathBuf {
         .path()
 }
 
-/// `y = 2 x + y` on `n` fresh elements through the tuned launch, checked
-/// against the CPU; returns where the variant came from and its consts.
+/// [`checked_scale_add`], which must pass.
 fn scale_add_checked(rt: &Runtime, n: usize, seed: u64) -> (Source, Vec<i64>) {
-    let (hx, hy) = (random(n, seed), random(n, seed + 1));
-    let x = rt.upload(&hx).unwrap();
-    let mut y = rt.upload(&hy).unwrap();
-    let tuned = scale_add::tuned(rt).unwrap();
-    let selection = tuned
-        .launch(|c| scale_add_grid(n, c.ITEMS), 2.0, &x, &mut y)
-        .unwrap();
-    let want: Vec<f32> = hx.iter().zip(&hy).map(|(x, y)| 2.0 * x + y).collect();
-    // Bit for bit: one launch of any variant computes each element once,
-    // on the caller's y, whatever tuning ran before it.
-    assert_eq!(rt.download(&y).unwrap(), want, "n = {n}");
-    let consts = tuned
-        .kernel()
-        .dispatcher()
-        .candidate(selection)
-        .consts
-        .clone();
-    (selection.source, consts)
+    checked_scale_add(rt, n, seed).unwrap_or_else(|e| panic!("n = {n}: {e}"))
 }
 
 #[test]

@@ -17,7 +17,7 @@ use warpforge_codegen::{Arch, KernelDef, Target};
 use super::driver_error::driver_error;
 use super::module::Variant;
 use super::CudaBackend;
-use crate::buffer::{ArgKind, KernelArg, MemoryRef};
+use crate::buffer::{foreign_argument, ArgKind, KernelArg, MemoryRef};
 use crate::tensor_map::{TensorMapPlan, ALIGN as TMA_ALIGN};
 use crate::validate::{select_arch, LaunchDims, VariantChecks};
 use crate::{Error, Grid};
@@ -109,14 +109,7 @@ impl CudaBackend {
                             self.check_owner(m.context(), what)?;
                             m.write_ptr(&self.stream)
                         }
-                        #[cfg(feature = "wgpu")]
-                        MemoryRef::Wgpu(_) | MemoryRef::WgpuMut(_) => {
-                            return Err(Error::Buffer(format!(
-                                "{} is a wgpu buffer and this runtime runs on CUDA: create \
-                                 the buffer with this runtime",
-                                what()
-                            )))
-                        }
+                        _ => return Err(foreign_argument(&what(), "CUDA")),
                     };
                     // A view starts inside the allocation (checked when it was made).
                     let ptr = ptr + *offset_bytes;

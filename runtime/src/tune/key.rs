@@ -13,7 +13,7 @@ use crate::Error;
 pub struct GpuModel {
     /// The device name the driver reports, e.g. `NVIDIA H200`; on wgpu the
     /// API and the adapter's name, e.g. `wgpu Vulkan: llvmpipe (LLVM 15.0.6,
-    /// 256 bits)`.
+    /// 256 bits)`; `warpforge interpreter` on the interpreter.
     pub name: String,
     /// Compute capability as (major, minor), e.g. (9, 0); (0, 0) on wgpu.
     pub compute_capability: (u32, u32),
@@ -30,6 +30,7 @@ impl GpuModel {
         let name = match &device.backend {
             DeviceBackend::Cuda => device.name.clone(),
             DeviceBackend::Wgpu(wgpu) => format!("wgpu {}: {}", wgpu.api, device.name),
+            DeviceBackend::Interpreter => device.name.clone(),
         };
         GpuModel {
             name,
@@ -178,6 +179,8 @@ pub fn driver_version(device: &DeviceInfo) -> String {
             }
         }
         DeviceBackend::Wgpu(wgpu) => format!("{}/{}", wgpu.api, wgpu.driver),
+        // Its code is the code generator's, whose version the key holds.
+        DeviceBackend::Interpreter => "interpreter".to_string(),
     }
 }
 

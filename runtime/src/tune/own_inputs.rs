@@ -24,6 +24,7 @@ enum SavedBytes {
     Cuda(cudarc::driver::CudaSlice<u8>),
     #[cfg(feature = "wgpu")]
     Wgpu(crate::wgpu_backend::WgpuBuffer),
+    Interpreter(Vec<u8>),
 }
 
 /// One output of the call: which argument, its saved bytes and the
@@ -188,6 +189,12 @@ fn save(
         (Backend::Wgpu(wgpu), MemoryRef::WgpuMut(b)) => {
             wgpu.save_bytes(b, offset, bytes).map(SavedBytes::Wgpu)
         }
+        (Backend::Interpreter(_), MemoryRef::Interpreter(b)) => {
+            Ok(interpreter_bytes(b, offset, bytes))
+        }
+        (Backend::Interpreter(_), MemoryRef::InterpreterMut(b)) => {
+            Ok(interpreter_bytes(b, offset, bytes))
+        }
         #[allow(unreachable_patterns)]
         _ => Err(foreign()),
     }
@@ -208,6 +215,11 @@ fn restore(
         (Backend::Wgpu(wgpu), SavedBytes::Wgpu(s), MemoryRef::WgpuMut(b)) => {
             wgpu.restore_bytes(s, b, offset)
         }
+        (Backend::Interpreter(_), SavedBytes::Interpreter(s), MemoryRef::InterpreterMut(b)) => {
+            let start = offset as usize;
+            b.bytes[start..start + s.len()].copy_from_slice(s);
+            Ok(())
+        }
         #[allow(unreachable_patterns)]
         _ => Err(foreign()),
     }
@@ -223,9 +235,20 @@ fn download(rt: &Runtime, saved: &SavedBytes) -> Result<Vec<u8>, Error> {
             .into_iter()
             .flat_map(u32::to_le_bytes)
             .collect()),
+        (Backend::Interpreter(_), SavedBytes::Interpreter(s)) => Ok(s.clone()),
         #[allow(unreachable_patterns)]
         _ => Err(foreign()),
     }
+}
+
+/// A copy of `bytes` bytes of an interpreter buffer from `offset`.
+fn interpreter_bytes(
+    buffer: &crate::interpreter::InterpreterBuffer,
+    offset: u64,
+    bytes: usize,
+) -> SavedBytes {
+    let start = offset as usize;
+    SavedBytes::Interpreter(buffer.bytes[start..start + bytes].to_vec())
 }
 
 fn foreign() -> Error {

@@ -3,7 +3,8 @@
 //!
 //! The rules, in the order the tuner applies them:
 //! 1. **arch**: the kernel has no target the device runs (a PTX arch above
-//!    the device's; on wgpu, no `wgsl` target);
+//!    the device's; on wgpu, no `wgsl` target; on the interpreter, neither
+//!    a PTX arch up to sm_80 nor `wgsl`);
 //! 2. **call**: the variant cannot take the call ([`check_call`]: argument
 //!    types and `requires`, e.g. `!ALIGNED || k % 8 == 0`);
 //! 3. **shared memory**: a block needs more than the device's opt-in limit
@@ -17,7 +18,7 @@
 //!
 //! Rules 4 and 5 need the loaded function's facts
 //! ([`VariantResources::loaded`]), which only CUDA reports: they do not
-//! apply on wgpu, nor to kernels without a declared block shape, whose
+//! apply on wgpu or the interpreter, nor to kernels without a declared block shape, whose
 //! block is only known at launch.
 
 use std::fmt;
@@ -106,6 +107,7 @@ fn check_target(def: &KernelDef, device: &DeviceInfo) -> Result<(), Error> {
     match device.backend {
         DeviceBackend::Cuda => select_arch(def, device).map(|_| ()),
         DeviceBackend::Wgpu(_) if def.targets.contains(&Target::Wgsl) => Ok(()),
+        DeviceBackend::Interpreter => crate::interpreter::check_target(def, device),
         DeviceBackend::Wgpu(_) => Err(Error::InvalidLaunch {
             kernel: def.ir.name.clone(),
             message: format!(

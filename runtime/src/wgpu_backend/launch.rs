@@ -11,7 +11,7 @@ use warpforge_codegen::ir::Scalar;
 use warpforge_codegen::{KernelDef, Target};
 
 use super::WgpuBackend;
-use crate::buffer::{ArgKind, KernelArg, MemoryRef};
+use crate::buffer::{foreign_argument, ArgKind, KernelArg, MemoryRef};
 use crate::device::DeviceBackend;
 use crate::tune::VariantResources;
 use crate::validate::{check_consts, missing_block, LaunchDims, VariantChecks, VariantFacts};
@@ -256,12 +256,9 @@ impl WgpuBackend {
                     let buffer = match memory {
                         MemoryRef::Wgpu(b) => *b,
                         MemoryRef::WgpuMut(b) => &**b,
-                        #[cfg(feature = "cuda")]
-                        MemoryRef::Cuda(_) | MemoryRef::CudaMut(_) => {
-                            return Err(Error::Buffer(format!(
-                                "argument {index} of `{kernel}` is a CUDA buffer and this runtime \
-                                 runs on wgpu: create the buffer with this runtime"
-                            )))
+                        _ => {
+                            let what = format!("argument {index} of `{kernel}`");
+                            return Err(foreign_argument(&what, "wgpu"));
                         }
                     };
                     self.check_owner(buffer, &format!("argument {index} of `{kernel}`"))?;

@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use ::wgpu::{self as wg, util::DeviceExt};
 
 use crate::device::{DeviceBackend, DeviceInfo, WgpuDeviceInfo};
-use crate::scalar::DeviceScalar;
+use crate::scalar::{bytes_of, values_from_bytes, DeviceScalar};
 use crate::variants::VariantCache;
 use crate::Error;
 use warpforge_codegen::ir::Scalar;
@@ -313,12 +313,7 @@ impl WgpuBackend {
             staging
         })?;
         self.read_mapped(&staging, &op, |bytes| {
-            let elem = std::mem::size_of::<T>();
-            bytes[..source.len * elem]
-                .chunks_exact(elem)
-                // SAFETY: every bit pattern of these element types (f32, i32, u32, f16) is a value.
-                .map(|chunk| unsafe { std::ptr::read_unaligned(chunk.as_ptr().cast::<T>()) })
-                .collect()
+            values_from_bytes(&bytes[..source.len * std::mem::size_of::<T>()])
         })
     }
 
@@ -459,11 +454,7 @@ fn padded_size<T>(len: usize) -> u64 {
 
 /// The bytes of `data`, zero-padded to a whole number of 4-byte words.
 fn padded_bytes<T: DeviceScalar>(data: &[T]) -> Vec<u8> {
-    // SAFETY: the element types wgpu buffers hold are plain numbers without padding.
-    let raw = unsafe {
-        std::slice::from_raw_parts(data.as_ptr().cast::<u8>(), std::mem::size_of_val(data))
-    };
-    let mut bytes = raw.to_vec();
+    let mut bytes = bytes_of(data).to_vec();
     bytes.resize(padded_size::<T>(data.len()) as usize, 0);
     bytes
 }
