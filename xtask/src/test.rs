@@ -30,9 +30,11 @@ const STEPS: [Step; 7] = [
     Step::Package,
 ];
 
-/// The runtime built with one backend: the workspace's tests build it with
-/// both, so these catch code that names a backend a build may lack.
-const ONE_BACKEND_BUILDS: [&str; 2] = ["cuda", "wgpu"];
+/// The runtime built with one backend, by its features: the workspace's
+/// tests build it with all, so these catch code that names a backend a build
+/// may lack. The interpreter is in every build, and alone in the one
+/// without features.
+const ONE_BACKEND_BUILDS: [&str; 3] = ["cuda", "wgpu", ""];
 
 /// The app that links libcuda itself (cudarc's `dynamic-linking`), a
 /// workspace of its own so that its cudarc features stay out of ours.
@@ -44,7 +46,7 @@ impl Step {
             Step::FindPtxas => "ptxas",
             Step::Fmt => "cargo fmt --all -- --check",
             Step::CargoTest => "cargo test --workspace --locked",
-            Step::BackendFeatures => "cargo test -p warpforge-runtime (cuda; wgpu)",
+            Step::BackendFeatures => "cargo test -p warpforge-runtime (cuda; wgpu; no features)",
             Step::LinkedCuda => "cargo check (examples/linked-cuda)",
             Step::CheckGenerated => "cargo xtask build-ptx --check",
             Step::Package => "cargo package (published crates)",
