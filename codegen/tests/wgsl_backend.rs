@@ -6,14 +6,12 @@ mod common;
 
 use warpforge_codegen::back::wgsl::{WgslModule, WgslParam};
 use warpforge_codegen::front::parse_kernel_with_str;
-use warpforge_codegen::{compile_wgsl, Error, KernelDef};
+use warpforge_codegen::{compile_wgsl, Error};
 
-fn kernel(source: &str) -> KernelDef {
-    common::parse_source(source).unwrap_or_else(|e| panic!("the front rejects the kernel:\n{e}"))
-}
-
+/// The first variant's WGSL, or the error: the front's when it refuses the
+/// kernel, as it does whatever compiling one of its variants would refuse.
 fn compile(source: &str, block: Option<[u32; 3]>) -> Result<WgslModule, Error> {
-    let def = kernel(source);
+    let def = common::parse_source(source).map_err(Error::new)?;
     let consts = def.variants().remove(0);
     compile_wgsl(&def, &consts, block)
 }

@@ -2943,3 +2943,25 @@ fn a_constant_mbarrier_parity_is_0_or_1() {
         assert!(crate::compile_ptx(&def, &[], Arch::Sm90).is_ok());
     }
 }
+
+#[test]
+fn shared_memory_over_an_arch_limit_fails_the_build() {
+    // 2 x 64 KiB of f32 fit one block on sm_90 and sm_80 but not sm_70's 96 KiB,
+    // in the variant N=2 only. Found by the front fuzzer (a wmma GEMM's
+    // tune space without its `constrain(..)`).
+    let item = "fn k<const N: u32>(y: &mut [f32]) {
+        let mut t: [[f32; 16384]; N] = shared();
+        t[0][thread_idx().x] = y[0];
+        sync_threads();
+        y[thread_idx().x] = t[0][0];
+    }";
+    assert_error(
+        "arch(sm_70, sm_80), block(32), tune(N = [1, 2])",
+        item,
+        &[
+            "in the variant k[N=2]",
+            "(sm_70): its shared arrays take 131072 bytes, more than the 98304 one block may use on sm_70",
+        ],
+    );
+    parse("arch(sm_80), block(32), tune(N = [1, 2])", item);
+}

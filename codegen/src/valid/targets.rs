@@ -24,6 +24,17 @@ pub fn check(kernel: &Kernel, target: Target) -> Result<(), Error> {
     }
 }
 
+/// Checks what `target` would refuse of one specialized, validated variant
+/// when emitting it: for PTX, names it cannot spell and shared arrays over
+/// what one block may use on the arch (the backend's own check, run before
+/// emitting).
+pub fn check_specialized(kernel: &Kernel, target: Target) -> Result<(), Error> {
+    match target {
+        Target::Ptx(arch) => crate::back::ptx::check(kernel, arch),
+        Target::Wgsl => Ok(()),
+    }
+}
+
 /// Checks what `target` can express of the variant `consts` of `kernel`
 /// beyond [`check`], where it depends on const values: for WGSL, the size
 /// of each array.

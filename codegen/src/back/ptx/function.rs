@@ -7,17 +7,14 @@ use std::fmt;
 
 use super::features::{Feature, FeatureUse};
 use super::regs::{Reg, RegAlloc, RegClass};
+use super::shared::SharedLayout;
 use super::staging::Staging;
 use super::usage::Usage;
-use crate::ir::{Arch, Kernel, Literal, LocalId, ParamType, Scalar, Space};
+use crate::ir::{Arch, Kernel, Literal, LocalId, ParamType, Scalar};
 use crate::Error;
 
 /// The name of the one dynamic shared-memory block every shared array lives in.
 pub const SHARED_SYMBOL: &str = "smem";
-
-/// The alignment of the shared block and of each array in it, in bytes:
-/// one row of the 32 four-byte banks (more for swizzled wgmma tiles).
-pub const SHARED_ALIGN: u32 = 128;
 
 /// A source operand: a register or an immediate spelled for its type.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,7 +68,7 @@ pub struct Emitter<'k> {
     /// Per local in shared space: its byte offset in the shared block.
     pub shared_offsets: Vec<Option<u32>>,
     pub shared_bytes: u32,
-    /// The alignment of the shared block: [`SHARED_ALIGN`], or more for
+    /// The alignment of the shared block: [`super::shared::SHARED_ALIGN`], or more for
     /// swizzled wgmma tiles.
     pub shared_align: u32,
     /// The 32-bit shared-window address of the shared block.
@@ -144,27 +141,10 @@ pub fn scalar_param_name(kernel: &Kernel, index: usize) -> String {
 impl<'k> Emitter<'k> {
     pub fn new(kernel: &'k Kernel, arch: Arch) -> Emitter<'k> {
         let usage = Usage::of(kernel);
-        let mut shared_offsets = vec![None; kernel.locals.len()];
-        let mut shared_bytes = 0u32;
-        let mut shared_align = SHARED_ALIGN;
-        for (id, local) in kernel.locals.iter().enumerate() {
-            if local.space == Space::Shared {
-                let elements: u32 = local
-                    .dims
-                    .iter()
-                    .map(|d| d.as_int().unwrap_or(0) as u32)
-                    .product();
-                // 128-byte aligned starts: a swizzle computed on offsets within
-                // an array then spreads accesses over the banks as planned.
-                // Tiles of swizzled wgmma descriptors start on their pattern's
-                // boundary (up to 1024 bytes), and so does the block.
-                let align = SHARED_ALIGN.max(usage.shared_align[id]);
-                shared_align = shared_align.max(align);
-                shared_bytes = shared_bytes.next_multiple_of(align);
-                shared_offsets[id] = Some(shared_bytes);
-                shared_bytes += elements * local.ty.size_bytes();
-            }
-        }
+        // `emit` checked that the block fits: its offsets fit a u32.
+        let layout = SharedLayout::of(kernel, &usage);
+        let shared_offsets = layout.offsets.iter().map(|o| o.map(|o| o as u32)).collect();
+        let (shared_bytes, shared_align) = (layout.bytes as u32, layout.align);
         let features = FeatureUse::new(arch);
         let staging = (!features.available(Feature::CpAsync)).then(|| Staging::new(kernel));
         Emitter {

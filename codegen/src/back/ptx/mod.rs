@@ -37,6 +37,7 @@ mod hopper;
 mod math;
 mod memory;
 mod regs;
+mod shared;
 mod staging;
 mod stmt;
 mod usage;
@@ -78,26 +79,24 @@ fn check_identifier(kernel: &Kernel, what: &str, name: &str) -> Result<(), Error
     }
 }
 
-/// Emits PTX for a specialized, validated kernel.
-pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
+/// Checks what [`emit`] would refuse in a specialized, validated kernel,
+/// without emitting it: names PTX cannot spell, a block shape that is not
+/// fixed where it must be, shared arrays over what one block may use on
+/// `arch`. The front runs it on every variant (`valid::targets`).
+pub fn check(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
     check_identifier(kernel, "the kernel name", &kernel.name)?;
     for p in &kernel.params {
         check_identifier(kernel, "parameter", &p.name)?;
     }
-    let block = super::declared_block(kernel)?;
+    super::declared_block(kernel)?;
+    shared::check_shared_memory(kernel, arch)
+}
 
+/// Emits PTX for a specialized, validated kernel.
+pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
+    check(kernel, arch)?;
+    let block = super::declared_block(kernel)?;
     let mut e = Emitter::new(kernel, arch);
-    let limit = features::max_shared_bytes(arch);
-    if e.shared_bytes > limit {
-        return Err(Error::new(format!(
-            "kernel `{}` ({}): its shared arrays take {} bytes, more than the {limit} one block may use on {}: \
-             use smaller tiles for this arch",
-            kernel.name,
-            arch.name(),
-            e.shared_bytes,
-            arch.name()
-        )));
-    }
     e.prologue();
     e.block(&kernel.body)?;
     e.ins("ret");
