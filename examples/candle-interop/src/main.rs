@@ -166,7 +166,7 @@ impl Case {
         };
         let (a, b, bias) = (random(&[m, k])?, random(&[k, n])?, random(&[n])?);
         let stream = device.as_cuda_device()?.cuda_stream();
-        let before = [&a, &b, &bias].map(|t| storage_address::<T>(t, &stream));
+        let before = storage_addresses::<T>([&a, &b, &bias], &stream)?;
 
         let op = FusedLinearRelu {
             rt,
@@ -180,10 +180,10 @@ impl Case {
             .seen
             .get()
             .ok_or("candle did not call the op's CUDA forward")?;
-        let after = [&a, &b, &bias].map(|t| storage_address::<T>(t, &stream));
+        let after = storage_addresses::<T>([&a, &b, &bias], &stream)?;
         let mut moved = Vec::new();
         for (i, name) in ["a", "b", "bias"].iter().enumerate() {
-            let (before, warpforge, after) = (before[i]?, seen.inputs[i], after[i]?);
+            let (before, warpforge, after) = (before[i], seen.inputs[i], after[i]);
             if before != warpforge || warpforge != after {
                 moved.push(format!(
                     "{name}: candle {before:#x} before, warpforge {warpforge:#x}, candle {after:#x} after"
@@ -255,6 +255,18 @@ fn storage_address<T: Element>(tensor: &Tensor, stream: &CudaStream) -> Result<u
     };
     check_dense(layout)?;
     Ok(storage.as_cuda_slice::<T>()?.device_ptr(stream).0)
+}
+
+/// [`storage_address`] of each of `tensors`.
+fn storage_addresses<T: Element>(
+    tensors: [&Tensor; 3],
+    stream: &CudaStream,
+) -> Result<[u64; 3], BoxError> {
+    let mut addresses = [0; 3];
+    for (address, tensor) in addresses.iter_mut().zip(tensors) {
+        *address = storage_address::<T>(tensor, stream)?;
+    }
+    Ok(addresses)
 }
 
 fn check_dense(layout: &Layout) -> candle_core::Result<()> {
