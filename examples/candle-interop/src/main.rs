@@ -254,7 +254,8 @@ fn storage_address<T: Element>(tensor: &Tensor, stream: &CudaStream) -> Result<u
         return Err("the tensor is not on a CUDA device".into());
     };
     check_dense(layout)?;
-    Ok(storage.as_cuda_slice::<T>()?.device_ptr(stream).0)
+    let (address, _record) = storage.as_cuda_slice::<T>()?.device_ptr(stream);
+    Ok(address)
 }
 
 /// [`storage_address`] of each of `tensors`.
