@@ -31,8 +31,9 @@ const PIP_PACKAGES: [&str; 8] = [
     "nvidia-cuda-nvrtc==13.0.*",
     "nvidia-curand==10.4.0.*",
 ];
-/// The folder of the CUDA 13 wheels, laid out as a toolkit (bin, include, lib).
-const WHEEL_ROOT: &str = "site-packages/nvidia/cu13";
+/// The folder of the CUDA 13 wheels under site-packages, laid out as a
+/// toolkit (bin, include, lib).
+const WHEEL_ROOT: &str = "nvidia/cu13";
 /// The libraries linked by name (`-lcublas`), with the soname the wheels ship:
 /// a toolkit's unversioned `libX.so` links are not in the wheels.
 const LINKED_LIBRARIES: [(&str, &str); 5] = [
@@ -72,7 +73,7 @@ impl CudaToolkit {
                 )?;
                 wheel_root(&venv).with_context(|| {
                     format!(
-                        "pip installed the CUDA 13.0 wheels but no lib/python3.*/{WHEEL_ROOT}/bin/nvcc \
+                        "pip installed the CUDA 13.0 wheels but no lib/python3.*/site-packages/{WHEEL_ROOT}/bin/nvcc \
                          appeared under {}; {}",
                         venv.display(),
                         manual_install_hint(&venv)
@@ -230,17 +231,10 @@ impl CudaToolkit {
     }
 }
 
-/// `venv/lib/python3.*/site-packages/nvidia/cu13` when its nvcc is there.
+/// The wheels' toolkit folder in `venv`, when its nvcc is there.
 fn wheel_root(venv: &Path) -> Option<PathBuf> {
-    let mut python_dirs: Vec<PathBuf> = std::fs::read_dir(venv.join("lib"))
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .collect();
-    python_dirs.sort();
-    python_dirs
-        .into_iter()
-        .map(|dir| dir.join(WHEEL_ROOT))
-        .find(|root| root.join("bin/nvcc").is_file())
+    let nvcc = pip_venv::site_packages_path(venv, &format!("{WHEEL_ROOT}/bin/nvcc"))?;
+    Some(nvcc.parent()?.parent()?.to_path_buf())
 }
 
 fn manual_install_hint(venv: &Path) -> String {

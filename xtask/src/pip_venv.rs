@@ -3,7 +3,7 @@
 //! package installs where a toolkit download could not.
 
 use std::ffi::OsStr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Result};
@@ -24,6 +24,20 @@ pub fn install(venv: &Path, packages: &[&str], tool: &str, hint: &str) -> Result
         .to_vec();
     pip_install.extend(packages.iter().map(OsStr::new));
     run_step(&venv.join("bin/pip"), &pip_install, tool, hint)
+}
+
+/// `relative` under the venv's `lib/python3.*/site-packages`, if it is there
+/// (a file or a folder).
+pub fn site_packages_path(venv: &Path, relative: &str) -> Option<PathBuf> {
+    let mut python_dirs: Vec<PathBuf> = std::fs::read_dir(venv.join("lib"))
+        .ok()?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .collect();
+    python_dirs.sort();
+    python_dirs
+        .into_iter()
+        .map(|dir| dir.join("site-packages").join(relative))
+        .find(|path| path.exists())
 }
 
 fn run_step(program: &Path, args: &[&OsStr], tool: &str, hint: &str) -> Result<()> {

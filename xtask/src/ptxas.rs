@@ -143,15 +143,7 @@ impl Ptxas {
 
 /// The ptxas inside a venv made by [`install`], if it is there.
 fn venv_ptxas(venv: &Path) -> Option<PathBuf> {
-    let mut python_dirs: Vec<PathBuf> = std::fs::read_dir(venv.join("lib"))
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .collect();
-    python_dirs.sort();
-    python_dirs
-        .into_iter()
-        .map(|dir| dir.join("site-packages/nvidia/cuda_nvcc/bin/ptxas"))
-        .find(|path| path.is_file())
+    pip_venv::site_packages_path(venv, "nvidia/cuda_nvcc/bin/ptxas")
 }
 
 fn install(venv: &Path) -> Result<()> {
