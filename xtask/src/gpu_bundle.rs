@@ -1,6 +1,7 @@
 //! `cargo xtask gpu-bundle`: the GPU tier's binaries, stripped, and the
 //! script that runs them, in one small folder that travels to a GPU machine.
 
+use std::ffi::OsString;
 use std::io::BufReader;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use anyhow::{bail, Context, Result};
 use cargo_metadata::{Message, TargetKind};
 
 use crate::cargo;
+use crate::cuda_toolkit::CudaToolkit;
 
 /// The crate that holds the GPU tier.
 pub const PACKAGE: &str = "warpforge-tests";
@@ -26,6 +28,11 @@ const EXAMPLE: (&str, &str) = ("warpforge", "quickstart");
 /// A user workspace's xtask (examples/tuned-user): its `tune` tunes the
 /// example's kernels and the stock GEMMs as `cargo xtask tune` there does.
 const USER_XTASK: (&str, &str) = ("warpforge-example-tuned-xtask", "user-xtask");
+/// warpforge's GEMM on candle's tensors and stream (its own workspace:
+/// candle links the CUDA libraries at build time), by its bundle file name.
+const CANDLE_EXAMPLE: (&str, &str) = ("examples/candle-interop", "candle-interop");
+/// Where it builds, apart from the main workspace's builds.
+const CANDLE_TARGET_DIR: &str = "target/candle-interop";
 /// Crates whose own tests include `#[ignore]`d GPU tests.
 const GPU_TESTED_CRATES: [&str; 1] = ["warpforge-runtime"];
 /// Bundle file names of those test executables start with this; run.sh runs them all.
@@ -49,6 +56,19 @@ pub fn build(repo: &Path) -> Result<()> {
     let gpu_tests = build_gpu_tests(repo)?;
     let example = build_example(repo)?;
     let user_xtask = build_user_xtask(repo)?;
+    // Optional: it needs a CUDA toolkit, which is installed from PyPI when
+    // missing, and that can fail (no network, no python3-venv). The rest of
+    // the bundle does not depend on it; run.sh reports its step as skipped.
+    let candle_example = match build_candle_example(repo) {
+        Ok(example) => Some(example),
+        Err(error) => {
+            eprintln!(
+                "warning: {} is NOT in the bundle (run.sh will skip it): {error:#}",
+                CANDLE_EXAMPLE.0
+            );
+            None
+        }
+    };
     let bundle = repo.join(BUNDLE_DIR);
     if bundle.exists() {
         std::fs::remove_dir_all(&bundle)
@@ -65,7 +85,11 @@ pub fn build(repo: &Path) -> Result<()> {
             )
         })?;
     }
-    for (name, executable) in gpu_tests.iter().chain([&example, &user_xtask]) {
+    for (name, executable) in gpu_tests
+        .iter()
+        .chain([&example, &user_xtask])
+        .chain(&candle_example)
+    {
         std::fs::copy(executable, bundle.join(name)).with_context(|| {
             format!(
                 "could not copy {} into {}",
@@ -178,6 +202,54 @@ fn build_user_xtask(repo: &Path) -> Result<(String, PathBuf)> {
     Ok((name.to_string(), path))
 }
 
+/// Builds [`CANDLE_EXAMPLE`] in release with the CUDA toolkit of
+/// [`CudaToolkit::find_or_install`]; returns (bundle file name, path).
+fn build_candle_example(repo: &Path) -> Result<(String, PathBuf)> {
+    let (dir, name) = CANDLE_EXAMPLE;
+    let manifest = repo.join(dir).join("Cargo.toml");
+    // The stub of libcuda must define what this cudarc's bindings declare.
+    let metadata = cargo_metadata::MetadataCommand::new()
+        .manifest_path(&manifest)
+        .other_options(vec!["--locked".to_string()])
+        .exec()
+        .with_context(|| format!("could not read the dependencies of {}", manifest.display()))?;
+    let cudarc = metadata
+        .packages
+        .iter()
+        .find(|package| package.name.as_str() == "cudarc")
+        .with_context(|| format!("{} does not depend on cudarc", manifest.display()))?;
+    let driver_bindings = cudarc
+        .manifest_path
+        .parent()
+        .context("cudarc's manifest has a folder")?
+        .join("src/driver/sys/mod.rs");
+    let toolkit = CudaToolkit::find_or_install(repo, driver_bindings.as_std_path())?;
+    println!(
+        "building {dir} with the CUDA toolkit in {} ({})",
+        toolkit.root.display(),
+        toolkit.nvcc_version()?
+    );
+    let manifest = manifest.to_string_lossy();
+    let target_dir = repo.join(CANDLE_TARGET_DIR);
+    let target_dir = target_dir.to_string_lossy();
+    let args = [
+        "build",
+        "--manifest-path",
+        &manifest,
+        "--target-dir",
+        &target_dir,
+        "--bins",
+    ];
+    let artifacts = cargo_executables_in_env(repo, &args, &toolkit.build_env(), |a| {
+        a.target.kind.contains(&TargetKind::Bin)
+    })?;
+    let (_, path) = artifacts
+        .into_iter()
+        .next()
+        .with_context(|| format!("cargo built no binary in {dir}"))?;
+    Ok((name.to_string(), path))
+}
+
 /// Builds the test executables of [`GPU_TESTED_CRATES`] in release: their
 /// GPU tests are `#[ignore]`d in the CPU tier and run with `--include-ignored` here.
 /// Returns (bundle file name, path) pairs.
@@ -222,8 +294,20 @@ fn cargo_executables(
     args: &[&str],
     keep: impl Fn(&cargo_metadata::Artifact) -> bool,
 ) -> Result<Vec<(String, PathBuf)>> {
+    cargo_executables_in_env(repo, args, &[], keep)
+}
+
+/// [`cargo_executables`] with the variables `env` set for cargo and the
+/// build scripts.
+fn cargo_executables_in_env(
+    repo: &Path,
+    args: &[&str],
+    env: &[(&str, OsString)],
+    keep: impl Fn(&cargo_metadata::Artifact) -> bool,
+) -> Result<Vec<(String, PathBuf)>> {
     let mut child = Command::new(cargo())
         .current_dir(repo)
+        .envs(env.iter().map(|(name, value)| (name, value)))
         // bench records what it was built from in its report.
         .env("WARPFORGE_COMMIT", commit(repo))
         .args(args)

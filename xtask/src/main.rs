@@ -1,8 +1,10 @@
 //! `cargo xtask <command>`: warpforge's chores (see `cargo xtask --help`).
 
 mod build_ptx;
+mod cuda_toolkit;
 mod gpu_bundle;
 mod manifest_diff;
+mod pip_venv;
 mod ptxas;
 mod test;
 mod tidy;

@@ -2,12 +2,13 @@
 //! running it on one PTX file, and reading its `-v` resource report.
 
 use std::collections::BTreeMap;
-use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use warpforge_codegen::Arch;
+
+use crate::pip_venv::{self, VENV_HINT};
 
 /// The PyPI package that ships a CUDA 12.x ptxas without the rest of the toolkit.
 const PIP_PACKAGE: &str = "nvidia-cuda-nvcc-cu12==12.9.*";
@@ -142,61 +143,18 @@ impl Ptxas {
 
 /// The ptxas inside a venv made by [`install`], if it is there.
 fn venv_ptxas(venv: &Path) -> Option<PathBuf> {
-    let mut python_dirs: Vec<PathBuf> = std::fs::read_dir(venv.join("lib"))
-        .ok()?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .collect();
-    python_dirs.sort();
-    python_dirs
-        .into_iter()
-        .map(|dir| dir.join("site-packages/nvidia/cuda_nvcc/bin/ptxas"))
-        .find(|path| path.is_file())
+    pip_venv::site_packages_path(venv, "nvidia/cuda_nvcc/bin/ptxas")
 }
 
 fn install(venv: &Path) -> Result<()> {
-    eprintln!(
-        "ptxas: none found ($PTXAS unset, no CUDA 12.x ptxas on PATH); installing {PIP_PACKAGE} into {}",
-        venv.display()
-    );
-    let create_venv = [OsStr::new("-m"), OsStr::new("venv"), venv.as_os_str()];
-    run_install_step(Path::new("python3"), &create_venv, venv)?;
-    let pip_install = [
-        "install",
-        "--quiet",
-        "--disable-pip-version-check",
-        PIP_PACKAGE,
-    ]
-    .map(OsStr::new);
-    run_install_step(&venv.join("bin/pip"), &pip_install, venv)
-}
-
-fn run_install_step(program: &Path, args: &[&OsStr], venv: &Path) -> Result<()> {
-    let command_line = format!(
-        "{} {}",
-        program.display(),
-        args.iter()
-            .map(|a| a.to_string_lossy())
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
-    eprintln!("ptxas: running {command_line}");
-    match Command::new(program).args(args).status() {
-        Ok(status) if status.success() => Ok(()),
-        Ok(status) => bail!(
-            "`{command_line}` failed ({status}); {}",
-            manual_install_hint(venv)
-        ),
-        Err(error) => bail!(
-            "could not run `{command_line}`: {error}; {}",
-            manual_install_hint(venv)
-        ),
-    }
+    eprintln!("ptxas: none found ($PTXAS unset, no CUDA 12.x ptxas on PATH)");
+    pip_venv::install(venv, &[PIP_PACKAGE], "ptxas", &manual_install_hint(venv))
 }
 
 fn manual_install_hint(venv: &Path) -> String {
     format!(
         "install ptxas by hand: `python3 -m venv {0} && {0}/bin/pip install '{PIP_PACKAGE}'` \
-         (on Debian/Ubuntu first `apt-get install python3-venv`), or set PTXAS to a CUDA 12.x ptxas",
+         ({VENV_HINT}), or set PTXAS to a CUDA 12.x ptxas",
         venv.display()
     )
 }
