@@ -95,7 +95,7 @@ impl<T: DeviceScalar> DeviceBuffer<T> {
     ) -> Result<DeviceBuffer<T>, Error> {
         check_new_buffer::<T>(len)?;
         let align = std::mem::align_of::<T>() as u64;
-        if ptr == 0 || ptr % align != 0 {
+        if ptr == 0 || !ptr.is_multiple_of(align) {
             return Err(Error::Buffer(format!(
                 "the device address {ptr:#x} cannot hold {} values: it must be non-null and a \
                  multiple of {align}",

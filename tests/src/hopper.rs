@@ -327,10 +327,12 @@ fn check_wgmma<T: Copy + 'static>(
             // magnitude sum; a layout error is off by O(1).
             let mut worst = 0.0f64;
             let mut wrong = None;
-            for at in 0..64 * n {
+            for (at, got) in out.iter().enumerate().take(64 * n) {
                 let (want, abs) = reference(at / n, at % n);
-                let err = (out[at] - want).abs() / (abs + 1e-30);
-                if !(err <= ty.tolerance) && wrong.is_none() {
+                let err = (got - want).abs() / (abs + 1e-30);
+                // A NaN error is beyond every tolerance.
+                let within = err <= ty.tolerance;
+                if !within && wrong.is_none() {
                     wrong = Some(at);
                 }
                 worst = if err.is_nan() {

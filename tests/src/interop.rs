@@ -64,7 +64,7 @@ pub fn check_views(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
         let got = rt.download(&dy)?;
         let mut want = y.clone();
         for (i, w) in want[128..1064].iter_mut().enumerate() {
-            *w = 0.75 * x[64 + i] + *w;
+            *w += 0.75 * x[64 + i];
         }
         Ok(compare(&got, &want)
             .map(|detail| format!("{detail} of y, the 128 before and 64 after the view untouched")))
@@ -202,10 +202,10 @@ pub fn check_host_copies(rt: &Runtime, inputs: &mut Inputs, report: &mut Report)
         host.as_mut_slice()?.fill(f32::NAN);
         saxpy::launch(rt, Grid::linear(N, 128), 2.0, &dx, &mut dy)?;
         rt.copy_to_host_async(&dy, &mut host)?;
-        let refused = match rt.copy_to_host_async(&dy, &mut rt.alloc_host::<f32>(N - 1)?) {
-            Err(e) if e.to_string().contains("the lengths must be equal") => true,
-            _ => false,
-        };
+        let refused = matches!(
+            rt.copy_to_host_async(&dy, &mut rt.alloc_host::<f32>(N - 1)?),
+            Err(e) if e.to_string().contains("the lengths must be equal")
+        );
         if !refused {
             return Ok(Err(
                 "a copy into a shorter host buffer was not refused".into()

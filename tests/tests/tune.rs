@@ -787,7 +787,7 @@ fn stock_gemm_keys_decide_legality() {
     }
     // A sparse A is row-major, its batches at whole 16-row tiles.
     fn sparse(p: &GemmProblem<f32>) -> bool {
-        let batches_off_tiles = p.batch.count > 1 && p.batch.stride_a % (16 * p.k) != 0;
+        let batches_off_tiles = p.batch.count > 1 && !p.batch.stride_a.is_multiple_of(16 * p.k);
         p.a_layout == MatrixLayout::ColMajor || batches_off_tiles
     }
     for every_form in [true, false] {

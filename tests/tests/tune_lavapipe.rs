@@ -13,7 +13,7 @@ use warpforge::tune::{
     MissPolicy, Record, ShapeBucket, ShippedDb, Source, Status, Testbed, TuneDb, TuneKey,
     TuneOptions, VariantResources, Workload,
 };
-use warpforge::{BackendKind, BufferRef, GemmPrecision, MatrixLayout};
+use warpforge::{BufferRef, GemmPrecision, MatrixLayout};
 use warpforge_kernels::gemm::DEFAULT_F32;
 use warpforge_kernels::gemm_problem::{Activation, GemmBatch, GemmProblem};
 use warpforge_kernels::tuned::{every_shape, GemmKind, GemmWorkload, TunedGemm, GEMM_F32};

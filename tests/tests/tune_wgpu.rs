@@ -10,7 +10,7 @@ use warpforge::tune::{
     tune, Call, Candidate, Dispatcher, Family, GpuModel, GpuTestbed, MissPolicy, PruneRule,
     ShapeBucket, Source, Status, TuneOptions, Workload,
 };
-use warpforge::{wgpu, ArgInfo, BackendKind, DeviceScalar, KernelArg, TimingMethod};
+use warpforge::{wgpu, ArgInfo, DeviceScalar, KernelArg, TimingMethod};
 use warpforge_kernels::simple::saxpy;
 
 /// The adapter `Runtime::wgpu` picks, chosen the same way.

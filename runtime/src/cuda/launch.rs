@@ -162,7 +162,7 @@ fn encode_tensor_map(
 ) -> Result<sys::CUtensorMap, Error> {
     use sys::CUtensorMapDataType_enum as Type;
     use sys::CUtensorMapSwizzle_enum as Swizzled;
-    if ptr % TMA_ALIGN != 0 {
+    if !ptr.is_multiple_of(TMA_ALIGN) {
         return Err(Error::Buffer(format!(
             "{what} starts at device address {ptr:#x}, and a tensor map needs a multiple of \
              {TMA_ALIGN} bytes: pass a buffer (or a view) that starts aligned"
