@@ -192,14 +192,26 @@ fn build_example(repo: &Path) -> Result<(String, PathBuf)> {
 /// Builds [`USER_XTASK`]'s binary in release; returns (bundle file name, path).
 fn build_user_xtask(repo: &Path) -> Result<(String, PathBuf)> {
     let (krate, name) = USER_XTASK;
-    let artifacts = cargo_executables(repo, &["build", "-p", krate, "--bins"], |a| {
+    let path = built_binary(repo, &["build", "-p", krate, "--bins"], &[], krate)?;
+    Ok((name.to_string(), path))
+}
+
+/// Runs `cargo` with `args` and the variables `env` (see
+/// [`cargo_executables_in_env`]); the path of the binary it built for `what`.
+fn built_binary(
+    repo: &Path,
+    args: &[&str],
+    env: &[(&str, OsString)],
+    what: &str,
+) -> Result<PathBuf> {
+    let artifacts = cargo_executables_in_env(repo, args, env, |a| {
         a.target.kind.contains(&TargetKind::Bin)
     })?;
     let (_, path) = artifacts
         .into_iter()
         .next()
-        .with_context(|| format!("cargo built no binary in {krate}"))?;
-    Ok((name.to_string(), path))
+        .with_context(|| format!("cargo built no binary in {what}"))?;
+    Ok(path)
 }
 
 /// Builds [`CANDLE_EXAMPLE`] in release with the CUDA toolkit of
@@ -240,13 +252,7 @@ fn build_candle_example(repo: &Path) -> Result<(String, PathBuf)> {
         &target_dir,
         "--bins",
     ];
-    let artifacts = cargo_executables_in_env(repo, &args, &toolkit.build_env(), |a| {
-        a.target.kind.contains(&TargetKind::Bin)
-    })?;
-    let (_, path) = artifacts
-        .into_iter()
-        .next()
-        .with_context(|| format!("cargo built no binary in {dir}"))?;
+    let path = built_binary(repo, &args, &toolkit.build_env(), dir)?;
     Ok((name.to_string(), path))
 }
 

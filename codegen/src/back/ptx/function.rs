@@ -139,15 +139,18 @@ pub fn scalar_param_name(kernel: &Kernel, index: usize) -> String {
 }
 
 impl<'k> Emitter<'k> {
-    pub fn new(kernel: &'k Kernel, arch: Arch) -> Emitter<'k> {
+    /// An emitter for `kernel` on `arch`; an error when its shared arrays
+    /// do not fit one block there.
+    pub fn new(kernel: &'k Kernel, arch: Arch) -> Result<Emitter<'k>, Error> {
         let usage = Usage::of(kernel);
-        // `emit` checked that the block fits: its offsets fit a u32.
         let layout = SharedLayout::of(kernel, &usage);
+        // Within the arch's limit, the offsets fit a u32.
+        layout.check_fits(kernel, arch)?;
         let shared_offsets = layout.offsets.iter().map(|o| o.map(|o| o as u32)).collect();
         let (shared_bytes, shared_align) = (layout.bytes as u32, layout.align);
         let features = FeatureUse::new(arch);
         let staging = (!features.available(Feature::CpAsync)).then(|| Staging::new(kernel));
-        Emitter {
+        Ok(Emitter {
             kernel,
             arch,
             features,
@@ -163,7 +166,7 @@ impl<'k> Emitter<'k> {
             shared_base: None,
             params: vec![ParamRegs::Unused; kernel.params.len()],
             staging,
-        }
+        })
     }
 
     /// An error about this kernel on this target.

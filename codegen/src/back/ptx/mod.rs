@@ -84,19 +84,23 @@ fn check_identifier(kernel: &Kernel, what: &str, name: &str) -> Result<(), Error
 /// fixed where it must be, shared arrays over what one block may use on
 /// `arch`. The front runs it on every variant (`valid::targets`).
 pub fn check(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
+    check_names_and_block(kernel)?;
+    shared::check_shared_memory(kernel, arch)
+}
+
+/// The checks of [`check`] that need no layout; the declared block shape.
+fn check_names_and_block(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
     check_identifier(kernel, "the kernel name", &kernel.name)?;
     for p in &kernel.params {
         check_identifier(kernel, "parameter", &p.name)?;
     }
-    super::declared_block(kernel)?;
-    shared::check_shared_memory(kernel, arch)
+    super::declared_block(kernel)
 }
 
 /// Emits PTX for a specialized, validated kernel.
 pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
-    check(kernel, arch)?;
-    let block = super::declared_block(kernel)?;
-    let mut e = Emitter::new(kernel, arch);
+    let block = check_names_and_block(kernel)?;
+    let mut e = Emitter::new(kernel, arch)?;
     e.prologue();
     e.block(&kernel.body)?;
     e.ins("ret");
