@@ -20,16 +20,25 @@
 //! - **Interleaved rounds**: every round times each contender once, the order
 //!   rotating between rounds, so that a drift hits every contender alike; the
 //!   ratio of a round compares samples taken a few milliseconds apart.
-//! - **Spread beside each median**: the report gives the median over rounds
-//!   and the spread between them, and the SM clock and power NVML read during
-//!   each sample ([`super::monitor`]).
+//! - **Rounds until the ratios are known**: after [`Method::rounds`], rounds
+//!   go on while any contender's ratio to the baseline has a 95% confidence
+//!   interval wider than [`Method::ratio_ci`] either side of its median (the
+//!   interval from order statistics, [`median_interval`]), up to
+//!   [`Method::max_rounds`]. The noisy comparisons (the `mma.sync` GEMMs at
+//!   large shapes, held at 1455-1650 MHz by the power cap, 12-22% apart
+//!   between rounds in session 13's runs) get the rounds they need; the quiet
+//!   ones stop at the minimum. Seven rounds' medians of those noisy ratios
+//!   moved up to 6.6% between two runs back to back.
+//! - **Spread beside each median**: the report gives the median over rounds,
+//!   its interval and the spread between rounds, and the SM clock and power
+//!   NVML read during each sample ([`super::monitor`]).
 
 use std::time::Instant;
 
 use warpforge::prelude::*;
 
 use super::monitor::Monitor;
-use super::report::Sample;
+use super::report::{median, median_interval, relative_half_width, round_ratios, Sample};
 
 /// The timing parameters of one comparison.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
@@ -38,8 +47,16 @@ pub struct Method {
     pub warmup_ms: f64,
     /// GPU time one sample aims at (at least one launch).
     pub sample_ms: f64,
-    /// Samples per contender, one per round.
+    /// Rounds every comparison runs (one sample per contender each).
     pub rounds: usize,
+    /// The most rounds a comparison runs while a ratio's interval is wider
+    /// than `ratio_ci` (0 in reports from before it existed: `rounds`).
+    #[serde(default)]
+    pub max_rounds: usize,
+    /// The half-width, relative to the median, that every ratio's 95%
+    /// confidence interval is brought within, rounds permitting.
+    #[serde(default)]
+    pub ratio_ci: f64,
     /// GPU time of the spacer queued before each sample.
     pub spacer_ms: f64,
 }
@@ -50,8 +67,66 @@ impl Default for Method {
             warmup_ms: 300.0,
             sample_ms: 20.0,
             rounds: 7,
+            max_rounds: 41,
+            ratio_ci: 0.01,
             spacer_ms: 4.0,
         }
+    }
+}
+
+impl Method {
+    /// `rounds` of `sample_ms` samples, no warm-up and no more rounds: for
+    /// choosing among contenders, not for reporting them.
+    pub fn brief(&self, rounds: usize, sample_ms: f64) -> Method {
+        Method {
+            warmup_ms: 0.0,
+            sample_ms,
+            rounds,
+            max_rounds: rounds,
+            ratio_ci: f64::INFINITY,
+            spacer_ms: self.spacer_ms,
+        }
+    }
+
+    /// The rounds as the report's header gives them.
+    pub fn rounds_text(&self) -> String {
+        if self.max_rounds > self.rounds {
+            format!(
+                "{} to {} rounds (more while a ratio's 95% CI is wider than ±{}%)",
+                self.rounds,
+                self.max_rounds,
+                self.ratio_ci * 100.0
+            )
+        } else {
+            format!("{} rounds", self.rounds)
+        }
+    }
+
+    /// Whether `samples` (per contender, one per round so far) need another
+    /// round: under the minimum, or a ratio to the `baseline`'s samples
+    /// whose interval is still wider than `ratio_ci`, below the maximum.
+    fn needs_round(&self, samples: &[Vec<Sample>], baseline: Option<usize>) -> bool {
+        let Some(done) = samples.first().map(Vec::len) else {
+            return false;
+        };
+        if done < self.rounds {
+            return true;
+        }
+        if done >= self.max_rounds {
+            return false;
+        }
+        let Some(baseline) = baseline else {
+            return false;
+        };
+        samples.iter().enumerate().any(|(index, own)| {
+            if index == baseline {
+                return false;
+            }
+            let ratios = round_ratios(own, &samples[baseline]);
+            let center = median(ratios.clone());
+            median_interval(&ratios)
+                .is_none_or(|interval| relative_half_width(interval, center) > self.ratio_ci)
+        })
     }
 }
 
@@ -122,12 +197,14 @@ pub struct Contender<'a> {
 /// Times `contenders` by `method` ([module docs](self)): per contender, one
 /// [`Sample`] per round, each the GPU time per launch of a batch of
 /// back-to-back launches, with the SM clock and power the monitor read while
-/// it ran.
+/// it ran. The ratios whose intervals decide the rounds divide by the
+/// contender at `baseline` (None: the minimum rounds only).
 pub fn compare(
     rt: &Runtime,
     spacer: &mut Spacer,
     monitor: &Monitor,
     method: &Method,
+    baseline: Option<usize>,
     contenders: &mut [Contender<'_>],
 ) -> Result<Vec<Vec<Sample>>, Error> {
     // One timed launch each (after one untimed: the first loads the module)
@@ -145,7 +222,8 @@ pub fn compare(
         }
     }
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); contenders.len()];
-    for round in 0..method.rounds {
+    let mut round = 0;
+    while method.needs_round(&samples, baseline) {
         for turn in 0..contenders.len() {
             let index = (turn + round) % contenders.len();
             let n = batch[index];
@@ -157,6 +235,7 @@ pub fn compare(
                 gpu: monitor.during(window),
             });
         }
+        round += 1;
     }
     Ok(samples)
 }
@@ -194,5 +273,47 @@ mod tests {
         assert_eq!(launches_for(20.0, 40.0), 1);
         assert_eq!(launches_for(20.0, 0.001), MAX_LAUNCHES_PER_SAMPLE as u32);
         assert_eq!(launches_for(20.0, 0.0), MAX_LAUNCHES_PER_SAMPLE as u32);
+    }
+
+    /// Per contender, a sample per round of the given times.
+    fn rounds_of(times: &[&[f64]]) -> Vec<Vec<Sample>> {
+        times
+            .iter()
+            .map(|times| {
+                times
+                    .iter()
+                    .enumerate()
+                    .map(|(round, &ms)| Sample {
+                        round,
+                        ms,
+                        launches: 1,
+                        gpu: None,
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rounds_go_on_while_a_ratio_is_uncertain() {
+        let method = Method::default();
+        let quiet = [1.0; 7];
+        let steady = [2.0, 2.001, 1.999, 2.0, 2.002, 1.998, 2.0];
+        let noisy = [2.0, 2.2, 1.8, 2.1, 1.9, 2.3, 1.7];
+        // Under the minimum, every comparison goes on.
+        assert!(method.needs_round(&rounds_of(&[&quiet[..3], &steady[..3]]), Some(0)));
+        // At the minimum, a ratio within ±1% stops it, a wider one does not.
+        assert!(!method.needs_round(&rounds_of(&[&quiet, &steady]), Some(0)));
+        assert!(method.needs_round(&rounds_of(&[&quiet, &steady, &noisy]), Some(0)));
+        // The baseline's own noise counts: it is in every ratio.
+        assert!(method.needs_round(&rounds_of(&[&noisy, &steady]), Some(0)));
+        // Without a baseline, or at the maximum, it stops.
+        assert!(!method.needs_round(&rounds_of(&[&noisy, &steady]), None));
+        let capped = Method {
+            max_rounds: 7,
+            ..method
+        };
+        assert!(!capped.needs_round(&rounds_of(&[&quiet, &noisy]), Some(0)));
+        assert!(!method.needs_round(&[], Some(0)));
     }
 }

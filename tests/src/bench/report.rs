@@ -133,21 +133,70 @@ pub struct ContenderSummary {
     /// The work rate at the median.
     pub rate: f64,
     /// Median over rounds of the baseline's time divided by this one's in the
-    /// same round (above 1: faster than the baseline), and the lowest and
-    /// highest round's ratio.
+    /// same round (above 1: faster than the baseline), and its 95% confidence
+    /// interval ([`median_interval`]; None under 6 rounds).
     pub ratio: f64,
-    pub ratio_range: (f64, f64),
+    pub ratio_interval: Option<(f64, f64)>,
+    /// The rounds the ratio is the median of.
+    pub rounds: usize,
     /// The lowest SM clock read during its samples, and the mean.
     pub sm_mhz: Option<(u32, f64)>,
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
+/// The median of `values` (NaN for none).
+pub fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
     match values.len() {
         0 => f64::NAN,
         n if n % 2 == 1 => values[n / 2],
         n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
     }
+}
+
+/// A confidence interval of at least 95% for the median of the distribution
+/// `values` were drawn from, assuming nothing of its shape: the `l`-th
+/// smallest and the `l`-th largest value, `l` the largest rank such that the
+/// median falls outside with probability at most 5% (each value lies below
+/// the median with probability 1/2, so that count is Binomial(n, 1/2)). None
+/// for fewer than 6 values, which no such pair covers.
+pub fn median_interval(values: &[f64]) -> Option<(f64, f64)> {
+    let n = values.len();
+    // P(fewer than l of n values lie below the median), for l = 1, 2, ...
+    let mut below = 0.0;
+    let mut choose = 1.0; // C(n, l - 1)
+    let mut rank = 0;
+    for l in 1..=n / 2 {
+        below += choose / 2f64.powi(n as i32);
+        if 2.0 * below > 0.05 {
+            break;
+        }
+        rank = l;
+        choose = choose * (n - (l - 1)) as f64 / l as f64;
+    }
+    if rank == 0 {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    Some((sorted[rank - 1], sorted[n - rank]))
+}
+
+/// Half the width of `interval` relative to `center`.
+pub fn relative_half_width((low, high): (f64, f64), center: f64) -> f64 {
+    (high - low) / 2.0 / center
+}
+
+/// The ratios of `samples` to `baseline` round by round (the baseline's time
+/// over the contender's: above 1 is faster than the baseline), over the
+/// rounds both have.
+pub fn round_ratios(samples: &[Sample], baseline: &[Sample]) -> Vec<f64> {
+    samples
+        .iter()
+        .filter_map(|s| {
+            let base = baseline.iter().find(|b| b.round == s.round)?;
+            Some(base.ms / s.ms)
+        })
+        .collect()
 }
 
 impl Case {
@@ -161,14 +210,7 @@ impl Case {
                 let median_ms = median(times.clone());
                 let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
                 let slowest = times.iter().copied().fold(0.0, f64::max);
-                let ratios: Vec<f64> = c
-                    .samples
-                    .iter()
-                    .filter_map(|s| {
-                        let base = baseline.iter().find(|b| b.round == s.round)?;
-                        Some(base.ms / s.ms)
-                    })
-                    .collect();
+                let ratios = round_ratios(&c.samples, baseline);
                 let readings: Vec<&GpuReadings> =
                     c.samples.iter().filter_map(|s| s.gpu.as_ref()).collect();
                 let sm_mhz = (!readings.is_empty()).then(|| {
@@ -184,10 +226,8 @@ impl Case {
                     spread: (slowest - fastest) / median_ms,
                     rate: self.work_unit.rate(self.work, median_ms),
                     ratio: median(ratios.clone()),
-                    ratio_range: (
-                        ratios.iter().copied().fold(f64::INFINITY, f64::min),
-                        ratios.iter().copied().fold(0.0, f64::max),
-                    ),
+                    ratio_interval: median_interval(&ratios),
+                    rounds: ratios.len(),
                     sm_mhz,
                 }
             })
@@ -201,7 +241,7 @@ impl Case {
 }
 
 /// The terminal table: per case, every contender's rate, ratio to the
-/// baseline with the rounds' range, spread and SM clock.
+/// baseline with its confidence interval and rounds, spread and SM clock.
 pub fn table(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", header(report));
@@ -213,7 +253,7 @@ pub fn table(report: &Report) -> String {
             let _ = writeln!(out, "\n### {} {}\n", case.section, case.dtype);
             let _ = writeln!(
                 out,
-                "| shape | contender | ms | {unit} | vs baseline (rounds' range) | spread | SM MHz min/mean | variant |"
+                "| shape | contender | ms | {unit} | vs baseline (95% CI; rounds) | spread | SM MHz min/mean | variant |"
             );
             let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
         }
@@ -240,7 +280,7 @@ pub fn table(report: &Report) -> String {
 }
 
 /// One case's rows of the table: every contender's median, rate, ratio to
-/// the baseline with the rounds' range, spread and SM clock, then the
+/// the baseline with its confidence interval and rounds, spread and SM clock, then the
 /// contenders that did not run and why.
 pub fn case_rows(case: &Case) -> String {
     let mut out = String::new();
@@ -251,10 +291,10 @@ pub fn case_rows(case: &Case) -> String {
         let ratio = if index == case.baseline {
             "baseline".to_string()
         } else {
-            format!(
-                "**{:.3}x** ({:.3}-{:.3})",
-                c.ratio, c.ratio_range.0, c.ratio_range.1
-            )
+            let interval = c.ratio_interval.map_or("no CI".to_string(), |(low, high)| {
+                format!("{low:.3}-{high:.3}")
+            });
+            format!("**{:.3}x** ({interval}; {})", c.ratio, c.rounds)
         };
         let _ = writeln!(
             out,
@@ -282,7 +322,7 @@ pub fn header(report: &Report) -> String {
     let facts = &report.gpu_facts;
     let m = &report.method;
     format!(
-        "bench on {} (sm_{}{}), driver {}, max SM clock {}, power limit {}; commit {}; {} rounds \
+        "bench on {} (sm_{}{}), driver {}, max SM clock {}, power limit {}; commit {}; {} \
          of ~{} ms samples behind a {} ms spacer after {} ms of warm-up; clocks {}",
         report.gpu,
         report.compute_capability.0,
@@ -295,7 +335,7 @@ pub fn header(report: &Report) -> String {
             .power_limit_w
             .map_or("unknown".to_string(), |w| format!("{w:.0} W")),
         report.commit.as_deref().unwrap_or("unknown"),
-        m.rounds,
+        m.rounds_text(),
         m.sample_ms,
         m.spacer_ms,
         m.warmup_ms,
@@ -387,10 +427,25 @@ mod tests {
         let [ours, theirs] = <[_; 2]>::try_from(case.summary()).unwrap();
         // Rounds' ratios 1.1, 1.1, 1.2: the drift in round 1 hits both.
         assert!((ours.ratio - 1.1).abs() < 1e-12, "{}", ours.ratio);
-        assert!((ours.ratio_range.1 - 1.2).abs() < 1e-12);
+        assert_eq!(ours.rounds, 3);
+        assert_eq!(ours.ratio_interval, None, "3 rounds bound no 95% interval");
         assert_eq!(ours.median_ms, 1.0);
         assert_eq!(ours.spread, 1.0);
         assert!((ours.rate - 2.0).abs() < 1e-12, "2e9 operations in 1 ms");
         assert_eq!(theirs.ratio, 1.0);
+    }
+
+    #[test]
+    fn the_median_interval_takes_the_ranks_binomial_odds_allow() {
+        let values = |n: usize| -> Vec<f64> { (1..=n).rev().map(|v| v as f64).collect() };
+        // n = 5: even the whole range misses the median with odds 2/32 > 5%.
+        assert_eq!(median_interval(&values(5)), None);
+        // n = 6: the range, 1 - 2/64 = 96.9%.
+        assert_eq!(median_interval(&values(6)), Some((1.0, 6.0)));
+        // n = 9: ranks 2 and 8, 1 - 2 * 10/512 = 96.1% (rank 3: 82%).
+        assert_eq!(median_interval(&values(9)), Some((2.0, 8.0)));
+        // n = 41: ranks 14 and 28 (the normal approximation's 20.5 -/+ 6.3).
+        assert_eq!(median_interval(&values(41)), Some((14.0, 28.0)));
+        assert!((relative_half_width((0.98, 1.02), 1.0) - 0.02).abs() < 1e-12);
     }
 }

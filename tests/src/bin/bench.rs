@@ -95,9 +95,15 @@ struct Args {
     /// Only the GEMM variants whose kernel name or `Consts` text holds PATTERN (for profilers)
     #[arg(long, value_name = "PATTERN")]
     only: Option<String>,
-    /// Interleaved rounds per comparison
+    /// Interleaved rounds every comparison runs
     #[arg(long, default_value_t = Method::default().rounds)]
     rounds: usize,
+    /// The most rounds a comparison runs while a ratio's 95% CI is too wide
+    #[arg(long, default_value_t = Method::default().max_rounds)]
+    max_rounds: usize,
+    /// The half-width (percent of the median) every ratio's 95% CI is brought within
+    #[arg(long, value_name = "PERCENT", default_value_t = Method::default().ratio_ci * 100.0)]
+    ratio_ci: f64,
     /// Where report.json, table.md and the charts go
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
@@ -236,8 +242,11 @@ struct Bench<'a> {
 }
 
 fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
+    let rounds = args.rounds.max(1);
     let method = Method {
-        rounds: args.rounds.max(1),
+        rounds,
+        max_rounds: args.max_rounds.max(rounds),
+        ratio_ci: args.ratio_ci / 100.0,
         ..Method::default()
     };
     let device = rt.device();
@@ -410,6 +419,7 @@ impl Bench<'_> {
             &mut self.spacer,
             &self.monitor,
             &self.method,
+            Some(baseline),
             &mut contenders,
         )?;
         let case = Case {
@@ -439,24 +449,21 @@ impl Bench<'_> {
     /// spacer, like the comparison's samples). A candidate whose launch is
     /// refused (a tensor map's stride, say) is left out; with none left, the
     /// `Err` is the first refusal, or says there were no candidates.
-    fn fastest<'a>(&mut self, mut candidates: Vec<Contender<'a>>) -> Result<Contender<'a>, String> {
-        let quick = Method {
-            warmup_ms: 0.0,
-            sample_ms: self.method.sample_ms / 4.0,
-            rounds: 1,
-            spacer_ms: self.method.spacer_ms,
-        };
-        let mut best: Option<(f64, usize)> = None;
+    fn fastest<'a>(&mut self, candidates: Vec<Contender<'a>>) -> Result<Contender<'a>, String> {
+        let sweep = self.method.brief(1, self.method.sample_ms / 4.0);
+        let mut timed = Vec::new();
         let mut refused = None;
-        for (index, candidate) in candidates.iter_mut().enumerate() {
-            let timed = compare(
+        let mut candidates: Vec<Option<Contender<'a>>> = candidates.into_iter().map(Some).collect();
+        for (index, slot) in candidates.iter_mut().enumerate() {
+            let Some(candidate) = slot else { continue };
+            let ms = match compare(
                 self.rt,
                 &mut self.spacer,
                 &self.monitor,
-                &quick,
+                &sweep,
+                None,
                 std::slice::from_mut(candidate),
-            );
-            let ms = match timed {
+            ) {
                 Ok(samples) => samples[0][0].ms,
                 Err(e) => {
                     refused.get_or_insert_with(|| format!("{}: {e}", candidate.detail));
@@ -467,23 +474,59 @@ impl Bench<'_> {
                 self.bar
                     .suspend(|| println!("  {:<72} {ms:>9.4} ms", candidate.detail));
             }
-            if best.is_none_or(|(b, _)| ms < b) {
-                best = Some((ms, index));
-            }
+            timed.push((ms, index));
         }
-        match best {
-            Some((_, index)) => Ok(candidates.swap_remove(index)),
-            None if candidates.is_empty() => Err(match self.only {
-                Some(_) => "no variant takes the shape and matches --only".into(),
-                None => "no variant takes the shape".into(),
-            }),
-            None => Err(format!(
-                "every variant was refused, the first: {}",
-                refused.unwrap_or_default()
-            )),
+        timed.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let Some(&(best_ms, _)) = timed.first() else {
+            return Err(match (candidates.is_empty(), self.only) {
+                (true, Some(_)) => "no variant takes the shape and matches --only".into(),
+                (true, None) => "no variant takes the shape".into(),
+                (false, _) => format!(
+                    "every variant was refused, the first: {}",
+                    refused.unwrap_or_default()
+                ),
+            });
+        };
+        // One sample each picks among variants a few percent apart by the
+        // luck of its sample as much as by their speed (the power cap moves
+        // samples 5-10% at large shapes): the close ones are timed again,
+        // interleaved, and the lowest median wins.
+        let mut finalists: Vec<Contender<'a>> = timed
+            .iter()
+            .take_while(|(ms, _)| *ms <= best_ms * (1.0 + FINALIST_MARGIN))
+            .take(FINALISTS)
+            .filter_map(|&(_, index)| candidates[index].take())
+            .collect();
+        if finalists.len() > 1 {
+            let rounds = self.method.brief(FINALIST_ROUNDS, self.method.sample_ms);
+            let samples = compare(
+                self.rt,
+                &mut self.spacer,
+                &self.monitor,
+                &rounds,
+                None,
+                &mut finalists,
+            )
+            .map_err(|e| e.to_string())?;
+            let medians = samples
+                .iter()
+                .map(|samples| report::median(samples.iter().map(|s| s.ms).collect()));
+            let fastest = medians
+                .enumerate()
+                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .map_or(0, |(index, _)| index);
+            finalists.swap(0, fastest);
         }
+        Ok(finalists.swap_remove(0))
     }
 }
+
+/// How much slower than the sweep's fastest sample a variant may be and
+/// still be timed again before one is chosen, how many are, and in how many
+/// rounds.
+const FINALIST_MARGIN: f64 = 0.05;
+const FINALISTS: usize = 4;
+const FINALIST_ROUNDS: usize = 3;
 
 /// Prints one case's rows as it finishes (the whole table comes at the end).
 fn print_case(case: &Case) {
