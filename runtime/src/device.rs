@@ -178,6 +178,49 @@ impl DeviceInfo {
         arch.runs_on(self.compute_capability)
     }
 
+    /// Whether `other` is a device of the same model on the same driver:
+    /// every field but the ordinal is equal (name, compute capability, SM
+    /// count, limits, memory, driver version). Runtimes of such devices share
+    /// their tuned entry points' dispatchers, and so one tuning
+    /// ([`crate::Runtime::tuned_dispatcher`]); MIG slices of one GPU that
+    /// differ in SMs or memory are different models.
+    pub fn same_model(&self, other: &DeviceInfo) -> bool {
+        // Destructured, so that a new field cannot be left out of the comparison.
+        let DeviceInfo {
+            backend,
+            name,
+            ordinal: _,
+            compute_capability,
+            sm_count,
+            max_threads_per_block,
+            max_block_dims,
+            max_grid_dims,
+            shared_mem_per_block,
+            shared_mem_per_block_optin,
+            shared_mem_per_sm,
+            registers_per_block,
+            warp_size,
+            l2_cache_bytes,
+            total_memory_bytes,
+            driver_version,
+        } = self;
+        *backend == other.backend
+            && *name == other.name
+            && *compute_capability == other.compute_capability
+            && *sm_count == other.sm_count
+            && *max_threads_per_block == other.max_threads_per_block
+            && *max_block_dims == other.max_block_dims
+            && *max_grid_dims == other.max_grid_dims
+            && *shared_mem_per_block == other.shared_mem_per_block
+            && *shared_mem_per_block_optin == other.shared_mem_per_block_optin
+            && *shared_mem_per_sm == other.shared_mem_per_sm
+            && *registers_per_block == other.registers_per_block
+            && *warp_size == other.warp_size
+            && *l2_cache_bytes == other.l2_cache_bytes
+            && *total_memory_bytes == other.total_memory_bytes
+            && *driver_version == other.driver_version
+    }
+
     /// `sm_90`-style spelling of the device's compute capability.
     pub fn sm_name(&self) -> String {
         format!(
@@ -217,5 +260,25 @@ mod tests {
                 && err.contains("`interpreter`"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_model_is_every_field_but_the_ordinal() {
+        let first = crate::Runtime::interpreter().device().clone();
+        let second = DeviceInfo {
+            ordinal: 1,
+            ..first.clone()
+        };
+        assert!(first.same_model(&second) && second.same_model(&first));
+        let slice = DeviceInfo {
+            sm_count: first.sm_count / 2,
+            ..first.clone()
+        };
+        assert!(!first.same_model(&slice));
+        let newer_driver = DeviceInfo {
+            driver_version: (first.driver_version.0 + 1, 0),
+            ..first.clone()
+        };
+        assert!(!first.same_model(&newer_driver));
     }
 }

@@ -51,6 +51,8 @@ mod runtime;
 mod scalar;
 mod stream;
 mod tensor_map;
+#[cfg(test)]
+mod test_defs;
 pub mod tune;
 mod validate;
 mod variants;

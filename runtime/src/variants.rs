@@ -55,3 +55,72 @@ impl<K: PartialEq, V> VariantCache<K, V> {
         Ok(variant)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::thread;
+
+    use warpforge_codegen::Target;
+
+    use super::*;
+    use crate::test_defs::kernel_def;
+
+    /// Threads of several runtimes launching the same variants at once (the
+    /// process-wide PTX cache on a multi-GPU host): each variant is compiled
+    /// once, and every thread gets that one.
+    #[test]
+    fn threads_share_each_variant_and_compile_it_once() {
+        let cache: VariantCache<u32, String> = VariantCache::default();
+        let defs = [
+            kernel_def("first", vec![], vec![Target::Wgsl]),
+            kernel_def("second", vec![], vec![Target::Wgsl]),
+        ];
+        let compiles = AtomicUsize::new(0);
+        let (threads, keys, const_sets) = (8, 3u32, [[1i64], [2]]);
+        let seen: Vec<Vec<Arc<String>>> = thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut got = Vec::new();
+                        for def in &defs {
+                            for key in 0..keys {
+                                for consts in &const_sets {
+                                    let variant = cache
+                                        .get_or_compile(def, consts, key, || {
+                                            compiles.fetch_add(1, Ordering::SeqCst);
+                                            Ok(format!("{}:{key}:{consts:?}", def.ir.name))
+                                        })
+                                        .unwrap();
+                                    got.push(variant);
+                                }
+                            }
+                        }
+                        got
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        let distinct = defs.len() * keys as usize * const_sets.len();
+        assert_eq!(compiles.load(Ordering::SeqCst), distinct);
+        for got in &seen {
+            assert_eq!(got.len(), distinct);
+            for (mine, first) in got.iter().zip(&seen[0]) {
+                assert!(Arc::ptr_eq(mine, first), "{mine} is another copy");
+            }
+        }
+        assert_eq!(*seen[0][0], "first:0:[1]");
+        assert_eq!(*seen[0][distinct - 1], "second:2:[2]");
+    }
+
+    #[test]
+    fn a_failed_compile_is_not_cached() {
+        let cache: VariantCache<u32, u32> = VariantCache::default();
+        let def = kernel_def("flaky", vec![], vec![Target::Wgsl]);
+        let failed = cache.get_or_compile(&def, &[], 0, || Err(Error::Buffer("no".into())));
+        assert!(failed.is_err());
+        assert_eq!(*cache.get_or_compile(&def, &[], 0, || Ok(7)).unwrap(), 7);
+        assert_eq!(*cache.get_or_compile(&def, &[], 0, || Ok(8)).unwrap(), 7);
+    }
+}

@@ -15,7 +15,7 @@ use warpforge_codegen::ir::{Scalar, Swizzle};
 use warpforge_codegen::{Arch, KernelDef, Target};
 
 use super::driver_error::driver_error;
-use super::module::Variant;
+use super::module::{compiled_variants, CompiledVariant, Variant};
 use super::CudaBackend;
 use crate::buffer::{foreign_argument, ArgKind, KernelArg, MemoryRef};
 use crate::tensor_map::{TensorMapPlan, ALIGN as TMA_ALIGN};
@@ -42,16 +42,19 @@ impl CudaBackend {
     ) -> Result<(), Error> {
         let variant = self.variant(def, consts, compile)?;
         let infos: Vec<_> = args.iter().map(KernelArg::info).collect();
+        let compiled = &variant.compiled;
         let (dims, maps) =
-            variant
+            compiled
                 .checks
-                .validate_launch(def, &variant.facts, &grid, &infos, &self.info)?;
+                .validate_launch(def, &compiled.facts, &grid, &infos, &self.info)?;
         let function = variant.function(&self.ctx, self.info.shared_mem_per_block)?;
-        self.enqueue(function, &dims, args, &maps, &variant.variant_name)
+        self.enqueue(function, &dims, args, &maps, &compiled.variant_name)
     }
 
     /// The variant of `def` for `consts` on the device's best arch, built
-    /// with `compile` the first time (not loaded: see [`Variant::function`]).
+    /// with `compile` the first time in the process (any runtime's launch
+    /// builds it for all: [`compiled_variants`]), not loaded: see
+    /// [`Variant::function`].
     pub(crate) fn variant(
         &self,
         def: &KernelDef,
@@ -60,15 +63,18 @@ impl CudaBackend {
     ) -> Result<Arc<Variant>, Error> {
         let arch = select_arch(def, &self.info)?;
         self.modules.get_or_compile(def, consts, arch, || {
-            // Before codegen, which would also refuse wrong const values, in
-            // its own words; ours say what to pass.
-            let checks = VariantChecks::new(def, consts)?;
-            let ptx = compile(arch).map_err(|source| Error::Codegen {
-                variant: def.variant_name(consts),
-                target: Target::Ptx(arch),
-                source,
+            let compiled = compiled_variants().get_or_compile(def, consts, arch, || {
+                // Before codegen, which would also refuse wrong const values, in
+                // its own words; ours say what to pass.
+                let checks = VariantChecks::new(def, consts)?;
+                let ptx = compile(arch).map_err(|source| Error::Codegen {
+                    variant: def.variant_name(consts),
+                    target: Target::Ptx(arch),
+                    source,
+                })?;
+                Ok(CompiledVariant::new(def, consts, arch, ptx, checks))
             })?;
-            Ok(Variant::new(def, consts, arch, ptx, checks))
+            Ok(Variant::new(compiled))
         })
     }
 
@@ -227,11 +233,12 @@ mod tests {
     use std::cell::Cell;
 
     use half::f16;
-    use warpforge_codegen::ir::{Block, Kernel, Param, ParamType, Scalar};
+    use warpforge_codegen::ir::{ParamType, Scalar};
 
     use super::*;
     use crate::buffer::{DeviceBuffer, Memory};
     use crate::scalar::DeviceScalar;
+    use crate::test_defs::kernel_def;
 
     fn backend() -> CudaBackend {
         CudaBackend::new(0)
@@ -239,27 +246,7 @@ mod tests {
     }
 
     fn def(name: &str, params: Vec<(&str, ParamType)>) -> KernelDef {
-        KernelDef::new(
-            Kernel {
-                name: name.into(),
-                const_params: vec![],
-                params: params
-                    .into_iter()
-                    .map(|(name, ty)| Param {
-                        name: name.into(),
-                        ty,
-                        tensor_map: None,
-                    })
-                    .collect(),
-                locals: vec![],
-                block: None,
-                requires: vec![],
-                body: Block::new(),
-            },
-            vec![Target::Ptx(Arch::Sm70)],
-            vec![],
-            vec![],
-        )
+        kernel_def(name, params, vec![Target::Ptx(Arch::Sm70)])
     }
 
     fn ptx(text: &str, entry: &str, shared_bytes: u32, block: Option<[u32; 3]>) -> PtxModule {

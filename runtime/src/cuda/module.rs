@@ -1,9 +1,12 @@
-//! The module cache: one compiled and loaded PTX module per (kernel, const
-//! values, arch), in a [`VariantCache`]. PTX is built on the first launch of a variant and loaded
-//! (JIT-compiled by the driver) once that launch has passed its checks.
+//! The module caches. A variant's PTX is built once per process: the
+//! [`CompiledVariant`]s of [`compiled_variants`], by (kernel, const values,
+//! arch), serve every CUDA runtime, since the PTX for an arch is the same on
+//! every GPU that runs it. A `CUmodule` belongs to one context, so each
+//! runtime loads (the driver JIT-compiles) its own, on the first launch that
+//! passes its checks, into its [`ModuleCache`], which its forks share.
 
 use std::ffi::{c_void, CString};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUfunction_attribute, CUjit_option};
@@ -18,28 +21,38 @@ use crate::validate::{VariantChecks, VariantFacts};
 use crate::variants::VariantCache;
 use crate::Error;
 
-/// The PTX variants of a runtime, by arch.
+/// The PTX variants a runtime has loaded into its context, by arch.
 pub(crate) type ModuleCache = VariantCache<Arch, Variant>;
 
-/// One compiled variant, loaded on first use.
-pub(crate) struct Variant {
+/// The PTX variants of the process, by arch: built once for every runtime
+/// (and so every GPU) that launches them. Kept for the process's life, as a
+/// runtime's cache keeps its variants for the runtime's: a variant's PTX
+/// text is tens of kilobytes.
+pub(crate) fn compiled_variants() -> &'static VariantCache<Arch, CompiledVariant> {
+    static COMPILED: LazyLock<VariantCache<Arch, CompiledVariant>> =
+        LazyLock::new(VariantCache::default);
+    &COMPILED
+}
+
+/// One variant's PTX and what its launches are checked against: the same
+/// for every context.
+pub(crate) struct CompiledVariant {
     arch: Arch,
     pub(crate) variant_name: String,
     ptx: PtxModule,
     pub(crate) facts: VariantFacts,
     pub(crate) checks: VariantChecks,
-    loaded: OnceLock<LoadedModule>,
 }
 
-impl Variant {
+impl CompiledVariant {
     pub(crate) fn new(
         def: &KernelDef,
         consts: &[i64],
         arch: Arch,
         ptx: PtxModule,
         checks: VariantChecks,
-    ) -> Variant {
-        Variant {
+    ) -> CompiledVariant {
+        CompiledVariant {
             arch,
             variant_name: def.variant_name(consts),
             facts: VariantFacts {
@@ -48,6 +61,20 @@ impl Variant {
             },
             checks,
             ptx,
+        }
+    }
+}
+
+/// One compiled variant in one context, loaded on first use.
+pub(crate) struct Variant {
+    pub(crate) compiled: Arc<CompiledVariant>,
+    loaded: OnceLock<LoadedModule>,
+}
+
+impl Variant {
+    pub(crate) fn new(compiled: Arc<CompiledVariant>) -> Variant {
+        Variant {
+            compiled,
             loaded: OnceLock::new(),
         }
     }
@@ -64,7 +91,7 @@ impl Variant {
         if let Some(loaded) = self.loaded.get() {
             return Ok(loaded.function);
         }
-        let loaded = LoadedModule::load(ctx, self, default_shared)?;
+        let loaded = LoadedModule::load(ctx, &self.compiled, default_shared)?;
         // Another thread may have loaded it meanwhile; its module wins and ours is unloaded.
         Ok(self.loaded.get_or_init(|| loaded).function)
     }
@@ -78,8 +105,8 @@ impl Variant {
         ctx: &Arc<CudaContext>,
         device: &DeviceInfo,
     ) -> Result<VariantResources, Error> {
-        let threads_per_block = self.facts.block.map(|[x, y, z]| x * y * z);
-        let dynamic = self.facts.shared_bytes;
+        let threads_per_block = self.compiled.facts.block.map(|[x, y, z]| x * y * z);
+        let dynamic = self.compiled.facts.shared_bytes;
         if dynamic > device.shared_mem_per_block_optin {
             return Ok(VariantResources {
                 threads_per_block,
@@ -90,7 +117,7 @@ impl Variant {
         let function = self.function(ctx, device.shared_mem_per_block)?;
         ctx.bind_to_thread()
             .map_err(|e| driver_error("making the CUDA context current", e))?;
-        let op = format!("reading the attributes of `{}`", self.variant_name);
+        let op = format!("reading the attributes of `{}`", self.compiled.variant_name);
         let attribute = |attribute: CUfunction_attribute| -> Result<u32, Error> {
             // SAFETY: `function` belongs to this variant's loaded module, which
             // stays loaded while the variant lives; the context is current.
@@ -149,7 +176,7 @@ const JIT_LOG_BYTES: usize = 16 * 1024;
 impl LoadedModule {
     fn load(
         ctx: &Arc<CudaContext>,
-        variant: &Variant,
+        variant: &CompiledVariant,
         default_shared: u32,
     ) -> Result<LoadedModule, Error> {
         let ptx = &variant.ptx;

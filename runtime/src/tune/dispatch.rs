@@ -163,8 +163,10 @@ impl DispatchStats {
     }
 }
 
-/// Sends the calls of one [`Family`] on one device to their variants.
-/// Shareable across threads.
+/// Sends the calls of one [`Family`] on one GPU model to their variants.
+/// Shareable across threads, and across the runtimes of devices of the
+/// model ([`crate::DeviceInfo::same_model`]): [`Dispatcher::select`] tunes
+/// or re-validates on the runtime it is given.
 pub struct Dispatcher {
     family: Family,
     base: KeyBase,
@@ -378,12 +380,18 @@ impl Dispatcher {
             self.foreign(state.db.records().chain(shipped.iter()), &key, call)
         };
         let needs_inputs = foreign.is_some() || self.policy == MissPolicy::TuneNow;
-        if needs_inputs && rt.device() != &self.device {
+        if needs_inputs && !rt.device().same_model(&self.device) {
             return Err(Error::Tune(format!(
-                "this dispatcher serves {}, and was called with a runtime on {}: create one \
-                 dispatcher per device",
+                "this dispatcher serves {} ({}, driver {}.{}), and was called with a runtime on {} \
+                 ({}, driver {}.{}): create one dispatcher per GPU model",
                 self.device.name,
-                rt.device().name
+                self.device.sm_name(),
+                self.device.driver_version.0,
+                self.device.driver_version.1,
+                rt.device().name,
+                rt.device().sm_name(),
+                rt.device().driver_version.0,
+                rt.device().driver_version.1,
             )));
         }
         let mut inputs = needs_inputs.then(workload);

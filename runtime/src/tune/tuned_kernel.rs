@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 
 use warpforge_codegen::eval::HostValue;
 use warpforge_codegen::ir::Literal;
@@ -43,7 +43,8 @@ pub struct TuneSettings {
 }
 
 /// A runtime's settings and the dispatcher of each tuned family it has
-/// served, created on the family's first call.
+/// served: on the family's first call, the one [`SHARED_DISPATCHERS`] holds
+/// for the runtime's GPU model and settings, else a new one.
 #[derive(Default)]
 pub(crate) struct RuntimeTuning {
     settings: RwLock<TuneSettings>,
@@ -81,6 +82,13 @@ impl Runtime {
     /// [`TuneSettings`]: made from `family` on the first call (which opens
     /// the database), shared afterwards. `name` must identify the family in
     /// the process (the stock GEMMs and the macro use the item's path).
+    ///
+    /// Runtimes of GPUs of one model ([`crate::DeviceInfo::same_model`]:
+    /// each GPU of a multi-GPU host, or two runtimes of one GPU) with equal
+    /// settings share the dispatcher, from whichever thread they run on: a
+    /// call resolved or tuned on one is resolved for all of them, and
+    /// resolutions are serialized, so one tuning serves every GPU of the
+    /// model. Runtimes of other models, or other settings, get their own.
     pub fn tuned_dispatcher(
         &self,
         name: &'static str,
@@ -99,12 +107,40 @@ impl Runtime {
             Some(policy) => policy,
             None => MissPolicy::from_env()?,
         };
-        let dispatcher = Arc::new(Dispatcher::new(
-            self,
-            family()?,
-            policy,
-            settings.dir.as_deref(),
-        )?);
+        // Held while the dispatcher is made, so that runtimes of one model
+        // racing to a family's first call make one dispatcher between them.
+        let mut shared = SHARED_DISPATCHERS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        shared.retain(|entry| entry.dispatcher.strong_count() > 0);
+        let found = shared
+            .iter()
+            .filter(|entry| {
+                entry.name == name
+                    && entry.policy == policy
+                    && entry.dir == settings.dir
+                    && entry.device.same_model(self.device())
+            })
+            .find_map(|entry| entry.dispatcher.upgrade());
+        let dispatcher = match found {
+            Some(dispatcher) => dispatcher,
+            None => {
+                let dispatcher = Arc::new(Dispatcher::new(
+                    self,
+                    family()?,
+                    policy,
+                    settings.dir.as_deref(),
+                )?);
+                shared.push(SharedDispatcher {
+                    name,
+                    device: self.device().clone(),
+                    policy,
+                    dir: settings.dir,
+                    dispatcher: Arc::downgrade(&dispatcher),
+                });
+                dispatcher
+            }
+        };
         dispatchers.insert(name, dispatcher.clone());
         Ok(dispatcher)
     }
@@ -125,6 +161,24 @@ impl Runtime {
         all.sort_by_key(|&(name, _)| name);
         all
     }
+}
+
+/// The dispatchers of the tuned entry points of every runtime in the
+/// process, for [`Runtime::tuned_dispatcher`]: the runtimes of GPUs of one
+/// model (eight H100s of a host, two runtimes of one GPU) with the same
+/// policy and database directory share a family's dispatcher, so a call
+/// tuned on one of them is resolved for all, in memory, and two of them
+/// never tune the same call at once. Held weakly: a dispatcher goes when the
+/// last runtime (or handle) using it does.
+static SHARED_DISPATCHERS: Mutex<Vec<SharedDispatcher>> = Mutex::new(Vec::new());
+
+struct SharedDispatcher {
+    name: &'static str,
+    /// The model it serves ([`crate::DeviceInfo::same_model`]).
+    device: crate::DeviceInfo,
+    policy: MissPolicy,
+    dir: Option<PathBuf>,
+    dispatcher: Weak<Dispatcher>,
 }
 
 /// The tuned launch of one kernel on one runtime: what a kernel's generated
@@ -295,4 +349,103 @@ fn no_variant(family: &Family, rt: &Runtime) -> Error {
         family.name(),
         rt.device().name
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::thread;
+
+    use warpforge_codegen::ir::{ParamType, Scalar};
+    use warpforge_codegen::Target;
+
+    use super::*;
+    use crate::test_defs::kernel_def;
+    use crate::tune::{no_workload, Source};
+
+    const FAMILY: &str = "warpforge_runtime::tune::tuned_kernel::tests::shared";
+
+    fn settings(dir: &std::path::Path) -> TuneSettings {
+        TuneSettings {
+            policy: Some(MissPolicy::Heuristic),
+            dir: Some(dir.to_path_buf()),
+        }
+    }
+
+    /// One runtime per thread, as an app drives one GPU per thread: runtimes
+    /// of one model (here the interpreter's) share one dispatcher, made once,
+    /// and their concurrent calls resolve a key once between them.
+    #[test]
+    fn runtimes_of_one_model_share_a_dispatcher_across_threads() {
+        let def: &'static KernelDef = Box::leak(Box::new(kernel_def(
+            "shared",
+            vec![(
+                "y",
+                ParamType::Slice {
+                    elem: Scalar::F32,
+                    mutable: true,
+                },
+            )],
+            vec![Target::Wgsl],
+        )));
+        let dir = tempfile::tempdir().unwrap();
+        let families_made = AtomicUsize::new(0);
+        let args = [ArgInfo::Buffer {
+            elem: Scalar::F32,
+            len: 4096,
+            mutable: true,
+        }];
+        let call = Call {
+            dtypes: "&mut [f32]",
+            shape: ShapeBucket::of(&[4096]).unwrap(),
+            alignments: &[16],
+            args: &args,
+        };
+        let threads = 8;
+        let served: Vec<(Runtime, Arc<Dispatcher>, Vec<Selection>)> = thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    scope.spawn(|| {
+                        let rt = Runtime::interpreter();
+                        rt.set_tune_settings(settings(dir.path()));
+                        let dispatcher = rt
+                            .tuned_dispatcher(FAMILY, || {
+                                families_made.fetch_add(1, Ordering::SeqCst);
+                                Family::new(FAMILY, &[def])
+                            })
+                            .unwrap();
+                        let selections = (0..100)
+                            .map(|_| dispatcher.select(&rt, &call, no_workload).unwrap())
+                            .collect();
+                        (rt, dispatcher, selections)
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        assert_eq!(families_made.load(Ordering::SeqCst), 1);
+        let first = &served[0].1;
+        for (rt, dispatcher, selections) in &served {
+            assert!(Arc::ptr_eq(dispatcher, first));
+            assert!(Arc::ptr_eq(&rt.tuned_dispatchers()[0].1, first));
+            assert!(selections.iter().all(|s| *s == selections[0]));
+            assert_eq!(selections[0].source, Source::Heuristic);
+        }
+        // Every thread's 100 calls, resolved once.
+        assert_eq!(first.stats().heuristic, 1);
+
+        // Other settings are another dispatcher: another database.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let other = Runtime::interpreter();
+        other.set_tune_settings(settings(elsewhere.path()));
+        let own = other
+            .tuned_dispatcher(FAMILY, || Family::new(FAMILY, &[def]))
+            .unwrap();
+        assert!(!Arc::ptr_eq(&own, first));
+
+        // A dispatcher goes with the last runtime that holds it.
+        let weak = Arc::downgrade(first);
+        drop(served);
+        assert!(weak.upgrade().is_none());
+    }
 }

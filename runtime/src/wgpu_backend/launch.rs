@@ -471,11 +471,12 @@ mod tests {
 mod wgsl_tests {
     use std::cell::Cell;
 
-    use warpforge_codegen::ir::{Block, Kernel, Param, ParamType};
+    use warpforge_codegen::ir::ParamType;
 
     use super::*;
     use crate::buffer::{DeviceBuffer, Memory};
     use crate::scalar::DeviceScalar;
+    use crate::test_defs::kernel_def as def;
     use crate::wgpu_backend::mesa;
 
     fn backend() -> WgpuBackend {
@@ -488,30 +489,6 @@ mod wgsl_tests {
         });
         mesa::announce_adapter(&backend.info.backend_name(), &backend.info.name);
         backend
-    }
-
-    fn def(name: &str, params: Vec<(&str, ParamType)>, targets: Vec<Target>) -> KernelDef {
-        KernelDef::new(
-            Kernel {
-                name: name.into(),
-                const_params: vec![],
-                params: params
-                    .into_iter()
-                    .map(|(name, ty)| Param {
-                        name: name.into(),
-                        ty,
-                        tensor_map: None,
-                    })
-                    .collect(),
-                locals: vec![],
-                block: None,
-                requires: vec![],
-                body: Block::new(),
-            },
-            targets,
-            vec![],
-            vec![],
-        )
     }
 
     fn slice(elem: Scalar, mutable: bool) -> ParamType {
