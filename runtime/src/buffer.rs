@@ -99,6 +99,20 @@ impl<B> BufferView<B> {
     }
 }
 
+impl<'a, T: DeviceScalar> BufferRef<'a, T> {
+    /// The buffer, the view's start in bytes and its length.
+    pub(crate) fn parts(&self) -> (&'a DeviceBuffer<T>, u64, usize) {
+        (self.buffer, self.offset_bytes, self.len)
+    }
+}
+
+impl<T: DeviceScalar> BufferMut<'_, T> {
+    /// The buffer, the view's start in bytes and its length.
+    pub(crate) fn parts_mut(&mut self) -> (&mut DeviceBuffer<T>, u64, usize) {
+        (self.buffer, self.offset_bytes, self.len)
+    }
+}
+
 impl<T: DeviceScalar> Clone for BufferRef<'_, T> {
     fn clone(&self) -> Self {
         *self

@@ -69,6 +69,10 @@ pub enum Error {
     /// of memory, or an operation this backend does not have.
     #[error("{0}")]
     Wgpu(String),
+    /// NCCL (feature `nccl`) is missing, was given runtimes or ranks it
+    /// cannot take, or failed.
+    #[error("{0}")]
+    Nccl(String),
     /// The tuning database cannot be read, written or imported.
     #[error("{0}")]
     Tune(String),

@@ -47,6 +47,9 @@ pub mod host;
 mod interop;
 mod interpreter;
 mod kernel_variant;
+#[cfg(feature = "nccl")]
+pub mod nccl;
+mod peer;
 mod runtime;
 mod scalar;
 mod stream;
@@ -96,6 +99,7 @@ pub use host::HostBuffer;
 #[cfg(feature = "cuda")]
 pub use interop::{BorrowedBuffer, Exclusive, Shared};
 pub use kernel_variant::KernelVariant;
+pub use peer::PeerRoute;
 pub use runtime::Runtime;
 pub use scalar::DeviceScalar;
 pub use stream::Event;

@@ -98,3 +98,60 @@ fn cublas_sgemm_is_row_major() {
 fn device_to_device_copies() {
     common::check_device_to_device_copies(&gpu());
 }
+
+/// Two runtimes of device 0, as two threads of an app would have: a peer
+/// copy between them is a copy on the device, of buffers and views, ordered
+/// after the source's writes and before the target's later reads.
+#[test]
+#[ignore = "needs a CUDA GPU: run by the GPU tier (cargo xtask gpu-bundle)"]
+fn peer_copies_between_runtimes_of_one_device() {
+    let (first, second) = (gpu(), gpu());
+    let values: Vec<u32> = (0..1 << 20).collect();
+    let source = first.upload(&values).unwrap();
+    let mut target = second.alloc_zeroed::<u32>(values.len()).unwrap();
+    let route = first.copy_to_peer(&source, &second, &mut target).unwrap();
+    assert_eq!(route, warpforge_runtime::PeerRoute::SameDevice);
+    assert_eq!(second.download(&target).unwrap(), values);
+
+    let mut halves = second.alloc_zeroed::<u32>(values.len()).unwrap();
+    let half = values.len() / 2;
+    first
+        .copy_to_peer(
+            source.slice(half..).unwrap(),
+            &second,
+            halves.slice_mut(..half).unwrap(),
+        )
+        .unwrap();
+    let copied = second.download(&halves).unwrap();
+    assert_eq!(copied[..half], values[half..]);
+    assert!(copied[half..].iter().all(|&v| v == 0));
+
+    // From threads: each copies its own buffer into the shared runtime's.
+    let mut targets: Vec<_> = (0..4)
+        .map(|_| second.alloc_zeroed::<u32>(4096).unwrap())
+        .collect();
+    std::thread::scope(|scope| {
+        for (worker, target) in targets.iter_mut().enumerate() {
+            let second = &second;
+            scope.spawn(move || {
+                let rt = gpu();
+                let source = rt.upload(&vec![worker as u32; 4096]).unwrap();
+                rt.copy_to_peer(&source, second, target).unwrap();
+            });
+        }
+    });
+    for (worker, target) in targets.iter().enumerate() {
+        assert_eq!(second.download(target).unwrap(), vec![worker as u32; 4096]);
+    }
+
+    let interpreter = Runtime::interpreter();
+    let mut on_the_cpu = interpreter.alloc_zeroed::<u32>(values.len()).unwrap();
+    let err = first
+        .copy_to_peer(&source, &interpreter, &mut on_the_cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("CUDA") && err.contains("interpreter") && err.contains("Runtime::download"),
+        "{err}"
+    );
+}

@@ -3,7 +3,7 @@
 //! tested with real kernels in the workspace's `tests/tests/interpreter.rs`.
 
 use warpforge_runtime::{
-    e4m3, BackendKind, DeviceBackend, Error, HostBuffer, Runtime, TimingMethod,
+    e4m3, BackendKind, DeviceBackend, Error, HostBuffer, PeerRoute, Runtime, TimingMethod,
 };
 
 #[test]
@@ -72,5 +72,66 @@ fn streams_events_and_host_copies_are_synchronous() -> Result<(), Error> {
     assert_eq!(back.as_slice()?, [9, 8, 7, 6]);
     let ms = rt.time_ms(|rt| rt.fill(&mut x, 0).map(|_| ()))?;
     assert!(ms >= 0.0, "{ms}");
+    Ok(())
+}
+
+#[test]
+fn peer_copies_between_interpreter_runtimes_take_buffers_and_views() -> Result<(), Error> {
+    let (first, second) = (Runtime::interpreter(), Runtime::interpreter());
+    let values: Vec<f32> = (0..256).map(|i| i as f32).collect();
+    let source = first.upload(&values)?;
+    let mut target = second.alloc_zeroed::<f32>(256)?;
+    assert_eq!(
+        first.copy_to_peer(&source, &second, &mut target)?,
+        PeerRoute::SameDevice
+    );
+    assert_eq!(second.download(&target)?, values);
+
+    // Views: the second half of the source into the first half of a target.
+    let mut halves = second.alloc_zeroed::<f32>(256)?;
+    first.copy_to_peer(source.slice(128..)?, &second, halves.slice_mut(..128)?)?;
+    let copied = second.download(&halves)?;
+    assert_eq!(copied[..128], values[128..]);
+    assert!(copied[128..].iter().all(|&v| v == 0.0));
+
+    let err = first
+        .copy_to_peer(source.slice(..64)?, &second, &mut target)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("64") && err.contains("256") && err.contains("same length"),
+        "{err}"
+    );
+    Ok(())
+}
+
+/// One interpreter runtime per thread, each copying into a shared one's
+/// buffers, as an app with a thread per GPU would.
+#[test]
+fn runtimes_work_from_their_own_threads() -> Result<(), Error> {
+    let hub = Runtime::interpreter();
+    let mut targets: Vec<_> = (0..4)
+        .map(|_| hub.alloc_zeroed::<i32>(64))
+        .collect::<Result<_, _>>()?;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = targets
+            .iter_mut()
+            .enumerate()
+            .map(|(worker, target)| {
+                let hub = &hub;
+                scope.spawn(move || -> Result<PeerRoute, Error> {
+                    let rt = Runtime::interpreter();
+                    let source = rt.upload(&vec![worker as i32; 64])?;
+                    rt.copy_to_peer(&source, hub, target)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().expect("a worker panicked").map(drop))
+    })?;
+    for (worker, target) in targets.iter().enumerate() {
+        assert_eq!(hub.download(target)?, vec![worker as i32; 64]);
+    }
     Ok(())
 }

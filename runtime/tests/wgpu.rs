@@ -129,3 +129,28 @@ fn cuda_only_operations_are_errors_on_wgpu() {
 fn device_to_device_copies() {
     common::check_device_to_device_copies(&wgpu_runtime());
 }
+
+#[test]
+fn peer_copies_refuse_wgpu_and_other_backends_with_what_to_do() {
+    let rt = wgpu_runtime();
+    let interpreter = warpforge_runtime::Runtime::interpreter();
+    let source = rt.upload(&[1.0f32; 64]).unwrap();
+    let mut on_the_cpu = interpreter.alloc_zeroed::<f32>(64).unwrap();
+    let err = rt
+        .copy_to_peer(&source, &interpreter, &mut on_the_cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("wgpu") && err.contains("interpreter") && err.contains("Runtime::download"),
+        "{err}"
+    );
+    let mut target = rt.alloc_zeroed::<f32>(64).unwrap();
+    let err = rt
+        .copy_to_peer(&source, &rt, &mut target)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("wgpu has no copies between devices") && err.contains("copy_from_host"),
+        "{err}"
+    );
+}

@@ -31,10 +31,12 @@ const STEPS: [Step; 7] = [
 ];
 
 /// The runtime built with one backend, by its features: the workspace's
-/// tests build it with all, so these catch code that names a backend a build
-/// may lack. The interpreter is in every build, and alone in the one
-/// without features.
-const ONE_BACKEND_BUILDS: [&str; 3] = ["cuda", "wgpu", ""];
+/// tests build it with all but `nccl`, so these catch code that names a
+/// backend a build may lack. CUDA's build has `nccl` (NCCL's collectives,
+/// libnccl loaded at run time), so that both it and the workspace's build
+/// without it are tested, at no extra build. The interpreter is in every
+/// build, and alone in the one without features.
+const ONE_BACKEND_BUILDS: [&str; 3] = ["cuda,nccl", "wgpu", ""];
 
 /// The app that links libcuda itself (cudarc's `dynamic-linking`), a
 /// workspace of its own so that its cudarc features stay out of ours.
@@ -46,7 +48,9 @@ impl Step {
             Step::FindPtxas => "ptxas",
             Step::Fmt => "cargo fmt --all -- --check",
             Step::CargoTest => "cargo test --workspace --locked",
-            Step::BackendFeatures => "cargo test -p warpforge-runtime (cuda; wgpu; no features)",
+            Step::BackendFeatures => {
+                "cargo test -p warpforge-runtime (cuda,nccl; wgpu; no features)"
+            }
             Step::LinkedCuda => "cargo check (examples/linked-cuda)",
             Step::CheckGenerated => "cargo xtask build-ptx --check",
             Step::Package => "cargo package (published crates)",

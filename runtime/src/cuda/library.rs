@@ -31,6 +31,14 @@ pub(crate) fn loads(libs: &[&str]) -> bool {
     })
 }
 
+/// Whether the library file `name` (e.g. `libnccl.so.2`) loads: for saying
+/// which name is there when none that cudarc tries is.
+#[cfg(feature = "nccl")]
+pub(crate) fn loads_file(name: &str) -> bool {
+    // SAFETY: as in `loads`.
+    unsafe { libloading::Library::new(name) }.is_ok()
+}
+
 /// The driver library: libcuda on Linux, nvcuda on Windows.
 pub(crate) fn driver_loads() -> bool {
     loads(&["cuda", "nvcuda"])

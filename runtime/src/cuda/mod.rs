@@ -8,8 +8,9 @@ mod cublas;
 mod cublaslt;
 mod driver_error;
 mod launch;
-mod library;
+pub(crate) mod library;
 mod module;
+mod peer;
 mod saved;
 
 use std::mem::ManuallyDrop;
@@ -45,6 +46,8 @@ pub(crate) struct CudaBackend {
     pub(crate) info: DeviceInfo,
     /// Shared with the runtimes forked from this one (same context).
     pub(crate) modules: Arc<ModuleCache>,
+    /// Which other devices' memory this context may access (peer copies).
+    peers: peer::PeerAccess,
     /// Created on first use: a cuBLAS handle costs time and memory.
     #[cfg(feature = "cublas")]
     blas: OnceLock<CudaBlas>,
@@ -116,6 +119,7 @@ impl CudaBackend {
             stream,
             info,
             modules: Arc::default(),
+            peers: Default::default(),
             #[cfg(feature = "cublas")]
             blas: OnceLock::new(),
             #[cfg(feature = "cublas")]
@@ -135,6 +139,9 @@ impl CudaBackend {
             stream,
             info: self.info.clone(),
             modules: self.modules.clone(),
+            // Asked again on the fork's first peer copy: the driver reports the
+            // access this context enabled as already enabled.
+            peers: Default::default(),
             // A cuBLAS handle is bound to its stream.
             #[cfg(feature = "cublas")]
             blas: OnceLock::new(),
