@@ -22,6 +22,18 @@ fi
 # loads it (and libcuda) at run time through the loader path.
 cublas_lib=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${cublas_lib:+:$cublas_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# NCCL (the runtime's nccl tests, the multi-GPU example): pip's nvidia-nccl
+# wheels (PyTorch's dependency) ship libnccl.so.2 only, and cudarc opens libnccl.so.
+nccl_so=$(python3 -c '
+import glob, os, site
+dirs = site.getsitepackages() + [site.getusersitepackages()]
+found = [p for d in dirs for p in glob.glob(os.path.join(d, "nvidia", "**", "libnccl.so.2"), recursive=True)]
+print(found[0] if found else "")' 2>/dev/null || true)
+if [ -n "$nccl_so" ]; then
+    mkdir -p "$bundle/nccl"
+    ln -sf "$nccl_so" "$bundle/nccl/libnccl.so"
+    export LD_LIBRARY_PATH="$bundle/nccl:$LD_LIBRARY_PATH"
+fi
 
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
@@ -37,7 +49,12 @@ run_step() {
     "$@" 2>&1 | tee "$out/$name.log"
     local status=${PIPESTATUS[0]}
     steps+=("$name")
-    if [ "$status" -eq 0 ]; then statuses+=("ok"); else statuses+=("FAILED (exit $status)"); fi
+    case "$status" in
+        0) statuses+=("ok") ;;
+        # The house's exit status for "no GPU (or library) to run on": not a pass.
+        2) statuses+=("NOT RUN (exit 2)") ;;
+        *) statuses+=("FAILED (exit $status)") ;;
+    esac
 }
 
 # skip_step NAME WHY: records a step that could not run, without failing the run.
@@ -74,6 +91,9 @@ if [ -x "$bundle/candle-interop" ]; then
 else
     skip_step candle-interop "not in the bundle: cargo xtask gpu-bundle's output says why"
 fi
+# Every GPU of the machine as NCCL ranks (one on a one-GPU machine), checked
+# against one GPU; NVLink multicast off (the device machines' rule).
+run_step multi-gpu env NCCL_NVLS_ENABLE=0 "$bundle/multi-gpu"
 run_step bench "$bundle/bench" --out "$out/bench"
 # The autotuner: tune the stock GEMMs into a fresh database and check each
 # winner against an exhaustive sweep, then dispatch from that database in a

@@ -28,6 +28,9 @@ const EXAMPLE: (&str, &str) = ("warpforge", "quickstart");
 /// A user workspace's xtask (examples/tuned-user): its `tune` tunes the
 /// example's kernels and the stock GEMMs as `cargo xtask tune` there does.
 const USER_XTASK: (&str, &str) = ("warpforge-example-tuned-xtask", "user-xtask");
+/// examples/multi-gpu: a data-parallel step and a tensor-parallel GEMM over
+/// NCCL on every GPU of the machine (one rank on a one-GPU machine).
+const MULTI_GPU_EXAMPLE: (&str, &str) = ("warpforge-example-multi-gpu", "multi-gpu");
 /// warpforge's GEMM on candle's tensors and stream (its own workspace:
 /// candle links the CUDA libraries at build time), by its bundle file name.
 const CANDLE_EXAMPLE: (&str, &str) = ("examples/candle-interop", "candle-interop");
@@ -55,7 +58,8 @@ pub fn build(repo: &Path) -> Result<()> {
     let executables = build_binaries(repo)?;
     let gpu_tests = build_gpu_tests(repo)?;
     let example = build_example(repo)?;
-    let user_xtask = build_user_xtask(repo)?;
+    let user_xtask = build_workspace_binary(repo, USER_XTASK)?;
+    let multi_gpu = build_workspace_binary(repo, MULTI_GPU_EXAMPLE)?;
     // Optional: it needs a CUDA toolkit, which is installed from PyPI when
     // missing, and that can fail (no network, no python3-venv). The rest of
     // the bundle does not depend on it; run.sh reports its step as skipped.
@@ -87,7 +91,7 @@ pub fn build(repo: &Path) -> Result<()> {
     }
     for (name, executable) in gpu_tests
         .iter()
-        .chain([&example, &user_xtask])
+        .chain([&example, &user_xtask, &multi_gpu])
         .chain(&candle_example)
     {
         std::fs::copy(executable, bundle.join(name)).with_context(|| {
@@ -189,9 +193,9 @@ fn build_example(repo: &Path) -> Result<(String, PathBuf)> {
     Ok((format!("example-{name}"), path))
 }
 
-/// Builds [`USER_XTASK`]'s binary in release; returns (bundle file name, path).
-fn build_user_xtask(repo: &Path) -> Result<(String, PathBuf)> {
-    let (krate, name) = USER_XTASK;
+/// Builds the binary of the workspace crate `krate` in release; returns
+/// (bundle file name `name`, path).
+fn build_workspace_binary(repo: &Path, (krate, name): (&str, &str)) -> Result<(String, PathBuf)> {
     let path = built_binary(repo, &["build", "-p", krate, "--bins"], &[], krate)?;
     Ok((name.to_string(), path))
 }
