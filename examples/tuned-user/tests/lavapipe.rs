@@ -189,7 +189,10 @@ fn another_drivers_winner_is_revalidated_before_use() {
     assert_eq!(from, "vulkan/older-driver");
     // Kept when it timed no slower than the default, else the default.
     assert_eq!(consts, if kept { winner } else { vec![4] });
-    // Recorded under this driver: a third runtime hits it directly.
+    // Recorded under this driver: a third runtime hits it directly, once
+    // the second is gone (while it lives, runtimes of its GPU model and
+    // settings share its dispatcher and so its in-memory resolution).
+    drop(second);
     let third = lavapipe(MissPolicy::Heuristic, dir.path());
     assert_eq!(
         scale_add_checked(&third, 3000, 33),
