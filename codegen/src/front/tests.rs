@@ -1793,6 +1793,25 @@ fn warp_matrix_misuse_is_reported() {
     );
 }
 
+/// Found by the front fuzzer (seed 1796529482070, input 1574): `% i` with `i`
+/// an unrolled loop's variable is `% 0` in its first copy, which WGSL
+/// refuses; PTX takes it (the result is undefined there).
+#[test]
+fn a_division_by_zero_that_unrolling_makes_is_refused_for_wgsl() {
+    let item = "fn k(c: &mut [u32]) {
+        #[unroll]
+        for i in 0..4u32 {
+            c[i] = c[i] % i;
+        }
+    }";
+    assert!(crate::compile_ptx(&parse("arch(sm_80), block(32)", item), &[], Arch::Sm80).is_ok());
+    assert_error(
+        "arch(sm_80, wgsl), block(32)",
+        item,
+        &["`%` by the constant 0, which WGSL rejects: guard the division"],
+    );
+}
+
 #[test]
 fn fragment_shapes_are_checked_per_variant() {
     let item = "fn k<const N: u32>(x: &[f16], c: &mut [f32]) {

@@ -27,11 +27,12 @@ pub fn check(kernel: &Kernel, target: Target) -> Result<(), Error> {
 /// Checks what `target` would refuse of one specialized, validated variant
 /// when emitting it: for PTX, names it cannot spell and shared arrays over
 /// what one block may use on the arch (the backend's own check, run before
-/// emitting).
+/// emitting); for WGSL, whatever its emitter refuses (it is run, its text
+/// dropped), such as an integer division by a constant 0 after unrolling.
 pub fn check_specialized(kernel: &Kernel, target: Target) -> Result<(), Error> {
     match target {
         Target::Ptx(arch) => crate::back::ptx::check(kernel, arch),
-        Target::Wgsl => Ok(()),
+        Target::Wgsl => crate::back::wgsl::check(kernel),
     }
 }
 

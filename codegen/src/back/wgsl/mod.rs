@@ -193,6 +193,20 @@ pub fn emit(kernel: &Kernel, block: Option<[u32; 3]>) -> Result<WgslModule, Erro
     })
 }
 
+/// Runs [`emit`]'s emitter over a specialized, validated kernel and keeps
+/// nothing: what emitting would refuse whatever the launch's block (a
+/// division by a constant 0 that unrolling made, say), for the front's check
+/// of every variant. The block only spells `block_dim()` here: the declared
+/// one, else one thread; the launch's is checked when it comes.
+pub fn check(kernel: &Kernel) -> Result<(), Error> {
+    targets::check(kernel, Target::Wgsl)?;
+    let block = super::declared_block(kernel)?.unwrap_or([1, 1, 1]);
+    let params = layout(kernel);
+    let mut e = Emitter::new(kernel, block, &params)?;
+    e.body()?;
+    e.module_text().map(drop)
+}
+
 /// The workgroup size: the declared block, or the launch's.
 fn workgroup_size(kernel: &Kernel, launch: Option<[u32; 3]>) -> Result<[u32; 3], Error> {
     let block = match (super::declared_block(kernel)?, launch) {
