@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use warpforge_tests::bench::charts;
-use warpforge_tests::bench::report::{ladder, table, Report};
+use warpforge_tests::bench::report::{ladder, table, NotRun, Report};
 
 fn recorded() -> Report {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bench-report.json");
@@ -136,4 +136,24 @@ fn the_charts_are_drawn_as_svg_and_png() {
             _ => panic!("unexpected chart file {}", path.display()),
         }
     }
+}
+
+#[test]
+fn cases_nothing_runs_are_listed_not_measured() {
+    let mut report = recorded();
+    // Recorded before the list existed: it reads back empty.
+    assert!(report.not_run.is_empty());
+    report.not_run.push(NotRun {
+        case: "gemm E4m3 3001x2999x1000".into(),
+        why: "cuBLAS: n and k must be multiples of 16; warpforge sm_90a: no variant takes the shape"
+            .into(),
+    });
+    let text = table(&report);
+    let listed = text.split("### not run").nth(1).expect("a not-run section");
+    assert!(
+        listed.contains("- gemm E4m3 3001x2999x1000: cuBLAS: n and k must be multiples of 16"),
+        "{text}"
+    );
+    let json = serde_json::to_string(&report).unwrap();
+    assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), report);
 }

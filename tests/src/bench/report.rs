@@ -29,6 +29,19 @@ pub struct Report {
     pub cases: Vec<Case>,
     /// The host cost of a launch (`launch` section), when it ran.
     pub launch_cost: Option<Overhead>,
+    /// The cases no contender could run, and why.
+    #[serde(default)]
+    pub not_run: Vec<NotRun>,
+}
+
+/// A case that no contender could run (cuBLAS and every path refuse the
+/// shape, say): listed, not measured and not failed.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct NotRun {
+    /// The case, e.g. "gemm e4m3 3001x2999x1000".
+    pub case: String,
+    /// Each contender's reason.
+    pub why: String,
 }
 
 /// One comparison: a kernel family at one shape, every contender timed in
@@ -258,6 +271,12 @@ pub fn table(report: &Report) -> String {
             let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
         }
         out.push_str(&case_rows(case));
+    }
+    if !report.not_run.is_empty() {
+        let _ = writeln!(out, "\n### not run\n");
+        for n in &report.not_run {
+            let _ = writeln!(out, "- {}: {}", n.case, n.why);
+        }
     }
     if let Some(o) = &report.launch_cost {
         let _ = writeln!(

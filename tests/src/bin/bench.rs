@@ -43,7 +43,9 @@ use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, stream, tuned};
 use warpforge_tests::bench::charts;
 use warpforge_tests::bench::method::{compare, Contender, Method, Spacer};
 use warpforge_tests::bench::monitor::Monitor;
-use warpforge_tests::bench::report::{self, Absent, Case, ContenderSamples, Report, WorkUnit};
+use warpforge_tests::bench::report::{
+    self, Absent, Case, ContenderSamples, NotRun, Report, WorkUnit,
+};
 use warpforge_tests::compare::deviation;
 use warpforge_tests::sparse::{
     mma_dense_rate, mma_sp_rate, rate_words, RATE_CHAINS, RATE_META, RATE_THREADS,
@@ -270,6 +272,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         method,
         cases: Vec::new(),
         launch_cost: None,
+        not_run: Vec::new(),
     };
     let mut bench = Bench {
         rt,
@@ -321,6 +324,13 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         bar.inc(1);
         match result {
             Ok(cases) => report.cases.extend(cases),
+            Err(e) if e.is::<NothingRuns>() => {
+                bar.suspend(|| println!("{what}: NOT RUN: {e}"));
+                report.not_run.push(NotRun {
+                    case: what.to_string(),
+                    why: e.to_string(),
+                });
+            }
             Err(e) => {
                 bar.suspend(|| println!("{what}: FAILED: {e}"));
                 failures.push(format!("{what}: {e}"));
@@ -526,7 +536,19 @@ impl Bench<'_> {
 /// rounds.
 const FINALIST_MARGIN: f64 = 0.05;
 const FINALISTS: usize = 4;
-const FINALIST_ROUNDS: usize = 3;
+const FINALIST_ROUNDS: usize = 5;
+
+/// A case no contender can run: listed in the report's `not_run`, not a failure.
+#[derive(Debug)]
+struct NothingRuns(String);
+
+impl std::fmt::Display for NothingRuns {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "nothing runs it: {}", self.0)
+    }
+}
+
+impl std::error::Error for NothingRuns {}
 
 /// Prints one case's rows as it finishes (the whole table comes at the end).
 fn print_case(case: &Case) {
@@ -778,7 +800,11 @@ impl Bench<'_> {
             }
         }
         if contenders.is_empty() {
-            return Err(format!("nothing runs {}: {absent:?}", shape_name(dims)).into());
+            let reasons: Vec<String> = absent
+                .iter()
+                .map(|a| format!("{}: {}", a.name, a.why))
+                .collect();
+            return Err(NothingRuns(reasons.join("; ")).into());
         }
         // Each warpforge contender's C against cuBLAS's, before timing.
         let theirs = rt.download(&reference.borrow())?;
