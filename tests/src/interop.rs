@@ -36,9 +36,9 @@ fn compare(got: &[f32], want: &[f32]) -> Result<String, String> {
 
 /// A check's outcome: its line (`Ok` passed, `Err` failed, each with the
 /// detail), or the error that kept it from running.
-type Outcome = Result<Result<String, String>, Box<dyn std::error::Error>>;
+pub(crate) type Outcome = Result<Result<String, String>, Box<dyn std::error::Error>>;
 
-fn record(report: &mut Report, what: &str, outcome: Outcome) {
+pub(crate) fn record(report: &mut Report, what: &str, outcome: Outcome) {
     match outcome {
         Ok(Ok(detail)) => report.check(what, true, detail),
         Ok(Err(detail)) => report.check(what, false, detail),

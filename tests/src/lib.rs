@@ -15,6 +15,7 @@ pub mod reference;
 pub mod report;
 pub mod sparse;
 pub mod stderr_log;
+pub mod threads;
 pub mod tuning;
 
 use rand::rngs::StdRng;

@@ -145,8 +145,9 @@ fn cases_nothing_runs_are_listed_not_measured() {
     assert!(report.not_run.is_empty());
     report.not_run.push(NotRun {
         case: "gemm E4m3 3001x2999x1000".into(),
-        why: "cuBLAS: n and k must be multiples of 16; warpforge sm_90a: no variant takes the shape"
-            .into(),
+        why:
+            "cuBLAS: n and k must be multiples of 16; warpforge sm_90a: no variant takes the shape"
+                .into(),
     });
     let text = table(&report);
     let listed = text.split("### not run").nth(1).expect("a not-run section");

@@ -24,7 +24,8 @@
 //! stock kernels on the app's own CUDA stream, slices and device pointers,
 //! on views of buffers, on forked streams ordered by events, and a CUDA
 //! graph's replays, from
-//! `warpforge_tests::interop`). Without a
+//! `warpforge_tests::interop`; and `threads`, the tuned GEMM dispatched from
+//! threads on one runtime and on a runtime each, `warpforge_tests::threads`). Without a
 //! GPU it says so, lists the variants it would have
 //! checked and how many lines each dense GEMM check prints, and exits with
 //! status 2: not run is never passed.
@@ -48,6 +49,7 @@ use warpforge_tests::report::Report;
 use warpforge_tests::sparse::{
     check_gemm_sparse, check_mma_sp, check_sparse_device, sparse_gemm_lines,
 };
+use warpforge_tests::threads;
 use warpforge_tests::{run_seed, Inputs};
 
 /// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
@@ -62,6 +64,7 @@ const CHECKS: &[&str] = &[
     "softmax_rows",
     "gemm_f32",
     "interop",
+    "threads",
     "gemm_f16",
     "gemm_bf16",
     "gemm_tf32",
@@ -195,6 +198,9 @@ fn main() -> ExitCode {
             interop::check_host_copies(&rt, &mut inputs, &mut report);
             interop::cuda_app::check_pinned_copies_overlap(&rt, &mut inputs, &mut report);
             interop::cuda_app::check_graph_replay(&rt, &mut inputs, &mut report);
+        }
+        if wanted("threads") {
+            threads::check_concurrent_dispatch(&rt, &mut inputs, &mut report);
         }
         let tc_shapes = tensor_core_shapes(quick);
         if wanted("gemm_f16") {
