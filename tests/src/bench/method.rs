@@ -36,6 +36,7 @@
 use std::time::Instant;
 
 use warpforge::prelude::*;
+use warpforge_codegen::KernelDef;
 
 use super::monitor::Monitor;
 use super::report::{median, median_interval, relative_half_width, round_ratios, Sample};
@@ -263,6 +264,49 @@ fn timed(
     Ok((f64::from(ms) / f64::from(n), (started, Instant::now())))
 }
 
+/// Loads every variant of `kernels` on `rt` (the driver JIT-compiles each
+/// module) from as many threads as the host has cores, before anything is
+/// timed: one thread took 188 s for the GEMM families' variants on an H100
+/// with the JIT cache empty (perf/LOG.md, session 20), a third of the 10
+/// minutes the default run has. A variant the GPU cannot run is left to the
+/// sweep, which reports it. Returns the variants loaded, the variants, the
+/// seconds it took and the threads.
+pub fn preload(rt: &Runtime, kernels: &[&KernelDef]) -> (usize, usize, f64, usize) {
+    let variants: Vec<(&KernelDef, Vec<i64>)> = kernels
+        .iter()
+        .flat_map(|&def| def.variants().into_iter().map(move |consts| (def, consts)))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let started = std::time::Instant::now();
+    let loaded: usize = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut loaded = 0;
+                    loop {
+                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((def, consts)) = variants.get(index) else {
+                            return loaded;
+                        };
+                        loaded += usize::from(rt.variant_resources(def, consts).is_ok());
+                    }
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("a loading thread panicked"))
+            .sum()
+    });
+    (
+        loaded,
+        variants.len(),
+        started.elapsed().as_secs_f64(),
+        threads,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,5 +359,20 @@ mod tests {
         };
         assert!(!capped.needs_round(&rounds_of(&[&quiet, &noisy]), Some(0)));
         assert!(!method.needs_round(&[], Some(0)));
+    }
+
+    #[test]
+    fn preloading_loads_every_variant_once_from_threads() {
+        let rt = Runtime::interpreter();
+        let kernels = [
+            warpforge_kernels::gemm_tc::gemm_f16::def(),
+            warpforge_kernels::gemm::gemm_f32::def(),
+        ];
+        let total: usize = kernels.iter().map(|def| def.variants().len()).sum();
+        let (loaded, variants, _, threads) = preload(&rt, &kernels);
+        assert_eq!((loaded, variants), (total, total));
+        assert!(threads >= 1);
+        // A second pass (from the cache, on a backend that keeps one) loads them all too.
+        assert_eq!(preload(&rt, &kernels).0, total);
     }
 }

@@ -34,14 +34,16 @@ use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use warpforge::tune::MissPolicy;
+use warpforge::KernelVariant;
 use warpforge::{bf16, e4m3, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
+use warpforge_codegen::KernelDef;
 use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
 use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_with, SparseGemmVariant};
 use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::tuned::{GemmElement, GemmKind, GemmOutput, TunedGemm};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, stream, tuned};
 use warpforge_tests::bench::charts;
-use warpforge_tests::bench::method::{compare, Contender, Method, Spacer};
+use warpforge_tests::bench::method::{compare, preload, Contender, Method, Spacer};
 use warpforge_tests::bench::monitor::Monitor;
 use warpforge_tests::bench::report::{
     self, Absent, Case, ContenderSamples, NotRun, Report, WorkUnit,
@@ -347,6 +349,17 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         record(&mut report, "mma", bench.mma_rates());
     }
     if has(Section::Gemm) {
+        let kernels: Vec<&KernelDef> = args
+            .dtypes
+            .iter()
+            .flat_map(|&dtype| Bench::gemm_kernels(dtype))
+            .collect();
+        let (loaded, variants, seconds, threads) = preload(rt, &kernels);
+        bench.bar.suspend(|| {
+            println!(
+                "loaded {loaded} of the GEMM paths' {variants} variants in {seconds:.1} s on {threads} threads"
+            )
+        });
         for &dtype in &args.dtypes {
             for &shape in &shapes {
                 let what = format!("gemm {dtype:?} {}", shape_name(shape));
@@ -570,6 +583,8 @@ trait GemmDtype {
     const NAME: &'static str;
     const PRECISION: GemmPrecision;
     fn kind() -> &'static GemmKind<Self::In, Self::Out>;
+    /// The kernels of its paths, oldest first.
+    fn kernels() -> Vec<&'static KernelDef>;
     fn values(inputs: &mut Inputs, n: usize) -> Vec<Self::In>;
     /// Whether our C matches cuBLAS's, and how far apart they are.
     fn agree(ours: &[Self::Out], theirs: &[Self::Out]) -> (bool, String);
@@ -637,6 +652,9 @@ macro_rules! gemm_dtype {
             fn kind() -> &'static GemmKind<$in, $out> {
                 &tuned::$kind
             }
+            fn kernels() -> Vec<&'static KernelDef> {
+                vec![$(<$sm70>::def(),)? $(<$sm80>::def(),)? <$sm90>::def()]
+            }
             fn values(inputs: &mut Inputs, n: usize) -> Vec<$in> {
                 ($values)(inputs, n)
             }
@@ -676,6 +694,17 @@ gemm_dtype!(E4m3: e4m3 => bf16, "e4m3", E4m3, GEMM_E4M3,
     paths: [; ; gemm_wgmma::gemm_wgmma_e4m3::Consts]);
 
 impl Bench<'_> {
+    /// The kernels of `dtype`'s paths.
+    fn gemm_kernels(dtype: Dtype) -> Vec<&'static KernelDef> {
+        match dtype {
+            Dtype::F16 => F16::kernels(),
+            Dtype::Bf16 => Bf16::kernels(),
+            Dtype::Tf32 => Tf32::kernels(),
+            Dtype::S8 => S8::kernels(),
+            Dtype::E4m3 => E4m3::kernels(),
+        }
+    }
+
     fn gemm(&mut self, dtype: Dtype, dims: (u32, u32, u32)) -> BenchResult<Case> {
         match dtype {
             Dtype::F16 => self.gemm_of::<F16>(dims),
