@@ -41,9 +41,16 @@ echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
 steps=()
 statuses=()
 # run_step NAME COMMAND...: runs COMMAND, tees its output into $out/NAME.log.
+# With RUN_STEPS set (names, comma-separated), only those steps run: the
+# whole tier takes longer than one device call allows.
 run_step() {
     local name=$1
     shift
+    if [ -n "${RUN_STEPS:-}" ] && [[ ",$RUN_STEPS," != *",$name,"* ]]; then
+        steps+=("$name")
+        statuses+=("SKIPPED (not in RUN_STEPS)")
+        return
+    fi
     echo
     echo "==> $name: $*"
     "$@" 2>&1 | tee "$out/$name.log"
