@@ -24,7 +24,8 @@
 //!   go on while any contender's ratio to the baseline has a 95% confidence
 //!   interval wider than [`Method::ratio_ci`] either side of its median (the
 //!   interval from order statistics, [`median_interval`]), up to
-//!   [`Method::max_rounds`]. The noisy comparisons (the `mma.sync` GEMMs at
+//!   [`Method::max_rounds`] rounds or [`Method::extra_rounds_ms`] of
+//!   samples. The noisy comparisons (the `mma.sync` GEMMs at
 //!   large shapes, held at 1455-1650 MHz by the power cap, 12-22% apart
 //!   between rounds in session 13's runs) get the rounds they need; the quiet
 //!   ones stop at the minimum. Seven rounds' medians of those noisy ratios
@@ -58,6 +59,11 @@ pub struct Method {
     /// confidence interval is brought within, rounds permitting.
     #[serde(default)]
     pub ratio_ci: f64,
+    /// GPU time of a comparison's samples (every contender's) after which
+    /// it takes no more rounds than `rounds`: the 16384^3 GEMMs spend ~250 ms
+    /// a round, 41 rounds of them a tenth of the default run.
+    #[serde(default)]
+    pub extra_rounds_ms: f64,
     /// GPU time of the spacer queued before each sample.
     pub spacer_ms: f64,
 }
@@ -70,6 +76,7 @@ impl Default for Method {
             rounds: 7,
             max_rounds: 41,
             ratio_ci: 0.01,
+            extra_rounds_ms: 4000.0,
             spacer_ms: 4.0,
         }
     }
@@ -85,6 +92,7 @@ impl Method {
             rounds,
             max_rounds: rounds,
             ratio_ci: f64::INFINITY,
+            extra_rounds_ms: 0.0,
             spacer_ms: self.spacer_ms,
         }
     }
@@ -93,10 +101,12 @@ impl Method {
     pub fn rounds_text(&self) -> String {
         if self.max_rounds > self.rounds {
             format!(
-                "{} to {} rounds (more while a ratio's 95% CI is wider than ±{}%)",
+                "{} to {} rounds (more while a ratio's 95% CI is wider than ±{}% and the \
+                 samples have taken under {} ms)",
                 self.rounds,
                 self.max_rounds,
-                self.ratio_ci * 100.0
+                self.ratio_ci * 100.0,
+                self.extra_rounds_ms
             )
         } else {
             format!("{} rounds", self.rounds)
@@ -105,7 +115,8 @@ impl Method {
 
     /// Whether `samples` (per contender, one per round so far) need another
     /// round: under the minimum, or a ratio to the `baseline`'s samples
-    /// whose interval is still wider than `ratio_ci`, below the maximum.
+    /// whose interval is still wider than `ratio_ci`, below the maximum
+    /// rounds and `extra_rounds_ms` of samples.
     fn needs_round(&self, samples: &[Vec<Sample>], baseline: Option<usize>) -> bool {
         let Some(done) = samples.first().map(Vec::len) else {
             return false;
@@ -113,7 +124,12 @@ impl Method {
         if done < self.rounds {
             return true;
         }
-        if done >= self.max_rounds {
+        let sampled_ms: f64 = samples
+            .iter()
+            .flatten()
+            .map(|s| s.ms * f64::from(s.launches))
+            .sum();
+        if done >= self.max_rounds || sampled_ms >= self.extra_rounds_ms {
             return false;
         }
         let Some(baseline) = baseline else {
@@ -358,6 +374,17 @@ mod tests {
             ..method
         };
         assert!(!capped.needs_round(&rounds_of(&[&quiet, &noisy]), Some(0)));
+        // Nor once the samples have taken `extra_rounds_ms` (here 7 x 3 ms).
+        let brief = Method {
+            extra_rounds_ms: 21.0,
+            ..method
+        };
+        assert!(!brief.needs_round(&rounds_of(&[&quiet, &noisy]), Some(0)));
+        let longer = Method {
+            extra_rounds_ms: 22.0,
+            ..method
+        };
+        assert!(longer.needs_round(&rounds_of(&[&quiet, &noisy]), Some(0)));
         assert!(!method.needs_round(&[], Some(0)));
     }
 

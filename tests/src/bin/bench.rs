@@ -108,6 +108,9 @@ struct Args {
     /// The half-width (percent of the median) every ratio's 95% CI is brought within
     #[arg(long, value_name = "PERCENT", default_value_t = Method::default().ratio_ci * 100.0)]
     ratio_ci: f64,
+    /// GPU milliseconds of a comparison's samples after which it takes no rounds past --rounds
+    #[arg(long, value_name = "MS", default_value_t = Method::default().extra_rounds_ms)]
+    extra_rounds_ms: f64,
     /// Where report.json, table.md and the charts go
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
@@ -251,6 +254,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         rounds,
         max_rounds: args.max_rounds.max(rounds),
         ratio_ci: args.ratio_ci / 100.0,
+        extra_rounds_ms: args.extra_rounds_ms,
         ..Method::default()
     };
     let device = rt.device();
