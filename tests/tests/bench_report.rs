@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use warpforge_tests::bench::charts;
-use warpforge_tests::bench::report::{ladder, table, NotRun, Report};
+use warpforge_tests::bench::report::{ladder, ratio_changes, table, NotRun, Report};
 
 fn recorded() -> Report {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bench-report.json");
@@ -157,4 +157,33 @@ fn cases_nothing_runs_are_listed_not_measured() {
     );
     let json = serde_json::to_string(&report).unwrap();
     assert_eq!(serde_json::from_str::<Report>(&json).unwrap(), report);
+}
+
+#[test]
+fn two_runs_are_compared_ratio_by_ratio() {
+    let first = recorded();
+    let same = ratio_changes(&first, &first);
+    let ratios: usize = first.cases.iter().map(|c| c.contenders.len() - 1).sum();
+    assert_eq!(same.len(), ratios);
+    assert!(same.iter().all(|c| c.change == 0.0 && c.same_detail));
+
+    // The second run: one contender 5% faster in every round, another variant.
+    let mut second = first.clone();
+    let case = second
+        .cases
+        .iter_mut()
+        .find(|c| c.section == "gemm" && c.contenders.len() > 2)
+        .unwrap();
+    let moved = if case.baseline == 0 { 1 } else { 0 };
+    for sample in &mut case.contenders[moved].samples {
+        sample.ms /= 1.05;
+    }
+    case.contenders[moved].detail = "another variant".into();
+    let name = case.contenders[moved].name.clone();
+    let changes = ratio_changes(&first, &second);
+    assert_eq!(changes.len(), ratios);
+    assert_eq!(changes[0].contender, name);
+    assert!((changes[0].change - 0.05).abs() < 1e-9, "{:?}", changes[0]);
+    assert!(!changes[0].same_detail);
+    assert!(changes[1..].iter().all(|c| c.change == 0.0));
 }

@@ -365,6 +365,57 @@ pub fn header(report: &Report) -> String {
     )
 }
 
+/// One ratio of a case in two runs: how far the second moved from the first.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RatioChange {
+    /// "section dtype shape".
+    pub case: String,
+    pub contender: String,
+    pub first: f64,
+    pub second: f64,
+    /// second / first - 1.
+    pub change: f64,
+    /// Whether both runs timed the same variant (or library call).
+    pub same_detail: bool,
+}
+
+/// Every ratio to the baseline that both runs have (same case and
+/// contender), the largest move first: what "two runs agree within 3%"
+/// is checked on.
+pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
+    let ratios = |report: &Report| {
+        report
+            .cases
+            .iter()
+            .flat_map(|case| {
+                let name = format!("{} {} {}", case.section, case.dtype, case.shape);
+                case.summary()
+                    .into_iter()
+                    .enumerate()
+                    .filter(move |&(index, _)| index != case.baseline)
+                    .map(move |(_, c)| ((name.clone(), c.name), (c.ratio, c.detail)))
+            })
+            .collect::<Vec<_>>()
+    };
+    let later = ratios(second);
+    let mut changes: Vec<RatioChange> = ratios(first)
+        .into_iter()
+        .filter_map(|(key, (first, detail))| {
+            let (_, (second, second_detail)) = later.iter().find(|(k, _)| *k == key)?;
+            Some(RatioChange {
+                case: key.0,
+                contender: key.1,
+                first,
+                second: *second,
+                change: second / first - 1.0,
+                same_detail: detail == *second_detail,
+            })
+        })
+        .collect();
+    changes.sort_by(|a, b| b.change.abs().total_cmp(&a.change.abs()));
+    changes
+}
+
 /// The contenders the ladder puts side by side, oldest path first.
 pub const LADDER: [&str; 4] = [
     "warpforge sm_70",

@@ -23,8 +23,8 @@
 //! - `launch`: the host cost of a launch, bare cudarc beside the launcher and
 //!   the dispatch.
 //!
-//! `bench report FILE` renders a recorded `report.json` again (no GPU
-//! needed). Without a usable GPU, `bench` says so and exits 2.
+//! `bench report FILE` renders a recorded `report.json` again, and `bench
+//! compare FIRST SECOND` compares two runs' ratios (no GPU needed for either). Without a usable GPU, `bench` says so and exits 2.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -125,6 +125,15 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Compare two recorded runs' ratios to the baseline, case by case: the
+    /// largest moves first; exits 1 if any moved more than --within
+    Compare {
+        first: PathBuf,
+        second: PathBuf,
+        /// The largest move allowed, in percent
+        #[arg(long, value_name = "PERCENT", default_value_t = 3.0)]
+        within: f64,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -176,6 +185,21 @@ fn main() -> ExitCode {
             }
         };
     }
+    if let Some(Command::Compare {
+        first,
+        second,
+        within,
+    }) = &args.command
+    {
+        return match compare_runs(first, second, *within) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                println!("bench compare failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let rt = match Runtime::cuda(0) {
         Ok(rt) => rt,
         Err(e) => {
@@ -195,11 +219,46 @@ fn main() -> ExitCode {
 type BenchResult<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn rerender(file: &Path, dir: &Path) -> BenchResult<()> {
+    write_outputs(&read_report(file)?, dir)
+}
+
+fn read_report(file: &Path) -> BenchResult<Report> {
     let text = std::fs::read_to_string(file)
         .map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let report: Report = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not a bench report: {e}", file.display()))?;
-    write_outputs(&report, dir)
+    serde_json::from_str(&text)
+        .map_err(|e| format!("{} is not a bench report: {e}", file.display()).into())
+}
+
+/// Prints every ratio both runs have, the largest move first; whether all
+/// moved at most `within` percent.
+fn compare_runs(first: &Path, second: &Path, within: f64) -> BenchResult<bool> {
+    let changes = report::ratio_changes(&read_report(first)?, &read_report(second)?);
+    if changes.is_empty() {
+        return Err("the two runs have no ratio in common (no case and contender in both)".into());
+    }
+    println!("| case | contender | first | second | change | variant |");
+    println!("|---|---|---|---|---|---|");
+    for c in &changes {
+        println!(
+            "| {} | {} | {:.3}x | {:.3}x | {:+.2}% | {} |",
+            c.case,
+            c.contender,
+            c.first,
+            c.second,
+            c.change * 100.0,
+            if c.same_detail { "same" } else { "other" }
+        );
+    }
+    let over = changes
+        .iter()
+        .filter(|c| c.change.abs() * 100.0 > within)
+        .count();
+    println!(
+        "\n{} ratios, the largest move {:+.2}%; {over} moved more than {within}%",
+        changes.len(),
+        changes[0].change * 100.0
+    );
+    Ok(over == 0)
 }
 
 /// The table on stdout and in `table.md`, the JSON and the charts in `dir`.
