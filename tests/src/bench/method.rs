@@ -281,45 +281,28 @@ fn timed(
 }
 
 /// Loads every variant of `kernels` on `rt` (the driver JIT-compiles each
-/// module) from as many threads as the host has cores, before anything is
+/// module) on every core (rayon's pool), before anything is
 /// timed: one thread took 188 s for the GEMM families' variants on an H100
 /// with the JIT cache empty (perf/LOG.md, session 20), a third of the 10
 /// minutes the default run has. A variant the GPU cannot run is left to the
 /// sweep, which reports it. Returns the variants loaded, the variants, the
 /// seconds it took and the threads.
 pub fn preload(rt: &Runtime, kernels: &[&KernelDef]) -> (usize, usize, f64, usize) {
+    use rayon::prelude::*;
     let variants: Vec<(&KernelDef, Vec<i64>)> = kernels
         .iter()
         .flat_map(|&def| def.variants().into_iter().map(move |consts| (def, consts)))
         .collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let started = std::time::Instant::now();
-    let loaded: usize = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut loaded = 0;
-                    loop {
-                        let index = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((def, consts)) = variants.get(index) else {
-                            return loaded;
-                        };
-                        loaded += usize::from(rt.variant_resources(def, consts).is_ok());
-                    }
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| w.join().expect("a loading thread panicked"))
-            .sum()
-    });
+    let started = Instant::now();
+    let loaded = variants
+        .par_iter()
+        .filter(|(def, consts)| rt.variant_resources(def, consts).is_ok())
+        .count();
     (
         loaded,
         variants.len(),
         started.elapsed().as_secs_f64(),
-        threads,
+        rayon::current_num_threads(),
     )
 }
 

@@ -24,7 +24,8 @@
 //!   the dispatch.
 //!
 //! `bench report FILE` renders a recorded `report.json` again, and `bench
-//! compare FIRST SECOND` compares two runs' ratios (no GPU needed for either). Without a usable GPU, `bench` says so and exits 2.
+//! compare FIRST SECOND` compares two runs' ratios (no GPU needed for
+//! either). Without a usable GPU, `bench` says so and exits 2.
 
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
@@ -165,6 +166,17 @@ enum Dtype {
 impl Dtype {
     fn all() -> Vec<Dtype> {
         Dtype::value_variants().to_vec()
+    }
+
+    /// The kernels of its GEMM paths.
+    fn kernels(self) -> Vec<&'static KernelDef> {
+        match self {
+            Dtype::F16 => F16::kernels(),
+            Dtype::Bf16 => Bf16::kernels(),
+            Dtype::Tf32 => Tf32::kernels(),
+            Dtype::S8 => S8::kernels(),
+            Dtype::E4m3 => E4m3::kernels(),
+        }
     }
 }
 
@@ -415,7 +427,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         let kernels: Vec<&KernelDef> = args
             .dtypes
             .iter()
-            .flat_map(|&dtype| Bench::gemm_kernels(dtype))
+            .flat_map(|&dtype| dtype.kernels())
             .collect();
         let (loaded, variants, seconds, threads) = preload(rt, &kernels);
         bench.bar.suspend(|| {
@@ -757,17 +769,6 @@ gemm_dtype!(E4m3: e4m3 => bf16, "e4m3", E4m3, GEMM_E4M3,
     paths: [; ; gemm_wgmma::gemm_wgmma_e4m3::Consts]);
 
 impl Bench<'_> {
-    /// The kernels of `dtype`'s paths.
-    fn gemm_kernels(dtype: Dtype) -> Vec<&'static KernelDef> {
-        match dtype {
-            Dtype::F16 => F16::kernels(),
-            Dtype::Bf16 => Bf16::kernels(),
-            Dtype::Tf32 => Tf32::kernels(),
-            Dtype::S8 => S8::kernels(),
-            Dtype::E4m3 => E4m3::kernels(),
-        }
-    }
-
     fn gemm(&mut self, dtype: Dtype, dims: (u32, u32, u32)) -> BenchResult<Case> {
         match dtype {
             Dtype::F16 => self.gemm_of::<F16>(dims),
