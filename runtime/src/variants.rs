@@ -19,7 +19,10 @@ pub(crate) struct VariantCache<K, V> {
 struct Entry<K, V> {
     consts: Vec<i64>,
     key: K,
-    variant: Arc<V>,
+    /// Empty until a compile succeeds. Its own lock, so that different
+    /// variants compile at once (the driver JIT-compiles a large GEMM variant
+    /// for most of a second) while one variant compiles once.
+    slot: Arc<Mutex<Option<Arc<V>>>>,
 }
 
 impl<K, V> Default for VariantCache<K, V> {
@@ -32,7 +35,9 @@ impl<K, V> Default for VariantCache<K, V> {
 
 impl<K: PartialEq, V> VariantCache<K, V> {
     /// The cached variant, or `compile` it and cache it. `compile` runs under
-    /// the cache's lock, so a variant is compiled once; a failure is not cached.
+    /// the variant's own lock: a variant is compiled once, threads that want
+    /// it meanwhile wait for it, and other variants compile beside it. A
+    /// failure is not cached.
     pub(crate) fn get_or_compile(
         &self,
         def: &KernelDef,
@@ -40,19 +45,30 @@ impl<K: PartialEq, V> VariantCache<K, V> {
         key: K,
         compile: impl FnOnce() -> Result<V, Error>,
     ) -> Result<Arc<V>, Error> {
-        // The cache stays consistent if a holder panicked: entries are inserted whole.
-        let mut variants = self.variants.lock().unwrap_or_else(PoisonError::into_inner);
-        let list = variants.entry(def.ir_digest()).or_default();
-        if let Some(found) = list.iter().find(|e| e.key == key && e.consts == consts) {
-            return Ok(found.variant.clone());
+        let slot = {
+            // The cache stays consistent if a holder panicked: entries are inserted whole.
+            let mut variants = self.variants.lock().unwrap_or_else(PoisonError::into_inner);
+            let list = variants.entry(def.ir_digest()).or_default();
+            match list.iter().find(|e| e.key == key && e.consts == consts) {
+                Some(entry) => entry.slot.clone(),
+                None => {
+                    let slot = Arc::new(Mutex::new(None));
+                    list.push(Entry {
+                        consts: consts.to_vec(),
+                        key,
+                        slot: slot.clone(),
+                    });
+                    slot
+                }
+            }
+        };
+        let mut variant = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(compiled) = &*variant {
+            return Ok(compiled.clone());
         }
-        let variant = Arc::new(compile()?);
-        list.push(Entry {
-            consts: consts.to_vec(),
-            key,
-            variant: variant.clone(),
-        });
-        Ok(variant)
+        let compiled = Arc::new(compile()?);
+        *variant = Some(compiled.clone());
+        Ok(compiled)
     }
 }
 
@@ -112,6 +128,39 @@ mod tests {
         }
         assert_eq!(*seen[0][0], "first:0:[1]");
         assert_eq!(*seen[0][distinct - 1], "second:2:[2]");
+    }
+
+    /// Two variants compile at the same time: each compile waits (up to a
+    /// generous bound) to see the other one inside `compile` too, which a
+    /// lock over the whole cache during a compile would never let happen.
+    #[test]
+    fn different_variants_compile_at_once() {
+        let cache: VariantCache<u32, bool> = VariantCache::default();
+        let def = kernel_def("pair", vec![], vec![Target::Wgsl]);
+        let inside = AtomicUsize::new(0);
+        let met: Vec<bool> = thread::scope(|scope| {
+            let workers: Vec<_> = (0..2u32)
+                .map(|key| {
+                    let (cache, def, inside) = (&cache, &def, &inside);
+                    scope.spawn(move || {
+                        let compiled = cache.get_or_compile(def, &[], key, || {
+                            inside.fetch_add(1, Ordering::SeqCst);
+                            let deadline =
+                                std::time::Instant::now() + std::time::Duration::from_secs(30);
+                            while inside.load(Ordering::SeqCst) < 2
+                                && std::time::Instant::now() < deadline
+                            {
+                                thread::yield_now();
+                            }
+                            Ok(inside.load(Ordering::SeqCst) == 2)
+                        });
+                        *compiled.unwrap()
+                    })
+                })
+                .collect();
+            workers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        assert_eq!(met, [true, true], "one compile waited for the other");
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod tuning;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use rayon::prelude::*;
 use warpforge::{BackendKind, Runtime};
 
 /// Shared with the runtime's own wgpu tests: Mesa's XDG_RUNTIME_DIR, the adapter line.
@@ -55,20 +56,44 @@ impl Inputs {
     }
 
     pub fn f32s(&mut self, n: usize) -> Vec<f32> {
-        (0..n)
-            .map(|_| self.rng.random_range(-1.0f32..1.0))
-            .collect()
+        self.draw(n, |rng| rng.random_range(-1.0f32..1.0))
     }
 
     /// Uniform over every i8 value, -128 and 127 included.
     pub fn i8s(&mut self, n: usize) -> Vec<i8> {
-        (0..n).map(|_| self.rng.random()).collect()
+        self.draw(n, |rng| rng.random())
     }
 
     pub fn u32s(&mut self, n: usize) -> Vec<u32> {
-        (0..n).map(|_| self.rng.random()).collect()
+        self.draw(n, |rng| rng.random())
+    }
+
+    /// `n` values of `one`, drawn in chunks of [`INPUT_CHUNK`] on every core,
+    /// each chunk by its own generator seeded from this one in order: a seed
+    /// gives the same values on any number of threads, and the 2^28 elements
+    /// of a 16384^3 GEMM's operand take a fraction of a second.
+    fn draw<T: Copy + Default + Send>(
+        &mut self,
+        n: usize,
+        one: impl Fn(&mut StdRng) -> T + Sync,
+    ) -> Vec<T> {
+        let seeds: Vec<u64> = (0..n.div_ceil(INPUT_CHUNK))
+            .map(|_| self.rng.random())
+            .collect();
+        let mut values = vec![T::default(); n];
+        values
+            .par_chunks_mut(INPUT_CHUNK)
+            .zip(seeds)
+            .for_each(|(chunk, seed)| {
+                let mut rng = StdRng::seed_from_u64(seed);
+                chunk.iter_mut().for_each(|x| *x = one(&mut rng));
+            });
+        values
     }
 }
+
+/// The values one generator of [`Inputs`] draws in a row.
+const INPUT_CHUNK: usize = 1 << 16;
 
 /// The seed of this run: `WARPFORGE_SEED` when set (to replay a failure), else
 /// the clock, so that every run draws new inputs.

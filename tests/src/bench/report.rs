@@ -23,6 +23,10 @@ pub struct Report {
     pub monitor_unavailable: Option<String>,
     /// The commit the bench was built from (`git describe`), when known.
     pub commit: Option<String>,
+    /// The seconds the run was given (`--budget-s`): the rounds past the
+    /// minimum were cut to fit, when it had one.
+    #[serde(default)]
+    pub budget_s: Option<f64>,
     /// Seconds since the Unix epoch when the run started.
     pub started_unix_s: u64,
     pub method: Method,
@@ -354,7 +358,10 @@ pub fn header(report: &Report) -> String {
             .power_limit_w
             .map_or("unknown".to_string(), |w| format!("{w:.0} W")),
         report.commit.as_deref().unwrap_or("unknown"),
-        m.rounds_text(),
+        match report.budget_s {
+            Some(budget) => format!("{} within a {budget:.0} s run", m.rounds_text()),
+            None => m.rounds_text(),
+        },
         m.sample_ms,
         m.spacer_ms,
         m.warmup_ms,

@@ -30,9 +30,11 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use rayon::prelude::*;
 
 use warpforge::tune::MissPolicy;
 use warpforge::KernelVariant;
@@ -49,7 +51,7 @@ use warpforge_tests::bench::monitor::Monitor;
 use warpforge_tests::bench::report::{
     self, Absent, Case, ContenderSamples, NotRun, Report, WorkUnit,
 };
-use warpforge_tests::compare::deviation;
+use warpforge_tests::compare::{deviation, deviation_of};
 use warpforge_tests::sparse::{
     mma_dense_rate, mma_sp_rate, rate_words, RATE_CHAINS, RATE_META, RATE_THREADS,
 };
@@ -112,6 +114,10 @@ struct Args {
     /// GPU milliseconds of a comparison's samples after which it takes no rounds past --rounds
     #[arg(long, value_name = "MS", default_value_t = Method::default().extra_rounds_ms)]
     extra_rounds_ms: f64,
+    /// Seconds the whole run may take (0: no limit): as they run out, each
+    /// comparison gets a smaller share for rounds past --rounds
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BUDGET_S)]
+    budget_s: f64,
     /// Where report.json, table.md and the charts go
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
@@ -317,6 +323,8 @@ struct Bench<'a> {
     inputs: Inputs,
     /// One step per section or GEMM case; what is printed goes above it.
     bar: ProgressBar,
+    /// When the run's time budget ends, if it has one.
+    deadline: Option<Instant>,
 }
 
 fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
@@ -343,6 +351,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         gpu_facts: monitor.facts().clone(),
         monitor_unavailable: monitor.unavailable.clone(),
         commit: option_env!("WARPFORGE_COMMIT").map(str::to_string),
+        budget_s: (args.budget_s > 0.0).then_some(args.budget_s),
         started_unix_s: std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
@@ -363,6 +372,8 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
                 .expect("the template is valid")
                 .progress_chars("=> "),
         ),
+        deadline: (args.budget_s > 0.0)
+            .then(|| Instant::now() + Duration::from_secs_f64(args.budget_s)),
     };
     let shapes = if args.shapes.is_empty() {
         DEFAULT_SHAPES.to_vec()
@@ -512,11 +523,12 @@ impl Bench<'_> {
         mut contenders: Vec<Contender<'_>>,
         absent: Vec<Absent>,
     ) -> Result<Case, Error> {
+        let method = self.within_budget();
         let samples = compare(
             self.rt,
             &mut self.spacer,
             &self.monitor,
-            &self.method,
+            &method,
             Some(baseline),
             &mut contenders,
         )?;
@@ -541,6 +553,33 @@ impl Bench<'_> {
         };
         self.bar.suspend(|| print_case(&case));
         Ok(case)
+    }
+
+    /// The method for the next comparison: the run's, with the samples past
+    /// the minimum rounds cut to half of an even share of the time left
+    /// among the steps left (the other half for the step's sweep, checks and
+    /// uploads), so that a slow GPU, or a cold JIT cache, shortens the
+    /// rounds instead of overrunning the budget.
+    fn within_budget(&self) -> Method {
+        let Some(deadline) = self.deadline else {
+            return self.method;
+        };
+        let left_ms = deadline
+            .saturating_duration_since(Instant::now())
+            .as_secs_f64()
+            * 1e3;
+        let steps_left = self
+            .bar
+            .length()
+            .unwrap_or(0)
+            .saturating_sub(self.bar.position());
+        Method {
+            extra_rounds_ms: self
+                .method
+                .extra_rounds_ms
+                .min(left_ms / steps_left.max(1) as f64 / 2.0),
+            ..self.method
+        }
     }
 
     /// The fastest of `candidates` by one short sample each (behind the
@@ -618,6 +657,10 @@ impl Bench<'_> {
         Ok(finalists.swap_remove(0))
     }
 }
+
+/// The default run's budget: 8 minutes, under the 10 it must take on one GPU
+/// with room for what the budget cannot shorten (a step's sweep and checks).
+const DEFAULT_BUDGET_S: f64 = 480.0;
 
 /// How much slower than the sweep's fastest sample a variant may be and
 /// still be timed again before one is chosen, how many are, and in how many
@@ -1205,7 +1248,7 @@ fn bench_wgpu(size: usize) -> BenchResult<Case> {
 
 /// Whether an integer GEMM's result equals cuBLAS's, element by element.
 fn exact(ours: &[i32], theirs: &[i32]) -> (bool, String) {
-    let differ = ours.iter().zip(theirs).filter(|(x, y)| x != y).count();
+    let differ = ours.par_iter().zip(theirs).filter(|(x, y)| x != y).count();
     (
         differ == 0,
         format!("{differ} of {} elements differ", ours.len()),
@@ -1214,14 +1257,12 @@ fn exact(ours: &[i32], theirs: &[i32]) -> (bool, String) {
 
 /// Random values of a floating-point type for a GEMM's inputs.
 fn float_values<T: GemmFloat>(inputs: &mut Inputs, n: usize) -> Vec<T> {
-    inputs.f32s(n).into_iter().map(T::from_f32).collect()
+    inputs.f32s(n).into_par_iter().map(T::from_f32).collect()
 }
 
 /// Whether a floating-point GEMM's result is within `tolerance` (relative L2 and the
 /// largest difference, scaled) of cuBLAS's, and the deviation.
 fn agree_within<T: GemmFloat>(ours: &[T], theirs: &[T], tolerance: f64) -> (bool, String) {
-    let ours: Vec<f32> = ours.iter().map(|x| x.to_f64() as f32).collect();
-    let theirs: Vec<f64> = theirs.iter().map(|x| x.to_f64()).collect();
-    let d = deviation(&ours, &theirs);
+    let d = deviation_of(ours, theirs, |x| x.to_f64(), |x| x.to_f64());
     (d.passes(tolerance), d.to_string())
 }
