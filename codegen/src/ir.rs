@@ -217,6 +217,11 @@ pub struct Kernel {
     /// The block shape the kernel is written for, if it declares one
     /// (`#[kernel(block(..))]`). Constant expressions over const params.
     pub block: Option<[Expr; 3]>,
+    /// The blocks of a thread block cluster (sm_90), if the kernel declares
+    /// one (`#[kernel(cluster(..))]`): constant expressions over const
+    /// params. The blocks of a cluster run at once on one GPC and reach
+    /// each other's shared memory; the grid is a whole number of clusters.
+    pub cluster: Option<[Expr; 3]>,
     /// Host-side preconditions checked by the launcher before every launch.
     pub requires: Vec<Requirement>,
     /// The statements of the kernel's body.
@@ -378,6 +383,11 @@ pub enum Stmt {
     /// `sync_threads()`: a block-wide barrier that also orders shared and
     /// global memory accesses among the block's threads.
     Barrier,
+    /// `cluster_sync()` (sm_90): a barrier over every thread of every block
+    /// of the cluster (`barrier.cluster.arrive` then `.wait`, release and
+    /// acquire at cluster scope). Every thread of the cluster must reach it,
+    /// warp-uniformly.
+    ClusterBarrier,
     /// An expression evaluated for its effect (an atomic whose old value is unused).
     Expr(Expr),
     /// A warp-collective matrix operation. All 32 lanes of the warp execute
@@ -452,6 +462,12 @@ pub enum TmaOp {
         coords: Vec<Expr>,
         /// The mbarrier on which the copy's bytes complete.
         bar: Place,
+        /// `tma_load_multicast` (sm_90, in a cluster): a `u32` whose bit `i`
+        /// sends the tile to the block of cluster rank `i` too, to the same
+        /// shared-memory place, its bytes completing on the same mbarrier
+        /// place of that block (bits 0-15; this block's own bit, when set,
+        /// is its copy).
+        multicast: Option<Expr>,
     },
     /// Shared to global: rows and outer dimensions outside the tensor are
     /// not written, but along the innermost dimension the copy writes whole
@@ -502,6 +518,17 @@ pub enum MbarrierOp {
     Arrive {
         /// The mbarrier: an element of a `u64` shared array.
         bar: Place,
+    },
+    /// One arrival of this thread on the mbarrier at `bar`'s place in the
+    /// shared memory of the cluster's block of rank `rank` (a `u32`; this
+    /// block's own rank arrives locally), with release semantics at
+    /// cluster scope: how a consumer hands a stage back to every block
+    /// whose copies write into it.
+    ArriveCluster {
+        /// The mbarrier: an element of a `u64` shared array.
+        bar: Place,
+        /// The rank in the cluster of the block whose mbarrier it is.
+        rank: Expr,
     },
     /// One arrival that also expects `bytes` (a `u32`) more transaction
     /// bytes in the current phase, which asynchronous copies complete.
@@ -1178,6 +1205,9 @@ pub enum Special {
     GridDim(Axis),
     /// Lane within the warp, 0..32.
     LaneId,
+    /// `cluster_rank()` (sm_90): the block's rank in its cluster, 0 to the
+    /// cluster's blocks less one (0 without a cluster).
+    ClusterRank,
 }
 
 /// Math and warp intrinsics. Argument and result types are recorded in the
@@ -1309,6 +1339,7 @@ impl MbarrierOp {
         match self {
             MbarrierOp::Init { .. } => "mbarrier_init",
             MbarrierOp::Arrive { .. } => "mbarrier_arrive",
+            MbarrierOp::ArriveCluster { .. } => "mbarrier_arrive_cluster",
             MbarrierOp::ArriveExpectTx { .. } => "mbarrier_arrive_expect_tx",
             MbarrierOp::Wait { .. } => "mbarrier_wait",
             MbarrierOp::InitFence => "fence_mbarrier_init",
@@ -1321,7 +1352,8 @@ impl MbarrierOp {
         match self {
             MbarrierOp::Init { bar, count: e }
             | MbarrierOp::ArriveExpectTx { bar, bytes: e }
-            | MbarrierOp::Wait { bar, parity: e } => (Some(bar), Some(e)),
+            | MbarrierOp::Wait { bar, parity: e }
+            | MbarrierOp::ArriveCluster { bar, rank: e } => (Some(bar), Some(e)),
             MbarrierOp::Arrive { bar } => (Some(bar), None),
             MbarrierOp::InitFence => (None, None),
         }
@@ -1335,6 +1367,9 @@ impl MbarrierOp {
 
 /// The DSL function of [`Stmt::ProxyFence`].
 pub const PROXY_FENCE_FUNCTION: &str = "fence_proxy_async";
+
+/// The DSL function of [`Stmt::ClusterBarrier`].
+pub const CLUSTER_BARRIER_FUNCTION: &str = "cluster_sync";
 
 /// The DSL builtin that makes a [`MatrixDescriptor`], written as an
 /// operand of a wgmma: `matrix_desc(&tile[r][c], SWIZZLE)`.

@@ -59,7 +59,8 @@ use crate::def::KernelDef;
 use crate::ir::{
     Axis, BinaryOp, ConstParam, Expr, ExprKind, Fragment, Kernel, Literal, Local, MatrixDescriptor,
     MatrixOp, Param, ParamId, ParamType, Place, Requirement, Scalar, Space, Special, Stmt,
-    TensorMap, TmaOp, UnaryOp, WarpgroupOp, MATRIX_DESC_FUNCTION, PROXY_FENCE_FUNCTION,
+    TensorMap, TmaOp, UnaryOp, WarpgroupOp, CLUSTER_BARRIER_FUNCTION, MATRIX_DESC_FUNCTION,
+    PROXY_FENCE_FUNCTION,
 };
 use crate::valid::{atomic_name, intrinsic_name};
 
@@ -290,6 +291,7 @@ impl<'k> Printer<'k> {
             params,
             locals,
             block,
+            cluster,
             requires,
             body,
         } = self.kernel;
@@ -327,6 +329,11 @@ impl<'k> Printer<'k> {
         if let Some(block) = block {
             write!(w, "{INDENT}block(")?;
             comma_list(w, block, |w, e| self.expr(w, e, Prec::Any))?;
+            w.write_str(")\n")?;
+        }
+        if let Some(cluster) = cluster {
+            write!(w, "{INDENT}cluster(")?;
+            comma_list(w, cluster, |w, e| self.expr(w, e, Prec::Any))?;
             w.write_str(")\n")?;
         }
         for r in requires {
@@ -555,6 +562,7 @@ impl<'k> Printer<'k> {
                 self.call(w, op.function(), &args)?
             }
             Stmt::ProxyFence => self.call(w, PROXY_FENCE_FUNCTION, &[])?,
+            Stmt::ClusterBarrier => self.call(w, CLUSTER_BARRIER_FUNCTION, &[])?,
             Stmt::Warpgroup(op) => self.warpgroup(w, op)?,
             Stmt::Tma(op) => self.tma(w, op)?,
             Stmt::SetMaxRegisters { grow, count } => {
@@ -589,16 +597,21 @@ impl<'k> Printer<'k> {
                 map,
                 coords,
                 bar,
-            } => self.call(
-                w,
-                "tma_load",
-                &[
+                multicast,
+            } => {
+                let mut args = vec![
                     Arg::RefMut(smem),
                     Arg::Param(*map),
                     Arg::Tuple(coords),
                     Arg::RefMut(bar),
-                ],
-            ),
+                ];
+                args.extend(multicast.as_ref().map(Arg::Expr));
+                let name = match multicast {
+                    Some(_) => "tma_load_multicast",
+                    None => "tma_load",
+                };
+                self.call(w, name, &args)
+            }
             TmaOp::Store { smem, map, coords } => self.call(
                 w,
                 "tma_store",
@@ -815,6 +828,7 @@ impl<'k> Printer<'k> {
                 Special::BlockDim(a) => write!(w, "block_dim().{}", axis_name(*a)),
                 Special::GridDim(a) => write!(w, "grid_dim().{}", axis_name(*a)),
                 Special::LaneId => w.write_str("lane_id()"),
+                Special::ClusterRank => w.write_str("cluster_rank()"),
             },
             ExprKind::Call(f, args) => {
                 let args: Vec<Arg<'_>> = args.iter().map(Arg::Expr).collect();
@@ -954,6 +968,7 @@ mod tests {
             ],
             locals: Vec::new(),
             block: None,
+            cluster: None,
             requires: Vec::new(),
             body,
         }

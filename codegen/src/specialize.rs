@@ -112,11 +112,10 @@ pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
         }
     }
     if let Some(block) = &kernel.block {
-        let mut dims = block.clone();
-        for dim in &mut dims {
-            *dim = s.expr(dim)?;
-        }
-        out.block = Some(dims);
+        out.block = Some(s.dims(block)?);
+    }
+    if let Some(cluster) = &kernel.cluster {
+        out.cluster = Some(s.dims(cluster)?);
     }
     for (req, decl) in out.requires.iter_mut().zip(&kernel.requires) {
         req.cond = s.expr(&decl.cond)?;
@@ -287,6 +286,7 @@ impl Specializer<'_> {
             }),
             Stmt::Mbarrier(op) => out.push(Stmt::Mbarrier(self.mbarrier(op)?)),
             Stmt::ProxyFence => out.push(Stmt::ProxyFence),
+            Stmt::ClusterBarrier => out.push(Stmt::ClusterBarrier),
             Stmt::Warpgroup(op) => out.push(Stmt::Warpgroup(self.warpgroup(op)?)),
             Stmt::Tma(op) => out.push(Stmt::Tma(self.tma(op)?)),
             Stmt::SetMaxRegisters { grow, count } => out.push(Stmt::SetMaxRegisters {
@@ -394,6 +394,15 @@ impl Specializer<'_> {
         })
     }
 
+    /// A `block(..)` or `cluster(..)` shape with its const params substituted.
+    fn dims(&mut self, dims: &[Expr; 3]) -> Result<[Expr; 3], Error> {
+        let mut out = dims.clone();
+        for (dim, decl) in out.iter_mut().zip(dims) {
+            *dim = self.expr(decl)?;
+        }
+        Ok(out)
+    }
+
     fn mbarrier(&mut self, op: &MbarrierOp) -> Result<MbarrierOp, Error> {
         Ok(match op {
             MbarrierOp::Init { bar, count } => MbarrierOp::Init {
@@ -410,6 +419,10 @@ impl Specializer<'_> {
             MbarrierOp::Wait { bar, parity } => MbarrierOp::Wait {
                 bar: self.place(bar)?,
                 parity: self.expr(parity)?,
+            },
+            MbarrierOp::ArriveCluster { bar, rank } => MbarrierOp::ArriveCluster {
+                bar: self.place(bar)?,
+                rank: self.expr(rank)?,
             },
             MbarrierOp::InitFence => MbarrierOp::InitFence,
         })
@@ -440,11 +453,13 @@ impl Specializer<'_> {
                 map,
                 coords,
                 bar,
+                multicast,
             } => TmaOp::Load {
                 smem: self.place(smem)?,
                 map: *map,
                 coords: self.exprs(coords)?,
                 bar: self.place(bar)?,
+                multicast: multicast.as_ref().map(|m| self.expr(m)).transpose()?,
             },
             TmaOp::Store { smem, map, coords } => TmaOp::Store {
                 smem: self.place(smem)?,
@@ -779,6 +794,7 @@ mod tests {
                 u32_lit(1),
                 u32_lit(1),
             ]),
+            cluster: None,
             requires: vec![],
             body,
         }

@@ -217,6 +217,7 @@ fn atomic_16bit(ty: Scalar, op: AtomicOp) -> Kernel {
         }],
         locals: vec![],
         block: None,
+        cluster: None,
         requires: vec![],
         body: vec![Stmt::Expr(Expr {
             ty,

@@ -18,6 +18,7 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
     ),
     ("atomics", "parameter `xl: &mut [i64]`"),
     ("mbarrier", "shared array `bars` of type u64"),
+    ("cluster", "`cluster(..)` (thread block clusters)"),
     ("bf16_arith", "parameter `x_bf16: &mut [bf16]`"),
     (
         "block_reduce",

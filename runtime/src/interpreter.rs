@@ -200,6 +200,8 @@ impl InterpreterBackend {
                 kernel,
                 facts: VariantFacts {
                     block,
+                    // The interpreter refuses kernels with clusters.
+                    cluster: None,
                     shared_bytes,
                 },
             })

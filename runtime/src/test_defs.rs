@@ -25,6 +25,7 @@ pub(crate) fn kernel_def(
                 .collect(),
             locals: vec![],
             block: None,
+            cluster: None,
             requires: vec![],
             body: Block::new(),
         },

@@ -19,6 +19,9 @@ use crate::Error;
 pub struct VariantFacts {
     /// The block shape the kernel declares, evaluated for this variant.
     pub block: Option<[u32; 3]>,
+    /// The cluster shape the kernel declares (`cluster(..)`), evaluated for
+    /// this variant: a launch's grid is a whole number of clusters.
+    pub cluster: Option<[u32; 3]>,
     /// Dynamic shared memory per block, in bytes.
     pub shared_bytes: u32,
 }
@@ -130,6 +133,7 @@ impl VariantChecks {
             params: def.ir.params.clone(),
             locals: Vec::new(),
             block: None,
+            cluster: None,
             requires: def.ir.requires.clone(),
             body: Block::new(),
         };
@@ -683,6 +687,20 @@ fn launch_dims(
                      spread the blocks over more grid dimensions or give each thread more work",
                     dims(grid.blocks),
                     device.name
+                ),
+            ));
+        }
+    }
+    if let Some(cluster) = facts.cluster {
+        if grid.blocks.iter().zip(&cluster).any(|(&b, &c)| b % c != 0) {
+            return Err(invalid(
+                &kernel(),
+                format!(
+                    "the kernel runs in clusters of {} blocks (`cluster(..)`) and the grid of {} \
+                     blocks is not a whole number of them: round each grid dimension up to a \
+                     multiple of the cluster's",
+                    dims(cluster),
+                    dims(grid.blocks)
                 ),
             ));
         }

@@ -120,6 +120,7 @@ fn saxpy() -> KernelDef {
             ],
             locals: vec![],
             block: None,
+            cluster: None,
             requires: vec![requirement],
             body: Block::new(),
         },
@@ -158,6 +159,7 @@ fn tile() -> KernelDef {
                 Expr::u32(1),
                 Expr::u32(1),
             ]),
+            cluster: None,
             requires: vec![],
             body: Block::new(),
         },
@@ -199,6 +201,7 @@ fn saxpy_args(x_len: u64, n: u32) -> Vec<ArgInfo> {
 
 const NO_BLOCK: VariantFacts = VariantFacts {
     block: None,
+    cluster: None,
     shared_bytes: 0,
 };
 
@@ -230,6 +233,7 @@ fn launch_tile(facts: VariantFacts, grid: Grid, device: &DeviceInfo) -> Result<L
 fn a_valid_launch_gives_its_dimensions() {
     let facts = VariantFacts {
         block: Some([128, 1, 1]),
+        cluster: None,
         shared_bytes: 64 * 1024,
     };
     let dims = launch_tile(facts, Grid::blocks([32, 2, 1]), &h200()).unwrap();
@@ -244,6 +248,29 @@ fn a_valid_launch_gives_its_dimensions() {
     // Giving the declared shape again is fine.
     let dims = launch_tile(facts, Grid::new([1, 1, 1], [128, 1, 1]), &h200()).unwrap();
     assert_eq!(dims.threads, [128, 1, 1]);
+}
+
+#[test]
+fn a_grid_of_clusters_is_whole_clusters() {
+    let facts = VariantFacts {
+        block: Some([128, 1, 1]),
+        cluster: Some([2, 1, 1]),
+        shared_bytes: 0,
+    };
+    let dims = launch_tile(facts, Grid::blocks([132, 3, 1]), &h200()).unwrap();
+    assert_eq!(dims.blocks, [132, 3, 1]);
+    let message = refused(
+        launch_tile(facts, Grid::blocks([133, 1, 1]), &h200()),
+        "tile[BM=128]",
+    );
+    assert!(
+        message.contains(
+            "the kernel runs in clusters of 2, 1, 1 blocks (`cluster(..)`) and the grid of 133, 1, 1 \
+             blocks is not a whole number of them: round each grid dimension up to a multiple of \
+             the cluster's"
+        ),
+        "{message}"
+    );
 }
 
 #[test]
@@ -380,6 +407,7 @@ fn buffer_longer_than_a_u32_length() {
 fn launch_tile_with_len(len: u64) -> Result<LaunchDims, Error> {
     let facts = VariantFacts {
         block: Some([128, 1, 1]),
+        cluster: None,
         shared_bytes: 0,
     };
     validate_launch(
@@ -425,6 +453,7 @@ fn failed_requirement_quotes_it_with_the_values() {
 fn const_values_count_and_range() {
     let facts = VariantFacts {
         block: Some([128, 1, 1]),
+        cluster: None,
         shared_bytes: 0,
     };
     let grid = Grid::blocks([1, 1, 1]);
@@ -512,6 +541,7 @@ fn grid_too_large() {
 fn shared_memory_over_the_device_limit() {
     let facts = VariantFacts {
         block: Some([128, 1, 1]),
+        cluster: None,
         shared_bytes: 228 * 1024,
     };
     let message = refused(
@@ -528,6 +558,7 @@ fn shared_memory_over_the_device_limit() {
 fn declared_block_and_given_threads_differ() {
     let facts = VariantFacts {
         block: Some([128, 1, 1]),
+        cluster: None,
         shared_bytes: 0,
     };
     let message = refused(
@@ -743,6 +774,7 @@ fn tensor_mapped() -> KernelDef {
             ],
             locals: vec![],
             block: None,
+            cluster: None,
             requires: vec![],
             body: Block::new(),
         },
@@ -899,6 +931,7 @@ fn scaled() -> KernelDef {
             ],
             locals: vec![],
             block: None,
+            cluster: None,
             requires: vec![
                 clause(
                     bool_op(
@@ -996,6 +1029,7 @@ fn a_variants_checks_plan_the_tensor_maps_the_kernels_do() {
     let grid = Grid::blocks([1, 1, 1]);
     let facts = VariantFacts {
         block: Some([128, 1, 1]),
+        cluster: None,
         shared_bytes: 0,
     };
     for (consts, args) in [

@@ -32,6 +32,14 @@
 //!   several phases: a phase that completed early, a parity that did not
 //!   flip, or a first wait on the phase before phase 0 that blocked would
 //!   show as stale values or a hang.
+//! - `cluster_multicast`: clusters of two blocks along x, each block
+//!   loading half of a 16-row tile of a ragged f16 matrix with
+//!   `tma_load_multicast` (mask `0b11`) so that both blocks hold the whole
+//!   tile, and each warp arriving on the other block's mbarrier with
+//!   `mbarrier_arrive_cluster` before the block waits on its own: a wrong
+//!   rank layout, a multicast that reached one block or missed a barrier, or
+//!   a remote arrival that went astray shows as wrong rows, wrong ranks or a
+//!   hang.
 
 use warpforge::prelude::*;
 
@@ -223,6 +231,53 @@ pub fn tma_load_sw128(
         let c = i % 64;
         out[(row0 + r) * width + col0 + c] = tile[r][(c / 8 ^ r % 8) * 8 + c % 8];
     }
+}
+
+/// Cluster `c` (blocks 2c and 2c + 1 along x, ranks 0 and 1) holds rows
+/// 16c to 16c + 15 of the m x 64 row-major f16 matrix `a` in each block's
+/// shared `tile`: rank r loads rows 16c + 8r to 16c + 8r + 7 into
+/// `tile[r]` of both blocks. Every warp's lane 0 arrives on the other
+/// block's `bars[1]` (4 arrivals a phase) and each block waits on its own,
+/// so a block reads its tile only once the other has too. Block b writes
+/// its tile to rows 16b to 16b + 15 of `out` (64 columns) and its rank to
+/// `ranks[b]`.
+#[kernel(arch(sm_90a), block(128), cluster(2))]
+pub fn cluster_multicast(
+    #[tensor_map(shape = [m, 64], strides = [64], tile = [8, 64])] a: &[f16],
+    m: u32,
+    out: &mut [f16],
+    ranks: &mut [u32],
+) {
+    let mut tile: [[[f16; 64]; 8]; 2] = shared();
+    let mut bars: [u64; 2] = shared();
+    let t = thread_idx().x;
+    let rank = cluster_rank();
+    if t == 0 {
+        mbarrier_init(&mut bars[0], 1);
+        mbarrier_init(&mut bars[1], 4);
+        fence_mbarrier_init();
+    }
+    // Both blocks' mbarriers are ready before either copies or arrives.
+    cluster_sync();
+    if t == 0 {
+        // The whole tile's bytes: this block's half and the other's.
+        mbarrier_arrive_expect_tx(&mut bars[0], 16 * 64 * 2);
+        let row = block_idx().x / 2 * 16 + 8 * rank;
+        tma_load_multicast(&mut tile[rank][0][0], a, (row, 0), &mut bars[0], 3);
+    }
+    if t % 32 == 0 {
+        mbarrier_arrive_cluster(&mut bars[1], 1 - rank);
+    }
+    mbarrier_wait(&bars[0], 0);
+    mbarrier_wait(&bars[1], 0);
+    for i in (t..16 * 64).step_by(128) {
+        out[block_idx().x * 16 * 64 + i] = tile[i / 512][i / 64 % 8][i % 64];
+    }
+    if t == 0 {
+        ranks[block_idx().x] = rank;
+    }
+    // Neither block leaves while the other may still arrive on its mbarriers.
+    cluster_sync();
 }
 
 /// Loads a 2 x 16 x 8 tile of the batched tensor `a` (`batches` matrices
@@ -570,6 +625,58 @@ pub fn check_tma_load(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
     }
 }
 
+/// `cluster_multicast` over a ragged 44 x 64 f16 matrix in 3 clusters of
+/// 2 blocks: each block holds the 16 rows of its cluster (zeros past row
+/// 43), and the blocks of a cluster are consecutive along x with ranks 0, 1.
+pub fn check_cluster_multicast(rt: &Runtime, inputs: &mut Inputs, report: &mut Report) {
+    let what = "cluster_multicast (clusters of 2 along x, 44 x 64 f16, half a tile multicast by each block, remote arrivals)";
+    let (m, clusters) = (44usize, 3usize);
+    let blocks = 2 * clusters;
+    let a: Vec<f16> = inputs.f32s(m * 64).into_iter().map(f16::from_f32).collect();
+    let run = || -> Result<(Vec<f16>, Vec<u32>), Error> {
+        let da = rt.upload(&a)?;
+        let mut out = rt.upload(&vec![f16::NAN; blocks * 16 * 64])?;
+        let mut ranks = rt.upload(&vec![u32::MAX; blocks])?;
+        let grid = Grid::blocks([blocks as u32, 1, 1]);
+        cluster_multicast::launch(rt, grid, &da, m as u32, &mut out, &mut ranks)?;
+        Ok((rt.download(&out)?, rt.download(&ranks)?))
+    };
+    match run() {
+        Ok((out, ranks)) => {
+            let want = |block: usize, i: usize| {
+                let row = block / 2 * 16 + i / 64;
+                if row < m {
+                    a[row * 64 + i % 64]
+                } else {
+                    f16::ZERO
+                }
+            };
+            let wrong_rank = (0..blocks).find(|&b| ranks[b] != (b % 2) as u32);
+            let wrong = (0..out.len())
+                .find(|&at| out[at].to_bits() != want(at / (16 * 64), at % (16 * 64)).to_bits());
+            let detail = match (wrong_rank, wrong) {
+                (Some(b), _) => format!("block {b} has cluster rank {}, not {}", ranks[b], b % 2),
+                (None, Some(at)) => {
+                    let (block, i) = (at / (16 * 64), at % (16 * 64));
+                    format!(
+                        "block {block} holds {} at row {} column {} of its tile, the matrix gives {}",
+                        out[at],
+                        i / 64,
+                        i % 64,
+                        want(block, i)
+                    )
+                }
+                (None, None) => format!(
+                    "{blocks} blocks: ranks 0, 1 along x, each holding its cluster's 16 rows ({} zeros past the matrix)",
+                    (clusters * 16 - m) * 64 * 2
+                ),
+            };
+            report.check(what, wrong_rank.is_none() && wrong.is_none(), detail);
+        }
+        Err(e) => report.error(what, e),
+    }
+}
+
 /// `tma_roundtrip` over 3 ragged 37 x 17 f32 matrices (rows 24 apart,
 /// matrices 40 rows apart) in 2 x 3 x 3 tiles: 2x + 1 inside the tensor,
 /// the rows past m and the matrices past the last untouched. Past n, the
@@ -689,6 +796,11 @@ mod tests {
                 "cp.async.bulk.tensor.2d",
             ),
             (tma_roundtrip::def(), Arch::Sm90, "cp.async.bulk.tensor.3d"),
+            (
+                cluster_multicast::def(),
+                Arch::Sm90a,
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster",
+            ),
         ] {
             let ptx = compile_ptx(def, &[], arch).unwrap_or_else(|e| panic!("{}", e.message));
             assert!(ptx.text.contains(copies), "{}", ptx.text);

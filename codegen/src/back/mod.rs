@@ -3,13 +3,27 @@
 pub mod ptx;
 pub mod wgsl;
 
-use crate::ir::Kernel;
+use crate::ir::{Expr, Kernel};
 use crate::Error;
 
 /// The block shape a specialized kernel declares (`block(..)`), evaluated;
 /// `None` when it declares none.
 pub fn declared_block(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
-    let Some(dims) = &kernel.block else {
+    declared_shape(kernel, kernel.block.as_ref(), "block")
+}
+
+/// The cluster shape a specialized kernel declares (`cluster(..)`),
+/// evaluated; `None` when it declares none.
+pub fn declared_cluster(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
+    declared_shape(kernel, kernel.cluster.as_ref(), "cluster")
+}
+
+fn declared_shape(
+    kernel: &Kernel,
+    dims: Option<&[Expr; 3]>,
+    option: &str,
+) -> Result<Option<[u32; 3]>, Error> {
+    let Some(dims) = dims else {
         return Ok(None);
     };
     let mut shape = [0u32; 3];
@@ -19,7 +33,7 @@ pub fn declared_block(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
             .and_then(|v| u32::try_from(v).ok())
             .ok_or_else(|| {
                 Error::new(format!(
-                    "kernel `{}`: `block(..)` is not constant: specialize it first",
+                    "kernel `{}`: `{option}(..)` is not constant: specialize it first",
                     kernel.name
                 ))
             })?;

@@ -12,6 +12,8 @@ pub struct KernelAttr {
     pub arch: Option<Vec<Ident>>,
     /// `block(x, y, z)`: one to three constant expressions.
     pub block: Option<Vec<syn::Expr>>,
+    /// `cluster(x, y, z)`: one to three constant expressions.
+    pub cluster: Option<Vec<syn::Expr>>,
     /// `tune(NAME = [v, ..], ..)`.
     pub tune: Vec<TuneEntry>,
     /// `requires(cond, ..)`.
@@ -55,7 +57,7 @@ pub struct TuneEntry {
     pub values: Vec<syn::Expr>,
 }
 
-const OPTIONS: &str = "`arch(sm_70, sm_80)`, `block(256)`, `tune(NAME = [v, ..])`, \
+const OPTIONS: &str = "`arch(sm_70, sm_80)`, `block(256)`, `cluster(2)`, `tune(NAME = [v, ..])`, \
      `constrain(cond, ..)`, `requires(cond, ..)`, `instances(NAME = <T, ..>, ..)`, \
      `tune_key(param, ..)`, `tune_default(NAME = v, ..)` and `tune_tolerance(r)`";
 
@@ -81,14 +83,18 @@ impl Parse for KernelAttr {
                     let list = Punctuated::<Ident, Token![,]>::parse_terminated(&content)?;
                     attr.arch = Some(list.into_iter().collect());
                 }
-                "block" => {
+                "block" | "cluster" => {
                     let list = parenthesized_exprs(meta.input)?;
                     if list.is_empty() || list.len() > 3 {
-                        return Err(meta.error(
-                            "`block(..)` takes one to three sizes: `block(256)`, `block(16, 16)` or `block(8, 8, 4)`",
-                        ));
+                        return Err(meta.error(match key.as_str() {
+                            "block" => "`block(..)` takes one to three sizes: `block(256)`, `block(16, 16)` or `block(8, 8, 4)`",
+                            _ => "`cluster(..)` takes one to three sizes in blocks: `cluster(2)`, `cluster(2, 1)` or `cluster(2, 2, 1)`",
+                        }));
                     }
-                    attr.block = Some(list);
+                    match key.as_str() {
+                        "block" => attr.block = Some(list),
+                        _ => attr.cluster = Some(list),
+                    }
                 }
                 "tune" => {
                     meta.parse_nested_meta(|entry| {

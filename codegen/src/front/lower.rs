@@ -109,7 +109,12 @@ pub fn lower_kernel(
     let block = attr
         .block
         .as_ref()
-        .map(|dims| lower.block_shape(dims))
+        .map(|dims| lower.shape(dims, "a `block(..)` size"))
+        .transpose();
+    let cluster = attr
+        .cluster
+        .as_ref()
+        .map(|dims| lower.shape(dims, "a `cluster(..)` size"))
         .transpose();
     let mut tensor_maps: Lowered<()> = Ok(());
     for (id, p) in sig.params.iter().enumerate() {
@@ -138,6 +143,7 @@ pub fn lower_kernel(
     let requires = requires.into_iter().collect::<Lowered<Vec<_>>>()?;
     let constraints = constraints.into_iter().collect::<Lowered<Vec<_>>>()?;
     let block = block?;
+    let cluster = cluster?;
     if !lower.errors.is_empty() {
         return Err(Reported);
     }
@@ -147,6 +153,7 @@ pub fn lower_kernel(
         params: lower.params,
         locals: lower.locals,
         block,
+        cluster,
         requires,
         body,
     };
@@ -243,11 +250,13 @@ impl<'e> Lowerer<'e> {
 }
 
 impl Lowerer<'_> {
-    fn block_shape(&mut self, dims: &[syn::Expr]) -> Lowered<[Expr; 3]> {
+    /// A `block(..)` or `cluster(..)` shape: one to three constant sizes,
+    /// the missing ones 1.
+    fn shape(&mut self, dims: &[syn::Expr], what: &str) -> Lowered<[Expr; 3]> {
         let mut shape = [Expr::u32(1), Expr::u32(1), Expr::u32(1)];
         let mut failed = None;
         for (slot, dim) in shape.iter_mut().zip(dims) {
-            match self.constant_size(dim, "a `block(..)` size") {
+            match self.constant_size(dim, what) {
                 Ok(e) => *slot = e,
                 Err(r) => failed = Some(r),
             }

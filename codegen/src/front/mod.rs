@@ -164,6 +164,7 @@ pub fn stub_instances(
                 .collect(),
             locals: Vec::new(),
             block: None,
+            cluster: None,
             requires: Vec::new(),
             body: Vec::new(),
         };

@@ -2241,6 +2241,82 @@ fn hopper_statements_need_their_arch() {
     );
 }
 
+/// A kernel body for `cluster(..)` attributes: each block arrives on another
+/// block's second mbarrier, multicasts a tile and meets the cluster.
+fn cluster_kernel(rank: &str, mask: &str) -> String {
+    format!(
+        "fn k(#[tensor_map(shape = [m, 64], strides = [64], tile = [8, 64])] a: &[f16], m: u32, out: &mut [u32]) {{
+            let mut tile: [[f16; 64]; 8] = shared();
+            let mut bars: [u64; 2] = shared();
+            mbarrier_arrive_cluster(&mut bars[1], {rank});
+            tma_load_multicast(&mut tile[0][0], a, (0, 0), &mut bars[0], {mask});
+            cluster_sync();
+            out[thread_idx().x] = cluster_rank();
+        }}"
+    )
+}
+
+#[test]
+fn clusters_are_checked_at_the_kernel() {
+    let pair = "arch(sm_90a), block(128), cluster(2)";
+    let good = cluster_kernel("1 - cluster_rank()", "3");
+    let def = parse(pair, &good);
+    assert_eq!(
+        def.ir.cluster.as_ref().map(|c| c[0].as_int()),
+        Some(Some(2))
+    );
+    assert_error(
+        "arch(sm_80), block(128), cluster(2)",
+        &good,
+        &["`cluster(..)` and `cluster_rank` (thread block clusters): needs sm_90 or newer, and this variant targets sm_80"],
+    );
+    assert_error(
+        "arch(sm_90), block(128), cluster(2)",
+        &good,
+        &["`tma_load_multicast` (`cp.async.bulk.tensor` `.multicast::cluster`): needs sm_90a"],
+    );
+    assert_error(
+        "arch(wgsl), block(128), cluster(2)",
+        &good,
+        &["WGSL cannot express `cluster(..)` (thread block clusters)"],
+    );
+    assert_error(
+        pair,
+        &cluster_kernel("2", "3"),
+        &["`mbarrier_arrive_cluster` arrives at rank 2, but a cluster has 2 block(s): ranks are 0 to 1"],
+    );
+    assert_error(
+        pair,
+        &cluster_kernel("0", "4"),
+        &["the multicast mask of `tma_load_multicast` is 0b100: set bit i for the block of cluster rank i, ranks 0 to 1"],
+    );
+    assert_error(
+        pair,
+        &cluster_kernel("0", "0"),
+        &["the multicast mask of `tma_load_multicast` is 0b0"],
+    );
+    assert_error(
+        "arch(sm_90a), block(128), cluster(4, 4)",
+        &cluster_kernel("0", "1"),
+        &["`cluster(..)`: 16 blocks per cluster is more than the 8 of a portable cluster"],
+    );
+    assert_error(
+        "arch(sm_90a), block(128), cluster(2, 1, 1, 1)",
+        &good,
+        &["`cluster(..)` takes one to three sizes in blocks"],
+    );
+    assert_error(
+        pair,
+        &good.replace("cluster_sync();", "let x = cluster_sync();"),
+        &["`cluster_sync()` is a statement: write `cluster_sync();` on its own line"],
+    );
+    assert_error(
+        pair,
+        &good.replace("&mut bars[0], 3)", "&mut bars[0], 3i32)"),
+        &["the mask of `tma_load_multicast` (bit i: the block of cluster rank i) must be `u32`"],
+    );
+}
+
 #[test]
 fn hopper_statement_errors_say_what_to_write() {
     let sm90a = "arch(sm_90a)";

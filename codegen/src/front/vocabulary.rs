@@ -59,6 +59,10 @@ pub enum Construct {
     Pipeline,
     /// `matrix_desc(&tile[r][c], SWIZZLE)`: a wgmma operand in shared memory.
     MatrixDesc,
+    /// `cluster_rank()`: the block's rank in its thread block cluster.
+    ClusterRank,
+    /// `cluster_sync();`: the barrier over every thread of the cluster.
+    ClusterSync,
 }
 
 pub struct Function {
@@ -68,7 +72,7 @@ pub struct Function {
     pub near_miss: bool,
 }
 
-pub static FUNCTIONS: [Function; 5] = [
+pub static FUNCTIONS: [Function; 7] = [
     Function {
         name: "lane_id",
         construct: Construct::LaneId,
@@ -92,6 +96,16 @@ pub static FUNCTIONS: [Function; 5] = [
     Function {
         name: crate::ir::MATRIX_DESC_FUNCTION,
         construct: Construct::MatrixDesc,
+        near_miss: false,
+    },
+    Function {
+        name: "cluster_rank",
+        construct: Construct::ClusterRank,
+        near_miss: false,
+    },
+    Function {
+        name: crate::ir::CLUSTER_BARRIER_FUNCTION,
+        construct: Construct::ClusterSync,
         near_miss: false,
     },
 ];
@@ -210,7 +224,7 @@ pub static WARP_STATEMENTS: [WarpFamily; 9] = [
     },
     WarpFamily {
         prefix: "mbarrier_",
-        forms: "mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_wait",
+        forms: "mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx, mbarrier_wait",
     },
     WarpFamily {
         prefix: "fence_",
@@ -222,7 +236,7 @@ pub static WARP_STATEMENTS: [WarpFamily; 9] = [
     },
     WarpFamily {
         prefix: "tma_",
-        forms: "tma_load, tma_store, tma_store_commit, tma_store_wait_read, tma_store_wait",
+        forms: "tma_load, tma_load_multicast, tma_store, tma_store_commit, tma_store_wait_read, tma_store_wait",
     },
     WarpFamily {
         prefix: "setmaxnreg_",
@@ -346,6 +360,7 @@ mod tests {
         assert_eq!(
             callable_list(),
             "thread_idx(), block_idx(), block_dim(), grid_dim(), lane_id(), sync_threads(), shared(), pipeline(), matrix_desc(), \
+             cluster_rank(), cluster_sync(), \
              shfl_xor, shfl_down, pack_f16x2, pack_bf16x2, to_tf32, f32::from_bits, atomic_add, atomic_min, atomic_max, atomic_and, atomic_or, \
              atomic_xor, atomic_exchange, atomic_compare_exchange, and the warp matrix and async copy statements"
         );
@@ -367,9 +382,9 @@ mod tests {
              mma_m16n8k8_tf32, mma_m16n8k32_s8, mma_m16n8k32_u8, mma_m16n8::<T>, mma_sp[_ordered]_m16n8k32_{f16,bf16}, mma_sp[_ordered]_m16n8k32::<T>, \
              wmma_load_{a,b,c}_{row,col}, \
              wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait, \
-             mbarrier_init, mbarrier_arrive, mbarrier_arrive_expect_tx, mbarrier_wait, \
+             mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx, mbarrier_wait, \
              fence_mbarrier_init, fence_proxy_async, wgmma_fence, wgmma_commit, wgmma_wait, wgmma_m64k16_{f16,bf16}::<N>, wgmma_m64k8_tf32::<N>, wgmma_m64k32_{s8,u8,e4m3,e5m2}::<N>, wgmma_m64k{16,8,32}::<T, N>, wgmma_m64::<T, N>, \
-             tma_load, tma_store, tma_store_commit, tma_store_wait_read, tma_store_wait, \
+             tma_load, tma_load_multicast, tma_store, tma_store_commit, tma_store_wait_read, tma_store_wait, \
              setmaxnreg_inc, setmaxnreg_dec"
         );
     }

@@ -13,7 +13,7 @@ use super::{Arg, Error, ErrorKind, Launch, Stats, MAX_SHARED_BYTES};
 use crate::eval::HostValue;
 use crate::ir::{
     BinaryOp, Expr, ExprKind, Intrinsic, Kernel, Literal, LocalId, ParamType, Place, Scalar, Space,
-    Special, Stmt, PROXY_FENCE_FUNCTION,
+    Special, Stmt, CLUSTER_BARRIER_FUNCTION, PROXY_FENCE_FUNCTION,
 };
 use crate::print;
 use crate::valid::intrinsic_name;
@@ -278,6 +278,14 @@ impl<'k> Machine<'k> {
         };
         crate::valid::validate(kernel)
             .map_err(|e| Error::before_run(&kernel.name, ErrorKind::InvalidKernel, e.message))?;
+        if kernel.cluster.is_some() {
+            // Its blocks would have to run together, and this runs one at a time.
+            return Err(fail(
+                ErrorKind::Unsupported,
+                "`cluster(..)` (thread block clusters) is not interpreted: run the kernel on CUDA"
+                    .into(),
+            ));
+        }
         let [bx, by, bz] = launch.block;
         let threads = bx as u64 * by as u64 * bz as u64;
         if launch.block.contains(&0) || threads > 1024 {
@@ -962,6 +970,11 @@ impl<'k> Machine<'k> {
                 )))
             }
             Stmt::Tma(_) => return Err(unsupported("`tma_*` (an sm_90 TMA bulk tensor copy)")),
+            Stmt::ClusterBarrier => {
+                return Err(unsupported(&format!(
+                    "`{CLUSTER_BARRIER_FUNCTION}` (an sm_90 cluster barrier)"
+                )))
+            }
             // How many registers a warpgroup holds changes no value.
             Stmt::SetMaxRegisters { .. } => {}
         }
@@ -1093,6 +1106,9 @@ impl<'k> Machine<'k> {
                         Special::BlockDim(a) => self.block[axis(*a)],
                         Special::GridDim(a) => self.grid[axis(*a)],
                         Special::LaneId => l,
+                        // Kernels with a `cluster(..)` are refused: each
+                        // block is a cluster of one.
+                        Special::ClusterRank => 0,
                     };
                     out[l as usize] = Literal::Int(v as i64);
                 }

@@ -36,8 +36,10 @@
 //! hardware leaves unspecified, is the interpreter's own (see `warp.rs`), as
 //! only `wmma` operations and element-wise arithmetic may read it. Not
 //! interpreted, each an [`ErrorKind::Unsupported`] error naming the construct:
-//! the sm_90 mbarriers, `fence_proxy_async` and the sm_90a warpgroup
-//! operations (wgmma), and any statement this module does not know.
+//! the sm_90 mbarriers, `fence_proxy_async`, `cluster_sync` and kernels
+//! with a `cluster(..)` (whose blocks must run at once), the sm_90a
+//! warpgroup operations (wgmma), and any statement this module does not
+//! know.
 //!
 //! Arithmetic is the GPU's, not Rust's debug builds': see `value.rs`
 //! (integers wrap, division by zero is an error, f16 and bf16 compute in f32

@@ -28,6 +28,17 @@ impl Validator<'_> {
         if let Some(e) = operand {
             self.u32_operand(e, function)?;
         }
+        if let MbarrierOp::ArriveCluster { rank, .. } = op {
+            if let (Some(r), Some(blocks)) = (rank.as_int(), self.cluster_blocks()) {
+                if r >= blocks as i64 {
+                    return Err(self.error(format!(
+                        "`{function}` arrives at rank {r}, but a cluster has {blocks} block(s): \
+                         ranks are 0 to {}",
+                        blocks - 1
+                    )));
+                }
+            }
+        }
         // ptxas takes only 0 or 1 as an immediate parity.
         if let MbarrierOp::Wait { parity, .. } = op {
             if let Some(p @ 2..) = parity.as_int() {
@@ -62,7 +73,19 @@ impl Validator<'_> {
                 map,
                 coords,
                 bar,
+                multicast: None,
             } => ("tma_load", smem, *map, coords, Some(bar)),
+            TmaOp::Load {
+                smem,
+                map,
+                coords,
+                bar,
+                multicast: Some(mask),
+            } => {
+                let function = "tma_load_multicast";
+                self.multicast_mask(mask, function)?;
+                (function, smem, *map, coords, Some(bar))
+            }
             TmaOp::Store { smem, map, coords } => ("tma_store", smem, *map, coords, None),
             TmaOp::Commit => return Ok(()),
             TmaOp::WaitRead { pending } | TmaOp::Wait { pending } => {
@@ -115,6 +138,24 @@ impl Validator<'_> {
                     ty.name()
                 )));
             }
+        }
+        Ok(())
+    }
+
+    /// A multicast mask is a `u32` of at most 16 bits; a constant one names
+    /// only blocks the declared cluster has.
+    fn multicast_mask(&mut self, mask: &Expr, function: &str) -> Result<(), Error> {
+        self.u32_operand(mask, function)?;
+        let Some(bits) = mask.as_int() else {
+            return Ok(());
+        };
+        let blocks = self.cluster_blocks().unwrap_or(1);
+        if bits == 0 || bits >> blocks != 0 {
+            return Err(self.error(format!(
+                "the multicast mask of `{function}` is {bits:#b}: set bit i for the block of cluster \
+                 rank i, ranks 0 to {} in this kernel's cluster, at least one",
+                blocks - 1
+            )));
         }
         Ok(())
     }

@@ -20,6 +20,10 @@ use crate::ir::{
 use crate::specialize::{STACK_RED_ZONE, STACK_SEGMENT};
 use crate::Error;
 
+/// The most blocks a cluster may have without the non-portable size
+/// attribute (which warpforge does not set).
+pub const MAX_CLUSTER_BLOCKS: u64 = 8;
+
 /// Checks every invariant of a specialized kernel.
 pub fn validate(kernel: &Kernel) -> Result<(), Error> {
     let mut v = Validator {
@@ -195,22 +199,20 @@ impl Validator<'_> {
             }
         }
         if let Some(block) = &self.kernel.block {
-            let mut threads: u64 = 1;
-            for (axis, dim) in block.iter().enumerate() {
-                self.site = format!("`block(..)` dimension {axis}");
-                self.expr(dim)?;
-                match dim.as_int() {
-                    Some(n) if n > 0 && dim.ty == Scalar::U32 => threads *= n as u64,
-                    Some(n) if dim.ty == Scalar::U32 => {
-                        return Err(self.error(format!("is {n}: it must be positive")))
-                    }
-                    _ => return Err(self.error("must be a u32 literal after specialization")),
-                }
-            }
+            let threads = self.shape(block, "block")?;
             if threads > 1024 {
                 self.site = "`block(..)`".into();
                 return Err(self.error(format!(
                     "{threads} threads per block is more than the 1024 CUDA allows"
+                )));
+            }
+        }
+        if let Some(cluster) = &self.kernel.cluster {
+            let blocks = self.shape(cluster, "cluster")?;
+            if blocks > MAX_CLUSTER_BLOCKS {
+                self.site = "`cluster(..)`".into();
+                return Err(self.error(format!(
+                    "{blocks} blocks per cluster is more than the {MAX_CLUSTER_BLOCKS} of a portable cluster"
                 )));
             }
         }
@@ -226,6 +228,33 @@ impl Validator<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The product of a `block(..)` or `cluster(..)` shape, each dimension a
+    /// positive `u32` literal.
+    fn shape(&mut self, dims: &[Expr; 3], option: &str) -> Result<u64, Error> {
+        let mut product: u64 = 1;
+        for (axis, dim) in dims.iter().enumerate() {
+            self.site = format!("`{option}(..)` dimension {axis}");
+            self.expr(dim)?;
+            match dim.as_int() {
+                Some(n) if n > 0 && dim.ty == Scalar::U32 => product *= n as u64,
+                Some(n) if dim.ty == Scalar::U32 => {
+                    return Err(self.error(format!("is {n}: it must be positive")))
+                }
+                _ => return Err(self.error("must be a u32 literal after specialization")),
+            }
+        }
+        Ok(product)
+    }
+
+    /// The blocks of the kernel's declared cluster, when it declares one
+    /// with constant dimensions.
+    fn cluster_blocks(&self) -> Option<u64> {
+        self.kernel.cluster.as_ref().and_then(|dims| {
+            dims.iter()
+                .try_fold(1u64, |n, d| Some(n * u64::try_from(d.as_int()?).ok()?))
+        })
     }
 
     /// A host-side expression reads only literals, scalar params and lengths.
@@ -410,7 +439,7 @@ impl Validator<'_> {
                 }
             }
             Stmt::Mbarrier(op) => self.mbarrier(op)?,
-            Stmt::ProxyFence => {}
+            Stmt::ProxyFence | Stmt::ClusterBarrier => {}
             Stmt::Warpgroup(op) => self.warpgroup(op)?,
             Stmt::Tma(op) => self.tma(op)?,
             Stmt::SetMaxRegisters { count, .. } => self.set_max_registers(count)?,

@@ -55,6 +55,7 @@ fn kernel(body: Vec<Stmt>) -> Kernel {
             reg("s", Scalar::F32, vec![], true),
         ],
         block: None,
+        cluster: None,
         requires: vec![],
         body,
     }

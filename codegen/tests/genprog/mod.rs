@@ -222,6 +222,7 @@ impl Program {
             params: g.params.list,
             locals: g.locals,
             block: None,
+            cluster: None,
             requires: Vec::new(),
             body,
         };

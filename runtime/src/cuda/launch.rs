@@ -255,6 +255,7 @@ mod tests {
             entry: entry.into(),
             shared_bytes,
             block,
+            cluster: None,
             version: (7, 0),
         }
     }

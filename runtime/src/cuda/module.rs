@@ -57,6 +57,7 @@ impl CompiledVariant {
             variant_name: def.variant_name(consts),
             facts: VariantFacts {
                 block: ptx.block,
+                cluster: ptx.cluster,
                 shared_bytes: ptx.shared_bytes,
             },
             checks,

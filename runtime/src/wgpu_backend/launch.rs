@@ -52,6 +52,8 @@ impl WgpuBackend {
         let variant = self.variant(def, consts, block, compile)?;
         let facts = VariantFacts {
             block: variant.declared_block.then_some(variant.module.block),
+            // WGSL has no clusters.
+            cluster: None,
             // Workgroup memory is static in WGSL; wgpu checks it against the
             // adapter's limit when it creates the pipeline.
             shared_bytes: 0,

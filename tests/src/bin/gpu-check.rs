@@ -41,7 +41,8 @@ use warpforge_tests::checks::{
 };
 use warpforge_tests::generated::{self, check_generated};
 use warpforge_tests::hopper::{
-    check_mbarrier_phases, check_tma_load, check_tma_roundtrip, check_wgmma_layouts,
+    check_cluster_multicast, check_mbarrier_phases, check_tma_load, check_tma_roundtrip,
+    check_wgmma_layouts,
 };
 use warpforge_tests::interop;
 use warpforge_tests::ldmatrix::check_ldmatrix_trans;
@@ -79,6 +80,7 @@ const CHECKS: &[&str] = &[
     "wgmma",
     "tma",
     "mbarrier",
+    "cluster",
     "gemm_wgmma_f16",
     "gemm_wgmma_bf16",
     "gemm_wgmma_tf32",
@@ -326,6 +328,9 @@ fn main() -> ExitCode {
             }
             if wanted("mbarrier") {
                 check_mbarrier_phases(&rt, &mut report);
+            }
+            if wanted("cluster") {
+                check_cluster_multicast(&rt, &mut inputs, &mut report);
             }
         }
     }

@@ -65,6 +65,9 @@ impl Emitter<'_> {
                 Ok(Operand::Reg(self.select(e.ty, p, x, y)))
             }
             ExprKind::Special(s) => {
+                if *s == Special::ClusterRank {
+                    self.require(Feature::Cluster)?;
+                }
                 let r = self.fresh(Scalar::U32);
                 self.ins(format!("mov.u32 {r}, {}", special_register(*s)));
                 Ok(Operand::Reg(r))
@@ -613,6 +616,7 @@ fn special_register(s: Special) -> String {
         Special::BlockDim(a) => format!("%ntid.{}", axis(a)),
         Special::GridDim(a) => format!("%nctaid.{}", axis(a)),
         Special::LaneId => "%laneid".into(),
+        Special::ClusterRank => "%cluster_ctarank".into(),
     }
 }
 

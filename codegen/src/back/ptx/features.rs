@@ -67,6 +67,14 @@ pub enum Feature {
     TmaStore,
     /// `setmaxnreg.{inc,dec}`.
     SetMaxRegisters,
+    /// `.reqnctapercluster` (`#[kernel(cluster(..))]`) and `%cluster_ctarank`.
+    Cluster,
+    /// `barrier.cluster.arrive` and `.wait`.
+    ClusterBarrier,
+    /// `mapa` and `mbarrier.arrive.release.cluster.shared::cluster`.
+    MbarrierArriveCluster,
+    /// `cp.async.bulk.tensor` global to shared with `.multicast::cluster`.
+    TmaMulticast,
 }
 
 /// One row of the table.
@@ -199,6 +207,22 @@ impl Feature {
                 (8, 0),
                 (9, 0),
             ),
+            Feature::Cluster => (
+                "`cluster(..)` and `cluster_rank` (thread block clusters)",
+                (7, 8),
+                (9, 0),
+            ),
+            Feature::ClusterBarrier => ("`cluster_sync` (`barrier.cluster`)", (7, 8), (9, 0)),
+            Feature::MbarrierArriveCluster => (
+                "`mbarrier_arrive_cluster` (`mapa` and `mbarrier.arrive` at cluster scope)",
+                (8, 0),
+                (9, 0),
+            ),
+            Feature::TmaMulticast => (
+                "`tma_load_multicast` (`cp.async.bulk.tensor` `.multicast::cluster`)",
+                (8, 0),
+                (9, 0),
+            ),
         };
         FeatureInfo {
             construct,
@@ -206,7 +230,12 @@ impl Feature {
             min_arch,
             arch_specific: matches!(
                 self,
-                Feature::WgmmaSync | Feature::Wgmma(_) | Feature::SetMaxRegisters
+                Feature::WgmmaSync
+                    | Feature::Wgmma(_)
+                    | Feature::SetMaxRegisters
+                    // ptxas advises sm_90a for multicast: the copy engine's
+                    // multicast is not in the portable sm_90 set.
+                    | Feature::TmaMulticast
             ),
         }
     }

@@ -57,6 +57,21 @@ impl Emitter<'_> {
                 ));
                 self.ins(format!("@!{done} bra {retry}"));
             }
+            MbarrierOp::ArriveCluster { bar, rank } => {
+                self.require(Feature::MbarrierArriveCluster)?;
+                let rank = self.expr(rank)?;
+                let rank = self.in_reg(rank, Scalar::U32);
+                let bar = self.address(bar)?;
+                let local = self.fresh(Scalar::U32);
+                self.ins(format!("add.u32 {local}, {}, {}", bar.base, bar.offset));
+                let remote = self.fresh(Scalar::U32);
+                self.ins(format!(
+                    "mapa.shared::cluster.u32 {remote}, {local}, {rank}"
+                ));
+                self.ins(format!(
+                    "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [{remote}]"
+                ));
+            }
             MbarrierOp::InitFence => {
                 self.require(Feature::MbarrierInitFence)?;
                 self.ins("fence.mbarrier_init.release.cluster");
@@ -72,15 +87,33 @@ impl Emitter<'_> {
                 map,
                 coords,
                 bar,
+                multicast,
             } => {
                 self.require(Feature::TmaLoad)?;
+                // The mask is a `.b16` operand: the low half of the `u32`.
+                let mask = match multicast {
+                    Some(mask) => {
+                        self.require(Feature::TmaMulticast)?;
+                        let mask = self.expr(mask)?;
+                        let mask = self.in_reg(mask, Scalar::U32);
+                        let half = self.fresh(Scalar::F16);
+                        self.ins(format!("cvt.u16.u32 {half}, {mask}"));
+                        Some(half)
+                    }
+                    None => None,
+                };
                 let tensor = self.tensor_operand(*map, coords)?;
                 let dst = self.address(smem)?;
                 let bar = self.address(bar)?;
-                format!(
-                    "cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {dst}, {tensor}, {bar}",
-                    coords.len()
-                )
+                let rank = coords.len();
+                match mask {
+                    Some(mask) => format!(
+                        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster {dst}, {tensor}, {bar}, {mask}"
+                    ),
+                    None => format!(
+                        "cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes {dst}, {tensor}, {bar}"
+                    ),
+                }
             }
             TmaOp::Store { smem, map, coords } => {
                 self.require(Feature::TmaStore)?;
@@ -134,6 +167,14 @@ impl Emitter<'_> {
         };
         let direction = if grow { "inc" } else { "dec" };
         self.ins(format!("setmaxnreg.{direction}.sync.aligned.u32 {n}"));
+        Ok(())
+    }
+
+    /// `cluster_sync()`: arrive (release) and wait (acquire) at cluster scope.
+    pub fn cluster_barrier(&mut self) -> Result<(), Error> {
+        self.require(Feature::ClusterBarrier)?;
+        self.ins("barrier.cluster.arrive.aligned");
+        self.ins("barrier.cluster.wait.aligned");
         Ok(())
     }
 

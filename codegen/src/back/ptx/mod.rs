@@ -48,6 +48,8 @@ use function::{
     param_names, param_type, scalar_param_name, tensor_map_param_name, Emitter, SHARED_SYMBOL,
 };
 
+use features::Feature;
+
 use crate::ir::{Arch, Kernel, ParamType};
 use crate::Error;
 
@@ -62,6 +64,9 @@ pub struct PtxModule {
     pub shared_bytes: u32,
     /// The block shape the kernel declares, evaluated.
     pub block: Option<[u32; 3]>,
+    /// The cluster shape the kernel declares, evaluated: its launches'
+    /// grids are whole clusters.
+    pub cluster: Option<[u32; 3]>,
     /// The `.version` the module declares.
     pub version: (u32, u32),
 }
@@ -100,7 +105,11 @@ fn check_names_and_block(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
 /// Emits PTX for a specialized, validated kernel.
 pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     let block = check_names_and_block(kernel)?;
+    let cluster = super::declared_cluster(kernel)?;
     let mut e = Emitter::new(kernel, arch)?;
+    if cluster.is_some() {
+        e.require(Feature::Cluster)?;
+    }
     e.prologue();
     e.block(&kernel.body)?;
     e.ins("ret");
@@ -160,6 +169,9 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     if let Some([x, y, z]) = block {
         line(&format!(".reqntid {x}, {y}, {z}"));
     }
+    if let Some([x, y, z]) = cluster {
+        line(&format!(".reqnctapercluster {x}, {y}, {z}"));
+    }
     if sets_max_registers {
         // ptxas ignores `setmaxnreg` unless the register count at entry is
         // fixed, which a bound on blocks per SM does (with `.reqntid`).
@@ -186,6 +198,7 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
         entry: kernel.name.clone(),
         shared_bytes,
         block,
+        cluster,
         version,
     })
 }

@@ -87,6 +87,7 @@ impl Emitter<'_> {
             Stmt::AsyncWait { pending } => self.async_wait(stmt, pending),
             Stmt::Mbarrier(op) => self.mbarrier(op),
             Stmt::ProxyFence => self.proxy_fence(),
+            Stmt::ClusterBarrier => self.cluster_barrier(),
             Stmt::Warpgroup(op) => self.warpgroup(op),
             Stmt::Tma(op) => self.tma(op),
             Stmt::SetMaxRegisters { grow, count } => self.set_max_registers(*grow, count),

@@ -102,7 +102,7 @@ impl Usage {
                     bar.iter().for_each(|p| self.place(p, op.writes()));
                     operand.iter().for_each(|e| self.expr(e));
                 }
-                Stmt::ProxyFence => {}
+                Stmt::ProxyFence | Stmt::ClusterBarrier => {}
                 Stmt::Warpgroup(op) => match op {
                     WarpgroupOp::Mma(mma) => {
                         self.descriptor(&mma.a);
@@ -146,7 +146,11 @@ impl Usage {
                 map,
                 coords,
                 bar,
-            } => (smem, *map, coords, Some(bar)),
+                multicast,
+            } => {
+                multicast.iter().for_each(|e| self.expr(e));
+                (smem, *map, coords, Some(bar))
+            }
             TmaOp::Store { smem, map, coords } => (smem, *map, coords, None),
             TmaOp::Commit | TmaOp::WaitRead { .. } | TmaOp::Wait { .. } => return,
         };

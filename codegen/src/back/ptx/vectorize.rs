@@ -674,6 +674,7 @@ mod tests {
                 local("b", Scalar::U8, Space::Register, &[4]),
             ],
             block: None,
+            cluster: None,
             requires: vec![],
             body: vec![],
         }

@@ -198,6 +198,9 @@ impl Emitter<'_> {
                 self.needs_subgroups = true;
                 Code::atom(self.builtins.lane.clone())
             }
+            // `valid::targets::check` rejects it before emission starts; a
+            // block alone is its own cluster.
+            Special::ClusterRank => Code::atom("0u".to_string()),
         }
     }
 

@@ -371,6 +371,7 @@ impl Count {
                 | Stmt::AsyncWait { .. }
                 | Stmt::Mbarrier(_)
                 | Stmt::ProxyFence
+                | Stmt::ClusterBarrier
                 | Stmt::Warpgroup(_)
                 | Stmt::Tma(_)
                 | Stmt::SetMaxRegisters { .. } => {}

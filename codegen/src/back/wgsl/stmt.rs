@@ -102,12 +102,13 @@ impl Emitter<'_> {
             | Stmt::AsyncWait { .. }
             | Stmt::Mbarrier(_)
             | Stmt::ProxyFence
+            | Stmt::ClusterBarrier
             | Stmt::Warpgroup(_)
             | Stmt::Tma(_)
             | Stmt::SetMaxRegisters { .. } => {
                 // `valid::targets::check` rejects these before emission starts.
                 Err(self.error(
-                    "Tensor Core operations, async copies, mbarriers, wgmma, TMA and setmaxnreg have no WGSL form",
+                    "Tensor Core operations, async copies, mbarriers, clusters, wgmma, TMA and setmaxnreg have no WGSL form",
                 ))
             }
         }

@@ -90,7 +90,12 @@ impl Lowerer<'_> {
                 self.arity(c, &c.args, 0, &name)?;
                 Ok(Expr { ty: Scalar::U32, kind: ExprKind::Special(Special::LaneId) })
             }
+            Some(Builtin::Function(Construct::ClusterRank)) => {
+                self.arity(c, &c.args, 0, &name)?;
+                Ok(Expr { ty: Scalar::U32, kind: ExprKind::Special(Special::ClusterRank) })
+            }
             Some(Builtin::Function(Construct::SyncThreads)) => self.err(c, "`sync_threads()` is a statement: write `sync_threads();` on its own line"),
+            Some(Builtin::Function(Construct::ClusterSync)) => self.err(c, "`cluster_sync()` is a statement: write `cluster_sync();` on its own line"),
             Some(Builtin::Function(Construct::Shared)) => self.err(
                 c,
                 "`shared()` allocates a shared array and is only allowed as the value of a typed `let`: `let mut tile: [[f32; 32]; 32] = shared();`",

@@ -23,6 +23,14 @@ use crate::ir::{
     TensorMap, TmaOp, WarpgroupOp, Wgmma, WgmmaKind, MATRIX_DESC_FUNCTION,
 };
 
+/// The TMA copies' forms, which differ in their arguments.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TmaCopy {
+    Load,
+    LoadMulticast,
+    Store,
+}
+
 impl Lowerer<'_> {
     /// Lowers a call statement of the `mbarrier_`, `fence_` or `wgmma_`
     /// families named `name`; `None` when `name` is none of their members.
@@ -52,6 +60,14 @@ impl Lowerer<'_> {
             "mbarrier_arrive" => self
                 .mbarrier(c, name, Access::Write, None)
                 .map(|(bar, _)| MbarrierOp::Arrive { bar }),
+            "mbarrier_arrive_cluster" => self
+                .mbarrier(
+                    c,
+                    name,
+                    Access::Write,
+                    Some("the cluster rank of the block whose mbarrier it is"),
+                )
+                .map(|(bar, rank)| MbarrierOp::ArriveCluster { bar, rank }),
             "mbarrier_arrive_expect_tx" => self
                 .mbarrier(
                     c,
@@ -67,8 +83,9 @@ impl Lowerer<'_> {
             "fence_proxy_async" => {
                 return Some(self.no_arguments(c, name).map(|()| Stmt::ProxyFence))
             }
-            "tma_load" => return Some(self.tma_copy(c, name, true)),
-            "tma_store" => return Some(self.tma_copy(c, name, false)),
+            "tma_load" => return Some(self.tma_copy(c, name, TmaCopy::Load)),
+            "tma_load_multicast" => return Some(self.tma_copy(c, name, TmaCopy::LoadMulticast)),
+            "tma_store" => return Some(self.tma_copy(c, name, TmaCopy::Store)),
             "tma_store_commit" => {
                 return Some(
                     self.no_arguments(c, name)
@@ -109,14 +126,21 @@ impl Lowerer<'_> {
         Some(op.map(Stmt::Warpgroup))
     }
 
-    /// `tma_load(&mut tile[s][0][0], map, (row, col), &mut bar[s])` and
-    /// `tma_store(&tile[0][0], map, (row, col))`: the tile's first element,
-    /// a slice with a tensor map, the coordinates of the tile's origin in
-    /// the tensor (a tuple, outermost first) and, for a load, the mbarrier
-    /// its bytes complete on.
-    fn tma_copy(&mut self, c: &syn::ExprCall, name: &str, load: bool) -> Lowered<Stmt> {
+    /// `tma_load(&mut tile[s][0][0], map, (row, col), &mut bar[s])`,
+    /// `tma_load_multicast(.., &mut bar[s], mask)` and `tma_store(&tile[0][0],
+    /// map, (row, col))`: the tile's first element, a slice with a tensor
+    /// map, the coordinates of the tile's origin in the tensor (a tuple,
+    /// outermost first), for a load the mbarrier its bytes complete on, and
+    /// for a multicast the `u32` mask of the cluster's blocks it goes to.
+    fn tma_copy(&mut self, c: &syn::ExprCall, name: &str, copy: TmaCopy) -> Lowered<Stmt> {
         self.no_generic_arguments(c)?;
-        self.arity(c, &c.args, if load { 4 } else { 3 }, name)?;
+        let load = copy != TmaCopy::Store;
+        let arguments = match copy {
+            TmaCopy::Load => 4,
+            TmaCopy::LoadMulticast => 5,
+            TmaCopy::Store => 3,
+        };
+        self.arity(c, &c.args, arguments, name)?;
         let (tile_ref, form) = match load {
             true => (mut_ref(&c.args[0]), "&mut tile[s][0][0]"),
             false => (shared_ref(&c.args[0]), "&tile[s][0][0]"),
@@ -170,11 +194,19 @@ impl Lowerer<'_> {
             return Ok(Stmt::Tma(TmaOp::Store { smem, map, coords }));
         }
         let bar = self.mbarrier_place(&c.args[3], name, Access::Write)?;
+        let multicast = match copy {
+            TmaCopy::LoadMulticast => Some(self.u32_argument(
+                &c.args[4],
+                &format!("the mask of `{name}` (bit i: the block of cluster rank i)"),
+            )?),
+            TmaCopy::Load | TmaCopy::Store => None,
+        };
         Ok(Stmt::Tma(TmaOp::Load {
             smem,
             map,
             coords,
             bar,
+            multicast,
         }))
     }
 
@@ -368,14 +400,15 @@ impl Lowerer<'_> {
         let Some(what) = value else {
             return Ok((bar, Expr::u32(0)));
         };
-        let operand = self.expr(&c.args[1], Some(Scalar::U32))?;
-        self.check_type(
-            &c.args[1],
-            operand.ty,
-            Scalar::U32,
-            &format!("{what} of `{name}`"),
-        )?;
+        let operand = self.u32_argument(&c.args[1], &format!("{what} of `{name}`"))?;
         Ok((bar, operand))
+    }
+
+    /// An argument that must be a `u32`, `what` in the message if it is not.
+    fn u32_argument(&mut self, arg: &syn::Expr, what: &str) -> Lowered<Expr> {
+        let value = self.expr(arg, Some(Scalar::U32))?;
+        self.check_type(arg, value.ty, Scalar::U32, what)?;
+        Ok(value)
     }
 
     /// `&mut bar[i]` (or `&bar[i]` for a wait): an element of a `u64` shared array.

@@ -57,7 +57,7 @@ impl Lowerer<'_> {
             }
             syn::Expr::Field(f) => self.tuple_part_type(f).or(Some(Scalar::U32)),
             syn::Expr::Call(c) => match call_builtin(c)? {
-                Builtin::Function(Construct::LaneId) => Some(Scalar::U32),
+                Builtin::Function(Construct::LaneId | Construct::ClusterRank) => Some(Scalar::U32),
                 Builtin::Intrinsic(Intrinsic::ShflXor | Intrinsic::ShflDown) => {
                     peek(c.args.first()?)
                 }

@@ -130,7 +130,10 @@ impl Lowerer<'_> {
             Some(binding) => Ok(binding),
             None if matches!(
                 vocabulary::builtin(&name),
-                Some(Builtin::Special(_) | Builtin::Function(Construct::LaneId))
+                Some(
+                    Builtin::Special(_)
+                        | Builtin::Function(Construct::LaneId | Construct::ClusterRank)
+                )
             ) =>
             {
                 Err(self.errors.push(ident, format!("`{name}` is a function: call it, e.g. `{name}()`")))

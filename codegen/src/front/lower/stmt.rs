@@ -17,6 +17,7 @@ use crate::front::constness;
 use crate::front::vocabulary::{Builtin, Construct};
 use crate::ir::{
     BinaryOp, Block, Expr, ExprKind, Literal, LocalId, Place, Scalar, Space, Stmt, UnaryOp,
+    CLUSTER_BARRIER_FUNCTION,
 };
 
 impl Lowerer<'_> {
@@ -168,12 +169,18 @@ impl Lowerer<'_> {
             syn::Expr::Call(c)
                 if matches!(
                     call_builtin(c),
-                    Some(Builtin::Function(Construct::SyncThreads))
+                    Some(Builtin::Function(Construct::SyncThreads | Construct::ClusterSync))
                 ) =>
             {
+                let (name, barrier) = match call_builtin(c) {
+                    Some(Builtin::Function(Construct::ClusterSync)) => {
+                        (CLUSTER_BARRIER_FUNCTION, Stmt::ClusterBarrier)
+                    }
+                    _ => ("sync_threads", Stmt::Barrier),
+                };
                 self.no_generic_arguments(c)?;
-                self.arity(c, &c.args, 0, "sync_threads")?;
-                out.push(Stmt::Barrier);
+                self.arity(c, &c.args, 0, name)?;
+                out.push(barrier);
                 Ok(())
             }
             syn::Expr::Call(c) if matches!(call_builtin(c), Some(Builtin::WarpStatement)) => {

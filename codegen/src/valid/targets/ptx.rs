@@ -11,7 +11,8 @@
 
 use crate::back::ptx::features::{Feature, FeatureUse};
 use crate::ir::{
-    Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, MbarrierOp, Stmt, TmaOp, WarpgroupOp,
+    Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, MbarrierOp, Special, Stmt, TmaOp,
+    WarpgroupOp,
 };
 use crate::Error;
 
@@ -27,6 +28,9 @@ pub(super) fn check(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
             ))
         })
     };
+    if kernel.cluster.is_some() {
+        need(Feature::Cluster)?;
+    }
     if kernel.params.iter().any(|p| p.tensor_map.is_some()) {
         need(Feature::TensorMap)?;
     }
@@ -63,6 +67,9 @@ fn block(body: &Block, need: &mut Need) -> Result<(), Error> {
                 let (feature, operand) = match op {
                     MbarrierOp::Init { count, .. } => (Feature::MbarrierInit, Some(count)),
                     MbarrierOp::Arrive { .. } => (Feature::MbarrierArrive, None),
+                    MbarrierOp::ArriveCluster { rank, .. } => {
+                        (Feature::MbarrierArriveCluster, Some(rank))
+                    }
                     MbarrierOp::ArriveExpectTx { bytes, .. } => {
                         (Feature::MbarrierExpectTx, Some(bytes))
                     }
@@ -73,6 +80,7 @@ fn block(body: &Block, need: &mut Need) -> Result<(), Error> {
                 operand.iter().try_for_each(|e| expr(e, need))?;
             }
             Stmt::ProxyFence => need(Feature::ProxyFence)?,
+            Stmt::ClusterBarrier => need(Feature::ClusterBarrier)?,
             Stmt::Warpgroup(op) => need(match op {
                 WarpgroupOp::Mma(mma) => Feature::Wgmma(mma.kind),
                 WarpgroupOp::Fence | WarpgroupOp::Commit | WarpgroupOp::Wait { .. } => {
@@ -80,6 +88,9 @@ fn block(body: &Block, need: &mut Need) -> Result<(), Error> {
                 }
             })?,
             Stmt::Tma(op) => need(match op {
+                TmaOp::Load {
+                    multicast: Some(_), ..
+                } => Feature::TmaMulticast,
                 TmaOp::Load { .. } => Feature::TmaLoad,
                 TmaOp::Store { .. }
                 | TmaOp::Commit
@@ -120,7 +131,8 @@ fn expr(e: &Expr, need: &mut Need) -> Result<(), Error> {
         | ExprKind::Param(_)
         | ExprKind::Const(_)
         | ExprKind::Len(_)
-        | ExprKind::Load(_)
-        | ExprKind::Special(_) => Ok(()),
+        | ExprKind::Load(_) => Ok(()),
+        ExprKind::Special(Special::ClusterRank) => need(Feature::Cluster),
+        ExprKind::Special(_) => Ok(()),
     }
 }

@@ -27,8 +27,8 @@ use crate::back::wgsl::support::{
 };
 use crate::eval;
 use crate::ir::{
-    Block, Expr, ExprKind, Intrinsic, Kernel, Literal, ParamType, Place, Scalar, Space, Stmt,
-    PROXY_FENCE_FUNCTION,
+    Block, Expr, ExprKind, Intrinsic, Kernel, Literal, ParamType, Place, Scalar, Space, Special,
+    Stmt, PROXY_FENCE_FUNCTION,
 };
 use crate::valid::{atomic_name, intrinsic_name};
 use crate::Error;
@@ -45,6 +45,9 @@ fn unsupported(kernel: &Kernel, construct: impl std::fmt::Display) -> Error {
 /// Checks that WGSL can express every type and construct of `kernel`
 /// (specialized or not): its parameters, variables and body.
 pub(super) fn check(kernel: &Kernel) -> Result<(), Error> {
+    if kernel.cluster.is_some() {
+        return Err(unsupported(kernel, "`cluster(..)` (thread block clusters)"));
+    }
     for param in &kernel.params {
         if param.tensor_map.is_some() {
             return Err(unsupported(
@@ -252,6 +255,10 @@ impl Checker<'_> {
                 format!("`{}` (warpgroup matrix operations)", op.function()),
             )),
             Stmt::Tma(_) => Err(unsupported(self.kernel, "`tma_*` (TMA bulk tensor copies)")),
+            Stmt::ClusterBarrier => Err(unsupported(
+                self.kernel,
+                "`cluster_sync` (thread block clusters)",
+            )),
             Stmt::SetMaxRegisters { .. } => Err(unsupported(
                 self.kernel,
                 "`setmaxnreg_*` (warpgroup register reallocation)",
@@ -315,11 +322,14 @@ impl Checker<'_> {
                 self.expr(value)?;
                 compare.iter().try_for_each(|c| self.expr(c))
             }
-            ExprKind::Literal(_)
-            | ExprKind::Param(_)
-            | ExprKind::Const(_)
-            | ExprKind::Len(_)
-            | ExprKind::Special(_) => Ok(()),
+            ExprKind::Literal(_) | ExprKind::Param(_) | ExprKind::Const(_) | ExprKind::Len(_) => {
+                Ok(())
+            }
+            ExprKind::Special(Special::ClusterRank) => Err(unsupported(
+                self.kernel,
+                "`cluster_rank` (thread block clusters)",
+            )),
+            ExprKind::Special(_) => Ok(()),
         }?;
         if value_type(e.ty).is_none() {
             let construct = match e.kind {
