@@ -13,9 +13,11 @@ pub fn declared_block(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
 }
 
 /// The cluster shape a specialized kernel declares (`cluster(..)`),
-/// evaluated; `None` when it declares none.
+/// evaluated; `None` when it declares none, or a cluster of one block (a
+/// tune value of 1: every launch is such a cluster already).
 pub fn declared_cluster(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
-    declared_shape(kernel, kernel.cluster.as_ref(), "cluster")
+    let shape = declared_shape(kernel, kernel.cluster.as_ref(), "cluster")?;
+    Ok(shape.filter(|dims| dims != &[1, 1, 1]))
 }
 
 fn declared_shape(

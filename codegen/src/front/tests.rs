@@ -2265,6 +2265,14 @@ fn clusters_are_checked_at_the_kernel() {
         def.ir.cluster.as_ref().map(|c| c[0].as_int()),
         Some(Some(2))
     );
+    let ptx = |def: &KernelDef| crate::compile_ptx(def, &[], Arch::Sm90a).unwrap().text;
+    assert!(ptx(&def).contains(".reqnctapercluster 2, 1, 1"));
+    // A cluster of one block (a tune value of 1) is every launch's already.
+    let single = parse(
+        "arch(sm_90a), block(128), cluster(1)",
+        &cluster_kernel("0", "1"),
+    );
+    assert!(!ptx(&single).contains(".reqnctapercluster"));
     assert_error(
         "arch(sm_80), block(128), cluster(2)",
         &good,
