@@ -84,6 +84,7 @@ fn launch_host_work_of_gemm_f16() {
     let ptx = warpforge_codegen::compile_ptx(def, &values, arch).unwrap();
     let facts = VariantFacts {
         block: ptx.block,
+        cluster: ptx.cluster,
         shared_bytes: ptx.shared_bytes,
     };
     let grid = Grid::blocks([1, 1, 1]);

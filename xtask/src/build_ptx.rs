@@ -482,6 +482,7 @@ $L__BB0_2:
                 params: Vec::new(),
                 locals: Vec::new(),
                 block: None,
+                cluster: None,
                 requires: Vec::new(),
                 body: Vec::new(),
             },
@@ -509,6 +510,7 @@ $L__BB0_2:
                 entry: "saxpy".into(),
                 shared_bytes: 512,
                 block: Some([block, 1, 1]),
+                cluster: None,
                 version: (7, 8),
             },
         }

@@ -280,18 +280,53 @@ fn timed(
     Ok((f64::from(ms) / f64::from(n), (started, Instant::now())))
 }
 
-/// Loads every variant of `kernels` on `rt` (the driver JIT-compiles each
-/// module) on every core (rayon's pool), before anything is
-/// timed: one thread took 188 s for the GEMM families' variants on an H100
-/// with the JIT cache empty (perf/LOG.md, session 20), a third of the 10
-/// minutes the default run has. A variant the GPU cannot run is left to the
-/// sweep, which reports it. Returns the variants loaded, the variants, the
-/// seconds it took and the threads.
-pub fn preload(rt: &Runtime, kernels: &[&KernelDef]) -> (usize, usize, f64, usize) {
+/// One of `count` disjoint parts of a list (every `count`-th item from
+/// `index`), which `count` processes load at once: the driver's JIT cache
+/// on disk then holds every module for the process that times them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// The whole list.
+    pub const ALL: Shard = Shard { index: 0, count: 1 };
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    /// `I/N`, with `I < N`.
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let parsed = text
+            .split_once('/')
+            .and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if index < count => Ok(Shard { index, count }),
+            _ => Err(format!(
+                "`{text}` is not a shard: write I/N with I below N, e.g. 0/16"
+            )),
+        }
+    }
+}
+
+/// Loads the variants of `kernels` in `shard` on `rt` (the driver
+/// JIT-compiles each module) on every core (rayon's pool), before anything
+/// is timed: the GEMM families' variants took 188 s on one thread of an H100
+/// with the JIT cache empty, and 216 s on 16 (perf/LOG.md, sessions 20 and
+/// 21: the JIT compiles one module at a time in a process), a third of the
+/// 10 minutes the default run has. A variant the GPU cannot run is left to
+/// the sweep, which reports it. Returns the variants loaded, the variants
+/// of the shard, the seconds it took and the threads.
+pub fn preload(rt: &Runtime, kernels: &[&KernelDef], shard: Shard) -> (usize, usize, f64, usize) {
     use rayon::prelude::*;
     let variants: Vec<(&KernelDef, Vec<i64>)> = kernels
         .iter()
         .flat_map(|&def| def.variants().into_iter().map(move |consts| (def, consts)))
+        .enumerate()
+        .filter(|(at, _)| at % shard.count == shard.index)
+        .map(|(_, variant)| variant)
         .collect();
     let started = Instant::now();
     let loaded = variants
@@ -379,10 +414,27 @@ mod tests {
             warpforge_kernels::gemm::gemm_f32::def(),
         ];
         let total: usize = kernels.iter().map(|def| def.variants().len()).sum();
-        let (loaded, variants, _, threads) = preload(&rt, &kernels);
+        let (loaded, variants, _, threads) = preload(&rt, &kernels, Shard::ALL);
         assert_eq!((loaded, variants), (total, total));
         assert!(threads >= 1);
         // A second pass (from the cache, on a backend that keeps one) loads them all too.
-        assert_eq!(preload(&rt, &kernels).0, total);
+        assert_eq!(preload(&rt, &kernels, Shard::ALL).0, total);
+        // Three shards are the whole list, once.
+        let shards: Vec<usize> = (0..3)
+            .map(|index| preload(&rt, &kernels, Shard { index, count: 3 }).1)
+            .collect();
+        assert_eq!(shards.iter().sum::<usize>(), total);
+        assert!(shards.iter().all(|&n| n >= total / 3));
+        assert_eq!(
+            "2/16".parse(),
+            Ok(Shard {
+                index: 2,
+                count: 16
+            })
+        );
+        assert!("16/16"
+            .parse::<Shard>()
+            .unwrap_err()
+            .contains("I/N with I below N"));
     }
 }

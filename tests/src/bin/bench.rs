@@ -46,7 +46,7 @@ use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::tuned::{GemmElement, GemmKind, GemmOutput, TunedGemm};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, stream, tuned};
 use warpforge_tests::bench::charts;
-use warpforge_tests::bench::method::{compare, preload, Contender, Method, Spacer};
+use warpforge_tests::bench::method::{compare, preload, Contender, Method, Shard, Spacer};
 use warpforge_tests::bench::monitor::Monitor;
 use warpforge_tests::bench::report::{
     self, Absent, Case, ContenderSamples, NotRun, Report, WorkUnit,
@@ -121,6 +121,10 @@ struct Args {
     /// Where report.json, table.md and the charts go
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
+    /// Only load shard I/N of the GEMM variants of --dtypes and exit: what
+    /// the run's helper processes do to fill the driver's JIT cache
+    #[arg(long, value_name = "I/N", hide = true)]
+    jit_shard: Option<Shard>,
 }
 
 #[derive(Subcommand)]
@@ -225,6 +229,10 @@ fn main() -> ExitCode {
             return ExitCode::from(NOT_RUN);
         }
     };
+    if let Some(shard) = args.jit_shard {
+        preload(&rt, &gemm_kernels(&args.dtypes), shard);
+        return ExitCode::SUCCESS;
+    }
     match run(&rt, &args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -435,13 +443,11 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         record(&mut report, "mma", bench.mma_rates());
     }
     if has(Section::Gemm) {
-        let kernels: Vec<&KernelDef> = args
-            .dtypes
-            .iter()
-            .flat_map(|&dtype| dtype.kernels())
-            .collect();
-        let (loaded, variants, seconds, threads) = preload(rt, &kernels);
+        let kernels = gemm_kernels(&args.dtypes);
+        let filled = fill_jit_cache(&args.dtypes);
+        let (loaded, variants, seconds, threads) = preload(rt, &kernels, Shard::ALL);
         bench.bar.suspend(|| {
+            println!("{filled}");
             println!(
                 "loaded {loaded} of the GEMM paths' {variants} variants in {seconds:.1} s on {threads} threads"
             )
@@ -494,6 +500,53 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         )
         .into())
     }
+}
+
+/// The kernels of every path of `dtypes`' GEMMs.
+fn gemm_kernels(dtypes: &[Dtype]) -> Vec<&'static KernelDef> {
+    dtypes.iter().flat_map(|&dtype| dtype.kernels()).collect()
+}
+
+/// Fills the driver's JIT cache with the GEMM variants of `dtypes` from one
+/// process per core (this one's `--jit-shard I/N`), since the JIT compiles
+/// one module at a time in a process; what happened, for the log. Nothing
+/// to do when the cache is off (`CUDA_CACHE_DISABLE=1`): this process then
+/// compiles every module itself, as it would anyway.
+fn fill_jit_cache(dtypes: &[Dtype]) -> String {
+    if std::env::var("CUDA_CACHE_DISABLE").is_ok_and(|v| v == "1") {
+        return "the JIT cache is off (CUDA_CACHE_DISABLE=1): no helper processes".into();
+    }
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return format!("no helper processes (the bench's own path: {e})"),
+    };
+    let count = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
+    let names: Vec<String> = dtypes
+        .iter()
+        .filter_map(|d| d.to_possible_value().map(|v| v.get_name().to_string()))
+        .collect();
+    let started = Instant::now();
+    let children: Vec<_> = (0..count)
+        .filter_map(|index| {
+            std::process::Command::new(&exe)
+                .arg("--dtypes")
+                .arg(names.join(","))
+                .arg("--jit-shard")
+                .arg(format!("{index}/{count}"))
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .ok()
+        })
+        .collect();
+    let finished = children
+        .into_iter()
+        .filter_map(|mut child| child.wait().ok())
+        .filter(|status| status.success())
+        .count();
+    format!(
+        "filled the JIT cache from {finished} of {count} helper processes in {:.1} s",
+        started.elapsed().as_secs_f64()
+    )
 }
 
 /// A contender of a case before it runs: named, with its launch.
