@@ -244,12 +244,13 @@ pub fn compare(
         for turn in 0..contenders.len() {
             let index = (turn + round) % contenders.len();
             let n = batch[index];
-            let (ms, window) = timed(rt, spacer, n, &mut contenders[index].launch)?;
+            let (ms, enqueue_ms, window) = timed(rt, spacer, n, &mut contenders[index].launch)?;
             samples[index].push(Sample {
                 round,
                 ms,
                 launches: n,
                 gpu: monitor.during(window),
+                enqueue_ms: Some(enqueue_ms),
             });
         }
         round += 1;
@@ -267,17 +268,27 @@ fn launches_for(sample_ms: f64, launch_ms: f64) -> u32 {
 const MAX_LAUNCHES_PER_SAMPLE: f64 = 300.0;
 
 /// GPU milliseconds per launch of `n` back-to-back launches queued behind the
-/// spacer, and the host's window around them.
+/// spacer, the host's milliseconds to enqueue them, and the host's window
+/// around them.
 fn timed(
     rt: &Runtime,
     spacer: &mut Spacer,
     n: u32,
     launch: &mut (dyn FnMut(&Runtime) -> Result<(), Error> + '_),
-) -> Result<(f64, (Instant, Instant)), Error> {
+) -> Result<(f64, f64, (Instant, Instant)), Error> {
     spacer.run(rt)?;
     let started = Instant::now();
-    let ms = rt.time_ms(|rt| (0..n).try_for_each(|_| launch(rt)))?;
-    Ok((f64::from(ms) / f64::from(n), (started, Instant::now())))
+    let mut enqueue_ms = 0.0;
+    let ms = rt.time_ms(|rt| {
+        let enqueued = (0..n).try_for_each(|_| launch(rt));
+        enqueue_ms = started.elapsed().as_secs_f64() * 1e3;
+        enqueued
+    })?;
+    Ok((
+        f64::from(ms) / f64::from(n),
+        enqueue_ms,
+        (started, Instant::now()),
+    ))
 }
 
 /// One of `count` disjoint parts of a list (every `count`-th item from
@@ -366,6 +377,7 @@ mod tests {
                         ms,
                         launches: 1,
                         gpu: None,
+                        enqueue_ms: None,
                     })
                     .collect()
             })

@@ -124,6 +124,19 @@ pub struct Sample {
     pub launches: u32,
     /// The GPU while it ran; None without NVML or when no reading fell inside.
     pub gpu: Option<GpuReadings>,
+    /// Host milliseconds to enqueue the sample's launches (None in reports
+    /// from before it was kept). Above the spacer's time plus the sample's
+    /// own, the GPU waited for the host: the sample timed the launch path.
+    #[serde(default)]
+    pub enqueue_ms: Option<f64>,
+}
+
+/// Whether the GPU waited for the host during `sample`, queued behind a
+/// spacer of `spacer_ms`.
+pub fn host_bound(sample: &Sample, spacer_ms: f64) -> bool {
+    sample
+        .enqueue_ms
+        .is_some_and(|host| host > spacer_ms + sample.ms * f64::from(sample.launches))
 }
 
 /// What NVML read while a sample ran.
@@ -468,8 +481,24 @@ pub fn ladder(report: &Report, shape: &str) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_sample_is_host_bound_when_enqueueing_outlasts_the_spacer_and_the_launches() {
+        let mut s = Sample {
+            launches: 300,
+            enqueue_ms: Some(8.0),
+            ..sample(0, 0.01)
+        };
+        // 300 launches of 10 us behind a 4 ms spacer: the GPU is busy for 7 ms.
+        assert!(host_bound(&s, 4.0));
+        s.enqueue_ms = Some(6.0);
+        assert!(!host_bound(&s, 4.0));
+        s.enqueue_ms = None;
+        assert!(!host_bound(&s, 4.0));
+    }
+
     fn sample(round: usize, ms: f64) -> Sample {
         Sample {
+            enqueue_ms: None,
             round,
             ms,
             launches: 1,

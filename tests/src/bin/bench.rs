@@ -477,7 +477,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
     if has(Section::Wgpu) {
         let case = bench_wgpu(4096);
         if let Ok(case) = &case {
-            bench.bar.suspend(|| print_case(case));
+            bench.bar.suspend(|| print_case(case, 0.0));
         }
         record(&mut report, "wgpu", case.map(|c| vec![c]));
     }
@@ -604,7 +604,8 @@ impl Bench<'_> {
                 .collect(),
             absent,
         };
-        self.bar.suspend(|| print_case(&case));
+        self.bar
+            .suspend(|| print_case(&case, self.method.spacer_ms));
         Ok(case)
     }
 
@@ -735,7 +736,9 @@ impl std::fmt::Display for NothingRuns {
 impl std::error::Error for NothingRuns {}
 
 /// Prints one case's rows as it finishes (the whole table comes at the end).
-fn print_case(case: &Case) {
+/// Samples whose enqueueing outlasted the spacer and the sample (the GPU
+/// waited for the host) are counted under the rows, per contender.
+fn print_case(case: &Case, spacer_ms: f64) {
     println!(
         "\n{} {} {} ({}):\n{}",
         case.section,
@@ -744,6 +747,20 @@ fn print_case(case: &Case) {
         case.work_unit.rate_unit(),
         report::case_rows(case)
     );
+    for contender in &case.contenders {
+        let bound = contender
+            .samples
+            .iter()
+            .filter(|s| report::host_bound(s, spacer_ms))
+            .count();
+        if bound > 0 {
+            println!(
+                "  {}: the GPU waited for the host in {bound} of {} samples (launch-bound)",
+                contender.name,
+                contender.samples.len()
+            );
+        }
+    }
 }
 
 /// One GEMM dtype: its element types, its cuBLAS precision, its families per
@@ -1271,6 +1288,8 @@ fn bench_wgpu(size: usize) -> BenchResult<Case> {
                     ms,
                     launches: 1,
                     gpu: None,
+                    // The wall clock already counts the host.
+                    enqueue_ms: None,
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
