@@ -385,8 +385,8 @@ pub enum Stmt {
     Barrier,
     /// `cluster_sync()` (sm_90): a barrier over every thread of every block
     /// of the cluster (`barrier.cluster.arrive` then `.wait`, release and
-    /// acquire at cluster scope). Every thread of the cluster must reach it,
-    /// warp-uniformly.
+    /// acquire at cluster scope). Every thread of the cluster must reach it
+    /// (not necessarily with its warp converged).
     ClusterBarrier,
     /// An expression evaluated for its effect (an atomic whose old value is unused).
     Expr(Expr),

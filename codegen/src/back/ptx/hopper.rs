@@ -170,11 +170,14 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// `cluster_sync()`: arrive (release) and wait (acquire) at cluster scope.
+    /// `cluster_sync()`: arrive (release) and wait (acquire) at cluster
+    /// scope. Not `.aligned`: a kernel's last one follows code only some of
+    /// a warp's threads ran (a producer thread's loop), and the plain forms
+    /// need no converged warp.
     pub fn cluster_barrier(&mut self) -> Result<(), Error> {
         self.require(Feature::ClusterBarrier)?;
-        self.ins("barrier.cluster.arrive.aligned");
-        self.ins("barrier.cluster.wait.aligned");
+        self.ins("barrier.cluster.arrive");
+        self.ins("barrier.cluster.wait");
         Ok(())
     }
 
