@@ -163,17 +163,56 @@ fn package(repo: &Path) -> Result<()> {
         .no_deps()
         .exec()
         .context("could not read the workspace's crates (cargo metadata)")?;
-    let published: Vec<String> = metadata
+    let published: Vec<(String, String)> = metadata
         .workspace_packages()
         .into_iter()
         .filter(|package| package.publish.as_ref().is_none_or(|to| !to.is_empty()))
-        .map(|package| package.name.to_string())
+        .map(|package| (package.name.to_string(), package.version.to_string()))
         .collect();
+    remove_stale_package_sources(&published)?;
     let mut args = vec!["package", "--locked", "--allow-dirty"];
-    for name in &published {
+    for (name, _) in &published {
         args.extend(["-p", name.as_str()]);
     }
     cargo_step(repo, &args, None)
+}
+
+/// Removes what an earlier `cargo package` of these crates left extracted in
+/// cargo's home. Verification reads each package's dependencies from a local
+/// registry that cargo extracts under `registry/src/-<hash of its path>/`,
+/// and cargo never extracts a crate again whose directory is there: a run
+/// from the same checkout path would verify against the previous run's
+/// sources (on 2026-12-06 the runtime failed against a codegen without that
+/// day's new fields). Only local registries (`-` names) and only these
+/// crates at these versions are touched.
+fn remove_stale_package_sources(published: &[(String, String)]) -> Result<()> {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    match home {
+        Some(home) => remove_stale_sources_in(&home, published),
+        None => Ok(()),
+    }
+}
+
+/// [`remove_stale_package_sources`] in the cargo home `home`.
+fn remove_stale_sources_in(home: &Path, published: &[(String, String)]) -> Result<()> {
+    let Ok(registries) = std::fs::read_dir(home.join("registry").join("src")) else {
+        return Ok(());
+    };
+    for registry in registries.flatten() {
+        if !registry.file_name().to_string_lossy().starts_with('-') {
+            continue;
+        }
+        for (name, version) in published {
+            let stale = registry.path().join(format!("{name}-{version}"));
+            if stale.is_dir() {
+                std::fs::remove_dir_all(&stale)
+                    .with_context(|| format!("could not remove {}", stale.display()))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// What target/ holds and what the disk has left, after each step: CI's disk
@@ -219,4 +258,33 @@ fn cargo_step(repo: &Path, args: &[&str], ptxas: Option<&Path>) -> Result<()> {
         bail!("cargo {} failed ({status})", args.join(" "));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod package_tests {
+    use super::*;
+
+    #[test]
+    fn only_local_registries_copies_of_the_published_crates_are_removed() {
+        let home = std::env::temp_dir().join(format!("xtask-cargo-home-{}", std::process::id()));
+        let local = home.join("registry/src/-0123abcd");
+        let crates_io = home.join("registry/src/index.crates.io-1949cf8c6b5b557f");
+        for dir in [
+            local.join("warpforge-codegen-0.1.0/src"),
+            local.join("warpforge-codegen-0.0.9"),
+            local.join("other-0.1.0"),
+            crates_io.join("warpforge-codegen-0.1.0"),
+        ] {
+            std::fs::create_dir_all(dir).unwrap();
+        }
+        let published = [("warpforge-codegen".to_string(), "0.1.0".to_string())];
+        remove_stale_sources_in(&home, &published).unwrap();
+        assert!(!local.join("warpforge-codegen-0.1.0").exists());
+        assert!(local.join("warpforge-codegen-0.0.9").exists());
+        assert!(local.join("other-0.1.0").exists());
+        assert!(crates_io.join("warpforge-codegen-0.1.0").exists());
+        // A home without a registry is nothing to do.
+        remove_stale_sources_in(&home.join("none"), &published).unwrap();
+        std::fs::remove_dir_all(&home).unwrap();
+    }
 }
