@@ -521,16 +521,17 @@ fn fill_jit_cache(dtypes: &[Dtype]) -> String {
         Err(e) => return format!("no helper processes (the bench's own path: {e})"),
     };
     let count = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
-    let names: Vec<String> = dtypes
+    let names = dtypes
         .iter()
         .filter_map(|d| d.to_possible_value().map(|v| v.get_name().to_string()))
-        .collect();
+        .collect::<Vec<_>>()
+        .join(",");
     let started = Instant::now();
     let children: Vec<_> = (0..count)
         .filter_map(|index| {
             std::process::Command::new(&exe)
                 .arg("--dtypes")
-                .arg(names.join(","))
+                .arg(&names)
                 .arg("--jit-shard")
                 .arg(format!("{index}/{count}"))
                 .stdout(std::process::Stdio::null())
