@@ -530,8 +530,34 @@ fn wgmma_shapes_are_checked_per_variant() {
         128
     ))
     .contains(
-        "the B tile of `wgmma_m64k16_f16` starts at row 0 of `b` (64 rows) and takes 128 rows"
+        "the B tile of `wgmma_m64k16_f16` starts at row 0 of `b` (64 rows from there) and takes 128 rows"
     ));
+    // A swizzled tile kept in parts (a cluster's halves of B) is read as
+    // one run of rows from a constant start, up to the end of the parts.
+    let parts = ("[[f16; 64]; 64]", "[[[f16; 64]; 64]; 2]");
+    compile(
+        &wgmma_source(128, "[0.0f32; 64]", parts, ("[0][0]", "[0][0][0]"), 128),
+        Arch::Sm90a,
+    )
+    .unwrap();
+    assert!(error(wgmma_source(
+        128,
+        "[0.0f32; 64]",
+        parts,
+        ("[0][0]", "[1][0][0]"),
+        128
+    ))
+    .contains(
+        "the B tile of `wgmma_m64k16_f16` starts at row 0 of `b` (64 rows from there) and takes 128 rows"
+    ));
+    assert!(error(wgmma_source(
+        128,
+        "[0.0f32; 64]",
+        parts,
+        ("[0][0]", "[0][8][0]"),
+        128
+    ))
+    .contains("starts at row 8 of `b` (120 rows from there) and takes 128 rows"));
     let plain = ("[[[f16; 8]; 64]; 2]", "[[[f16; 8]; 64]; 2]");
     compile(
         &wgmma_source(64, "[0.0f32; 32]", plain, ("[0][0][0]", "[0][0][0]"), 0),

@@ -426,10 +426,22 @@ impl Validator<'_> {
             }
         }
         if let Some(r0) = at(rank - 2) {
-            let rows_in_tile = dims[rank - 2];
-            if r0 % 8 != 0 || r0 + i64::from(rows) > rows_in_tile {
+            // Swizzled rows run on through the dimensions outside them while
+            // those are indexed by constants (a tile kept in parts, as
+            // `[[[T; K]; ROWS / 2]; 2]`, is read as one): the rows left are
+            // those up to the end of that run.
+            let mut left = dims[rank - 2] - r0;
+            if d.swizzle != Swizzle::None && dims[rank - 2] % 8 == 0 {
+                let mut span = dims[rank - 2];
+                for axis in (0..rank - 2).rev() {
+                    let Some(i) = at(axis) else { break };
+                    left += (dims[axis] - 1 - i) * span;
+                    span *= dims[axis];
+                }
+            }
+            if r0 % 8 != 0 || i64::from(rows) > left {
                 return Err(self.error(format!(
-                    "the {which} tile of `{function}` starts at row {r0} of `{name}` ({rows_in_tile} rows) and takes {rows} rows: \
+                    "the {which} tile of `{function}` starts at row {r0} of `{name}` ({left} rows from there) and takes {rows} rows: \
                      start at a multiple of 8 with {rows} rows left"
                 )));
             }

@@ -71,7 +71,7 @@ pub enum Feature {
     Cluster,
     /// `barrier.cluster.arrive` and `.wait`.
     ClusterBarrier,
-    /// `mapa` and `mbarrier.arrive.release.cluster.shared::cluster`.
+    /// `mapa` and `mbarrier.arrive.shared::cluster`.
     MbarrierArriveCluster,
     /// `cp.async.bulk.tensor` global to shared with `.multicast::cluster`.
     TmaMulticast,
