@@ -6,6 +6,7 @@
 //! `gemm_wgmma_s8`, `gemm_wgmma_e4m3` and `gemm_wgmma_e5m2`.
 
 use warpforge::prelude::*;
+use warpforge::tune::LoadedResources;
 use warpforge::{BufferRef, KernelVariant, MatrixLayout};
 
 use warpforge::__private::KernelDef;
@@ -19,12 +20,24 @@ use crate::{epilogue, tile};
 /// first, which counts as completed), expect the bytes of both tiles on the
 /// stage's `full` barrier, and issue the TMA loads of A's `BM x BK` and B's
 /// `BN x BK` tile of the batch into it. `ring` is the number of k-tiles the
-/// block loaded before this tile, which places its first in the ring. Run
-/// by one thread.
+/// block loaded before this tile, which places its first in the ring. In a
+/// cluster of `CLUSTER` blocks along m (which share B's tile), each block
+/// loads its own A and multicasts one of B's `CLUSTER` parts of `BP` rows
+/// (its rank's) to every block of the cluster (each block's `empty` hears
+/// from every block's consumers, so the stage is free everywhere the copies
+/// write). Run by one thread.
 #[device]
-pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u32, T>(
+pub fn load_stages<
+    const BM: u32,
+    const BN: u32,
+    const BK: u32,
+    const STAGES: u32,
+    const CLUSTER: u32,
+    const BP: u32,
+    T,
+>(
     #[shared] a_tiles: &mut [[[T; BK]; BM]; STAGES],
-    #[shared] b_tiles: &mut [[[T; BK]; BN]; STAGES],
+    #[shared] b_tiles: &mut [[[[T; BK]; BP]; CLUSTER]; STAGES],
     #[shared] full: &mut [u64; STAGES],
     #[shared] empty: &mut [u64; STAGES],
     a: &[T],
@@ -45,12 +58,23 @@ pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u3
             (batch, row0, kt * BK),
             &mut full[s],
         );
-        tma_load(
-            &mut b_tiles[s][0][0],
-            b,
-            (batch, col0, kt * BK),
-            &mut full[s],
-        );
+        if CLUSTER == 1 {
+            tma_load(
+                &mut b_tiles[s][0][0][0],
+                b,
+                (batch, col0, kt * BK),
+                &mut full[s],
+            );
+        } else {
+            let rank = cluster_rank();
+            tma_load_multicast(
+                &mut b_tiles[s][rank][0][0],
+                b,
+                (batch, col0 + rank * BP, kt * BK),
+                &mut full[s],
+                (1 << CLUSTER) - 1,
+            );
+        }
         s += 1;
         if s == STAGES {
             s = 0;
@@ -65,8 +89,9 @@ pub fn load_stages<const BM: u32, const BN: u32, const BK: u32, const STAGES: u3
 /// each (`wgmma_m64`: k16 for 16-bit `T`, k8 for tf32, k32 for the 8-bit
 /// types), and once the previous k-tile's wgmmas are done (the wait leaves
 /// this one's in flight) release that stage to the producer; the last stage
-/// once all are done. Every thread of every consumer of the stage arrives
-/// on `empty`. `ring` places the first k-tile as in [`load_stages`]. (The
+/// once all are done. One thread of each consumer warpgroup arrives on the
+/// `empty` of each block of the cluster (its wgmma wait covers the whole
+/// warpgroup's reads). `ring` places the first k-tile as in [`load_stages`]. (The
 /// `1` dimension of `acc` is the fragment rows of
 /// [`epilogue::mma_epilogue`], which takes `acc[mb]`.)
 #[device]
@@ -77,12 +102,14 @@ pub fn multiply_stages<
     const STAGES: u32,
     const NJ: u32,
     const MB: u32,
+    const CLUSTER: u32,
+    const BP: u32,
     T,
     D: Number,
 >(
     acc: &mut [[[[D; 4]; NJ]; 1]; MB],
     #[shared] a_tiles: &[[[T; BK]; BM]; STAGES],
-    #[shared] b_tiles: &[[[T; BK]; BN]; STAGES],
+    #[shared] b_tiles: &[[[[T; BK]; BP]; CLUSTER]; STAGES],
     #[shared] full: &mut [u64; STAGES],
     #[shared] empty: &mut [u64; STAGES],
     m0: u32,
@@ -104,7 +131,7 @@ pub fn multiply_stages<
                 wgmma_m64::<T, BN>(
                     &mut acc[mb][0],
                     matrix_desc(&a_tiles[s][m0 + 64 * mb][kk * KS], 128),
-                    matrix_desc(&b_tiles[s][0][kk * KS], 128),
+                    matrix_desc(&b_tiles[s][0][0][kk * KS], 128),
                     kt > 0 || kk > 0,
                 );
             }
@@ -112,7 +139,7 @@ pub fn multiply_stages<
         wgmma_commit();
         wgmma_wait(1);
         if kt > 0 {
-            mbarrier_arrive(&mut empty[previous]);
+            release_stage::<STAGES, CLUSTER>(empty, previous);
         }
         previous = s;
         s += 1;
@@ -123,7 +150,25 @@ pub fn multiply_stages<
     }
     wgmma_wait(0);
     if k_tiles > 0 {
-        mbarrier_arrive(&mut empty[previous]);
+        release_stage::<STAGES, CLUSTER>(empty, previous);
+    }
+}
+
+/// Hands stage `s` back to the producers of the `CLUSTER` blocks whose
+/// copies write it: thread `i < CLUSTER` of the warpgroup arrives on block
+/// `i`'s `empty[s]`.
+#[device]
+pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
+    #[shared] empty: &mut [u64; STAGES],
+    s: u32,
+) {
+    let t = thread_idx().x % 128;
+    if CLUSTER == 1 {
+        if t == 0 {
+            mbarrier_arrive(&mut empty[s]);
+        }
+    } else if t < CLUSTER {
+        mbarrier_arrive_cluster(&mut empty[s], t);
     }
 }
 
@@ -167,6 +212,12 @@ pub fn multiply_stages<
 /// tile's stages while the consumers store this one's outputs. Any grid of
 /// blocks in x is correct; [`gemm_wgmma::persistent_grid`](crate::gemm_wgmma::persistent_grid) launches as many as the SMs
 /// hold.
+///
+/// With `CLUSTER = 2` the blocks run in clusters of two along x, and
+/// cluster `c` of `grid.x / 2` walks tiles of `2 BM x BN` (its blocks the
+/// upper and lower `BM` rows): both read the same tile of B, each block
+/// reading half of it from L2 and multicasting it to both, so that a pair
+/// reads a third less from L2 (64 KiB a k-tile instead of 96).
 #[kernel(
     arch(sm_90a),
     block(128 + 128 * (BM / 64)),
@@ -178,14 +229,20 @@ pub fn multiply_stages<
         gemm_wgmma_e4m3 = <e4m3, bf16, f32>,
         gemm_wgmma_e5m2 = <e5m2, bf16, f32>
     ),
-    tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6], PINGPONG = [false, true]),
+    cluster(CLUSTER),
+    tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6], PINGPONG = [false, true], CLUSTER = [1, 2]),
     constrain(
         STAGES * (BM + BN) * 128 <= 224 * 1024,
         // The 64-row tile is for small m: narrow tiles, deep rings.
         BM == 128 && BN >= 128 && STAGES <= 5 || BM == 64 && BN <= 128 && STAGES >= 4,
         // A ping-pong consumer holds a whole tile: 128 x 128 is 128
         // accumulators a thread.
-        !PINGPONG || BM == 128 && BN == 128
+        !PINGPONG || BM == 128 && BN == 128,
+        // Pairs for the cooperative 128 x 256 tile, which the 8-bit types
+        // run at large shapes. (Pairs of the ping-pong 128 x 128 measured 3
+        // to 12% slower than that tile alone on the H100: perf/LOG.md,
+        // session 22.)
+        CLUSTER == 1 || BM == 128 && BN == 256 && !PINGPONG
     ),
     requires(
         batches >= 1,
@@ -203,6 +260,7 @@ pub fn gemm_wgmma<
     const BN: u32,
     const STAGES: u32,
     const PINGPONG: bool,
+    const CLUSTER: u32,
     T,
     O: Number,
     S: Number,
@@ -217,7 +275,7 @@ pub fn gemm_wgmma<
     #[tensor_map(
         shape = [batches, n, k],
         strides = [stride_b, k],
-        tile = [1, BN, 128 / T::BYTES],
+        tile = [1, BN / CLUSTER, 128 / T::BYTES],
         swizzle = 128
     )]
     b: &[T],
@@ -243,7 +301,9 @@ pub fn gemm_wgmma<
     const READERS: u32 = CONSUMERS - PINGPONG as u32 * (CONSUMERS - 1);
     const MB: u32 = 1 + PINGPONG as u32 * (CONSUMERS - 1);
     let mut a_tiles: [[[T; BK]; BM]; STAGES] = shared();
-    let mut b_tiles: [[[T; BK]; BN]; STAGES] = shared();
+    // B's tile in the cluster's parts (one part without a cluster),
+    // contiguous: the wgmma descriptors read all `BN` rows as one.
+    let mut b_tiles: [[[[T; BK]; BN / CLUSTER]; CLUSTER]; STAGES] = shared();
     let mut full: [u64; STAGES] = shared();
     let mut empty: [u64; STAGES] = shared();
     let mut turn: [u64; 2] = shared();
@@ -252,7 +312,7 @@ pub fn gemm_wgmma<
         #[unroll]
         for s in 0..STAGES {
             mbarrier_init(&mut full[s], 1);
-            mbarrier_init(&mut empty[s], 128 * READERS);
+            mbarrier_init(&mut empty[s], READERS * CLUSTER);
         }
         if PINGPONG {
             mbarrier_init(&mut turn[0], 128);
@@ -260,20 +320,31 @@ pub fn gemm_wgmma<
         }
         fence_mbarrier_init();
     }
-    sync_threads();
+    // In a cluster, every block's mbarriers are ready before any block
+    // multicasts into it or arrives on them.
+    if CLUSTER == 1 {
+        sync_threads();
+    } else {
+        cluster_sync();
+    }
     let k_tiles = (k + BK - 1) / BK;
-    let tiles_m = (m + BM - 1) / BM;
+    // The cluster's tiles: `CLUSTER` tiles of BM rows, one a block.
+    let tiles_m = (m + BM * CLUSTER - 1) / (BM * CLUSTER);
     let tiles_n = (n + BN - 1) / BN;
     let per_batch = tiles_m * tiles_n;
+    let (cluster, clusters) = (block_idx().x / CLUSTER, grid_dim().x / CLUSTER);
+    // A block alone is rank 0: no read of the rank register.
+    let rank_row = if CLUSTER == 1 { 0 } else { BM * cluster_rank() };
     let mut ring = 0u32;
     if tid < 128 {
         if CONSUMERS == 2 {
             setmaxnreg_dec(40);
         }
         if tid == 0 {
-            for t in (block_idx().x..per_batch * batches).step_by(grid_dim().x) {
-                let (row0, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
-                load_stages(
+            for t in (cluster..per_batch * batches).step_by(clusters) {
+                let (rows, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
+                let row0 = rows * CLUSTER + rank_row;
+                load_stages::<BM, BN, BK, STAGES, CLUSTER, { BN / CLUSTER }, T>(
                     &mut a_tiles,
                     &mut b_tiles,
                     &mut full,
@@ -297,15 +368,11 @@ pub fn gemm_wgmma<
         // first of consumer 0 waits on the phase before the first, which
         // counts as completed) and hands the turn over after its own.
         let first = if PINGPONG {
-            block_idx().x + consumer * grid_dim().x
+            cluster + consumer * clusters
         } else {
-            block_idx().x
+            cluster
         };
-        let step = if PINGPONG {
-            2 * grid_dim().x
-        } else {
-            grid_dim().x
-        };
+        let step = if PINGPONG { 2 * clusters } else { clusters };
         let m0 = if PINGPONG { 0 } else { 64 * consumer };
         if PINGPONG {
             ring = consumer * k_tiles;
@@ -316,7 +383,7 @@ pub fn gemm_wgmma<
             if PINGPONG {
                 mbarrier_wait(&turn[consumer], (turns + 1 + consumer) % 2);
             }
-            multiply_stages(
+            multiply_stages::<BM, BN, BK, STAGES, { BN / 8 }, MB, CLUSTER, { BN / CLUSTER }, T, S>(
                 &mut acc, &a_tiles, &b_tiles, &mut full, &mut empty, m0, ring, k_tiles,
             );
             if PINGPONG {
@@ -326,7 +393,8 @@ pub fn gemm_wgmma<
             } else {
                 ring += k_tiles;
             }
-            let (row0, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
+            let (rows, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
+            let row0 = rows * CLUSTER + rank_row;
             #[unroll]
             for mb in 0..MB {
                 epilogue::mma_epilogue::<BM, BN, true>(
@@ -350,6 +418,11 @@ pub fn gemm_wgmma<
             }
         }
     }
+    // No block leaves while another of its cluster may still arrive on its
+    // mbarriers or multicast into its stages.
+    if CLUSTER > 1 {
+        cluster_sync();
+    }
 }
 
 /// Whether `def` is an instance of `gemm_wgmma`, whose blocks walk the
@@ -367,24 +440,47 @@ pub fn walks_its_tiles(def: &KernelDef) -> bool {
 }
 
 /// The grid of a `gemm_wgmma` launch whose plain grid (one block per tile
-/// and batch) is `tiles`: as many blocks as the SMs hold at once (the
-/// driver's occupancy of the variant), at most one per tile, in x.
+/// and batch: n tiles in x, m tiles in y) is `tiles`, in clusters of the
+/// variant's `CLUSTER` blocks along m: as many clusters as the GPU holds at
+/// once (the driver's occupancy of the variant), at most one per `CLUSTER`
+/// tiles of m, their blocks in x.
 pub fn persistent_grid(
     rt: &Runtime,
     def: &KernelDef,
     consts: &[i64],
     tiles: Grid,
 ) -> Result<Grid, Error> {
+    let cluster = cluster_blocks(def, consts);
+    let loaded = rt.variant_resources(def, consts)?.loaded;
+    let resident = match loaded {
+        Some(LoadedResources {
+            resident_clusters: Some(clusters),
+            ..
+        }) => clusters,
+        _ => {
+            let per_sm = loaded.and_then(|l| l.blocks_per_sm).unwrap_or(1).max(1);
+            rt.device().sm_count.saturating_mul(per_sm) / cluster
+        }
+    };
+    Ok(cluster_grid(tiles, cluster, resident))
+}
+
+/// [`persistent_grid`]'s blocks for `resident` clusters of `cluster` blocks.
+fn cluster_grid(tiles: Grid, cluster: u32, resident: u32) -> Grid {
     let [x, y, z] = tiles.blocks;
-    let tiles = x.saturating_mul(y).saturating_mul(z);
-    let resident = rt
-        .variant_resources(def, consts)?
-        .loaded
-        .and_then(|loaded| loaded.blocks_per_sm)
-        .unwrap_or(1)
-        .max(1);
-    let blocks = tiles.min(rt.device().sm_count.saturating_mul(resident));
-    Ok(Grid::blocks([blocks.max(1), 1, 1]))
+    let cluster_tiles = x.saturating_mul(y.div_ceil(cluster)).saturating_mul(z);
+    let clusters = cluster_tiles.min(resident).max(1);
+    Grid::blocks([clusters.saturating_mul(cluster), 1, 1])
+}
+
+/// The blocks of a `gemm_wgmma` variant's cluster: its `CLUSTER` value.
+fn cluster_blocks(def: &KernelDef, consts: &[i64]) -> u32 {
+    def.ir
+        .const_params
+        .iter()
+        .zip(consts)
+        .find(|(param, _)| param.name == "CLUSTER")
+        .map_or(1, |(_, &value)| u32::try_from(value).unwrap_or(1).max(1))
 }
 
 /// What the refusals of a wgmma GEMM say to use instead, for layouts and
@@ -468,4 +564,46 @@ wgmma_variants! {
     gemm_wgmma_s8: i8 => i32, i32, false, |_| None, sm80_family_instead!("gemm_s8");
     gemm_wgmma_e4m3: e4m3 => bf16, f32, true, |_| None, FP8_INSTEAD;
     gemm_wgmma_e5m2: e5m2 => bf16, f32, true, |_| None, FP8_INSTEAD;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_persistent_grid_is_whole_clusters_and_no_more_than_their_tiles() {
+        // 8192^3 in 128 x 256 tiles: 32 x 64 tiles, 1024 pairs of them.
+        let tiles = Grid::blocks([32, 64, 1]);
+        assert_eq!(cluster_grid(tiles, 2, 66).blocks, [132, 1, 1]);
+        assert_eq!(cluster_grid(tiles, 1, 132).blocks, [132, 1, 1]);
+        // 3 m tiles make 2 pairs (the last half past m); 5 n tiles.
+        assert_eq!(
+            cluster_grid(Grid::blocks([5, 3, 1]), 2, 66).blocks,
+            [20, 1, 1]
+        );
+        // None resident still launches one cluster.
+        assert_eq!(
+            cluster_grid(Grid::blocks([5, 3, 1]), 2, 0).blocks,
+            [2, 1, 1]
+        );
+    }
+
+    #[test]
+    fn a_variant_names_its_cluster() {
+        let def = gemm_wgmma_s8::def();
+        let pairs = gemm_wgmma_s8::Consts {
+            BM: 128,
+            BN: 256,
+            STAGES: 4,
+            PINGPONG: false,
+            CLUSTER: 2,
+        };
+        assert_eq!(cluster_blocks(def, &pairs.values()), 2);
+        let single = gemm_wgmma_s8::Consts {
+            CLUSTER: 1,
+            ..pairs
+        };
+        assert_eq!(cluster_blocks(def, &single.values()), 1);
+        assert!(def.variants().contains(&pairs.values()));
+    }
 }

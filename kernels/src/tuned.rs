@@ -360,6 +360,7 @@ const WGMMA_FEW_ROWS: gemm_wgmma_f16::Consts = gemm_wgmma_f16::Consts {
     BN: 64,
     STAGES: 6,
     PINGPONG: false,
+    CLUSTER: 1,
 };
 
 /// The Hopper default of the `wgmma` GEMMs: 128 x 256 tiles with `stages`
@@ -372,6 +373,7 @@ fn wgmma_default(stages: u32) -> Vec<i64> {
         BN: 256,
         STAGES: stages,
         PINGPONG: false,
+        CLUSTER: 1,
     }
     .values()
 }

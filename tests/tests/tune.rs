@@ -130,6 +130,7 @@ fn fitting() -> VariantResources {
             local_bytes_per_thread: 0,
             max_threads_per_block: 1024,
             blocks_per_sm: Some(16),
+            resident_clusters: None,
         }),
     }
 }
@@ -209,6 +210,7 @@ fn pruning_rules_and_order_of_work() {
     let no_occupancy = VariantResources {
         loaded: Some(LoadedResources {
             blocks_per_sm: Some(1),
+            resident_clusters: None,
             ..fitting().loaded.unwrap()
         }),
         ..fitting()

@@ -139,6 +139,7 @@ impl Testbed for LavapipeBed<'_> {
                 local_bytes_per_thread: 0,
                 max_threads_per_block: 1024,
                 blocks_per_sm: Some(8),
+                resident_clusters: None,
             }),
         })
     }

@@ -142,6 +142,31 @@ impl Variant {
             }
             None => None,
         };
+        let resident_clusters = match (self.compiled.facts.cluster, self.compiled.facts.block) {
+            (Some([cx, cy, cz]), Some([bx, by, bz])) => {
+                let config = sys::CUlaunchConfig {
+                    gridDimX: cx,
+                    gridDimY: cy,
+                    gridDimZ: cz,
+                    blockDimX: bx,
+                    blockDimY: by,
+                    blockDimZ: bz,
+                    sharedMemBytes: dynamic,
+                    hStream: std::ptr::null_mut(),
+                    // The cluster shape is the kernel's (`.reqnctapercluster`).
+                    attrs: std::ptr::null_mut(),
+                    numAttrs: 0,
+                };
+                let mut clusters = 0;
+                // SAFETY: as above; the config describes one cluster of this
+                // launch's blocks and names no attributes or stream.
+                unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, function, &config) }
+                    .result()
+                    .map_err(|e| driver_error(&op, e))?;
+                Some(clusters.max(0) as u32)
+            }
+            _ => None,
+        };
         Ok(VariantResources {
             threads_per_block,
             shared_bytes: dynamic + static_shared,
@@ -154,6 +179,7 @@ impl Variant {
                     CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
                 )?,
                 blocks_per_sm,
+                resident_clusters,
             }),
         })
     }

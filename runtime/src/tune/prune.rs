@@ -58,6 +58,11 @@ pub struct LoadedResources {
     /// Blocks resident per SM by the driver's occupancy calculator (0: none
     /// fits); `None` without a declared block shape.
     pub blocks_per_sm: Option<u32>,
+    /// For a kernel with a `cluster(..)` of several blocks: the clusters the
+    /// whole GPU holds at once (`cuOccupancyMaxActiveClusters`: blocks of a
+    /// cluster share a GPC, so this is not the blocks per SM over the
+    /// cluster's size); `None` otherwise.
+    pub resident_clusters: Option<u32>,
 }
 
 /// Which rule ruled a variant out.
@@ -201,6 +206,7 @@ mod tests {
                 local_bytes_per_thread: 0,
                 max_threads_per_block: 65_536 / registers.max(1),
                 blocks_per_sm: Some(blocks),
+                resident_clusters: None,
             }),
         }
     }
