@@ -92,7 +92,7 @@ fn the_table_and_the_ladder_show_every_case() {
         .find(|c| c.section == "gemm")
         .map(|c| c.shape.clone())
         .expect("the recorded run has GEMM cases");
-    let rows = ladder(&report, &gemm_shape);
+    let rows = ladder(&report, &gemm_shape).expect("a GEMM case at its own shape");
     for case in report
         .cases
         .iter()
@@ -100,6 +100,21 @@ fn the_table_and_the_ladder_show_every_case() {
     {
         assert!(rows.contains(&format!("| {} |", case.dtype)), "{rows}");
     }
+}
+
+#[test]
+fn a_run_without_gemm_cases_has_no_ladder_and_no_charts() {
+    let mut report = recorded();
+    report.cases.retain(|c| c.section != "gemm");
+    assert!(
+        !report.cases.is_empty(),
+        "the recorded run has other sections"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(ladder(&report, "8192x8192x8192"), None);
+    let written = charts::write_all(&report, dir.path(), "8192x8192x8192").unwrap();
+    assert!(written.is_empty(), "{written:?}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
 #[test]

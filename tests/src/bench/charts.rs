@@ -23,10 +23,16 @@ const FONT: &str = "sans-serif";
 pub fn write_all(report: &Report, dir: &Path, ladder_shape: &str) -> Result<Vec<PathBuf>, String> {
     register_font();
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    // Every chart plots GEMM cases: a run whose sections had none (`--sections
+    // launch`, say) gets no empty axes.
     let mut written = Vec::new();
-    written.extend(write(&Throughput(report), dir)?);
-    written.extend(write(&Ladder(report, ladder_shape), dir)?);
-    written.extend(write(&Roofline(report), dir)?);
+    if report.has_gemm_at(None) {
+        written.extend(write(&Throughput(report), dir)?);
+        written.extend(write(&Roofline(report), dir)?);
+    }
+    if report.has_gemm_at(Some(ladder_shape)) {
+        written.extend(write(&Ladder(report, ladder_shape), dir)?);
+    }
     Ok(written)
 }
 

@@ -38,6 +38,16 @@ pub struct Report {
     pub not_run: Vec<NotRun>,
 }
 
+impl Report {
+    /// Whether the run has a GEMM case (at `shape`, when given): the charts
+    /// and the ladder draw nothing without one.
+    pub fn has_gemm_at(&self, shape: Option<&str>) -> bool {
+        self.cases
+            .iter()
+            .any(|c| c.section == "gemm" && shape.is_none_or(|s| c.shape == s))
+    }
+}
+
 /// A case that no contender could run (cuBLAS and every path refuse the
 /// shape, say): listed, not measured and not failed.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -445,8 +455,12 @@ pub const LADDER: [&str; 4] = [
 ];
 
 /// The architecture ladder: per GEMM dtype at `shape`, each path's rate and
-/// its multiple of the sm_80 path (the one every dtype has), cuBLAS beside.
-pub fn ladder(report: &Report, shape: &str) -> String {
+/// its multiple of the sm_80 path (the one every dtype has), cuBLAS beside;
+/// `None` when the run has no GEMM at `shape` (its sections left them out).
+pub fn ladder(report: &Report, shape: &str) -> Option<String> {
+    if !report.has_gemm_at(Some(shape)) {
+        return None;
+    }
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -474,7 +488,7 @@ pub fn ladder(report: &Report, shape: &str) -> String {
             .collect();
         let _ = writeln!(out, "| {} | {} |", case.dtype, cells.join(" | "));
     }
-    out
+    Some(out)
 }
 
 #[cfg(test)]

@@ -291,11 +291,12 @@ fn compare_runs(first: &Path, second: &Path, within: f64) -> BenchResult<bool> {
 fn write_outputs(report: &Report, dir: &Path) -> BenchResult<()> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     let shape = shape_name(LADDER_SHAPE);
-    let text = format!(
-        "{}\n### The architecture ladder, GEMM {shape} (multiples of the sm_80 path)\n\n{}",
-        report::table(report),
-        report::ladder(report, &shape)
-    );
+    let mut text = report::table(report);
+    if let Some(ladder) = report::ladder(report, &shape) {
+        text += &format!(
+            "\n### The architecture ladder, GEMM {shape} (multiples of the sm_80 path)\n\n{ladder}"
+        );
+    }
     println!("\n{text}");
     std::fs::write(dir.join("table.md"), &text)?;
     save_json(report, dir)?;
