@@ -830,23 +830,23 @@ fn stock_gemm_heuristic_defaults() {
     let cases = [
         (
             heuristic_for(&GEMM_F16, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0]"),
+            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_BF16, (1, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=64,BN=64,STAGES=6,PINGPONG=0]"),
+            Some("gemm_wgmma_bf16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_TF32, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=64,BN=64,STAGES=6,PINGPONG=0]"),
+            Some("gemm_wgmma_tf32[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_S8, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=64,BN=64,STAGES=6,PINGPONG=0]"),
+            Some("gemm_wgmma_s8[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_F16, (65, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0]"),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_F16, few_rows, &a100()),
@@ -854,7 +854,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0]"),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
         ),
         // sm_90a runs on compute capability 9.0 only: an A100 takes the sm_80 default.
         (
@@ -863,7 +863,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_BF16, square, &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3,PINGPONG=0]"),
+            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
@@ -885,7 +885,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=3,PINGPONG=0]"),
+            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_TF32, square, &a100()),
@@ -893,7 +893,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_S8, square, &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0]"),
+            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_S8, square, &a100()),
