@@ -513,7 +513,7 @@ pub trait GemmVariant: KernelVariant {
     /// element does nothing.
     ///
     /// A, B, C and the bias may be whole buffers or views
-    /// ([`DeviceBuffer::slice`], [`DeviceBuffer::slice_mut`]): a view holds
+    /// ([`DeviceBuffer::slice`](warpforge::DeviceBuffer::slice), [`DeviceBuffer::slice_mut`](warpforge::DeviceBuffer::slice_mut)): a view holds
     /// the matrix from its first element, and its length is what the
     /// problem's checks see.
     fn run<'a>(

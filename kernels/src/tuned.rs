@@ -141,10 +141,9 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
 /// accumulation): the sm_80 `mma.sync` kernel [`gemm_f16`], the sm_70
 /// `wmma` kernel [`gemm_f16_wmma`] and on Hopper the sm_90a `wgmma`
 /// kernel [`gemm_wgmma_f16`] compete. Heuristic default: on Hopper
-/// (compute capability 9.0) `gemm_wgmma_f16` 64 x 64 with 6 stages for at
-/// most 64 rows of C ([`few_rows`]), else 128 x 256 with 3 stages (the
-/// tuned winner at 4096^3 and 8192^3 on an H200, 1.7x the sm_80 default
-/// there), when k is a multiple of 8; elsewhere, or for other k, `gemm_f16`
+/// (compute capability 9.0) a `gemm_wgmma_f16` tile by the size of C and k
+/// ([`wgmma_defaults`]; 128 x 256 in 3 stages for large C and long k), when
+/// k is a multiple of 8; elsewhere, or for other k, `gemm_f16`
 /// 128 x 128 x 64, 64 x 64 warp tiles, 2 stages, 16-byte copies (the fastest
 /// sm_80 variant at 8192^3 on an H200 before tuning existed); for k not a
 /// multiple of 8 the same tiles with BK = 32 and element copies; on sm_70,
@@ -161,13 +160,17 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
             BK: 32,
             STAGES: 2,
         };
-        vec![
-            (gemm_wgmma_f16::def(), WGMMA_FEW_ROWS.values(), few_rows),
-            (gemm_wgmma_f16::def(), wgmma_default(3), every_shape),
-            (gemm_f16::def(), tensor_core_default(true), every_shape),
+        let mut preferred = wgmma_defaults(gemm_wgmma_f16::def(), 3);
+        preferred.extend([
+            (
+                gemm_f16::def(),
+                tensor_core_default(true),
+                every_shape as ShapeTest,
+            ),
             (gemm_f16::def(), tensor_core_default(false), every_shape),
             (gemm_f16_wmma::def(), wmma.values(), every_shape),
-        ]
+        ]);
+        preferred
     },
 );
 
@@ -180,20 +183,23 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     MatrixLayout::ColMajor,
     || vec![gemm_bf16::def(), gemm_wgmma_bf16::def()],
     || {
-        vec![
-            (gemm_wgmma_bf16::def(), WGMMA_FEW_ROWS.values(), few_rows),
-            (gemm_wgmma_bf16::def(), wgmma_default(3), every_shape),
-            (gemm_bf16::def(), tensor_core_default(true), every_shape),
+        let mut preferred = wgmma_defaults(gemm_wgmma_bf16::def(), 3);
+        preferred.extend([
+            (
+                gemm_bf16::def(),
+                tensor_core_default(true),
+                every_shape as ShapeTest,
+            ),
             (gemm_bf16::def(), tensor_core_default(false), every_shape),
-        ]
+        ]);
+        preferred
     },
 );
 
 /// The tf32 Tensor Core GEMM (f32 in and out, operands rounded to tf32 by
 /// `gemm_tf32`, truncated by the sm_90a [`gemm_wgmma_tf32`], both within
 /// the tuner's tolerance; layouts as [`GEMM_F16`]). Heuristic default: on
-/// Hopper `gemm_wgmma_tf32` 64 x 64 with 6 stages for at most 64 rows of C,
-/// else 128 x 256 with 3 stages (k a multiple of 4);
+/// Hopper a `gemm_wgmma_tf32` tile as [`GEMM_F16`]'s (k a multiple of 4);
 /// elsewhere, or for other k, `gemm_tf32` 128 x 128 x 16, 64 x 64 warp
 /// tiles, 3 stages, 16-byte copies (k a multiple of 4), otherwise element
 /// copies.
@@ -213,20 +219,24 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
             A_COL_MAJOR: false,
             B_ROW_MAJOR: false,
         };
-        vec![
-            (gemm_wgmma_tf32::def(), WGMMA_FEW_ROWS.values(), few_rows),
-            (gemm_wgmma_tf32::def(), wgmma_default(3), every_shape),
-            (gemm_tf32::def(), tiles(true).values(), every_shape),
+        let mut preferred = wgmma_defaults(gemm_wgmma_tf32::def(), 3);
+        preferred.extend([
+            (
+                gemm_tf32::def(),
+                tiles(true).values(),
+                every_shape as ShapeTest,
+            ),
             (gemm_tf32::def(), tiles(false).values(), every_shape),
-        ]
+        ]);
+        preferred
     },
 );
 
 /// The s8 Tensor Core GEMM (i8 in, i32 accumulation and out, i32 alpha and
 /// beta; layouts as [`GEMM_F16`]; the sm_80 kernel and on Hopper
-/// [`gemm_wgmma_s8`]). Heuristic default: on Hopper `gemm_wgmma_s8` 64 x 64
-/// with 6 stages for at most 64 rows of C, else 128 x 256 with 4 stages (the
-/// tuned winner at 4096^3 and 8192^3 on an H200; k a multiple of 16); elsewhere, or for other k, `gemm_s8` 128 x 128 x 128,
+/// [`gemm_wgmma_s8`]). Heuristic default: on Hopper a `gemm_wgmma_s8` tile
+/// as [`GEMM_F16`]'s, the 128 x 256 one in 4 stages (k a multiple of 16);
+/// elsewhere, or for other k, `gemm_s8` 128 x 128 x 128,
 /// 64 x 64 warp tiles, 3 stages, 16-byte copies (the fastest sm_80 variant
 /// at 8192^3 on an H200 before tuning; k a multiple of 16); otherwise 64 x
 /// 64 x 64 tiles of 32 x 32 warp tiles with element copies (larger ones
@@ -257,12 +267,12 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
             A_COL_MAJOR: false,
             B_ROW_MAJOR: false,
         };
-        vec![
-            (gemm_wgmma_s8::def(), WGMMA_FEW_ROWS.values(), few_rows),
-            (gemm_wgmma_s8::def(), wgmma_default(4), every_shape),
-            (gemm_s8::def(), aligned.values(), every_shape),
+        let mut preferred = wgmma_defaults(gemm_wgmma_s8::def(), 4);
+        preferred.extend([
+            (gemm_s8::def(), aligned.values(), every_shape as ShapeTest),
             (gemm_s8::def(), element_copies.values(), every_shape),
-        ]
+        ]);
+        preferred
     },
 );
 
@@ -276,7 +286,7 @@ pub const GEMM_E4M3: GemmKind<e4m3, bf16> = GemmKind::new(
     GemmPrecision::E4m3,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e4m3::def()],
-    || fp8_defaults(gemm_wgmma_e4m3::def()),
+    || wgmma_defaults(gemm_wgmma_e4m3::def(), 4),
 );
 
 /// The fp8 e5m2 GEMM, as [`GEMM_E4M3`] (kernel [`gemm_wgmma_e5m2`]).
@@ -285,17 +295,8 @@ pub const GEMM_E5M2: GemmKind<e5m2, bf16> = GemmKind::new(
     GemmPrecision::E5m2,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e5m2::def()],
-    || fp8_defaults(gemm_wgmma_e5m2::def()),
+    || wgmma_defaults(gemm_wgmma_e5m2::def(), 4),
 );
-
-/// The heuristic default of an fp8 `wgmma` kernel: the few-rows tile, then
-/// 128 x 256 in 4 stages.
-fn fp8_defaults(def: &'static KernelDef) -> Vec<Preference> {
-    vec![
-        (def, WGMMA_FEW_ROWS.values(), few_rows),
-        (def, wgmma_default(4), every_shape),
-    ]
-}
 
 /// The 2:4 sparse f16 GEMM [`gemm_sparse_f16`] (A sparse and compressed,
 /// [`SparseA`]; B column-major in [`TunedGemm::run`]; f16 C, f32
@@ -326,56 +327,86 @@ fn sparse_defaults(def: &'static KernelDef) -> Vec<Preference> {
     MatrixLayout::ALL
         .into_iter()
         .flat_map(gemm_sparse::default_consts)
-        .map(|values| {
-            (
-                def,
-                values.to_vec(),
-                every_shape as fn(&ShapeBucket) -> bool,
-            )
-        })
+        .map(|values| (def, values.to_vec(), every_shape as ShapeTest))
         .collect()
 }
 
 /// A variant of a GEMM family's heuristic default: the kernel, its const
 /// values, and whether it is for a call of a shape bucket (m, n, k, batches).
-pub type Preference = (&'static KernelDef, Vec<i64>, fn(&ShapeBucket) -> bool);
+pub type Preference = (&'static KernelDef, Vec<i64>, ShapeTest);
+
+/// Whether a [`Preference`] is for the calls of a shape bucket.
+pub type ShapeTest = fn(&ShapeBucket) -> bool;
 
 /// A [`Preference`] for every call.
 pub fn every_shape(_: &ShapeBucket) -> bool {
     true
 }
 
-/// A [`Preference`] for a GEMM of at most 64 rows of C (m, rounded up to a
+/// A [`Preference`] for a GEMM of at most 128 rows of C (m, rounded up to a
 /// power of two).
 pub fn few_rows(shape: &ShapeBucket) -> bool {
-    shape.sizes()[0] <= 64
+    shape.sizes()[0] <= 128
 }
 
-/// The Hopper default of the `wgmma` GEMMs for [`few_rows`]: 64 x 64 tiles
-/// in 6 stages, the fastest variant of every dtype at 64 x 8192 x 8192 on an
-/// H200 (0.98x cuBLAS for f16 and bf16, 1.02x tf32, 1.34x s8), where the
-/// 128 x 256 default ran at 0.45-0.72x (perf/LOG.md, session 16).
-const WGMMA_FEW_ROWS: gemm_wgmma_f16::Consts = gemm_wgmma_f16::Consts {
-    BM: 64,
-    BN: 64,
-    STAGES: 6,
-    PINGPONG: false,
-    CLUSTER: 1,
-};
+/// The 128 x 128 tiles of a GEMM's C over its batches (m and n, and the
+/// batches, rounded up to powers of two): how far a tile size fills the
+/// GPU's SMs (132 on an H100 SXM or an H200).
+fn c_tiles(shape: &ShapeBucket) -> u64 {
+    let sizes = shape.sizes();
+    let batches = sizes.get(3).copied().unwrap_or(1);
+    (sizes[0] / 128).max(1) * (sizes[1] / 128).max(1) * batches
+}
 
-/// The Hopper default of the `wgmma` GEMMs: 128 x 256 tiles with `stages`
-/// stages (every `gemm_wgmma_*` instance has the same const parameters).
-/// Listed first, it serves calls on compute capability 9.0 only: its
-/// sm_90a target runs nowhere else.
-fn wgmma_default(stages: u32) -> Vec<i64> {
-    gemm_wgmma_f16::Consts {
-        BM: 128,
-        BN: 256,
-        STAGES: stages,
-        PINGPONG: false,
-        CLUSTER: 1,
-    }
-    .values()
+/// A [`Preference`] for a C of at most 16 tiles of 128 x 128 (512 x 512).
+pub fn tiny_c(shape: &ShapeBucket) -> bool {
+    c_tiles(shape) <= 16
+}
+
+/// A [`Preference`] for a C of at most 64 tiles of 128 x 128 (1024 x 1024).
+pub fn small_c(shape: &ShapeBucket) -> bool {
+    c_tiles(shape) <= 64
+}
+
+/// A [`Preference`] for a C of at least 1024 tiles of 128 x 128 (4096 x
+/// 4096) and k of at least 8192.
+pub fn large_c_long_k(shape: &ShapeBucket) -> bool {
+    c_tiles(shape) >= 1024 && shape.sizes()[2] >= 8192
+}
+
+/// The heuristic default of a Hopper `wgmma` GEMM family (`def`; every
+/// instance has the same const parameters), the fastest tile of each kind
+/// of shape in the default bench of session 21 on an H100 (perf/LOG.md,
+/// session 22), where the one default of 128 x 256 tiles ran at 0.41-0.63x
+/// of the fastest at 512^3, 1024^3 and 128 x 8192 x 8192, and 4-10% behind
+/// the ping-pong 128 x 128 tile at 4096 x 11008 x 4096, 8192 x 8192 x 1024
+/// and 3001 x 2999 x 1000:
+/// - at most 128 rows of C, or C at most 512 x 512: 64 x 64 in 6 stages
+///   (too few larger tiles to fill the SMs);
+/// - C at most 1024 x 1024: 64 x 128 in 6 stages;
+/// - C of at least 4096 x 4096 and k of at least 8192: the cooperative 128 x
+///   256 in `large_stages` stages (its wider tile reads less per product,
+///   and a long k hides its epilogue);
+/// - otherwise: the ping-pong 128 x 128 in 5 stages (one consumer's
+///   epilogue under the other's main loop).
+pub fn wgmma_defaults(def: &'static KernelDef, large_stages: u32) -> Vec<Preference> {
+    let tile = |bm, bn, stages, pingpong| {
+        gemm_wgmma_f16::Consts {
+            BM: bm,
+            BN: bn,
+            STAGES: stages,
+            PINGPONG: pingpong,
+            CLUSTER: 1,
+        }
+        .values()
+    };
+    vec![
+        (def, tile(64, 64, 6, false), few_rows),
+        (def, tile(64, 64, 6, false), tiny_c),
+        (def, tile(64, 128, 6, false), small_c),
+        (def, tile(128, 256, large_stages, false), large_c_long_k),
+        (def, tile(128, 128, 5, true), every_shape),
+    ]
 }
 
 /// The default tiles of the Tensor Core GEMMs (`gemm_f16` and `gemm_bf16`

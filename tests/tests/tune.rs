@@ -824,9 +824,9 @@ fn heuristic_for<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
 fn stock_gemm_heuristic_defaults() {
     let square = (4096, 4096, 4096);
     let ragged_k = (4096, 4096, 1020);
-    // At most 64 rows of C: the narrow wgmma tile on Hopper; 65 rows are
+    // At most 128 rows of C: the narrow wgmma tile on Hopper; 129 rows are
     // past it; an A100 keeps its sm_80 default.
-    let few_rows = (64, 8192, 8192);
+    let few_rows = (128, 8192, 8192);
     let cases = [
         (
             heuristic_for(&GEMM_F16, few_rows, &h200_device_info()),
@@ -845,8 +845,31 @@ fn stock_gemm_heuristic_defaults() {
             Some("gemm_wgmma_s8[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
         ),
         (
-            heuristic_for(&GEMM_F16, (65, 8192, 8192), &h200_device_info()),
+            heuristic_for(&GEMM_F16, (129, 8192, 8192), &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
+        ),
+        // By the size of C and k: small squares take narrow tiles; a large
+        // C with a long k the cooperative 128 x 256; the rest the ping-pong
+        // 128 x 128.
+        (
+            heuristic_for(&GEMM_F16, (512, 512, 512), &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
+        ),
+        (
+            heuristic_for(&GEMM_BF16, (1024, 1000, 1024), &h200_device_info()),
+            Some("gemm_wgmma_bf16[BM=64,BN=128,STAGES=6,PINGPONG=0,CLUSTER=1]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, (8192, 8192, 8192), &h200_device_info()),
             Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
+        ),
+        (
+            heuristic_for(&GEMM_S8, (8192, 8192, 8192), &h200_device_info()),
+            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, (8192, 8192, 1024), &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_F16, few_rows, &a100()),
@@ -854,7 +877,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
         ),
         // sm_90a runs on compute capability 9.0 only: an A100 takes the sm_80 default.
         (
@@ -863,7 +886,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_BF16, square, &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_bf16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
@@ -885,7 +908,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_tf32[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_TF32, square, &a100()),
@@ -893,7 +916,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_S8, square, &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_s8[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
         ),
         (
             heuristic_for(&GEMM_S8, square, &a100()),
