@@ -70,6 +70,10 @@ impl CompiledVariant {
 pub(crate) struct Variant {
     pub(crate) compiled: Arc<CompiledVariant>,
     loaded: OnceLock<LoadedModule>,
+    /// What the driver reported the first time it was asked: a loaded
+    /// module's attributes and occupancy do not change, and the wgmma GEMMs
+    /// size their persistent grid from them at every launch.
+    resources: OnceLock<VariantResources>,
 }
 
 impl Variant {
@@ -77,6 +81,7 @@ impl Variant {
         Variant {
             compiled,
             loaded: OnceLock::new(),
+            resources: OnceLock::new(),
         }
     }
 }
@@ -100,8 +105,22 @@ impl Variant {
 
 impl Variant {
     /// What the device reports about this variant, loading it unless it
-    /// needs more shared memory than a block may have.
+    /// needs more shared memory than a block may have; asked of the driver
+    /// once.
     pub(crate) fn resources(
+        &self,
+        ctx: &Arc<CudaContext>,
+        device: &DeviceInfo,
+    ) -> Result<VariantResources, Error> {
+        if let Some(resources) = self.resources.get() {
+            return Ok(*resources);
+        }
+        let resources = self.query_resources(ctx, device)?;
+        Ok(*self.resources.get_or_init(|| resources))
+    }
+
+    /// [`Variant::resources`], from the driver.
+    fn query_resources(
         &self,
         ctx: &Arc<CudaContext>,
         device: &DeviceInfo,
