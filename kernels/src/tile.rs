@@ -222,15 +222,9 @@ pub fn copy_slice<
                 let read = if inside { 16u32 } else { 0 };
                 cp_async(&mut tile[r][col], &src[from], 16, read);
             } else {
-                let bytes = if at < end {
-                    (end - at).min(16 / T::BYTES) * T::BYTES
-                } else {
-                    0
-                };
-                let k_at = if at < end { at } else { 0 };
-                let inside = l * ROWS < room;
-                let from = if inside { first + l * step + k_at } else { 0 };
-                let read = if inside { bytes } else { 0 };
+                let inside = at < end && l * ROWS < room;
+                let from = if inside { first + l * step + at } else { 0 };
+                let read = if inside { 16u32 } else { 0 };
                 cp_async(&mut tile[r][col], &src[from], 16, read);
             }
         }

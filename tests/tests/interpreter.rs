@@ -15,12 +15,14 @@ use warpforge::tune::{GpuModel, MissPolicy, Source, TuneDb, TuneSettings};
 use warpforge::{BackendKind, InterpreterErrorKind};
 use warpforge_example_tuned::{checked_scale_add, random};
 use warpforge_kernels::gemm::gemm_f32;
+use warpforge_kernels::gemm_sparse::gemm_sparse_f16;
 use warpforge_kernels::gemm_tc::gemm_f16;
 use warpforge_kernels::softmax::softmax_rows;
 use warpforge_tests::checks::{
     check_gemm, check_histogram, check_saxpy, check_softmax, check_sum, GemmCoverage,
 };
 use warpforge_tests::report::Report;
+use warpforge_tests::sparse::check_gemm_sparse;
 use warpforge_tests::{run_checks, Inputs};
 
 /// `y = a * x + y`, one thread per element.
@@ -106,6 +108,22 @@ fn the_tensor_core_gemm_equals_its_float64_reference() {
     let shapes = &[(17, 24, 40)];
     check(|rt, inputs, report| {
         check_gemm::<gemm_f16::Consts>(rt, inputs, report, shapes, GemmCoverage::Sampled)
+    });
+}
+
+#[test]
+fn the_sparse_gemm_equals_its_float64_reference() {
+    // mma.sp, ldmatrix and cp.async, with A's compressed rows and B's k
+    // ending inside a tile (the copies' edge form).
+    let shapes = &[(17, 24, 40)];
+    check(|rt, inputs, report| {
+        check_gemm_sparse::<gemm_sparse_f16::Consts>(
+            rt,
+            inputs,
+            report,
+            shapes,
+            GemmCoverage::Sampled,
+        )
     });
 }
 
