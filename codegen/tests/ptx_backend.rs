@@ -82,12 +82,24 @@ fn transcendental_f64_intrinsics_are_refused_on_every_arch() {
 }
 
 #[test]
-fn float_remainder_is_refused() {
+fn float_remainder_is_refused_for_every_ptx_target_the_kernel_declares() {
+    // The front refuses it (a fuzzed input reached the backend with it):
+    // one line per declared PTX target, none for WGSL, which has it.
+    let refusal = |arch: &str| {
+        format!(
+            "kernel `fmod` ({arch}): `%` on f32 (the floating-point remainder) is not available on PTX targets: \
+             compute it with `a - b * (a / b).floor()` (adjust the sign as needed)"
+        )
+    };
     let source = "#[kernel(arch(sm_70, sm_80, sm_90))] fn fmod(x: &mut [f32]) { let i = thread_idx().x; x[i] = x[i] % 2.0; }";
     assert_eq!(
         compile_error(source, Arch::Sm80),
-        "kernel `fmod` (sm_80): `%` on f32 (the floating-point remainder) is not available on PTX targets: \
-         compute it with `a - b * (a / b).floor()` (adjust the sign as needed)"
+        ["sm_70", "sm_80", "sm_90"].map(refusal).join("\n")
+    );
+    let source = "#[kernel(arch(sm_80, wgsl))] fn fmod(x: &mut [f16]) { let i = thread_idx().x; x[i] = x[i] % x[i + 1]; }";
+    assert_eq!(
+        compile_error(source, Arch::Sm80),
+        refusal("sm_80").replace("f32", "f16")
     );
 }
 

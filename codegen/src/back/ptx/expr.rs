@@ -291,6 +291,9 @@ impl Emitter<'_> {
         x: Operand,
         y: Operand,
     ) -> Result<Operand, Error> {
+        if let Some(why) = float_refusal(op, ty) {
+            return Err(self.error(why));
+        }
         // `.rn` also keeps ptxas from contracting `a * b + c` into an fma,
         // which Rust does not do either.
         let name = match op {
@@ -298,13 +301,6 @@ impl Emitter<'_> {
             BinaryOp::Sub => "sub.rn",
             BinaryOp::Mul => "mul.rn",
             BinaryOp::Div => "div.rn",
-            BinaryOp::Rem => {
-                return Err(self.error(format!(
-                    "`%` on {} (the floating-point remainder) is not available on PTX targets: \
-                     compute it with `a - b * (a / b).floor()` (adjust the sign as needed)",
-                    ty.name()
-                )))
-            }
             _ => {
                 return Err(self.error(format!(
                     "`{}` is not defined on {}",
@@ -670,4 +666,17 @@ mod division_tests {
             }
         }
     }
+}
+
+/// Why PTX has no instruction for the float operator `op` on `ty`, when it
+/// has none: the remainder, which WGSL has. The validator refuses it in a
+/// kernel built for PTX, at the kernel (`valid/targets/ptx.rs`).
+pub(crate) fn float_refusal(op: BinaryOp, ty: Scalar) -> Option<String> {
+    (op == BinaryOp::Rem && ty.is_float()).then(|| {
+        format!(
+            "`%` on {} (the floating-point remainder) is not available on PTX targets: \
+             compute it with `a - b * (a / b).floor()` (adjust the sign as needed)",
+            ty.name()
+        )
+    })
 }

@@ -48,6 +48,7 @@ use function::{
     param_names, param_type, scalar_param_name, tensor_map_param_name, Emitter, SHARED_SYMBOL,
 };
 
+pub(crate) use expr::float_refusal;
 use features::Feature;
 
 use crate::ir::{Arch, Kernel, ParamType};

@@ -5,11 +5,13 @@
 //! in a kernel built for sm_70) fails the build naming both, instead of
 //! failing later when a variant is compiled.
 //!
-//! Covered: warp matrix operations and the operand conversions without an
-//! emulation. Type-dependent needs (bf16 arithmetic, 16-bit atomics) are
-//! reported when a variant is emitted.
+//! Covered: warp matrix operations, the operand conversions without an
+//! emulation, and the float remainder (no arch has it). Type-dependent
+//! needs (bf16 arithmetic, 16-bit atomics) are reported when a variant is
+//! emitted.
 
 use crate::back::ptx::features::{Feature, FeatureUse};
+use crate::back::ptx::float_refusal;
 use crate::ir::{
     Arch, Block, Expr, ExprKind, Intrinsic, Kernel, MatrixOp, MbarrierOp, Special, Stmt, TmaOp,
     WarpgroupOp,
@@ -20,21 +22,27 @@ use crate::Error;
 pub(super) fn check(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
     let mut features = FeatureUse::new(arch);
     let mut need = |feature| {
-        features.require(feature).map_err(|reason| {
-            Error::new(format!(
-                "kernel `{}` ({}): {reason}",
-                kernel.name,
-                arch.name()
-            ))
-        })
+        features
+            .require(feature)
+            .map_err(|reason| Error::new(format!("{reason}")))
     };
-    if kernel.cluster.is_some() {
-        need(Feature::Cluster)?;
-    }
-    if kernel.params.iter().any(|p| p.tensor_map.is_some()) {
-        need(Feature::TensorMap)?;
-    }
-    block(&kernel.body, &mut need)
+    let mut walk = || {
+        if kernel.cluster.is_some() {
+            need(Feature::Cluster)?;
+        }
+        if kernel.params.iter().any(|p| p.tensor_map.is_some()) {
+            need(Feature::TensorMap)?;
+        }
+        block(&kernel.body, &mut need)
+    };
+    walk().map_err(|e| {
+        Error::new(format!(
+            "kernel `{}` ({}): {}",
+            kernel.name,
+            arch.name(),
+            e.message
+        ))
+    })
 }
 
 type Need<'a> = dyn FnMut(Feature) -> Result<(), Error> + 'a;
@@ -121,7 +129,10 @@ fn expr(e: &Expr, need: &mut Need) -> Result<(), Error> {
             args.iter().try_for_each(|a| expr(a, need))
         }
         ExprKind::Unary(_, a) | ExprKind::Cast(a) => expr(a, need),
-        ExprKind::Binary(_, a, b) => {
+        ExprKind::Binary(op, a, b) => {
+            if let Some(why) = float_refusal(*op, a.ty) {
+                return Err(Error::new(why));
+            }
             expr(a, need)?;
             expr(b, need)
         }
