@@ -298,7 +298,11 @@ pub enum Floats {
     /// (`-6.0 * 0.0` as `+0.0`). A program whose run reaches an infinity or
     /// NaN is not compared; a zero matches a zero of either sign (the
     /// generator reads no float's bits, and has no division, so the sign
-    /// reaches no other result).
+    /// reaches no other result). It may also reorder float arithmetic:
+    /// lavapipe folds `15.75 * (19.375 * (-38.75 * s))` into one constant
+    /// times `s` (1 ulp apart) and `(s + 1e-40) - s` into `1e-40` (LLVM's
+    /// fast math), so floats match within [`WGSL_REORDERING`] of the larger
+    /// magnitude, or both within its absolute floor of zero.
     Wgsl,
 }
 
@@ -317,7 +321,14 @@ pub fn compare(
             continue;
         };
         let (want, have) = (elements(want), elements(have));
-        if let Some(i) = (0..want.len()).find(|&i| !same(want[i], have[i], floats)) {
+        let slack = match (floats, param.ty) {
+            (Floats::Wgsl, ParamType::Slice { elem, .. }) => WGSL_REORDERING
+                .iter()
+                .find(|(ty, ..)| *ty == elem)
+                .map(|&(_, relative, absolute)| (relative, absolute)),
+            _ => None,
+        };
+        if let Some(i) = (0..want.len()).find(|&i| !same(want[i], have[i], floats, slack)) {
             diffs.push(format!(
                 "{}[{i}]: interpreter {:?}, backend {:?} (thread {}, slot {})",
                 param.name,
@@ -346,12 +357,27 @@ fn elements(buffer: &Buffer) -> Vec<Literal> {
     }
 }
 
-fn same(a: Literal, b: Literal, floats: Floats) -> bool {
+/// How far apart [`Floats::Wgsl`] lets two floats of a type be, for the
+/// reordering of arithmetic it allows: relative to the larger magnitude
+/// (a few units in the last place), or both within an absolute floor of
+/// zero (a sum that absorbed a subnormal operand in one order keeps it in
+/// the other, times moderate factors).
+const WGSL_REORDERING: [(Scalar, f64, f64); 2] = [
+    (Scalar::F32, 1.0 / (1u64 << 20) as f64, 1e-30),
+    (Scalar::F16, 1.0 / (1u64 << 8) as f64, 1e-4),
+];
+
+fn same(a: Literal, b: Literal, floats: Floats, slack: Option<(f64, f64)>) -> bool {
     match (a, b) {
         (Literal::Float(x), Literal::Float(y)) => {
             x.to_bits() == y.to_bits()
                 || (x.is_nan() && y.is_nan())
                 || (floats == Floats::Wgsl && x == 0.0 && y == 0.0)
+                || slack.is_some_and(|(relative, absolute)| {
+                    let apart = (x - y).abs();
+                    apart <= relative * x.abs().max(y.abs())
+                        || x.abs() <= absolute && y.abs() <= absolute
+                })
         }
         _ => a == b,
     }
