@@ -4,8 +4,11 @@
 //! shared memory, stack, spills), and how many variants changed only their
 //! PTX text. It fails when a variant spills or takes more than 2% more
 //! registers than at `REV`: the bar a rewrite of the stock kernels must clear.
+//! A kernel whose const parameters changed renames its variants; those are
+//! matched by the parameters both sides have, so that the bar holds for them
+//! too.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Command;
 
@@ -47,6 +50,8 @@ impl Entry {
 struct Diff {
     added: Vec<String>,
     removed: Vec<String>,
+    /// Variants matched across a rename ([`renamed_pairs`]).
+    renamed: usize,
     /// `variant (arch): what, old -> new`.
     changed: Vec<String>,
     /// Variants whose registers grew past 2% or that spill.
@@ -85,10 +90,11 @@ pub fn run(repo: &Path, rev: &str) -> Result<()> {
         println!("changed: {line}");
     }
     println!(
-        "manifest-diff against {rev}: {} variants the same, {} with only their PTX text changed, {} with resources changed, {} added, {} removed",
+        "manifest-diff against {rev}: {} variants the same, {} with only their PTX text changed, {} with resources changed, {} matched across a rename (a kernel's const parameters changed), {} added, {} removed",
         diff.same,
         diff.ptx_only,
         diff.changed.len(),
+        diff.renamed,
         diff.added.len(),
         diff.removed.len()
     );
@@ -104,17 +110,36 @@ pub fn run(repo: &Path, rev: &str) -> Result<()> {
 
 fn compare(old: &[Entry], new: &[Entry]) -> Diff {
     let key = |e: &Entry| format!("{} ({})", e.variant, e.arch);
-    let old: BTreeMap<String, &Entry> = old.iter().map(|e| (key(e), e)).collect();
-    let new: BTreeMap<String, &Entry> = new.iter().map(|e| (key(e), e)).collect();
+    let old_by_key: BTreeMap<String, &Entry> = old.iter().map(|e| (key(e), e)).collect();
+    let new_by_key: BTreeMap<String, &Entry> = new.iter().map(|e| (key(e), e)).collect();
+    let mut pairs: Vec<(String, &Entry, &Entry)> = Vec::new();
     let mut diff = Diff::default();
-    for (k, n) in &new {
+    for (k, n) in &new_by_key {
         if n.spill_store_bytes + n.spill_load_bytes > 0 {
             diff.failures.push(format!("{k}: spills"));
         }
-        let Some(o) = old.get(k) else {
-            diff.added.push(k.clone());
-            continue;
-        };
+        match old_by_key.get(k) {
+            Some(o) => pairs.push((k.clone(), o, n)),
+            None => diff.added.push(k.clone()),
+        }
+    }
+    diff.removed = old_by_key
+        .keys()
+        .filter(|k| !new_by_key.contains_key(*k))
+        .cloned()
+        .collect();
+    // A kernel that gained (or lost) a const parameter renames every
+    // variant: pair those by the parameters both sides have, where that
+    // leaves one old and one new variant, so that their resources are
+    // compared too.
+    let renamed = renamed_pairs(&diff.removed, &diff.added);
+    for (o, n) in &renamed {
+        diff.removed.retain(|k| k != o);
+        diff.added.retain(|k| k != n);
+        pairs.push((format!("{n} (was {o})"), old_by_key[o], new_by_key[n]));
+    }
+    diff.renamed = renamed.len();
+    for (k, o, n) in pairs {
         if o.resources() == n.resources() {
             if o.ptx_sha256 == n.ptx_sha256 {
                 diff.same += 1;
@@ -134,12 +159,76 @@ fn compare(old: &[Entry], new: &[Entry]) -> Diff {
                 .push(format!("{k}: registers {} -> {}", o.registers, n.registers));
         }
     }
-    diff.removed = old
-        .keys()
-        .filter(|k| !new.contains_key(*k))
-        .cloned()
-        .collect();
     diff
+}
+
+/// A manifest key, `kernel[P=v,Q=w] (arch)`, as its kernel, arch and
+/// parameters (none for a kernel without const parameters).
+fn parse_key(key: &str) -> (&str, &str, Vec<(&str, &str)>) {
+    let (variant, arch) = key.rsplit_once(" (").unwrap_or((key, ""));
+    let arch = arch.trim_end_matches(')');
+    let (kernel, params) = match variant.split_once('[') {
+        Some((kernel, params)) => (kernel, params.trim_end_matches(']')),
+        None => (variant, ""),
+    };
+    let params = params
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.split_once('=').unwrap_or((p, "")))
+        .collect();
+    (kernel, arch, params)
+}
+
+/// Per kernel among `keys`, the names of its const parameters.
+fn parameter_names(keys: &[String]) -> BTreeMap<&str, BTreeSet<&str>> {
+    let mut names: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    for key in keys {
+        let (kernel, _, params) = parse_key(key);
+        names
+            .entry(kernel)
+            .or_default()
+            .extend(params.iter().map(|(name, _)| *name));
+    }
+    names
+}
+
+/// The (old, new) keys among `removed` and `added` that are one variant
+/// renamed: same kernel and arch, and the same values of the parameters
+/// the kernel has on both sides, with no other variant on either side that
+/// shares them (a parameter that now takes several values makes new code,
+/// which stays added).
+fn renamed_pairs(removed: &[String], added: &[String]) -> Vec<(String, String)> {
+    let (old_names, new_names) = (parameter_names(removed), parameter_names(added));
+    // Each key under the parameters its kernel has on both sides.
+    let shared = |key: &str| -> Option<String> {
+        let (kernel, arch, params) = parse_key(key);
+        let (o, n) = (old_names.get(kernel)?, new_names.get(kernel)?);
+        let kept: Vec<String> = params
+            .iter()
+            .filter(|(name, _)| o.contains(name) && n.contains(name))
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        Some(format!("{kernel}[{}] ({arch})", kept.join(",")))
+    };
+    let group = |keys: &[String]| -> BTreeMap<String, Vec<String>> {
+        let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for key in keys {
+            if let Some(shared) = shared(key) {
+                groups.entry(shared).or_default().push(key.clone());
+            }
+        }
+        groups
+    };
+    let (old_groups, new_groups) = (group(removed), group(added));
+    old_groups
+        .into_iter()
+        .filter_map(
+            |(shared, olds)| match (&olds[..], new_groups.get(&shared)?.as_slice()) {
+                ([o], [n]) => Some((o.clone(), n.clone())),
+                _ => None,
+            },
+        )
+        .collect()
 }
 
 #[cfg(test)]
@@ -199,6 +288,37 @@ mod tests {
             ]
         );
         assert_eq!(diff.changed.len(), 2);
+    }
+
+    #[test]
+    fn a_variant_renamed_by_a_new_parameter_is_still_compared() {
+        // `s8` gained `C` at one value, `t` at two; `u` changed its tune space.
+        let old = [
+            entry("s8[A=1,B=2]", 80, "x"),
+            entry("s8[A=2,B=2]", 80, "y"),
+            entry("t[A=1]", 50, "z"),
+            entry("u[A=1]", 50, "w"),
+        ];
+        let new = [
+            entry("s8[A=1,B=2,C=0]", 88, "x"),
+            entry("s8[A=2,B=2,C=0]", 80, "y"),
+            entry("t[A=1,C=0]", 50, "z"),
+            entry("t[A=1,C=1]", 50, "z"),
+            entry("u[A=2]", 50, "w"),
+        ];
+        let diff = compare(&old, &new);
+        assert_eq!(diff.renamed, 2);
+        assert_eq!(
+            diff.failures,
+            ["s8[A=1,B=2,C=0] (sm_90) (was s8[A=1,B=2] (sm_90)): registers 80 -> 88"]
+        );
+        assert_eq!(diff.same, 1);
+        // Two new variants for one old: new code, not a rename.
+        assert_eq!(
+            diff.added,
+            ["t[A=1,C=0] (sm_90)", "t[A=1,C=1] (sm_90)", "u[A=2] (sm_90)"]
+        );
+        assert_eq!(diff.removed, ["t[A=1] (sm_90)", "u[A=1] (sm_90)"]);
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub(super) fn check(kernel: &Kernel, arch: Arch) -> Result<(), Error> {
     let mut need = |feature| {
         features
             .require(feature)
-            .map_err(|reason| Error::new(format!("{reason}")))
+            .map_err(|reason| Error::new(reason.to_string()))
     };
     let mut walk = || {
         if kernel.cluster.is_some() {
