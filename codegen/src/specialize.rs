@@ -16,6 +16,11 @@
 //! overlap, so one id per local is enough (backends reuse one register).
 //! Branches of constant `if`s are spliced the same way.
 //!
+//! 5. A bool local that holds one value wherever it is read (a flag set
+//!    by its `let` to a literal and never set otherwise where the body can
+//!    reach) decides the `if`s and `while`s it controls, which fold as in 3
+//!    ([`Specializer::constant_flags`]).
+//!
 //! `break` and `continue` that would leave or restart an unrolled loop are
 //! rejected: after unrolling there is no loop left for them to target.
 
@@ -126,6 +131,10 @@ pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
         }
     }
     out.body = s.block(&kernel.body)?;
+    let flags = s.constant_flags(&out.body);
+    if !flags.is_empty() {
+        out.body = s.fold_flag_tests(std::mem::take(&mut out.body), &flags);
+    }
     for (local, decl) in out.locals.iter().zip(&kernel.locals) {
         let elements = local
             .dims
@@ -295,6 +304,152 @@ impl Specializer<'_> {
             }),
         }
         Ok(())
+    }
+
+    /// The bool register locals that hold one value wherever they are read,
+    /// with that value: each `let` of one sets it to that literal, and every
+    /// assignment the body can reach (`if`s and `while`s decided by the
+    /// flags found so far rule branches out) sets it to that literal again.
+    /// Found optimistically: every flag set by a literal is assumed constant,
+    /// and one with a reachable assignment of anything else is dropped, until
+    /// none is.
+    ///
+    /// Why fold them: a flag that ptxas can prove false, guarding an atomic
+    /// in an unrolled loop with an early `return`, makes ptxas 12.9 crash
+    /// (SIGSEGV) at -O3 for sm_70 (codegen/tests/generated/ptxas_crash_on_a_constant_flag.json),
+    /// and the code it guards is dead anyway.
+    fn constant_flags(&mut self, body: &[Stmt]) -> Vec<(LocalId, Literal)> {
+        let mut flags: Vec<(LocalId, Literal)> = Vec::new();
+        let mut excluded: Vec<LocalId> = Vec::new();
+        visit_stmts(body, &mut |stmt| {
+            let Stmt::Let { local, init } = stmt else {
+                return;
+            };
+            let decl = &self.kernel.locals[*local as usize];
+            if decl.ty != Scalar::Bool || decl.space != Space::Register || !decl.dims.is_empty() {
+                return;
+            }
+            let value = match init.as_ref().map(|e| &e.kind) {
+                Some(ExprKind::Literal(lit)) => *lit,
+                _ => {
+                    excluded.push(*local);
+                    return;
+                }
+            };
+            match flags.iter().find(|(l, _)| l == local) {
+                Some((_, seen)) if *seen != value => excluded.push(*local),
+                Some(_) => {}
+                None => flags.push((*local, value)),
+            }
+        });
+        flags.retain(|(local, _)| !excluded.contains(local));
+        loop {
+            let mut changing = Vec::new();
+            self.reachable_assignments(body, &flags, &mut |s, local, value| {
+                let Some(&(_, flag)) = flags.iter().find(|(l, _)| *l == local) else {
+                    return;
+                };
+                if s.decided(value, &flags) != Some(flag) {
+                    changing.push(local);
+                }
+            });
+            if changing.is_empty() {
+                return flags;
+            }
+            flags.retain(|(local, _)| !changing.contains(local));
+        }
+    }
+
+    /// Calls `found(self, local, value)` for each assignment of a scalar
+    /// local in `body` that is not in a branch `flags` rule out.
+    fn reachable_assignments(
+        &mut self,
+        body: &[Stmt],
+        flags: &[(LocalId, Literal)],
+        found: &mut dyn FnMut(&mut Self, LocalId, &Expr),
+    ) {
+        for stmt in body {
+            match stmt {
+                Stmt::Assign {
+                    place: Place::Local { local, indices },
+                    value,
+                } if indices.is_empty() => found(self, *local, value),
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => match self.decided_bool(cond, flags) {
+                    Some(true) => self.reachable_assignments(then_body, flags, found),
+                    Some(false) => self.reachable_assignments(else_body, flags, found),
+                    None => {
+                        self.reachable_assignments(then_body, flags, found);
+                        self.reachable_assignments(else_body, flags, found);
+                    }
+                },
+                Stmt::While { cond, body } if self.decided_bool(cond, flags) != Some(false) => {
+                    self.reachable_assignments(body, flags, found);
+                }
+                Stmt::For { body, .. } => self.reachable_assignments(body, flags, found),
+                _ => {}
+            }
+        }
+    }
+
+    /// The value of `expr` with the flags' values, when that decides it. A
+    /// fold that would fail (an overflow the flags' values expose) decides
+    /// nothing: only the control flow is folded here, and the expression
+    /// itself stays as it was.
+    fn decided(&mut self, expr: &Expr, flags: &[(LocalId, Literal)]) -> Option<Literal> {
+        let outer = std::mem::replace(&mut self.unrolled, flags.to_vec());
+        let folded = self.expr(expr);
+        self.unrolled = outer;
+        match folded.ok()?.kind {
+            ExprKind::Literal(lit) => Some(lit),
+            _ => None,
+        }
+    }
+
+    fn decided_bool(&mut self, cond: &Expr, flags: &[(LocalId, Literal)]) -> Option<bool> {
+        match self.decided(cond, flags)? {
+            Literal::Bool(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// `body` with each `if` that `flags` decide replaced by the branch
+    /// taken, and each `while` they rule out dropped.
+    fn fold_flag_tests(&mut self, body: Vec<Stmt>, flags: &[(LocalId, Literal)]) -> Vec<Stmt> {
+        let mut out = Vec::with_capacity(body.len());
+        for stmt in body {
+            match stmt {
+                Stmt::If {
+                    cond,
+                    then_body,
+                    else_body,
+                } => match self.decided_bool(&cond, flags) {
+                    Some(true) => out.extend(self.fold_flag_tests(then_body, flags)),
+                    Some(false) => out.extend(self.fold_flag_tests(else_body, flags)),
+                    None => out.push(Stmt::If {
+                        cond,
+                        then_body: self.fold_flag_tests(then_body, flags),
+                        else_body: self.fold_flag_tests(else_body, flags),
+                    }),
+                },
+                Stmt::While { cond, body } => {
+                    if self.decided_bool(&cond, flags) != Some(false) {
+                        let body = self.fold_flag_tests(body, flags);
+                        out.push(Stmt::While { cond, body });
+                    }
+                }
+                mut other => {
+                    if let Stmt::For { body, .. } = &mut other {
+                        *body = self.fold_flag_tests(std::mem::take(body), flags);
+                    }
+                    out.push(other);
+                }
+            }
+        }
+        out
     }
 
     fn unroll(
@@ -694,6 +849,25 @@ impl Specializer<'_> {
     }
 }
 
+/// Calls `f` on every statement of `body`, nested ones too.
+fn visit_stmts(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+    for stmt in body {
+        f(stmt);
+        match stmt {
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                visit_stmts(then_body, f);
+                visit_stmts(else_body, f);
+            }
+            Stmt::For { body, .. } | Stmt::While { body, .. } => visit_stmts(body, f),
+            _ => {}
+        }
+    }
+}
+
 /// The operand of an integer operation with a neutral literal (`x + 0`,
 /// `0 + x`, `x * 1`, `x / 1`, `x << 0`, ...), which unrolling produces often
 /// (`base + j` for `j = 0`). Integers only: `x + 0.0` is not `x` for `x = -0.0`.
@@ -876,6 +1050,78 @@ mod tests {
         assert_eq!(
             specialize(&kernel(body), &[2]).unwrap().body,
             vec![Stmt::Return]
+        );
+    }
+
+    #[test]
+    fn a_flag_that_never_changes_decides_its_tests() {
+        let bool_lit = |b| Expr::literal(Scalar::Bool, Literal::Bool(b));
+        let (flag, other) = (2, 3);
+        let mut k = kernel(vec![]);
+        k.locals.push(local("flag", Scalar::Bool, vec![], true));
+        k.locals.push(local("other", Scalar::Bool, vec![], true));
+        let not_other = Expr {
+            ty: Scalar::Bool,
+            kind: ExprKind::Unary(crate::ir::UnaryOp::Not, Box::new(load(other, Scalar::Bool))),
+        };
+        let set = |local, value| Stmt::Assign {
+            place: Place::Local {
+                local,
+                indices: vec![],
+            },
+            value,
+        };
+        let resets_other = Stmt::If {
+            cond: load(other, Scalar::Bool),
+            then_body: vec![set(other, bool_lit(false))],
+            else_body: vec![],
+        };
+        let returns = Stmt::If {
+            cond: not_other,
+            then_body: vec![Stmt::Return],
+            else_body: vec![],
+        };
+        k.body = vec![
+            Stmt::Let {
+                local: flag,
+                init: Some(bool_lit(false)),
+            },
+            Stmt::Let {
+                local: other,
+                init: Some(bool_lit(true)),
+            },
+            // Only a branch the flag rules out sets it otherwise.
+            Stmt::If {
+                cond: load(flag, Scalar::Bool),
+                then_body: vec![
+                    Stmt::Barrier,
+                    set(flag, bin(BinaryOp::Lt, load(1, Scalar::U32), u32_lit(4))),
+                ],
+                else_body: vec![],
+            },
+            // `other` is set to another value where the body can reach.
+            resets_other.clone(),
+            returns.clone(),
+            Stmt::While {
+                cond: load(flag, Scalar::Bool),
+                body: vec![Stmt::Barrier],
+            },
+            Stmt::If {
+                cond: load(flag, Scalar::Bool),
+                then_body: vec![Stmt::Barrier],
+                else_body: vec![Stmt::AsyncCommit],
+            },
+        ];
+        let body = specialize(&k, &[3]).unwrap().body;
+        assert_eq!(
+            body,
+            vec![
+                k.body[0].clone(),
+                k.body[1].clone(),
+                resets_other,
+                returns,
+                Stmt::AsyncCommit
+            ]
         );
     }
 
