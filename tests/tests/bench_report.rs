@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use warpforge_tests::bench::charts;
-use warpforge_tests::bench::report::{ladder, ratio_changes, table, NotRun, Report};
+use warpforge_tests::bench::report::{ladder, ratio_changes, table, NotRun, Report, Sweep};
 
 fn recorded() -> Report {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bench-report.json");
@@ -201,4 +201,31 @@ fn two_runs_are_compared_ratio_by_ratio() {
     assert!((changes[0].change - 0.05).abs() < 1e-9, "{:?}", changes[0]);
     assert!(!changes[0].same_detail);
     assert!(changes[1..].iter().all(|c| c.change == 0.0));
+    // The recorded run kept no sweeps: nothing to say of the choice.
+    assert_eq!(changes[0].choice, None);
+
+    // With each run's sweep, the note gives both variants' samples in each.
+    let at = second
+        .cases
+        .iter()
+        .position(|c| c.contenders[moved].detail == "another variant")
+        .unwrap();
+    let mut first = first;
+    let old_detail = first.cases[at].contenders[moved].detail.clone();
+    let sweep = |chosen: &str, old_ms: f64, new_ms: f64| Sweep {
+        chosen: chosen.into(),
+        sampled: vec![
+            (old_detail.clone(), old_ms),
+            ("another variant".into(), new_ms),
+        ],
+        finalists: vec![],
+    };
+    first.cases[at].sweeps = vec![sweep(&old_detail, 1.0, 1.2)];
+    second.cases[at].sweeps = vec![sweep("another variant", 1.1, 1.05)];
+    let choice = ratio_changes(&first, &second)[0].choice.clone().unwrap();
+    assert!(
+        choice.contains("first run 1.0000 ms / 1.2000 ms")
+            && choice.contains("second run 1.1000 ms / 1.0500 ms"),
+        "{choice}"
+    );
 }

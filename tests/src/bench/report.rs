@@ -78,6 +78,27 @@ pub struct Case {
     pub contenders: Vec<ContenderSamples>,
     /// Contenders that could not run this case, and why.
     pub absent: Vec<Absent>,
+    /// How each contender that stands for a kernel family's variants was
+    /// chosen (empty in reports from before they were kept).
+    #[serde(default)]
+    pub sweeps: Vec<Sweep>,
+}
+
+/// How the variant a contender runs was chosen among its family's: one
+/// short sample of each, then the few close to the fastest timed again in
+/// interleaved rounds. Kept so that a run whose choice differs from
+/// another's can be read: were the two close in both, or was one sample
+/// off?
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Sweep {
+    /// The variant chosen (its contender's `detail`).
+    pub chosen: String,
+    /// Every variant timed, and the milliseconds per launch of its sample
+    /// (a variant whose launch was refused is left out).
+    pub sampled: Vec<(String, f64)>,
+    /// The variants close enough to the fastest sample to be timed again,
+    /// and their medians over those rounds (empty when only one was).
+    pub finalists: Vec<(String, f64)>,
 }
 
 /// What `work` counts.
@@ -407,13 +428,18 @@ pub struct RatioChange {
     pub change: f64,
     /// Whether both runs timed the same variant (or library call).
     pub same_detail: bool,
+    /// Where the runs chose different variants and both kept their sweeps:
+    /// each variant's sample in each run ([`Sweep`]), to tell a close call
+    /// from a sample that was off.
+    pub choice: Option<String>,
 }
 
 /// Every ratio to the baseline that both runs have (same case and
 /// contender), the largest move first: what "two runs agree within 3%"
 /// is checked on.
 pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
-    let ratios = |report: &Report| {
+    type Ratios<'a> = Vec<((String, String), (f64, String, &'a Case))>;
+    fn ratios(report: &Report) -> Ratios<'_> {
         report
             .cases
             .iter()
@@ -423,15 +449,16 @@ pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
                     .into_iter()
                     .enumerate()
                     .filter(move |&(index, _)| index != case.baseline)
-                    .map(move |(_, c)| ((name.clone(), c.name), (c.ratio, c.detail)))
+                    .map(move |(_, c)| ((name.clone(), c.name), (c.ratio, c.detail, case)))
             })
-            .collect::<Vec<_>>()
-    };
+            .collect()
+    }
     let later = ratios(second);
     let mut changes: Vec<RatioChange> = ratios(first)
         .into_iter()
-        .filter_map(|(key, (first, detail))| {
-            let (_, (second, second_detail)) = later.iter().find(|(k, _)| *k == key)?;
+        .filter_map(|(key, (first, detail, case))| {
+            let (_, (second, second_detail, second_case)) =
+                later.iter().find(|(k, _)| *k == key)?;
             Some(RatioChange {
                 case: key.0,
                 contender: key.1,
@@ -439,11 +466,39 @@ pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
                 second: *second,
                 change: second / first - 1.0,
                 same_detail: detail == *second_detail,
+                choice: (detail != *second_detail)
+                    .then(|| choice([case, second_case], [&detail, second_detail]))
+                    .flatten(),
             })
         })
         .collect();
     changes.sort_by(|a, b| b.change.abs().total_cmp(&a.change.abs()));
     changes
+}
+
+/// How each of two runs sampled the variant it chose and the one the other
+/// chose (`details`, in run order), from their cases' sweeps: None where
+/// either run kept no sweep for its choice.
+fn choice(cases: [&Case; 2], details: [&str; 2]) -> Option<String> {
+    let samples = cases
+        .iter()
+        .zip(details)
+        .map(|(case, chosen)| {
+            let sweep = case.sweeps.iter().find(|s| s.chosen == chosen)?;
+            let sample = |detail: &str| {
+                sweep
+                    .sampled
+                    .iter()
+                    .find(|(d, _)| d == detail)
+                    .map_or("not sampled".to_string(), |(_, ms)| format!("{ms:.4} ms"))
+            };
+            Some(format!("{} / {}", sample(details[0]), sample(details[1])))
+        })
+        .collect::<Option<Vec<String>>>()?;
+    Some(format!(
+        "first chose {}, second {}; their samples (first's / second's choice): first run {}, second run {}",
+        details[0], details[1], samples[0], samples[1]
+    ))
 }
 
 /// The contenders the ladder puts side by side, oldest path first.
@@ -543,6 +598,7 @@ mod tests {
                 },
             ],
             absent: vec![],
+            sweeps: vec![],
         };
         let [ours, theirs] = <[_; 2]>::try_from(case.summary()).unwrap();
         // Rounds' ratios 1.1, 1.1, 1.2: the drift in round 1 hits both.

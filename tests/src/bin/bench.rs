@@ -1,8 +1,8 @@
 //! `bench`: the stock kernels beside cuBLAS on this GPU, timed by one method
 //! (`warpforge_tests::bench::method`: the GPU kept busy, warm-up, interleaved
 //! rounds, the spread and the SM clock beside every median), written as a
-//! table on stdout and `table.md`, `report.json` (every sample) and charts in
-//! `--out`.
+//! table on stdout and `table.md`, `report.json` (every sample, and every
+//! variant's sweep sample) and charts in `--out`.
 //!
 //! Sections (`--sections`, all by default):
 //! - `gemm`: per dtype (f16, bf16, tf32, s8, e4m3) and shape, each architecture
@@ -49,7 +49,7 @@ use warpforge_tests::bench::charts;
 use warpforge_tests::bench::method::{compare, preload, Contender, Method, Shard, Spacer};
 use warpforge_tests::bench::monitor::Monitor;
 use warpforge_tests::bench::report::{
-    self, Absent, Case, ContenderSamples, NotRun, Report, WorkUnit,
+    self, Absent, Case, ContenderSamples, NotRun, Report, Sweep, WorkUnit,
 };
 use warpforge_tests::compare::{deviation, deviation_of};
 use warpforge_tests::sparse::{
@@ -275,6 +275,21 @@ fn compare_runs(first: &Path, second: &Path, within: f64) -> BenchResult<bool> {
             if c.same_detail { "same" } else { "other" }
         );
     }
+    let choices: Vec<String> = changes
+        .iter()
+        .filter_map(|c| {
+            Some(format!(
+                "- {} {}: {}",
+                c.case,
+                c.contender,
+                c.choice.as_ref()?
+            ))
+        })
+        .collect();
+    if !choices.is_empty() {
+        println!("\nwhere the runs chose other variants, from their sweeps:");
+        println!("{}", choices.join("\n"));
+    }
     let over = changes
         .iter()
         .filter(|c| c.change.abs() * 100.0 > within)
@@ -334,6 +349,9 @@ struct Bench<'a> {
     bar: ProgressBar,
     /// When the run's time budget ends, if it has one.
     deadline: Option<Instant>,
+    /// The sweeps of the case being prepared ([`Bench::fastest`]), which
+    /// [`Bench::case`] puts in it.
+    sweeps: Vec<Sweep>,
 }
 
 fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
@@ -376,6 +394,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         method,
         only: args.only.as_deref(),
         inputs: Inputs::new(run_seed()),
+        sweeps: Vec::new(),
         bar: ProgressBar::new(0).with_style(
             ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
                 .expect("the template is valid")
@@ -605,6 +624,7 @@ impl Bench<'_> {
                 })
                 .collect(),
             absent,
+            sweeps: std::mem::take(&mut self.sweeps),
         };
         self.bar
             .suspend(|| print_case(&case, self.method.spacer_ms));
@@ -684,12 +704,17 @@ impl Bench<'_> {
         // luck of its sample as much as by their speed (the power cap moves
         // samples 5-10% at large shapes): the close ones are timed again,
         // interleaved, and the lowest median wins.
+        let sampled: Vec<(String, f64)> = timed
+            .iter()
+            .filter_map(|&(ms, index)| Some((candidates[index].as_ref()?.detail.clone(), ms)))
+            .collect();
         let mut finalists: Vec<Contender<'a>> = timed
             .iter()
             .take_while(|(ms, _)| *ms <= best_ms * (1.0 + FINALIST_MARGIN))
             .take(FINALISTS)
             .filter_map(|&(_, index)| candidates[index].take())
             .collect();
+        let mut finalist_medians = Vec::new();
         if finalists.len() > 1 {
             let rounds = self.method.brief(FINALIST_ROUNDS, self.method.sample_ms);
             let samples = compare(
@@ -701,16 +726,29 @@ impl Bench<'_> {
                 &mut finalists,
             )
             .map_err(|e| e.to_string())?;
-            let medians = samples
+            let medians: Vec<f64> = samples
                 .iter()
-                .map(|samples| report::median(samples.iter().map(|s| s.ms).collect()));
+                .map(|samples| report::median(samples.iter().map(|s| s.ms).collect()))
+                .collect();
             let fastest = medians
+                .iter()
                 .enumerate()
-                .min_by(|a, b| a.1.total_cmp(&b.1))
+                .min_by(|a, b| a.1.total_cmp(b.1))
                 .map_or(0, |(index, _)| index);
+            finalist_medians = finalists
+                .iter()
+                .map(|f| f.detail.clone())
+                .zip(medians)
+                .collect();
             finalists.swap(0, fastest);
         }
-        Ok(finalists.swap_remove(0))
+        let chosen = finalists.swap_remove(0);
+        self.sweeps.push(Sweep {
+            chosen: chosen.detail.clone(),
+            sampled,
+            finalists: finalist_medians,
+        });
+        Ok(chosen)
     }
 }
 
@@ -897,6 +935,8 @@ impl Bench<'_> {
     /// One GEMM case: every path's fastest variant, the tuned dispatch and
     /// cuBLAS (A row-major, B column-major, C row-major).
     fn gemm_of<D: GemmDtype>(&mut self, dims: (u32, u32, u32)) -> BenchResult<Case> {
+        // A sweep of a step that failed is not this one's.
+        self.sweeps.clear();
         let rt = self.rt;
         let (m, n, k) = (dims.0 as usize, dims.1 as usize, dims.2 as usize);
         let a = rt.upload(&D::values(&mut self.inputs, m * k))?;
@@ -1044,6 +1084,7 @@ impl Bench<'_> {
 
     /// The SIMT f32 GEMM (its fastest variant) beside cuBLAS sgemm, no TF32.
     fn gemm_f32(&mut self, dims: (u32, u32, u32)) -> BenchResult<Case> {
+        self.sweeps.clear();
         let rt = self.rt;
         let (m, n, k) = (dims.0 as usize, dims.1 as usize, dims.2 as usize);
         let a = rt.upload(&self.inputs.f32s(m * k))?;
@@ -1095,6 +1136,7 @@ impl Bench<'_> {
     /// The `cp.async` stream (its fastest variant) beside a device-to-device
     /// copy of the same buffers; bandwidth counts bytes read plus written.
     fn stream(&mut self, n: usize) -> BenchResult<Vec<Case>> {
+        self.sweeps.clear();
         let rt = self.rt;
         let x = rt.upload(&self.inputs.f32s(n))?;
         let y = RefCell::new(rt.alloc_zeroed::<f32>(n)?);
@@ -1185,6 +1227,7 @@ impl Bench<'_> {
     /// GPU) beside the fastest dense sm_80 variant on the decompressed A.
     /// Rates count the dense-equivalent work 2 m n k.
     fn sparse(&mut self, size: usize) -> BenchResult<Vec<Case>> {
+        self.sweeps.clear();
         let rt = self.rt;
         let dense_a = rt.upload(&float_values::<f16>(&mut self.inputs, size * size))?;
         let a = compress(rt, &dense_a, size, size)?;
@@ -1316,6 +1359,7 @@ fn bench_wgpu(size: usize) -> BenchResult<Case> {
             samples,
         }],
         absent: Vec::new(),
+        sweeps: Vec::new(),
     };
     Ok(case)
 }
