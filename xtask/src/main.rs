@@ -97,8 +97,10 @@ enum Task {
     ///
     /// Variant by variant: added, removed, resources changed (registers,
     /// shared memory, stack, spills) and how many changed only their PTX
-    /// text. Fails when a variant spills or takes more than 2% more
-    /// registers than at REV. Run it after `cargo xtask build-ptx`.
+    /// text; a variant renamed by a kernel's new const parameter is matched
+    /// by the parameters both sides have. Fails when a variant spills or
+    /// takes more than 2% more registers than at REV. Run it after `cargo
+    /// xtask build-ptx`.
     ManifestDiff {
         /// The revision to compare with
         #[arg(default_value = "HEAD")]
