@@ -19,7 +19,7 @@
 //! 5. A bool local that holds one value wherever it is read (a flag set
 //!    by its `let` to a literal and never set otherwise where the body can
 //!    reach) decides the `if`s and `while`s it controls, which fold as in 3
-//!    ([`Specializer::constant_flags`]).
+//!    ([`Specializer::fold_constant_flags`]).
 //!
 //! `break` and `continue` that would leave or restart an unrolled loop are
 //! rejected: after unrolling there is no loop left for them to target.
@@ -131,10 +131,7 @@ pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
         }
     }
     out.body = s.block(&kernel.body)?;
-    let flags = s.constant_flags(&out.body);
-    if !flags.is_empty() {
-        out.body = s.fold_flag_tests(std::mem::take(&mut out.body), &flags);
-    }
+    out.body = s.fold_constant_flags(std::mem::take(&mut out.body));
     for (local, decl) in out.locals.iter().zip(&kernel.locals) {
         let elements = local
             .dims
@@ -306,22 +303,22 @@ impl Specializer<'_> {
         Ok(())
     }
 
-    /// The bool register locals that hold one value wherever they are read,
-    /// with that value: each `let` of one sets it to that literal, and every
-    /// assignment the body can reach (`if`s and `while`s decided by the
-    /// flags found so far rule branches out) sets it to that literal again.
+    /// `body` with the tests of its constant flags folded: the bool register
+    /// locals that hold one value wherever they are read. Each `let` of one
+    /// sets it to that literal, and every assignment left once the `if`s and
+    /// `while`s the flags decide are folded sets it to that literal again.
     /// Found optimistically: every flag set by a literal is assumed constant,
-    /// and one with a reachable assignment of anything else is dropped, until
-    /// none is.
+    /// and one with an assignment of anything else left in the folded body
+    /// is dropped, until none is.
     ///
     /// Why fold them: a flag that ptxas can prove false, guarding an atomic
     /// in an unrolled loop with an early `return`, makes ptxas 12.9 crash
     /// (SIGSEGV) at -O3 for sm_70 (codegen/tests/generated/ptxas_crash_on_a_constant_flag.json),
     /// and the code it guards is dead anyway.
-    fn constant_flags(&mut self, body: &[Stmt]) -> Vec<(LocalId, Literal)> {
+    fn fold_constant_flags(&mut self, body: Vec<Stmt>) -> Vec<Stmt> {
         let mut flags: Vec<(LocalId, Literal)> = Vec::new();
         let mut excluded: Vec<LocalId> = Vec::new();
-        visit_stmts(body, &mut |stmt| {
+        visit_stmts(&body, &mut |stmt| {
             let Stmt::Let { local, init } = stmt else {
                 return;
             };
@@ -343,56 +340,36 @@ impl Specializer<'_> {
             }
         });
         flags.retain(|(local, _)| !excluded.contains(local));
-        loop {
-            let mut changing = Vec::new();
-            self.reachable_assignments(body, &flags, &mut |s, local, value| {
-                let Some(&(_, flag)) = flags.iter().find(|(l, _)| *l == local) else {
-                    return;
-                };
-                if s.decided(value, &flags) != Some(flag) {
-                    changing.push(local);
+        while !flags.is_empty() {
+            let folded = self.fold_flag_tests(body.clone(), &flags);
+            let mut assigned = Vec::new();
+            visit_stmts(&folded, &mut |stmt| {
+                if let Stmt::Assign {
+                    place: Place::Local { local, indices },
+                    value,
+                } = stmt
+                {
+                    if indices.is_empty() {
+                        assigned.push((*local, value));
+                    }
                 }
             });
+            let changing: Vec<LocalId> = assigned
+                .into_iter()
+                .filter(|&(local, value)| {
+                    flags
+                        .iter()
+                        .find(|(l, _)| *l == local)
+                        .is_some_and(|&(_, flag)| self.decided(value, &flags) != Some(flag))
+                })
+                .map(|(local, _)| local)
+                .collect();
             if changing.is_empty() {
-                return flags;
+                return folded;
             }
             flags.retain(|(local, _)| !changing.contains(local));
         }
-    }
-
-    /// Calls `found(self, local, value)` for each assignment of a scalar
-    /// local in `body` that is not in a branch `flags` rule out.
-    fn reachable_assignments(
-        &mut self,
-        body: &[Stmt],
-        flags: &[(LocalId, Literal)],
-        found: &mut dyn FnMut(&mut Self, LocalId, &Expr),
-    ) {
-        for stmt in body {
-            match stmt {
-                Stmt::Assign {
-                    place: Place::Local { local, indices },
-                    value,
-                } if indices.is_empty() => found(self, *local, value),
-                Stmt::If {
-                    cond,
-                    then_body,
-                    else_body,
-                } => match self.decided_bool(cond, flags) {
-                    Some(true) => self.reachable_assignments(then_body, flags, found),
-                    Some(false) => self.reachable_assignments(else_body, flags, found),
-                    None => {
-                        self.reachable_assignments(then_body, flags, found);
-                        self.reachable_assignments(else_body, flags, found);
-                    }
-                },
-                Stmt::While { cond, body } if self.decided_bool(cond, flags) != Some(false) => {
-                    self.reachable_assignments(body, flags, found);
-                }
-                Stmt::For { body, .. } => self.reachable_assignments(body, flags, found),
-                _ => {}
-            }
-        }
+        body
     }
 
     /// The value of `expr` with the flags' values, when that decides it. A
@@ -850,7 +827,7 @@ impl Specializer<'_> {
 }
 
 /// Calls `f` on every statement of `body`, nested ones too.
-fn visit_stmts(body: &[Stmt], f: &mut dyn FnMut(&Stmt)) {
+fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
     for stmt in body {
         f(stmt);
         match stmt {
