@@ -17,9 +17,18 @@
 //!   GPU work, not the host's launch rate, and the load never steps down.
 //! - **Warm-up until the clock settles**: the contenders run in turn for at
 //!   least [`Method::warmup_ms`] of GPU time before the first sample.
-//! - **Interleaved rounds**: every round times each contender once, the order
-//!   rotating between rounds, so that a drift hits every contender alike; the
-//!   ratio of a round compares samples taken a few milliseconds apart.
+//! - **Interleaved rounds**: every round times each contender once, so that a
+//!   drift hits every contender alike; the ratio of a round compares samples
+//!   taken a few milliseconds apart. The orders follow a Williams design
+//!   ([`turn_order`]): over a cycle of rounds every contender follows every
+//!   other equally often. A sample carries over the state its predecessor
+//!   left, the spacer between them notwithstanding: in session 21's and 22's
+//!   H100 runs, where the order only rotated (each contender always behind
+//!   the same one), the tuned path's samples of the very variant the sm_90a
+//!   path had just run spread 4-10% (interquartile range over the median)
+//!   against the sm_90a path's 0.3-3%, and cuBLAS, always behind the tuned
+//!   path, spread 4-9%. Balancing the predecessors shares that out instead of
+//!   loading it on fixed contenders, the baseline among them.
 //! - **Rounds until the ratios are known**: after [`Method::rounds`], rounds
 //!   go on while any contender's ratio to the baseline has a 95% confidence
 //!   interval wider than [`Method::ratio_ci`] either side of its median (the
@@ -241,8 +250,7 @@ pub fn compare(
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); contenders.len()];
     let mut round = 0;
     while method.needs_round(&samples, baseline) {
-        for turn in 0..contenders.len() {
-            let index = (turn + round) % contenders.len();
+        for index in turn_order(contenders.len(), round) {
             let n = batch[index];
             let (ms, enqueue_ms, window) = timed(rt, spacer, n, &mut contenders[index].launch)?;
             samples[index].push(Sample {
@@ -256,6 +264,35 @@ pub fn compare(
         round += 1;
     }
     Ok(samples)
+}
+
+/// The order in which round `round` times `count` contenders: row
+/// `round` of a Williams design (a Latin square balanced for first-order
+/// carry-over), repeating every `count` rounds for an even count and every
+/// `2 * count` for an odd one. Over such a cycle each contender takes each
+/// place equally often and follows each other contender equally often.
+pub fn turn_order(count: usize, round: usize) -> Vec<usize> {
+    if count == 0 {
+        return Vec::new();
+    }
+    // First row 0, 1, n-1, 2, n-2, ...; row r adds r (mod n); an odd count
+    // also needs each row reversed, its second half-cycle.
+    let first = (0..count).map(|place| match place {
+        0 => 0,
+        odd if !odd.is_multiple_of(2) => odd.div_ceil(2),
+        even => count - even / 2,
+    });
+    let cycle = if count.is_multiple_of(2) {
+        count
+    } else {
+        2 * count
+    };
+    let row = round % cycle;
+    let mut order: Vec<usize> = first.map(|c| (c + row) % count).collect();
+    if row >= count {
+        order.reverse();
+    }
+    order
 }
 
 /// Launches per sample: as many as fill `sample_ms`, at least one, and few
@@ -362,6 +399,50 @@ mod tests {
         assert_eq!(launches_for(20.0, 40.0), 1);
         assert_eq!(launches_for(20.0, 0.001), MAX_LAUNCHES_PER_SAMPLE as u32);
         assert_eq!(launches_for(20.0, 0.0), MAX_LAUNCHES_PER_SAMPLE as u32);
+    }
+
+    #[test]
+    fn turn_orders_balance_places_and_predecessors() {
+        for count in 1..=7_usize {
+            let cycle = if count.is_multiple_of(2) {
+                count
+            } else {
+                2 * count
+            };
+            let mut places = vec![vec![0; count]; count];
+            let mut follows = vec![vec![0; count]; count];
+            for round in 0..cycle {
+                let order = turn_order(count, round);
+                let mut sorted = order.clone();
+                sorted.sort_unstable();
+                assert_eq!(sorted, (0..count).collect::<Vec<_>>(), "{count}: {order:?}");
+                for (place, &contender) in order.iter().enumerate() {
+                    places[contender][place] += 1;
+                }
+                for pair in order.windows(2) {
+                    follows[pair[0]][pair[1]] += 1;
+                }
+                // The cycle repeats.
+                assert_eq!(order, turn_order(count, round + cycle));
+            }
+            let per_place = cycle / count;
+            assert!(
+                places.iter().flatten().all(|&n| n == per_place),
+                "{count}: {places:?}"
+            );
+            let per_pair = cycle / count;
+            for (a, row) in follows.iter().enumerate() {
+                for (b, &n) in row.iter().enumerate() {
+                    assert_eq!(
+                        n,
+                        if a == b { 0 } else { per_pair },
+                        "{count}: {a} before {b}"
+                    );
+                }
+            }
+        }
+        assert!(turn_order(0, 3).is_empty());
+        assert_eq!(turn_order(5, 0), [0, 1, 4, 2, 3]);
     }
 
     /// Per contender, a sample per round of the given times.
