@@ -7,6 +7,13 @@ Two steps, because the PTX is made where cargo is and timed where the GPU is:
                                                    # OLD_TREE (a worktree of the old commit, its
                                                    # xtask built) for each variant below
     python3 perf/old_new.py time DIR [ROUNDS]      # on the GPU machine (CuPy)
+    python3 perf/old_new.py sass DIR PTXAS NVDISASM # here: each side assembled for sm_90, its
+                                                   # registers and its main loop's SASS
+
+`sass` finds the main loop as the backward branch whose body holds the most MMA instructions and
+prints its instruction count, its MMAs and the most registers live inside it (`nvdisasm
+-lrm count`, which needs a cubin of its own major version: pip's nvidia-cuda-nvcc 13 has the
+ptxas, nvidia-cuda-nvdisasm 13 the nvdisasm).
 
 Both PTX of a variant are loaded by the driver (its JIT, as the runtime does), launched on the
 same operands (8192^3, random values; 2:4 metadata that keeps elements 0 and 1 of every group)
@@ -65,6 +72,50 @@ def prepare(old_tree, here):
                              shared=manifest[(name, 'sm_90')]['shared_bytes']))
     json.dump(variants, open(f'{here}/variants.json', 'w'), indent=1)
     print(f'{len(variants)} variants written to {here}')
+
+
+def disassembly(cubin, nvdisasm):
+    """(instruction, live registers) per instruction and the instruction index of each label."""
+    text = subprocess.run([nvdisasm, '-c', '-lrm', 'count', cubin], capture_output=True, text=True,
+                          check=True).stdout
+    rows, labels = [], {}
+    for line in text.splitlines():
+        label = re.match(r'\s*(\.L_x_\d+):', line)
+        if label:
+            labels[label.group(1)] = len(rows)
+            continue
+        ins = re.match(r'\s*/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;\s*//\s*\|\s*(\d+)', line)
+        if ins:
+            rows.append((ins.group(1), int(ins.group(2))))
+    return rows, labels
+
+
+def main_loop(rows, labels):
+    """The body of the backward branch with the most MMA instructions."""
+    best = None
+    for end, (ins, _) in enumerate(rows):
+        target = re.search(r'\bBRA\b.*?(\.L_x_\d+)', ins)
+        if target and labels.get(target.group(1), end + 1) <= end:
+            body = rows[labels[target.group(1)]:end + 1]
+            mma = sum(bool(re.search(r'\b[HI]MMA\b|\bHGMMA\b', i)) for i, _ in body)
+            if best is None or mma > best[0]:
+                best = (mma, body)
+    return best
+
+
+def sass(here, ptxas, nvdisasm):
+    print(f'{"variant":<72} {"side":4} {"regs":>4} {"loop":>5} {"mma":>4} {"live":>4}')
+    for v in json.load(open(f'{here}/variants.json')):
+        for side in ('old', 'new'):
+            with tempfile.TemporaryDirectory() as tmp:
+                source = Path(tmp, 'k.ptx')
+                source.write_bytes(gzip.decompress(Path(f'{here}/{v["index"]}_{side}.ptx.gz').read_bytes()))
+                info = subprocess.run([ptxas, '-arch=sm_90', '-O3', '-v', str(source), '-o', f'{tmp}/k.cubin'],
+                                      capture_output=True, text=True, check=True).stderr
+                registers = re.search(r'Used (\d+) registers', info).group(1)
+                mma, body = main_loop(*disassembly(f'{tmp}/k.cubin', nvdisasm))
+                live = max(count for _, count in body)
+                print(f'{v["kernel"] + " " + v["consts"]:<72} {side:4} {registers:>4} {len(body):>5} {mma:>4} {live:>4}')
 
 
 def operands(kernel):
@@ -166,6 +217,8 @@ def time_one(here, v, rounds):
 if __name__ == '__main__':
     if len(sys.argv) >= 4 and sys.argv[1] == 'prepare':
         prepare(sys.argv[2], sys.argv[3])
+    elif len(sys.argv) >= 5 and sys.argv[1] == 'sass':
+        sass(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) >= 3 and sys.argv[1] == 'time':
         import numpy as np, cupy as cp
         cp.random.seed(7)
