@@ -70,7 +70,7 @@ fn check(program: &Program, ptxas: &Path, scratch: &Path) -> Option<String> {
         Err(failure) => return Some(failure),
     };
     ARCHS.iter().zip(ptx).find_map(|(arch, text)| {
-        common::assemble(
+        common::ptxas::assemble(
             ptxas,
             arch.name(),
             &text,
@@ -127,13 +127,14 @@ fn assemble_batches(ptxas: &Path, scratch: &Path, arch: Arch, ptx: &[&str]) -> V
     for (b, batch) in ptx.chunks(BATCH).enumerate() {
         // One file per arch, overwritten: 10,000 programs' PTX is hundreds of MB.
         let stem = format!("batch_{}", arch.name());
-        if common::assemble(ptxas, arch.name(), &merge(arch, batch), scratch, &stem).is_ok() {
+        if common::ptxas::assemble(ptxas, arch.name(), &merge(arch, batch), scratch, &stem).is_ok()
+        {
             continue;
         }
         for (k, alone) in batch.iter().enumerate() {
             let index = b * BATCH + k;
             let stem = format!("alone_{}", arch.name());
-            if common::assemble(ptxas, arch.name(), alone, scratch, &stem).is_err() {
+            if common::ptxas::assemble(ptxas, arch.name(), alone, scratch, &stem).is_err() {
                 rejected.push(index);
             }
         }
@@ -148,7 +149,7 @@ fn scratch_dir() -> PathBuf {
 }
 
 fn generated_programs_assemble_validate_and_interpret() {
-    let ptxas = common::find_ptxas();
+    let ptxas = common::ptxas::find_ptxas();
     let scratch = scratch_dir();
     let seed = genprog::run_seed();
     let count = genprog::count("WARPFORGE_GEN_COUNT", PROGRAMS);
@@ -237,7 +238,7 @@ fn generated_programs_assemble_validate_and_interpret() {
 }
 
 fn regression_cases_assemble_validate_and_interpret() {
-    let ptxas = common::find_ptxas();
+    let ptxas = common::ptxas::find_ptxas();
     let scratch = scratch_dir();
     for (name, program) in genprog::regression_cases() {
         if let Some(failure) = check(&program, &ptxas, &scratch) {

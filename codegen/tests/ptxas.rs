@@ -8,7 +8,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::find_ptxas;
+use common::ptxas::find_ptxas;
 
 /// The PTX text of an insta snapshot: what follows its `---` header.
 fn snapshot_body(snap: &str) -> &str {
@@ -38,7 +38,7 @@ fn every_snapshot_assembles() {
         let stem = snap.file_stem().unwrap().to_string_lossy().into_owned();
         let arch = stem.rsplit('.').next().unwrap();
         let ptx = snapshot_body(&std::fs::read_to_string(snap).unwrap()).to_string();
-        match common::assemble(&ptxas, arch, &ptx, &scratch, &stem) {
+        match common::ptxas::assemble(&ptxas, arch, &ptx, &scratch, &stem) {
             Err(report) => failures.push(format!("{stem}:\n{report}")),
             Ok(report) => {
                 // Registers and spills, for `--nocapture` readers.

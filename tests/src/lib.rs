@@ -11,6 +11,7 @@ pub mod generated;
 pub mod hopper;
 pub mod interop;
 pub mod ldmatrix;
+pub mod rates;
 pub mod reference;
 pub mod report;
 pub mod sparse;

@@ -1,6 +1,5 @@
 //! The GPU tier's 2:4 sparsity checks (the `mma.sp` layout, the device
-//! prune/compress/decompress kernels, the sparse GEMMs) and the `mma.sp`
-//! rate kernels.
+//! prune/compress/decompress kernels, the sparse GEMMs).
 //!
 //! `mma_sp_tile_*` is one warp and two `mma.sp` m16n8k32 steps on a 16 x 64
 //! tile of A compressed by the host ([`sparse::Compressed`]): its A and B
@@ -8,8 +7,8 @@
 //! (docs/ptx.md, "Sparse mma.sp"), and its metadata register is word `lane` of the tile's
 //! metadata as stored, so an exact match with the host's dense product of
 //! the decompressed tile proves the metadata layout and the selector
-//! behaviour on the GPU, in both PTX forms. `mma_sp_rate` and
-//! `mma_dense_rate` issue independent MMAs back to back for the bench.
+//! behaviour on the GPU, in both PTX forms. The `mma.sp` rate kernel is in
+//! [`crate::rates`].
 
 use warpforge::prelude::*;
 use warpforge::{BufferRef, DeviceScalar, GemmPrecision, MatrixLayout};
@@ -84,76 +83,6 @@ mma_sp_tile!(
     mma_sp_m16n8k32_bf16,
     mma_sp_ordered_m16n8k32_bf16
 );
-
-/// MMAs issued per loop iteration of the rate kernels: independent
-/// accumulators, so the Tensor Cores never wait on a previous result.
-pub const RATE_CHAINS: u32 = 8;
-/// Threads per block of the rate kernels.
-pub const RATE_THREADS: u32 = 256;
-
-/// `iters * RATE_CHAINS` sparse m16n8k32 f16 MMAs per warp; `words` gives
-/// each lane 8 operand words, `meta` is a legal metadata word.
-#[kernel(arch(sm_80, sm_90), block(256), tune(ORDERED = [false, true]))]
-pub fn mma_sp_rate<const ORDERED: bool>(words: &[u32], meta: u32, iters: u32, out: &mut [f32]) {
-    let lane = lane_id();
-    let mut fa = [0u32; 4];
-    let mut fb = [0u32; 4];
-    #[unroll]
-    for i in 0..4u32 {
-        fa[i] = words[lane * 8 + i];
-        fb[i] = words[lane * 8 + 4 + i];
-    }
-    let mut acc = [[0.0f32; 4]; 8];
-    for _it in 0..iters {
-        #[unroll]
-        for j in 0..8u32 {
-            if ORDERED {
-                mma_sp_ordered_m16n8k32_f16(&mut acc[j], &fa, &fb, meta, j % 2);
-            } else {
-                mma_sp_m16n8k32_f16(&mut acc[j], &fa, &fb, meta, j % 2);
-            }
-        }
-    }
-    let mut sum = 0.0f32;
-    #[unroll]
-    for j in 0..8u32 {
-        #[unroll]
-        for i in 0..4u32 {
-            sum += acc[j][i];
-        }
-    }
-    out[block_idx().x * 256 + thread_idx().x] = sum;
-}
-
-/// The dense m16n8k16 f16 counterpart of [`mma_sp_rate`].
-#[kernel(arch(sm_80, sm_90), block(256))]
-pub fn mma_dense_rate(words: &[u32], iters: u32, out: &mut [f32]) {
-    let lane = lane_id();
-    let mut fa = [0u32; 4];
-    let mut fb = [0u32; 2];
-    #[unroll]
-    for i in 0..4u32 {
-        fa[i] = words[lane * 8 + i];
-    }
-    fb[0] = words[lane * 8 + 4];
-    fb[1] = words[lane * 8 + 5];
-    let mut acc = [[0.0f32; 4]; 8];
-    for _it in 0..iters {
-        #[unroll]
-        for j in 0..8u32 {
-            mma_m16n8k16_f16(&mut acc[j], &fa, &fb);
-        }
-    }
-    let mut sum = 0.0f32;
-    #[unroll]
-    for j in 0..8u32 {
-        #[unroll]
-        for i in 0..4u32 {
-            sum += acc[j][i];
-        }
-    }
-    out[block_idx().x * 256 + thread_idx().x] = sum;
-}
 
 /// Small integers (|x| <= 8) of the element type: every product and every
 /// sum of the tile is exact in f32, so the check is exact.
@@ -273,23 +202,6 @@ pub fn check_mma_sp(rt: &Runtime, inputs: &mut Inputs, report: &mut Report, tria
         },
     );
 }
-
-/// The rate kernels' inputs: 8 random f16 pairs per lane (never zeros; the
-/// accumulators may overflow, which costs the Tensor Cores nothing).
-pub fn rate_words(inputs: &mut Inputs) -> Vec<u32> {
-    inputs
-        .f32s(32 * 8 * 2)
-        .chunks(2)
-        .map(|p| {
-            let lo = f16::from_f32(p[0] * 0.01 + 0.001).to_bits() as u32;
-            let hi = f16::from_f32(p[1] * 0.01 - 0.001).to_bits() as u32;
-            lo | hi << 16
-        })
-        .collect()
-}
-
-/// A legal metadata word: every group keeps positions 1 and 3 (`0xd`).
-pub const RATE_META: u32 = 0xdddd_dddd;
 
 /// Random values with many zeros and equal magnitudes (ties), and a NaN and
 /// both infinities when the matrix has room: what the pruning rule must

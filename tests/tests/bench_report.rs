@@ -229,3 +229,76 @@ fn two_runs_are_compared_ratio_by_ratio() {
         "{choice}"
     );
 }
+
+#[test]
+fn the_roofline_draws_each_dtype_s_compute_ceilings_from_the_mma_section() {
+    let mut report = recorded();
+    let recorded = report.clone();
+    let gemm_8192 = |dtype: &str| {
+        recorded
+            .cases
+            .iter()
+            .find(|c| c.section == "gemm" && c.dtype == dtype && c.shape == "8192x8192x8192")
+            .unwrap()
+            .clone()
+    };
+    // Recorded samples as the rates: f16's `mma.sync` and `wgmma` from the
+    // 8192^3 GEMM's sm_80 and sm_90a paths; s8's `wgmma` only (an `mma`
+    // case where `mma.sync` is absent), beside a sparse rate, which is
+    // not a ceiling of a dense GEMM.
+    let mut ceilings = Vec::new();
+    for (dtype, rates) in [
+        (
+            "f16",
+            vec![
+                ("warpforge sm_80", "mma.sync"),
+                ("warpforge sm_90a", "wgmma"),
+            ],
+        ),
+        (
+            "s8",
+            vec![("warpforge sm_90a", "wgmma"), ("warpforge sm_80", "mma.sp")],
+        ),
+    ] {
+        let mut case = gemm_8192(dtype);
+        case.section = "mma".into();
+        case.shape = "register-bound loops".into();
+        case.dims = None;
+        case.baseline = 0;
+        case.sweeps.clear();
+        case.contenders = rates
+            .iter()
+            .map(|(path, instruction)| {
+                let mut c = case
+                    .contenders
+                    .iter()
+                    .find(|c| c.name == *path)
+                    .unwrap()
+                    .clone();
+                c.name = instruction.to_string();
+                c
+            })
+            .collect();
+        for s in case.summary() {
+            ceilings.push((dtype, s.name, s.rate));
+        }
+        report.cases.push(case);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    charts::write_all(&report, dir.path(), "8192x8192x8192").unwrap();
+    let svg = std::fs::read_to_string(dir.path().join("roofline.svg")).unwrap();
+    for (dtype, name, rate) in &ceilings {
+        let unit = if *dtype == "s8" { "TOP/s" } else { "TFLOP/s" };
+        let label = format!("{name} ceiling: {rate:.0} {unit} measured");
+        assert_eq!(
+            svg.contains(&label),
+            name != "mma.sp",
+            "{dtype}: {label} in the roofline: {}",
+            name != "mma.sp"
+        );
+    }
+    // One panel per GEMM dtype.
+    assert!(svg.contains("f16 GEMM roofline") && svg.contains("s8 GEMM roofline"));
+    assert_eq!(svg.matches("mma.sync ceiling: ").count(), 1, "f16's");
+    assert_eq!(svg.matches("wgmma ceiling: ").count(), 2, "f16's and s8's");
+}

@@ -258,7 +258,7 @@ fn parent() {
     let seconds = std::env::var("WARPFORGE_FUZZ_SECS")
         .map(|s| s.parse().expect("WARPFORGE_FUZZ_SECS is a number"))
         .unwrap_or(DEFAULT_SECONDS);
-    let ptxas = common::find_ptxas();
+    let ptxas = common::ptxas::find_ptxas();
     match only {
         Some(index) => println!("front fuzz: seed {seed}, input {index} alone"),
         None => println!(

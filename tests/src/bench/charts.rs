@@ -4,9 +4,11 @@
 //! - `throughput.{svg,png}`: rate against size over the square GEMMs, one
 //!   panel per dtype, one line per contender (cuBLAS beside);
 //! - `ladder.{svg,png}`: the architecture ladder at one shape as grouped bars;
-//! - `roofline.{svg,png}`: every GEMM case's best warpforge rate and cuBLAS's
-//!   against arithmetic intensity, under the memory ceiling measured in the
-//!   same run (the stream section's device-to-device copy) when it ran.
+//! - `roofline.{svg,png}`: one panel per dtype, every GEMM case's best
+//!   warpforge rate and cuBLAS's against arithmetic intensity, under the
+//!   ceilings measured in the same run where their sections ran: memory (the
+//!   stream section's fastest copy) and compute (the `mma` section's
+//!   `mma.sync` and `wgmma` rates for the dtype).
 
 use std::path::{Path, PathBuf};
 use std::sync::Once;
@@ -14,7 +16,7 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use super::report::{Report, WorkUnit, LADDER};
+use super::report::{Report, WorkUnit, CEILINGS, LADDER};
 
 const SIZE: (u32, u32) = (1200, 800);
 const FONT: &str = "sans-serif";
@@ -266,15 +268,43 @@ impl Chart for Ladder<'_> {
     }
 }
 
-/// Bytes a GEMM moves at least once: A, B and C, at the dtype's sizes.
+/// Bytes a GEMM moves at least once: A, B and C, at the dtype's sizes
+/// (`bench`'s outputs: s8 to i32, e4m3 to bf16, the rest their own type).
 fn gemm_bytes(dtype: &str, (m, n, k): (u32, u32, u32)) -> f64 {
     let (input, output) = match dtype {
         "s8" => (1.0, 4.0),
+        "e4m3" => (1.0, 2.0),
         "f16" | "bf16" => (2.0, 2.0),
         _ => (4.0, 4.0),
     };
     let (m, n, k) = (f64::from(m), f64::from(n), f64::from(k));
     input * (m * k + n * k) + output * m * n
+}
+
+/// A compute ceiling of the roofline: its label, its rate and its colour.
+struct Ceiling {
+    label: String,
+    rate: f64,
+    colour: RGBColor,
+}
+
+/// The compute ceilings of `dtype`: the rates its Tensor Core instructions
+/// ([`CEILINGS`]) reached in the run's `mma` section.
+fn compute_ceilings(report: &Report, dtype: &str) -> Vec<Ceiling> {
+    report
+        .cases
+        .iter()
+        .filter(|c| c.section == "mma" && c.dtype == dtype)
+        .flat_map(|c| c.summary())
+        .filter_map(|s| {
+            let slot = CEILINGS.iter().position(|n| *n == s.name)?;
+            Some(Ceiling {
+                label: format!("{} ceiling: {:.0}", s.name, s.rate),
+                rate: s.rate,
+                colour: CEILING_COLOURS[slot],
+            })
+        })
+        .collect()
 }
 
 struct Roofline<'a>(&'a Report);
@@ -284,24 +314,6 @@ impl Chart for Roofline<'_> {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
         let report = self.0;
         root.fill(&WHITE).map_err(err)?;
-        // Points: per GEMM case, the best warpforge contender and the baseline.
-        let mut ours = Vec::new();
-        let mut theirs = Vec::new();
-        for case in report.cases.iter().filter(|c| c.section == "gemm") {
-            let Some(dims) = case.dims else { continue };
-            let intensity = case.work / gemm_bytes(&case.dtype, dims);
-            let summary = case.summary();
-            if let Some(best) = summary
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| *i != case.baseline)
-                .map(|(_, s)| s.rate)
-                .reduce(f64::max)
-            {
-                ours.push((intensity, best));
-            }
-            theirs.push((intensity, summary[case.baseline].rate));
-        }
         // The memory ceiling: the fastest byte-moving contender of the run.
         let bandwidth_gbs = report
             .cases
@@ -309,77 +321,129 @@ impl Chart for Roofline<'_> {
             .filter(|c| c.work_unit == WorkUnit::Bytes)
             .flat_map(|c| c.summary().into_iter().map(|s| s.rate))
             .reduce(f64::max);
-        let all = ours.iter().chain(&theirs);
-        let (x_lo, x_hi, y_hi) = all.fold((f64::INFINITY, 1.0f64, 1.0f64), |(lo, hi, y), p| {
-            (lo.min(p.0), hi.max(p.0), y.max(p.1))
-        });
-        let x_lo = if x_lo.is_finite() { x_lo * 0.5 } else { 1.0 };
-        {
-            let mut chart = ChartBuilder::on(root)
-                .caption(
-                    "Roofline: GEMM rate against arithmetic intensity",
-                    (FONT, 24),
-                )
-                .margin(16)
-                .x_label_area_size(45)
-                .y_label_area_size(70)
-                .build_cartesian_2d(
-                    (x_lo..x_hi * 2.0).log_scale(),
-                    (0.5f64..y_hi * 2.0).log_scale(),
-                )
-                .map_err(err)?;
-            chart
-                .configure_mesh()
-                .x_desc("operations per byte of A, B and C")
-                .y_desc("TFLOP/s (TOP/s for s8)")
-                .label_style((FONT, 14))
-                .draw()
-                .map_err(err)?;
-            if let Some(gbs) = bandwidth_gbs {
-                // Points along the ceiling inside the plotted range only: a line
-                // to a point outside it would be clipped to the wrong slope.
-                let (x_end, y_top) = (x_hi * 2.0, y_hi * 2.0);
-                let ceiling: Vec<(f64, f64)> = (0..=64)
-                    .map(|i| x_lo * (x_end / x_lo).powf(f64::from(i) / 64.0))
-                    .map(|x| (x, gbs * x / 1e3))
-                    .filter(|&(_, y)| y <= y_top)
-                    .collect();
-                chart
-                    .draw_series(LineSeries::new(ceiling, BLACK.stroke_width(1)))
-                    .map_err(err)?
-                    .label(format!(
-                        "memory ceiling: {gbs:.0} GB/s measured (stream copy)"
-                    ))
-                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
-            }
-            let ours_colour = colour("warpforge");
-            chart
-                .draw_series(
-                    ours.iter()
-                        .map(|&p| Circle::new(p, 4, ours_colour.filled())),
-                )
-                .map_err(err)?
-                .label("warpforge, best path")
-                .legend(move |(x, y)| Circle::new((x + 8, y), 4, ours_colour.filled()));
-            let theirs_colour = colour("cuBLAS");
-            chart
-                .draw_series(
-                    theirs
-                        .iter()
-                        .map(|&p| Cross::new(p, 5, theirs_colour.stroke_width(2))),
-                )
-                .map_err(err)?
-                .label("baseline (cuBLAS)")
-                .legend(move |(x, y)| Cross::new((x + 8, y), 5, theirs_colour.stroke_width(2)));
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
-                .label_font((FONT, 16))
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .draw()
-                .map_err(err)?;
+        let dtypes = gemm_dtypes(report);
+        let columns = 2.min(dtypes.len().max(1));
+        let rows = dtypes.len().div_ceil(columns).max(1);
+        for (area, dtype) in root.split_evenly((rows, columns)).iter().zip(&dtypes) {
+            roofline_panel(report, dtype, bandwidth_gbs, area)?;
         }
         root.present().map_err(err)
     }
 }
+
+/// One dtype's roofline: per GEMM case its best warpforge rate and the
+/// baseline's against arithmetic intensity, under the memory ceiling and
+/// the dtype's compute ceilings, all measured in the same run.
+fn roofline_panel<DB: DrawingBackend>(
+    report: &Report,
+    dtype: &str,
+    bandwidth_gbs: Option<f64>,
+    area: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    let mut ours = Vec::new();
+    let mut theirs = Vec::new();
+    for case in report
+        .cases
+        .iter()
+        .filter(|c| c.section == "gemm" && c.dtype == dtype)
+    {
+        let Some(dims) = case.dims else { continue };
+        let intensity = case.work / gemm_bytes(&case.dtype, dims);
+        let summary = case.summary();
+        if let Some(best) = summary
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != case.baseline)
+            .map(|(_, s)| s.rate)
+            .reduce(f64::max)
+        {
+            ours.push((intensity, best));
+        }
+        theirs.push((intensity, summary[case.baseline].rate));
+    }
+    let ceilings = compute_ceilings(report, dtype);
+    let (x_lo, x_hi, y_lo, y_hi) = ours.iter().chain(&theirs).fold(
+        (f64::INFINITY, 1.0f64, f64::INFINITY, 1.0f64),
+        |(lo, hi, y_lo, y_hi), p| (lo.min(p.0), hi.max(p.0), y_lo.min(p.1), y_hi.max(p.1)),
+    );
+    let y_hi = ceilings.iter().map(|c| c.rate).fold(y_hi, f64::max);
+    let x_lo = if x_lo.is_finite() { x_lo * 0.5 } else { 1.0 };
+    // Room below the points for the legend.
+    let y_lo = if y_lo.is_finite() { y_lo / 100.0 } else { 0.5 };
+    let (x_end, y_top) = (x_hi * 2.0, y_hi * 2.0);
+    let unit = if dtype == "s8" { "TOP/s" } else { "TFLOP/s" };
+    let mut chart = ChartBuilder::on(area)
+        .caption(format!("{dtype} GEMM roofline"), (FONT, 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d((x_lo..x_end).log_scale(), (y_lo..y_top).log_scale())
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("operations per byte of A, B and C")
+        .y_desc(unit)
+        .label_style((FONT, 13))
+        .max_light_lines(1)
+        .draw()
+        .map_err(err)?;
+    if let Some(gbs) = bandwidth_gbs {
+        // Points along the ceiling inside the plotted range only: a line to
+        // a point outside it would be clipped to the wrong slope.
+        let line: Vec<(f64, f64)> = (0..=64)
+            .map(|i| x_lo * (x_end / x_lo).powf(f64::from(i) / 64.0))
+            .map(|x| (x, gbs * x / 1e3))
+            .filter(|&(_, y)| y <= y_top)
+            .collect();
+        chart
+            .draw_series(LineSeries::new(line, BLACK.stroke_width(1)))
+            .map_err(err)?
+            .label(format!("memory ceiling: {gbs:.0} GB/s measured"))
+            .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
+    }
+    for ceiling in &ceilings {
+        let c = ceiling.colour;
+        // From where the memory ceiling meets it: the roof is the lower one.
+        let start = bandwidth_gbs.map_or(x_lo, |gbs| (ceiling.rate * 1e3 / gbs).max(x_lo));
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(start, ceiling.rate), (x_end, ceiling.rate)],
+                6,
+                4,
+                c.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(format!("{} {unit} measured", ceiling.label))
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+    }
+    let ours_colour = colour("warpforge");
+    chart
+        .draw_series(
+            ours.iter()
+                .map(|&p| Circle::new(p, 4, ours_colour.filled())),
+        )
+        .map_err(err)?
+        .label("warpforge, best path")
+        .legend(move |(x, y)| Circle::new((x + 8, y), 4, ours_colour.filled()));
+    let theirs_colour = colour("cuBLAS");
+    chart
+        .draw_series(
+            theirs
+                .iter()
+                .map(|&p| Cross::new(p, 5, theirs_colour.stroke_width(2))),
+        )
+        .map_err(err)?
+        .label("baseline (cuBLAS)")
+        .legend(move |(x, y)| Cross::new((x + 8, y), 5, theirs_colour.stroke_width(2)));
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::LowerRight)
+        .label_font((FONT, 13))
+        .background_style(WHITE.mix(0.6))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
+/// The compute ceilings' colours, in [`CEILINGS`]' order.
+const CEILING_COLOURS: [RGBColor; 2] = [RGBColor(0x94, 0x67, 0xbd), RGBColor(0x17, 0xbe, 0xcf)];

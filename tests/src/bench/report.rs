@@ -501,6 +501,11 @@ fn choice(cases: [&Case; 2], details: [&str; 2]) -> Option<String> {
     ))
 }
 
+/// The contenders of the `mma` section that are a dtype's compute ceilings
+/// (its GEMM paths' Tensor Core instructions, dense), in the roofline's
+/// order; the section's sparse rates are not ceilings of a dense GEMM.
+pub const CEILINGS: [&str; 2] = ["mma.sync", "wgmma"];
+
 /// The contenders the ladder puts side by side, oldest path first.
 pub const LADDER: [&str; 4] = [
     "warpforge sm_70",

@@ -17,7 +17,10 @@
 //! - `sparse`: the 2:4 sparse f16 GEMM beside the dense one on the
 //!   decompressed A (cuSPARSELt is not bound);
 //! - `stream`: the `cp.async` streaming kernel beside `cuMemcpyDtoD`;
-//! - `mma`: the dense and the two sparse Tensor Core instruction rates;
+//! - `mma`: per dtype the Tensor Core instruction rates, the compute
+//!   ceilings the roofline draws: `mma.sync` (the sm_80 paths' instruction)
+//!   and, on Hopper, `wgmma` (the sm_90a paths'); for f16 also the two
+//!   sparse `mma.sp` forms;
 //! - `wgpu`: the f32 GEMM's WGSL variants through wgpu (host wall clock:
 //!   wgpu has no event timer here);
 //! - `launch`: the host cost of a launch, bare cudarc beside the launcher and
@@ -30,6 +33,7 @@
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -38,7 +42,9 @@ use rayon::prelude::*;
 
 use warpforge::tune::MissPolicy;
 use warpforge::KernelVariant;
-use warpforge::{bf16, e4m3, f16, DeviceBuffer, Error, GemmPrecision, Grid, MatrixLayout, Runtime};
+use warpforge::{
+    bf16, e4m3, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
+};
 use warpforge_codegen::KernelDef;
 use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant};
 use warpforge_kernels::gemm_sparse::{gemm_sparse_f16, gemm_sparse_with, SparseGemmVariant};
@@ -52,8 +58,9 @@ use warpforge_tests::bench::report::{
     self, Absent, Case, ContenderSamples, NotRun, Report, Sweep, WorkUnit,
 };
 use warpforge_tests::compare::{deviation, deviation_of};
-use warpforge_tests::sparse::{
-    mma_dense_rate, mma_sp_rate, rate_words, RATE_CHAINS, RATE_META, RATE_THREADS,
+use warpforge_tests::rates::{
+    self, mma_sp_rate, rate_values, rate_words, rate_work, sparse_rate_words, wgmma_rate_values,
+    RATE_META, RATE_THREADS, WGMMA_RATE_ITERS_PER_MMA_ITER,
 };
 use warpforge_tests::tuning::parse_shape;
 use warpforge_tests::{run_seed, GemmFloat, Inputs};
@@ -417,7 +424,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         .collect();
     let steps = [
         (Section::Stream, 1),
-        (Section::Mma, 1),
+        (Section::Mma, args.dtypes.len()),
         (Section::Gemm, args.dtypes.len() * shapes.len()),
         (Section::F32, f32_shapes.len()),
         (Section::Sparse, 1),
@@ -460,7 +467,11 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         record(&mut report, "stream", bench.stream(1 << 28));
     }
     if has(Section::Mma) {
-        record(&mut report, "mma", bench.mma_rates());
+        for &dtype in &args.dtypes {
+            let what = format!("mma {dtype:?}");
+            bench.bar.set_message(what.clone());
+            record(&mut report, &what, bench.mma_rates(dtype).map(|c| vec![c]));
+        }
     }
     if has(Section::Gemm) {
         let kernels = gemm_kernels(&args.dtypes);
@@ -824,6 +835,15 @@ trait GemmDtype {
     ) -> [Option<Vec<Contender<'a>>>; 3]
     where
         Self: Sized;
+    /// Its Tensor Core instructions' rate kernels ([`rates`]), each owning
+    /// its buffers: `mma.sync` (where its sm_80 path has one) with `iters`
+    /// trips on `blocks` blocks, and `wgmma` doing the same work.
+    fn rates(
+        rt: &Runtime,
+        inputs: &mut Inputs,
+        blocks: u32,
+        iters: u32,
+    ) -> Result<Vec<Contender<'static>>, Error>;
 }
 
 /// A GEMM case's buffers: what every contender's launch borrows.
@@ -870,7 +890,8 @@ const PATHS: [&str; 3] = ["warpforge sm_70", "warpforge sm_80", "warpforge sm_90
 macro_rules! gemm_dtype {
     ($dtype:ident: $in:ty => $out:ty, $name:literal, $precision:ident, $kind:ident,
      values: $values:expr, agree: $agree:expr,
-     paths: [$($sm70:ty)?; $($sm80:ty)?; $sm90:ty]) => {
+     paths: [$($sm70:ty)?; $($sm80:ty)?; $sm90:ty],
+     rates: [$($mma:ident)?; $wgmma:ident => $acc:ty]) => {
         struct $dtype;
         impl GemmDtype for $dtype {
             type In = $in;
@@ -897,29 +918,67 @@ macro_rules! gemm_dtype {
                 let sm80 = None $(.or(Some(inputs.family::<$sm80>(problem))))?;
                 [sm70, sm80, Some(inputs.family::<$sm90>(problem))]
             }
+            fn rates(
+                rt: &Runtime,
+                inputs: &mut Inputs,
+                blocks: u32,
+                iters: u32,
+            ) -> Result<Vec<Contender<'static>>, Error> {
+                let bytes = <$in>::SCALAR.size_bytes();
+                let k = 32 / bytes;
+                let mut contenders = Vec::new();
+                $(
+                    let words = rt.upload(&rate_words(&Self::values(inputs, rate_values(bytes))))?;
+                    let mut out = rt.alloc_zeroed::<$acc>((blocks * RATE_THREADS) as usize)?;
+                    let grid = Grid::blocks([blocks, 1, 1]);
+                    contenders.push(contender(
+                        "mma.sync",
+                        format!("m16n8k{k}, {blocks} blocks x {RATE_THREADS} threads"),
+                        move |rt| rates::$mma::launch(rt, grid, &words, iters, &mut out),
+                    ));
+                )?
+                let tiles = rt.upload(&Self::values(inputs, wgmma_rate_values(bytes)))?;
+                let wg_blocks = blocks / WGMMA_RATE_ITERS_PER_MMA_ITER;
+                let mut out = rt.alloc_zeroed::<$acc>((wg_blocks * RATE_THREADS) as usize)?;
+                let grid = Grid::blocks([wg_blocks, 1, 1]);
+                let trips = iters / WGMMA_RATE_ITERS_PER_MMA_ITER;
+                contenders.push(contender(
+                    "wgmma",
+                    format!(
+                        "m64n256k{k}, {wg_blocks} blocks x {RATE_THREADS} threads, A and B from shared memory"
+                    ),
+                    move |rt| rates::$wgmma::launch(rt, grid, &tiles, trips, &mut out),
+                ));
+                Ok(contenders)
+            }
         }
     };
 }
 
 gemm_dtype!(F16: f16 => f16, "f16", F16, GEMM_F16,
     values: float_values::<f16>, agree: |o: &[f16], t: &[f16]| agree_within(o, t, 1e-3),
-    paths: [gemm_wmma::gemm_f16_wmma::Consts; gemm_tc::gemm_f16::Consts; gemm_wgmma::gemm_wgmma_f16::Consts]);
+    paths: [gemm_wmma::gemm_f16_wmma::Consts; gemm_tc::gemm_f16::Consts; gemm_wgmma::gemm_wgmma_f16::Consts],
+    rates: [mma_rate_f16; wgmma_rate_f16 => f32]);
 gemm_dtype!(Bf16: bf16 => bf16, "bf16", Bf16, GEMM_BF16,
     values: float_values::<bf16>, agree: |o: &[bf16], t: &[bf16]| agree_within(o, t, 8e-3),
-    paths: [; gemm_tc::gemm_bf16::Consts; gemm_wgmma::gemm_wgmma_bf16::Consts]);
+    paths: [; gemm_tc::gemm_bf16::Consts; gemm_wgmma::gemm_wgmma_bf16::Consts],
+    rates: [mma_rate_bf16; wgmma_rate_bf16 => f32]);
 // tf32: wgmma truncates the inputs to tf32 where cuBLAS rounds them.
 gemm_dtype!(Tf32: f32 => f32, "tf32", Tf32, GEMM_TF32,
     values: float_values::<f32>, agree: |o: &[f32], t: &[f32]| agree_within(o, t, 5e-3),
-    paths: [; gemm_tc::gemm_tf32::Consts; gemm_wgmma::gemm_wgmma_tf32::Consts]);
+    paths: [; gemm_tc::gemm_tf32::Consts; gemm_wgmma::gemm_wgmma_tf32::Consts],
+    rates: [mma_rate_tf32; wgmma_rate_tf32 => f32]);
 // s8: integer sums, exact in both.
 gemm_dtype!(S8: i8 => i32, "s8", I8, GEMM_S8,
     values: |inputs: &mut Inputs, n| inputs.i8s(n), agree: exact,
-    paths: [; gemm_tc::gemm_s8::Consts; gemm_wgmma::gemm_wgmma_s8::Consts]);
+    paths: [; gemm_tc::gemm_s8::Consts; gemm_wgmma::gemm_wgmma_s8::Consts],
+    rates: [mma_rate_s8; wgmma_rate_s8 => i32]);
 // e4m3: Hopper only; bf16 outputs of sums that both sides keep in fewer
 // bits than f32 on the fp8 Tensor Cores.
 gemm_dtype!(E4m3: e4m3 => bf16, "e4m3", E4m3, GEMM_E4M3,
     values: float_values::<e4m3>, agree: |o: &[bf16], t: &[bf16]| agree_within(o, t, 2e-2),
-    paths: [; ; gemm_wgmma::gemm_wgmma_e4m3::Consts]);
+    paths: [; ; gemm_wgmma::gemm_wgmma_e4m3::Consts],
+    rates: [; wgmma_rate_e4m3 => f32]);
 
 impl Bench<'_> {
     fn gemm(&mut self, dtype: Dtype, dims: (u32, u32, u32)) -> BenchResult<Case> {
@@ -1169,58 +1228,101 @@ impl Bench<'_> {
         )?])
     }
 
-    /// The Tensor Core instruction rates: dense `mma.sync` m16n8k16 f16 and
-    /// sparse `mma.sp` m16n8k32 in both PTX forms, independent MMAs back to
-    /// back on every SM. Sparse work counts the dense-equivalent k = 32, so
-    /// the ratio is the most a 2:4 GEMM can gain.
-    fn mma_rates(&mut self) -> BenchResult<Vec<Case>> {
+    /// The Tensor Core instruction rates of `dtype` ([`rates`]): the
+    /// ceilings its GEMM paths are read against (the roofline draws them).
+    /// `mma.sync` (the sm_80 path's instruction) is the baseline and
+    /// `wgmma` (the sm_90a path's) beside it doing the same work, where the
+    /// GPU runs them; for f16 also the 2:4 sparse `mma.sp` m16n8k32 in both
+    /// PTX forms, whose work counts the dense-equivalent k = 32, so that its
+    /// ratio is the most a 2:4 GEMM can gain. Independent MMAs back to back
+    /// on every SM.
+    fn mma_rates(&mut self, dtype: Dtype) -> BenchResult<Case> {
         let rt = self.rt;
-        let words = rt.upload(&rate_words(&mut self.inputs))?;
         let blocks = rt.device().sm_count * 4;
-        let out = RefCell::new(rt.alloc_zeroed::<f32>((blocks * RATE_THREADS) as usize)?);
-        let grid = Grid::blocks([blocks, 1, 1]);
         let iters = 4096u32;
-        let mmas = f64::from(blocks * RATE_THREADS / 32) * f64::from(iters * RATE_CHAINS);
-        let dense_ops = mmas * 2.0 * 16.0 * 8.0 * 16.0;
-        let sparse = |ordered: bool| {
-            let (words, out) = (&words, &out);
-            let form = if ordered {
-                "mma.sp::ordered_metadata"
-            } else {
-                "mma.sp"
-            };
-            // Twice the dense work per instruction (k = 32): the launch's
-            // time is scaled so that the case's one work figure holds.
-            contender(form, "m16n8k32, dense-equivalent".into(), move |rt| {
-                let consts = mma_sp_rate::Consts { ORDERED: ordered };
-                mma_sp_rate::launch(
-                    rt,
-                    consts,
-                    grid,
-                    words,
-                    RATE_META,
-                    iters / 2,
-                    &mut *out.borrow_mut(),
-                )
-            })
+        let (name, bytes, mut candidates) = match dtype {
+            Dtype::F16 => (
+                F16::NAME,
+                2,
+                F16::rates(rt, &mut self.inputs, blocks, iters)?,
+            ),
+            Dtype::Bf16 => (
+                Bf16::NAME,
+                2,
+                Bf16::rates(rt, &mut self.inputs, blocks, iters)?,
+            ),
+            Dtype::Tf32 => (
+                Tf32::NAME,
+                4,
+                Tf32::rates(rt, &mut self.inputs, blocks, iters)?,
+            ),
+            Dtype::S8 => (S8::NAME, 1, S8::rates(rt, &mut self.inputs, blocks, iters)?),
+            Dtype::E4m3 => (
+                E4m3::NAME,
+                1,
+                E4m3::rates(rt, &mut self.inputs, blocks, iters)?,
+            ),
         };
-        let contenders = vec![
-            contender("mma.sync", "m16n8k16 dense".into(), |rt| {
-                mma_dense_rate::launch(rt, grid, &words, iters, &mut *out.borrow_mut())
-            }),
-            sparse(false),
-            sparse(true),
-        ];
-        Ok(vec![self.case(
+        if dtype == Dtype::F16 {
+            let words = Rc::new(rt.upload(&sparse_rate_words(&mut self.inputs))?);
+            let grid = Grid::blocks([blocks, 1, 1]);
+            for ordered in [false, true] {
+                let form = if ordered {
+                    "mma.sp::ordered_metadata"
+                } else {
+                    "mma.sp"
+                };
+                let words = Rc::clone(&words);
+                let mut out = rt.alloc_zeroed::<f32>((blocks * RATE_THREADS) as usize)?;
+                // Twice the dense work per instruction (k = 32): half the
+                // trips, so that the case's one work figure holds.
+                candidates.push(contender(
+                    form,
+                    format!("m16n8k32, dense-equivalent, {blocks} blocks x {RATE_THREADS} threads"),
+                    move |rt| {
+                        let consts = mma_sp_rate::Consts { ORDERED: ordered };
+                        mma_sp_rate::launch(
+                            rt,
+                            consts,
+                            grid,
+                            &*words,
+                            RATE_META,
+                            iters / 2,
+                            &mut out,
+                        )
+                    },
+                ));
+            }
+        }
+        // What this GPU cannot run (wgmma before Hopper) is listed, not failed.
+        let mut contenders = Vec::new();
+        let mut absent = Vec::new();
+        for mut candidate in candidates {
+            match (candidate.launch)(rt) {
+                Ok(()) => contenders.push(candidate),
+                Err(e) => absent.push(Absent {
+                    name: candidate.name,
+                    why: e.to_string(),
+                }),
+            }
+        }
+        if contenders.is_empty() {
+            let why: Vec<String> = absent
+                .iter()
+                .map(|a| format!("{}: {}", a.name, a.why))
+                .collect();
+            return Err(NothingRuns(why.join("; ")).into());
+        }
+        Ok(self.case(
             "mma",
-            "f16",
-            format!("{blocks} blocks x {RATE_THREADS} threads"),
+            name,
+            "register-bound loops".to_string(),
             None,
-            (dense_ops, WorkUnit::Operations),
+            (rate_work(blocks, iters, bytes), WorkUnit::Operations),
             0,
             contenders,
-            Vec::new(),
-        )?])
+            absent,
+        )?)
     }
 
     /// The 2:4 sparse f16 GEMM at `size`^3 (A pruned and compressed on the

@@ -625,6 +625,19 @@ fn division_magic(d: u32) -> (u32, u32) {
     (m, l - 1)
 }
 
+/// Why PTX has no instruction for the float operator `op` on `ty`, when it
+/// has none: the remainder, which WGSL has. The validator refuses it in a
+/// kernel built for PTX, at the kernel (`valid/targets/ptx.rs`).
+pub(crate) fn float_refusal(op: BinaryOp, ty: Scalar) -> Option<String> {
+    (op == BinaryOp::Rem && ty.is_float()).then(|| {
+        format!(
+            "`%` on {} (the floating-point remainder) is not available on PTX targets: \
+             compute it with `a - b * (a / b).floor()` (adjust the sign as needed)",
+            ty.name()
+        )
+    })
+}
+
 #[cfg(test)]
 mod division_tests {
     use super::division_magic;
@@ -666,17 +679,4 @@ mod division_tests {
             }
         }
     }
-}
-
-/// Why PTX has no instruction for the float operator `op` on `ty`, when it
-/// has none: the remainder, which WGSL has. The validator refuses it in a
-/// kernel built for PTX, at the kernel (`valid/targets/ptx.rs`).
-pub(crate) fn float_refusal(op: BinaryOp, ty: Scalar) -> Option<String> {
-    (op == BinaryOp::Rem && ty.is_float()).then(|| {
-        format!(
-            "`%` on {} (the floating-point remainder) is not available on PTX targets: \
-             compute it with `a - b * (a / b).floor()` (adjust the sign as needed)",
-            ty.name()
-        )
-    })
 }
