@@ -103,6 +103,10 @@ struct Args {
     /// The GEMM dtypes
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = Dtype::all())]
     dtypes: Vec<Dtype>,
+    /// The GEMM paths timed beside cuBLAS (each architecture's family, and
+    /// the tuned dispatch, which may run any of them)
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = GemmPath::all())]
+    paths: Vec<GemmPath>,
     /// The GEMM shapes, as MxNxK,MxNxK,... [default: squares 512 to 16384 and the shapes users have]
     #[arg(long, value_name = "MxNxK", value_delimiter = ',', value_parser = parse_shape)]
     shapes: Vec<(u32, u32, u32)>,
@@ -185,8 +189,8 @@ impl Dtype {
         Dtype::value_variants().to_vec()
     }
 
-    /// The kernels of its GEMM paths.
-    fn kernels(self) -> Vec<&'static KernelDef> {
+    /// The kernels of its GEMM families, per architecture path ([`PATHS`]).
+    fn kernels(self) -> [Option<&'static KernelDef>; 3] {
         match self {
             Dtype::F16 => F16::kernels(),
             Dtype::Bf16 => Bf16::kernels(),
@@ -195,6 +199,25 @@ impl Dtype {
             Dtype::E4m3 => E4m3::kernels(),
         }
     }
+}
+
+/// A warpforge GEMM path `bench` can time beside cuBLAS: an architecture's
+/// family ([`PATHS`], in order) or the tuned dispatch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum GemmPath {
+    Sm70,
+    Sm80,
+    Sm90a,
+    Tuned,
+}
+
+impl GemmPath {
+    fn all() -> Vec<GemmPath> {
+        GemmPath::value_variants().to_vec()
+    }
+
+    /// The architecture paths, in [`PATHS`]' order.
+    const ARCHITECTURES: [GemmPath; 3] = [GemmPath::Sm70, GemmPath::Sm80, GemmPath::Sm90a];
 }
 
 fn main() -> ExitCode {
@@ -237,7 +260,7 @@ fn main() -> ExitCode {
         }
     };
     if let Some(shard) = args.jit_shard {
-        preload(&rt, &gemm_kernels(&args.dtypes), shard);
+        preload(&rt, &gemm_kernels(&args.dtypes, &args.paths), shard);
         return ExitCode::SUCCESS;
     }
     match run(&rt, &args) {
@@ -351,6 +374,7 @@ struct Bench<'a> {
     monitor: Monitor,
     method: Method,
     only: Option<&'a str>,
+    paths: &'a [GemmPath],
     inputs: Inputs,
     /// One step per section or GEMM case; what is printed goes above it.
     bar: ProgressBar,
@@ -400,6 +424,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         monitor,
         method,
         only: args.only.as_deref(),
+        paths: &args.paths,
         inputs: Inputs::new(run_seed()),
         sweeps: Vec::new(),
         bar: ProgressBar::new(0).with_style(
@@ -474,8 +499,8 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         }
     }
     if has(Section::Gemm) {
-        let kernels = gemm_kernels(&args.dtypes);
-        let filled = fill_jit_cache(&args.dtypes);
+        let kernels = gemm_kernels(&args.dtypes, &args.paths);
+        let filled = fill_jit_cache(&args.dtypes, &args.paths);
         let (loaded, variants, seconds, threads) = preload(rt, &kernels, Shard::ALL);
         bench.bar.suspend(|| {
             println!("{filled}");
@@ -533,17 +558,32 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
     }
 }
 
-/// The kernels of every path of `dtypes`' GEMMs.
-fn gemm_kernels(dtypes: &[Dtype]) -> Vec<&'static KernelDef> {
-    dtypes.iter().flat_map(|&dtype| dtype.kernels()).collect()
+/// The kernels of `paths` of `dtypes`' GEMMs (all of them for the tuned
+/// dispatch, which may run any).
+fn gemm_kernels(dtypes: &[Dtype], paths: &[GemmPath]) -> Vec<&'static KernelDef> {
+    let wanted = |path: &GemmPath| paths.contains(path) || paths.contains(&GemmPath::Tuned);
+    dtypes
+        .iter()
+        .flat_map(|&dtype| dtype.kernels().into_iter().zip(&GemmPath::ARCHITECTURES))
+        .filter_map(|(kernel, path)| kernel.filter(|_| wanted(path)))
+        .collect()
 }
 
-/// Fills the driver's JIT cache with the GEMM variants of `dtypes` from one
+/// `values`' command-line names, comma-separated.
+fn arg_list<T: ValueEnum>(values: &[T]) -> String {
+    values
+        .iter()
+        .filter_map(|v| v.to_possible_value().map(|v| v.get_name().to_string()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// Fills the driver's JIT cache with the GEMM variants of `dtypes`' `paths` from one
 /// process per core (this one's `--jit-shard I/N`), since the JIT compiles
 /// one module at a time in a process; what happened, for the log. Nothing
 /// to do when the cache is off (`CUDA_CACHE_DISABLE=1`): this process then
 /// compiles every module itself, as it would anyway.
-fn fill_jit_cache(dtypes: &[Dtype]) -> String {
+fn fill_jit_cache(dtypes: &[Dtype], paths: &[GemmPath]) -> String {
     if std::env::var("CUDA_CACHE_DISABLE").is_ok_and(|v| v == "1") {
         return "the JIT cache is off (CUDA_CACHE_DISABLE=1): no helper processes".into();
     }
@@ -552,17 +592,15 @@ fn fill_jit_cache(dtypes: &[Dtype]) -> String {
         Err(e) => return format!("no helper processes (the bench's own path: {e})"),
     };
     let count = std::thread::available_parallelism().map_or(1, |n| n.get().min(16));
-    let names = dtypes
-        .iter()
-        .filter_map(|d| d.to_possible_value().map(|v| v.get_name().to_string()))
-        .collect::<Vec<_>>()
-        .join(",");
+    let (dtypes, paths) = (arg_list(dtypes), arg_list(paths));
     let started = Instant::now();
     let children: Vec<_> = (0..count)
         .filter_map(|index| {
             std::process::Command::new(&exe)
                 .arg("--dtypes")
-                .arg(&names)
+                .arg(&dtypes)
+                .arg("--paths")
+                .arg(&paths)
                 .arg("--jit-shard")
                 .arg(format!("{index}/{count}"))
                 .stdout(std::process::Stdio::null())
@@ -822,8 +860,9 @@ trait GemmDtype {
     const NAME: &'static str;
     const PRECISION: GemmPrecision;
     fn kind() -> &'static GemmKind<Self::In, Self::Out>;
-    /// The kernels of its paths, oldest first.
-    fn kernels() -> Vec<&'static KernelDef>;
+    /// The kernels of its families per architecture path ([`PATHS`]), None
+    /// where it has none.
+    fn kernels() -> [Option<&'static KernelDef>; 3];
     fn values(inputs: &mut Inputs, n: usize) -> Vec<Self::In>;
     /// Whether our C matches cuBLAS's, and how far apart they are.
     fn agree(ours: &[Self::Out], theirs: &[Self::Out]) -> (bool, String);
@@ -901,8 +940,12 @@ macro_rules! gemm_dtype {
             fn kind() -> &'static GemmKind<$in, $out> {
                 &tuned::$kind
             }
-            fn kernels() -> Vec<&'static KernelDef> {
-                vec![$(<$sm70>::def(),)? $(<$sm80>::def(),)? <$sm90>::def()]
+            fn kernels() -> [Option<&'static KernelDef>; 3] {
+                [
+                    None $(.or(Some(<$sm70>::def())))?,
+                    None $(.or(Some(<$sm80>::def())))?,
+                    Some(<$sm90>::def()),
+                ]
             }
             fn values(inputs: &mut Inputs, n: usize) -> Vec<$in> {
                 ($values)(inputs, n)
@@ -1065,8 +1108,9 @@ impl Bench<'_> {
             }
         }
         let mut checked = Vec::new();
-        for (name, candidates) in PATHS.iter().zip(D::paths(&inputs, &problem)) {
-            let Some(candidates) = candidates else {
+        let paths = PATHS.iter().zip(D::paths(&inputs, &problem));
+        for ((name, candidates), path) in paths.zip(GemmPath::ARCHITECTURES) {
+            let Some(candidates) = candidates.filter(|_| self.paths.contains(&path)) else {
                 continue;
             };
             match self.fastest(candidates) {
@@ -1081,7 +1125,7 @@ impl Bench<'_> {
                 }),
             }
         }
-        if self.only.is_none() {
+        if self.only.is_none() && self.paths.contains(&GemmPath::Tuned) {
             let tuned = TunedGemm::with_policy(rt, D::kind(), MissPolicy::Heuristic, None)
                 .and_then(|tuned| {
                     let problem = D::kind().problem(dims, alpha, beta);
