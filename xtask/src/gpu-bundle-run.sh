@@ -22,17 +22,28 @@ fi
 # loads it (and libcuda) at run time through the loader path.
 cublas_lib=$(python3 -c 'import nvidia.cublas, os; print(os.path.join(list(nvidia.cublas.__path__)[0], "lib"))' 2>/dev/null || true)
 export LD_LIBRARY_PATH="/usr/local/cuda/lib64${cublas_lib:+:$cublas_lib}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# NCCL (the runtime's nccl tests, the multi-GPU example): pip's nvidia-nccl
-# wheels (PyTorch's dependency) ship libnccl.so.2 only, and cudarc opens libnccl.so.
-nccl_so=$(python3 -c '
-import glob, os, site
+# pip_nvidia_lib FILE: the path of FILE in a pip wheel of NVIDIA's (PyTorch's
+# dependencies install them under site-packages/nvidia), or nothing.
+pip_nvidia_lib() {
+    python3 -c '
+import glob, os, site, sys
 dirs = site.getsitepackages() + [site.getusersitepackages()]
-found = [p for d in dirs for p in glob.glob(os.path.join(d, "nvidia", "**", "libnccl.so.2"), recursive=True)]
-print(found[0] if found else "")' 2>/dev/null || true)
+found = [p for d in dirs for p in glob.glob(os.path.join(d, "nvidia", "**", sys.argv[1]), recursive=True)]
+print(found[0] if found else "")' "$1" 2>/dev/null || true
+}
+# NCCL (the runtime's nccl tests, the multi-GPU example): pip's nvidia-nccl
+# wheels ship libnccl.so.2 only, and cudarc opens libnccl.so.
+nccl_so=$(pip_nvidia_lib libnccl.so.2)
 if [ -n "$nccl_so" ]; then
     mkdir -p "$bundle/nccl"
     ln -sf "$nccl_so" "$bundle/nccl/libnccl.so"
     export LD_LIBRARY_PATH="$bundle/nccl:$LD_LIBRARY_PATH"
+fi
+
+# cuSPARSELt, the bench's sparse baseline, where a wheel has it.
+if [ -z "${WARPFORGE_CUSPARSELT:-}" ]; then
+    cusparselt_so=$(pip_nvidia_lib libcusparseLt.so.0)
+    [ -n "$cusparselt_so" ] && export WARPFORGE_CUSPARSELT="$cusparselt_so"
 fi
 
 echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -n 1)"

@@ -15,7 +15,8 @@
 //!   `torch._scaled_mm`'s default); every path's C checked against cuBLAS's;
 //! - `f32`: the SIMT f32 GEMM beside cuBLAS sgemm (no TF32);
 //! - `sparse`: the 2:4 sparse f16 GEMM beside the dense one on the
-//!   decompressed A (cuSPARSELt is not bound);
+//!   decompressed A and, where it loads, cuSPARSELt
+//!   (`warpforge_tests::bench::cusparselt`);
 //! - `stream`: the `cp.async` streaming kernel beside `cuMemcpyDtoD`;
 //! - `mma`: per dtype the Tensor Core instruction rates, the compute
 //!   ceilings the roofline draws: `mma.sync` (the sm_80 paths' instruction)
@@ -52,6 +53,7 @@ use warpforge_kernels::sparse::device::{compress, decompress};
 use warpforge_kernels::tuned::{GemmElement, GemmKind, GemmOutput, TunedGemm};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, stream, tuned};
 use warpforge_tests::bench::charts;
+use warpforge_tests::bench::cusparselt::SparseGemm;
 use warpforge_tests::bench::method::{compare, preload, Contender, Method, Shard, Spacer};
 use warpforge_tests::bench::monitor::Monitor;
 use warpforge_tests::bench::report::{
@@ -1370,7 +1372,9 @@ impl Bench<'_> {
     }
 
     /// The 2:4 sparse f16 GEMM at `size`^3 (A pruned and compressed on the
-    /// GPU) beside the fastest dense sm_80 variant on the decompressed A.
+    /// GPU) beside the fastest dense sm_80 variant on the decompressed A and,
+    /// where it loads, cuSPARSELt on the same A; each C checked against the
+    /// dense one first.
     /// Rates count the dense-equivalent work 2 m n k.
     fn sparse(&mut self, size: usize) -> BenchResult<Vec<Case>> {
         self.sweeps.clear();
@@ -1382,6 +1386,7 @@ impl Bench<'_> {
         let b = rt.upload(&float_values::<f16>(&mut self.inputs, size * size))?;
         let c_sparse = RefCell::new(rt.alloc_zeroed::<f16>(size * size)?);
         let c_dense = RefCell::new(rt.alloc_zeroed::<f16>(size * size)?);
+        let c_library = RefCell::new(rt.alloc_zeroed::<f16>(size * size)?);
         let s = size as u32;
         let problem = GemmProblem::new((s, s, s), 1.0, 0.0);
         let sparse_candidates: Vec<_> = gemm_sparse_f16::Consts::variants_for(&problem)
@@ -1416,6 +1421,23 @@ impl Bench<'_> {
         let sparse = self.fastest(sparse_candidates)?;
         let dense = self.fastest(dense_candidates)?;
         let mut contenders = vec![dense, sparse];
+        let mut absent = Vec::new();
+        // cuSPARSELt on the same 2:4 A (compressed its own way), where it loads.
+        let dims = (size, size, size);
+        match SparseGemm::new(rt, dims, &a_decompressed, &b, &mut c_library.borrow_mut()) {
+            Ok(mut library) => {
+                let (b, c) = (&b, &c_library);
+                contenders.push(contender(
+                    "cuSPARSELt",
+                    "cusparseLtMatmul f16, f32 sums, its kernel searched".into(),
+                    move |rt| library.run(rt, b, &mut c.borrow_mut()),
+                ));
+            }
+            Err(why) => absent.push(Absent {
+                name: "cuSPARSELt".into(),
+                why,
+            }),
+        }
         for contender in &mut contenders {
             (contender.launch)(rt)?;
         }
@@ -1424,15 +1446,19 @@ impl Bench<'_> {
             .into_iter()
             .map(f16::to_f64)
             .collect();
-        let sparse_result: Vec<f32> = rt
-            .download(&c_sparse.borrow())?
-            .into_iter()
-            .map(f16::to_f32)
-            .collect();
-        let d = deviation(&sparse_result, &dense_result);
-        // Both round f32 sums of the same products to f16; summation orders differ.
-        if !d.passes(1e-3) {
-            return Err(format!("the sparse f16 GEMM disagrees with the dense one: {d}").into());
+        for (contender, c) in contenders[1..].iter().zip([&c_sparse, &c_library]) {
+            let result: Vec<f32> = rt
+                .download(&c.borrow())?
+                .into_iter()
+                .map(f16::to_f32)
+                .collect();
+            let d = deviation(&result, &dense_result);
+            // Both round f32 sums of the same products to f16; summation orders differ.
+            if !d.passes(1e-3) {
+                return Err(
+                    format!("{} disagrees with the dense f16 GEMM: {d}", contender.name).into(),
+                );
+            }
         }
         let work = 2.0 * (size as f64).powi(3);
         Ok(vec![self.case(
@@ -1443,10 +1469,7 @@ impl Bench<'_> {
             (work, WorkUnit::Operations),
             0,
             contenders,
-            vec![Absent {
-                name: "cuSPARSELt".into(),
-                why: "not bound by warpforge's cudarc".into(),
-            }],
+            absent,
         )?])
     }
 }
