@@ -1081,3 +1081,39 @@ fn verification_rejects_a_skipped_epilogue_and_unwritten_batches() {
         .to_string();
     assert!(err.contains("C's batches overlap"), "{err}");
 }
+
+#[test]
+fn a_repeated_call_selects_what_the_dispatcher_would() {
+    // `select` keeps its last call's selection for a call that repeats it:
+    // over a sequence where problems repeat, alternate, and differ only in
+    // alpha, the bias or a layout, one handle selects what a fresh handle
+    // (a fresh dispatcher) selects for each call alone.
+    let rt = warpforge_tests::lavapipe("the dispatch tests");
+    let dir = tempfile::tempdir().unwrap();
+    let dims = (19, 11, 5);
+    let problems = whole_problems(dims);
+    let scaled = (
+        GemmProblem {
+            alpha: 2.0,
+            ..problems[0].0
+        },
+        problems[0].1,
+    );
+    let mut sequence = vec![problems[0], problems[0], scaled, problems[0]];
+    for pair in problems.windows(2) {
+        sequence.extend([pair[0], pair[1], pair[1], pair[0], (pair[0].0, !pair[0].1)]);
+    }
+    let tuned =
+        TunedGemm::with_policy(&rt, &NAIVE_AND_F32, MissPolicy::Heuristic, Some(dir.path()))
+            .unwrap();
+    for (problem, with_bias) in &sequence {
+        let fresh =
+            TunedGemm::with_policy(&rt, &NAIVE_AND_F32, MissPolicy::Heuristic, Some(dir.path()))
+                .unwrap();
+        assert_eq!(
+            tuned.select(&rt, problem, *with_bias).unwrap(),
+            fresh.select(&rt, problem, *with_bias).unwrap(),
+            "{problem:?}, bias {with_bias}"
+        );
+    }
+}
