@@ -13,6 +13,7 @@
 //! enumeration) are refused.
 
 use std::ffi::{c_char, c_int, c_void, CStr};
+use std::sync::OnceLock;
 
 use libloading::Library;
 use warpforge::cudarc::driver::{CudaSlice, DevicePtr, DevicePtrMut};
@@ -133,6 +134,13 @@ impl Api {
         })
     }
 
+    /// The library, loaded once per process and never unloaded (it links
+    /// the CUDA runtime statically, whose exit handlers must outlive it).
+    fn get() -> Result<&'static Api, String> {
+        static API: OnceLock<Result<Api, String>> = OnceLock::new();
+        API.get_or_init(Api::load).as_ref().map_err(String::clone)
+    }
+
     /// `status` as an `Err` naming the call and the library's message.
     fn check(&self, call: &str, status: Status) -> Result<(), String> {
         if status == 0 {
@@ -151,7 +159,7 @@ impl Api {
 /// `b` is n x k row-major (B column-major), f16 in and out with f32 sums:
 /// the bench sparse section's product, planned, compressed and searched once.
 pub struct SparseGemm {
-    api: Api,
+    api: &'static Api,
     handle: Box<Opaque>,
     matrices: [Box<Opaque>; 3],
     matmul: Box<Opaque>,
@@ -188,7 +196,7 @@ impl SparseGemm {
         b: &DeviceBuffer<f16>,
         c: &mut DeviceBuffer<f16>,
     ) -> Result<SparseGemm, String> {
-        let api = Api::load()?;
+        let api = Api::get()?;
         let stream = rt
             .cuda_stream()
             .ok_or("cuSPARSELt runs on CUDA only")?
@@ -204,7 +212,7 @@ impl SparseGemm {
             workspace: stream.alloc_zeros(1).map_err(device_error)?,
             ready: Setup::Nothing,
         };
-        let api = &gemm.api;
+        let api = gemm.api;
         let handle: Ptr = &*gemm.handle;
         // SAFETY (every call below): the pointers are to this struct's boxed
         // structures, which live as long as it, or to device memory of the
@@ -383,7 +391,7 @@ impl SparseGemm {
 
 impl Drop for SparseGemm {
     fn drop(&mut self) {
-        let api = &self.api;
+        let api = self.api;
         // SAFETY: each structure is destroyed once, and only if it was made.
         // Failures here leave nothing to do.
         unsafe {
