@@ -3,7 +3,9 @@
 //! hand stages to each other through mbarriers, written in the DSL over
 //! the device functions below, [`crate::tile`] and [`crate::epilogue`].
 //! Built as `gemm_wgmma_f16`, `gemm_wgmma_bf16`, `gemm_wgmma_tf32`,
-//! `gemm_wgmma_s8`, `gemm_wgmma_e4m3` and `gemm_wgmma_e5m2`.
+//! `gemm_wgmma_s8`, `gemm_wgmma_e4m3` and `gemm_wgmma_e5m2`, and with other
+//! outputs `gemm_wgmma_f16_f32`, `gemm_wgmma_bf16_f32` (f32 C) and
+//! `gemm_wgmma_e4m3_f16`, `_e4m3_f32`, `_e5m2_f16`, `_e5m2_f32`.
 
 use warpforge::prelude::*;
 use warpforge::tune::LoadedResources;
@@ -183,7 +185,10 @@ pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
 /// the low 13 mantissa bits: truncation, where `gemm_tf32` and cuBLAS round
 /// to nearest), `gemm_wgmma_s8` (exact, wrapping past i32) and
 /// `gemm_wgmma_e4m3` and `gemm_wgmma_e5m2` (8-bit float operands, bf16 C:
-/// the scales of a scaled fp8 product go in `alpha`).
+/// the scales of a scaled fp8 product go in `alpha`); with f32 C from
+/// 16-bit operands `gemm_wgmma_f16_f32` and `gemm_wgmma_bf16_f32`, and the
+/// fp8 ones with f16 or f32 C, `gemm_wgmma_e4m3_f16` .. `gemm_wgmma_e5m2_f32`
+/// (the output type changes only the epilogue's conversion and stores).
 ///
 /// A block computes `BM x BN` tiles of C with `1 + BM / 64` warpgroups:
 /// the first runs the producer, `load_stages`, in one thread; the others
@@ -227,7 +232,13 @@ pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
         gemm_wgmma_tf32 = <f32, f32, f32>,
         gemm_wgmma_s8 = <i8, i32, i32>,
         gemm_wgmma_e4m3 = <e4m3, bf16, f32>,
-        gemm_wgmma_e5m2 = <e5m2, bf16, f32>
+        gemm_wgmma_e5m2 = <e5m2, bf16, f32>,
+        gemm_wgmma_f16_f32 = <f16, f32, f32>,
+        gemm_wgmma_bf16_f32 = <bf16, f32, f32>,
+        gemm_wgmma_e4m3_f16 = <e4m3, f16, f32>,
+        gemm_wgmma_e4m3_f32 = <e4m3, f32, f32>,
+        gemm_wgmma_e5m2_f16 = <e5m2, f16, f32>,
+        gemm_wgmma_e5m2_f32 = <e5m2, f32, f32>
     ),
     cluster(CLUSTER),
     tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6], PINGPONG = [false, true], CLUSTER = [1, 2]),
@@ -519,6 +530,15 @@ const FP8_INSTEAD: Instead = Instead {
              batch strides, to a multiple of 16",
 };
 
+/// [`Instead`] for 16-bit inputs with f32 C, which only the wgmma GEMMs
+/// compute.
+const F32_OUT_INSTEAD: Instead = Instead {
+    layouts: "the wgmma GEMMs read k-contiguous A and B: store A row-major and B column-major \
+              (B transposed), or use the 16-bit-output family of your layouts",
+    chunks: "the TMA moves rows of whole 16-byte chunks (8 16-bit elements): pad k, and the \
+             batch strides, to a multiple of 8",
+};
+
 /// The [`GemmVariant`] of each instance: its types, the TN layouts (others
 /// are refused with what to use instead), 16-byte chunks of `CH` elements,
 /// GELU on float outputs, and the `bias` of a launch without one (A where
@@ -564,6 +584,12 @@ wgmma_variants! {
     gemm_wgmma_s8: i8 => i32, i32, false, |_| None, sm80_family_instead!("gemm_s8");
     gemm_wgmma_e4m3: e4m3 => bf16, f32, true, |_| None, FP8_INSTEAD;
     gemm_wgmma_e5m2: e5m2 => bf16, f32, true, |_| None, FP8_INSTEAD;
+    gemm_wgmma_f16_f32: f16 => f32, f32, true, |_| None, F32_OUT_INSTEAD;
+    gemm_wgmma_bf16_f32: bf16 => f32, f32, true, |_| None, F32_OUT_INSTEAD;
+    gemm_wgmma_e4m3_f16: e4m3 => f16, f32, true, |_| None, FP8_INSTEAD;
+    gemm_wgmma_e4m3_f32: e4m3 => f32, f32, true, |_| None, FP8_INSTEAD;
+    gemm_wgmma_e5m2_f16: e5m2 => f16, f32, true, |_| None, FP8_INSTEAD;
+    gemm_wgmma_e5m2_f32: e5m2 => f32, f32, true, |_| None, FP8_INSTEAD;
 }
 
 #[cfg(test)]

@@ -457,6 +457,36 @@ impl CheckedGemm for gemm_wgmma::gemm_wgmma_e5m2::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::E5m2;
 }
 
+// The families with another output than their precision's are checked
+// within its bound. With f32 C from 16-bit operands it also allows for
+// rounding C to 16 bits, which f32 C does not need. For fp8 with f16 C,
+// bf16's output unit (2^-8) covers f16's (2^-11); near zero, where f16
+// steps by 6e-8, the fp8 sums' own allowance (2^-13 of the magnitude per
+// product) is larger by orders of magnitude.
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_f16_f32::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::F16;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_bf16_f32::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::Bf16;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_e4m3_f16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::E4m3;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_e4m3_f32::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::E4m3;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_e5m2_f16::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::E5m2;
+}
+
+impl CheckedGemm for gemm_wgmma::gemm_wgmma_e5m2_f32::Consts {
+    const PRECISION: GemmPrecision = GemmPrecision::E5m2;
+}
+
 impl CheckedGemm for gemm_wmma::gemm_f16_wmma::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::F16;
 }

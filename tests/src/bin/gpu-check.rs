@@ -87,6 +87,12 @@ const CHECKS: &[&str] = &[
     "gemm_wgmma_s8",
     "gemm_wgmma_e4m3",
     "gemm_wgmma_e5m2",
+    "gemm_wgmma_f16_f32",
+    "gemm_wgmma_bf16_f32",
+    "gemm_wgmma_e4m3_f16",
+    "gemm_wgmma_e4m3_f32",
+    "gemm_wgmma_e5m2_f16",
+    "gemm_wgmma_e5m2_f32",
     "generated",
 ];
 
@@ -325,6 +331,12 @@ fn main() -> ExitCode {
                 gemm_wgmma_s8: &byte_shapes(quick);
                 gemm_wgmma_e4m3: &byte_shapes(quick);
                 gemm_wgmma_e5m2: &byte_shapes(quick);
+                gemm_wgmma_f16_f32: &tc_shapes;
+                gemm_wgmma_bf16_f32: &tc_shapes;
+                gemm_wgmma_e4m3_f16: &byte_shapes(quick);
+                gemm_wgmma_e4m3_f32: &byte_shapes(quick);
+                gemm_wgmma_e5m2_f16: &byte_shapes(quick);
+                gemm_wgmma_e5m2_f32: &byte_shapes(quick);
             }
             if wanted("mbarrier") {
                 check_mbarrier_phases(&rt, &mut report);
@@ -417,97 +429,122 @@ fn list_dense_gemm_lines(quick: bool) {
         "
 the dense GEMM checks would print (lines each, `--only NAME`):"
     );
+    let coverage = gemm_coverage(quick);
     let lines = [
         (
             "gemm_f32",
-            dense_gemm_lines::<gemm::gemm_f32::Consts>(&gemm_shapes(quick), gemm_coverage(quick)),
+            dense_gemm_lines::<gemm::gemm_f32::Consts>(&gemm_shapes(quick), coverage),
         ),
         (
             "gemm_f16",
-            dense_gemm_lines::<gemm_tc::gemm_f16::Consts>(
-                &tensor_core_shapes(quick),
-                gemm_coverage(quick),
-            ),
+            dense_gemm_lines::<gemm_tc::gemm_f16::Consts>(&tensor_core_shapes(quick), coverage),
         ),
         (
             "gemm_bf16",
-            dense_gemm_lines::<gemm_tc::gemm_bf16::Consts>(
-                &tensor_core_shapes(quick),
-                gemm_coverage(quick),
-            ),
+            dense_gemm_lines::<gemm_tc::gemm_bf16::Consts>(&tensor_core_shapes(quick), coverage),
         ),
         (
             "gemm_tf32",
-            dense_gemm_lines::<gemm_tc::gemm_tf32::Consts>(
-                &tensor_core_shapes(quick),
-                gemm_coverage(quick),
-            ),
+            dense_gemm_lines::<gemm_tc::gemm_tf32::Consts>(&tensor_core_shapes(quick), coverage),
         ),
         (
             "gemm_s8",
-            dense_gemm_lines::<gemm_tc::gemm_s8::Consts>(&byte_shapes(quick), gemm_coverage(quick)),
+            dense_gemm_lines::<gemm_tc::gemm_s8::Consts>(&byte_shapes(quick), coverage),
         ),
         (
             "gemm_wgmma_f16",
             dense_gemm_lines::<gemm_wgmma::gemm_wgmma_f16::Consts>(
                 &tensor_core_shapes(quick),
-                gemm_coverage(quick),
+                coverage,
             ),
         ),
         (
             "gemm_wgmma_bf16",
             dense_gemm_lines::<gemm_wgmma::gemm_wgmma_bf16::Consts>(
                 &tensor_core_shapes(quick),
-                gemm_coverage(quick),
+                coverage,
             ),
         ),
         (
             "gemm_wgmma_tf32",
             dense_gemm_lines::<gemm_wgmma::gemm_wgmma_tf32::Consts>(
                 &tensor_core_shapes(quick),
-                gemm_coverage(quick),
+                coverage,
             ),
         ),
         (
             "gemm_wgmma_s8",
-            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_s8::Consts>(
-                &byte_shapes(quick),
-                gemm_coverage(quick),
-            ),
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_s8::Consts>(&byte_shapes(quick), coverage),
         ),
         (
             "gemm_wgmma_e4m3",
-            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e4m3::Consts>(
-                &byte_shapes(quick),
-                gemm_coverage(quick),
-            ),
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e4m3::Consts>(&byte_shapes(quick), coverage),
         ),
         (
             "gemm_wgmma_e5m2",
-            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e5m2::Consts>(
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e5m2::Consts>(&byte_shapes(quick), coverage),
+        ),
+        (
+            "gemm_wgmma_f16_f32",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_f16_f32::Consts>(
+                &tensor_core_shapes(quick),
+                coverage,
+            ),
+        ),
+        (
+            "gemm_wgmma_bf16_f32",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_bf16_f32::Consts>(
+                &tensor_core_shapes(quick),
+                coverage,
+            ),
+        ),
+        (
+            "gemm_wgmma_e4m3_f16",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e4m3_f16::Consts>(
                 &byte_shapes(quick),
-                gemm_coverage(quick),
+                coverage,
+            ),
+        ),
+        (
+            "gemm_wgmma_e4m3_f32",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e4m3_f32::Consts>(
+                &byte_shapes(quick),
+                coverage,
+            ),
+        ),
+        (
+            "gemm_wgmma_e5m2_f16",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e5m2_f16::Consts>(
+                &byte_shapes(quick),
+                coverage,
+            ),
+        ),
+        (
+            "gemm_wgmma_e5m2_f32",
+            dense_gemm_lines::<gemm_wgmma::gemm_wgmma_e5m2_f32::Consts>(
+                &byte_shapes(quick),
+                coverage,
             ),
         ),
         (
             "gemm_f16_wmma",
             dense_gemm_lines::<gemm_wmma::gemm_f16_wmma::Consts>(
                 &tensor_core_shapes(quick),
-                gemm_coverage(quick),
+                coverage,
             ),
         ),
         (
             "gemm_sparse_f16",
             sparse_gemm_lines::<gemm_sparse::gemm_sparse_f16::Consts>(
                 &tensor_core_shapes(quick),
-                gemm_coverage(quick),
+                coverage,
             ),
         ),
         (
             "gemm_sparse_bf16",
             sparse_gemm_lines::<gemm_sparse::gemm_sparse_bf16::Consts>(
                 &tensor_core_shapes(quick),
-                gemm_coverage(quick),
+                coverage,
             ),
         ),
     ];
