@@ -77,8 +77,9 @@ use crate::gemm_problem::{check_lengths, reference_epilogue, Activation, GemmBat
 use crate::gemm_sparse::{self, gemm_sparse_bf16, gemm_sparse_f16};
 use crate::gemm_tc::{gemm_bf16, gemm_f16, gemm_s8, gemm_tf32};
 use crate::gemm_wgmma::{
-    self, gemm_wgmma_bf16, gemm_wgmma_e4m3, gemm_wgmma_e5m2, gemm_wgmma_f16, gemm_wgmma_s8,
-    gemm_wgmma_tf32,
+    self, gemm_wgmma_bf16, gemm_wgmma_bf16_f32, gemm_wgmma_e4m3, gemm_wgmma_e4m3_f16,
+    gemm_wgmma_e4m3_f32, gemm_wgmma_e5m2, gemm_wgmma_e5m2_f16, gemm_wgmma_e5m2_f32, gemm_wgmma_f16,
+    gemm_wgmma_f16_f32, gemm_wgmma_s8, gemm_wgmma_tf32,
 };
 use crate::gemm_wmma::gemm_f16_wmma;
 use crate::sparse::device::DeviceCompressed;
@@ -296,6 +297,68 @@ pub const GEMM_E5M2: GemmKind<e5m2, bf16> = GemmKind::new(
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e5m2::def()],
     || wgmma_defaults(gemm_wgmma_e5m2::def(), 4),
+);
+
+/// The Hopper GEMMs whose C is not their precision's (f32 C from f16 or
+/// bf16 products, f16 or f32 C from fp8 ones) have only the sm_90a kernel
+/// each, so they run on compute capability 9.0 only: layouts as
+/// [`GEMM_E4M3`], k a multiple of 8 for 16-bit inputs and of 16 for fp8
+/// ones, the heuristic default as their input type's. They are tuned apart
+/// from the kinds with the precision's C: the tuning key names C's type
+/// (`f16.row*f16.col->f32.row`).
+///
+/// f16 A and B, f32 accumulation and C: kernel [`gemm_wgmma_f16_f32`].
+pub const GEMM_F16_F32: GemmKind<f16, f32> = GemmKind::new(
+    "gemm_f16_f32",
+    GemmPrecision::F16,
+    MatrixLayout::ColMajor,
+    || vec![gemm_wgmma_f16_f32::def()],
+    || wgmma_defaults(gemm_wgmma_f16_f32::def(), 3),
+);
+
+/// bf16 A and B, f32 accumulation and C (kernel [`gemm_wgmma_bf16_f32`]); see [`GEMM_F16_F32`].
+pub const GEMM_BF16_F32: GemmKind<bf16, f32> = GemmKind::new(
+    "gemm_bf16_f32",
+    GemmPrecision::Bf16,
+    MatrixLayout::ColMajor,
+    || vec![gemm_wgmma_bf16_f32::def()],
+    || wgmma_defaults(gemm_wgmma_bf16_f32::def(), 3),
+);
+
+/// e4m3 A and B, f16 C (kernel [`gemm_wgmma_e4m3_f16`]); see [`GEMM_F16_F32`].
+pub const GEMM_E4M3_F16: GemmKind<e4m3, f16> = GemmKind::new(
+    "gemm_e4m3_f16",
+    GemmPrecision::E4m3,
+    MatrixLayout::ColMajor,
+    || vec![gemm_wgmma_e4m3_f16::def()],
+    || wgmma_defaults(gemm_wgmma_e4m3_f16::def(), 4),
+);
+
+/// e4m3 A and B, f32 C (kernel [`gemm_wgmma_e4m3_f32`]); see [`GEMM_F16_F32`].
+pub const GEMM_E4M3_F32: GemmKind<e4m3, f32> = GemmKind::new(
+    "gemm_e4m3_f32",
+    GemmPrecision::E4m3,
+    MatrixLayout::ColMajor,
+    || vec![gemm_wgmma_e4m3_f32::def()],
+    || wgmma_defaults(gemm_wgmma_e4m3_f32::def(), 4),
+);
+
+/// e5m2 A and B, f16 C (kernel [`gemm_wgmma_e5m2_f16`]); see [`GEMM_F16_F32`].
+pub const GEMM_E5M2_F16: GemmKind<e5m2, f16> = GemmKind::new(
+    "gemm_e5m2_f16",
+    GemmPrecision::E5m2,
+    MatrixLayout::ColMajor,
+    || vec![gemm_wgmma_e5m2_f16::def()],
+    || wgmma_defaults(gemm_wgmma_e5m2_f16::def(), 4),
+);
+
+/// e5m2 A and B, f32 C (kernel [`gemm_wgmma_e5m2_f32`]); see [`GEMM_F16_F32`].
+pub const GEMM_E5M2_F32: GemmKind<e5m2, f32> = GemmKind::new(
+    "gemm_e5m2_f32",
+    GemmPrecision::E5m2,
+    MatrixLayout::ColMajor,
+    || vec![gemm_wgmma_e5m2_f32::def()],
+    || wgmma_defaults(gemm_wgmma_e5m2_f32::def(), 4),
 );
 
 /// The 2:4 sparse f16 GEMM [`gemm_sparse_f16`] (A sparse and compressed,
@@ -908,7 +971,7 @@ impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmKind<I, O, A> {
             "{input}.{}*{input}.{}->{}.{}{bias}{activation}",
             A::key_name(problem.a_layout),
             layout_name(problem.b_layout),
-            self.precision.output().name(),
+            O::SCALAR.name(),
             layout_name(problem.c_layout),
         )
     }
@@ -953,20 +1016,19 @@ impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmKind<I, O, A> {
     pub fn allowed_error(&self, k: u32, activation: Activation, magnitude: f64, value: f64) -> f64 {
         const TF32_UNIT: f64 = 1.0 / 1024.0;
         const GELU_EVALUATION: f64 = 1.0 / 1024.0;
-        let (unit, input, output_unit, output_subnormal) = match self.precision {
+        let (unit, input) = match self.precision {
             GemmPrecision::I8 => return 0.0,
-            GemmPrecision::F32 => (2f64.powi(-24), 0.0, 2f64.powi(-24), 2f64.powi(-149)),
-            GemmPrecision::Tf32 => (
-                2f64.powi(-23),
-                2.0 * TF32_UNIT + TF32_UNIT * TF32_UNIT,
-                2f64.powi(-24),
-                2f64.powi(-149),
-            ),
-            GemmPrecision::F16 => (2f64.powi(-23), 0.0, 2f64.powi(-11), 2f64.powi(-24)),
-            GemmPrecision::Bf16 => (2f64.powi(-23), 0.0, 2f64.powi(-8), 2f64.powi(-133)),
-            GemmPrecision::E4m3 | GemmPrecision::E5m2 => {
-                (2f64.powi(-13), 0.0, 2f64.powi(-8), 2f64.powi(-133))
-            }
+            GemmPrecision::F32 => (2f64.powi(-24), 0.0),
+            GemmPrecision::Tf32 => (2f64.powi(-23), 2.0 * TF32_UNIT + TF32_UNIT * TF32_UNIT),
+            GemmPrecision::F16 | GemmPrecision::Bf16 => (2f64.powi(-23), 0.0),
+            GemmPrecision::E4m3 | GemmPrecision::E5m2 => (2f64.powi(-13), 0.0),
+        };
+        // The output's rounding: C's type, which a kind may have wider than
+        // its precision's (f16 products into f32 C).
+        let (output_unit, output_subnormal) = match O::SCALAR {
+            warpforge::Scalar::F16 => (2f64.powi(-11), 2f64.powi(-24)),
+            warpforge::Scalar::Bf16 => (2f64.powi(-8), 2f64.powi(-133)),
+            _ => (2f64.powi(-24), 2f64.powi(-149)),
         };
         let n = f64::from(k) + 3.0;
         let gamma = n * unit / (1.0 - n * unit);
@@ -1786,3 +1848,44 @@ pub static TUNE_JOBS: &[TuneJob] = &[
     gemm_job!(SPARSE_GEMM_F16),
     gemm_job!(SPARSE_GEMM_BF16),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kind_s_key_and_tolerance_follow_its_output_type() {
+        let f16_c = GemmProblem::new((64, 64, 64), 1.0f32, 0.0);
+        let key = |call: GemmCall| call.call().dtypes.to_string();
+        assert_eq!(
+            key(GEMM_F16.call(&f16_c, false).unwrap()),
+            "f16.row*f16.col->f16.row"
+        );
+        assert_eq!(
+            key(GEMM_F16_F32.call(&f16_c, false).unwrap()),
+            "f16.row*f16.col->f32.row"
+        );
+        assert_eq!(
+            key(GEMM_E4M3_F16.call(&f16_c, false).unwrap()),
+            "e4m3.row*e4m3.col->f16.row"
+        );
+        assert_eq!(
+            key(GEMM_E5M2.call(&f16_c, false).unwrap()),
+            "e5m2.row*e5m2.col->bf16.row"
+        );
+        // The same sums, without C's rounding to 16 bits: a tighter bound,
+        // by f16's half unit (2^-11) of the value.
+        let (k, magnitude, value) = (64, 10.0, 4.0);
+        let f16 = GEMM_F16.allowed_error(k, Activation::Identity, magnitude, value);
+        let f32 = GEMM_F16_F32.allowed_error(k, Activation::Identity, magnitude, value);
+        assert!(f32 < f16, "{f32} < {f16}");
+        assert!(
+            (f16 - f32 - value * 2f64.powi(-11)).abs() < 1e-6,
+            "{f16} - {f32}"
+        );
+        // fp8 sums into f16 C: f16's rounding, not bf16's.
+        let bf16_c = GEMM_E4M3.allowed_error(k, Activation::Identity, magnitude, value);
+        let f16_c = GEMM_E4M3_F16.allowed_error(k, Activation::Identity, magnitude, value);
+        assert!(f16_c < bf16_c, "{f16_c} < {bf16_c}");
+    }
+}
