@@ -7,6 +7,7 @@
 
 use warpforge::{
     BufferRef, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, MatrixLayout, Runtime,
+    Scalar,
 };
 use warpforge_kernels::gemm_problem::{GemmProblem, GemmVariant, VariantLayouts, VariantTakes};
 use warpforge_kernels::{gemm, gemm_tc, gemm_wgmma, gemm_wmma, reduce, simple, softmax, stream};
@@ -304,10 +305,12 @@ impl GemmCase {
         )
     }
 
-    /// The error bound of this case's outputs for a GEMM of `precision`.
-    pub fn tolerance(&self, precision: GemmPrecision, k: usize) -> GemmTolerance {
+    /// The error bound of this case's outputs for a GEMM of `precision`
+    /// with C of type `output`.
+    pub fn tolerance(&self, precision: GemmPrecision, output: Scalar, k: usize) -> GemmTolerance {
         GemmTolerance {
             precision,
+            output,
             k,
             activation: self.activation,
         }
@@ -457,12 +460,8 @@ impl CheckedGemm for gemm_wgmma::gemm_wgmma_e5m2::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::E5m2;
 }
 
-// The families with another output than their precision's are checked
-// within its bound. With f32 C from 16-bit operands it also allows for
-// rounding C to 16 bits, which f32 C does not need. For fp8 with f16 C,
-// bf16's output unit (2^-8) covers f16's (2^-11); near zero, where f16
-// steps by 6e-8, the fp8 sums' own allowance (2^-13 of the magnitude per
-// product) is larger by orders of magnitude.
+// The families with another C than their precision's: the bound takes C's
+// rounding from its type (`GemmTolerance::output`).
 impl CheckedGemm for gemm_wgmma::gemm_wgmma_f16_f32::Consts {
     const PRECISION: GemmPrecision = GemmPrecision::F16;
 }
@@ -617,7 +616,7 @@ pub fn check_gemm<V: CheckedGemm>(
                     Ok(widen_out(&rt.download(&dc)?))
                 };
                 let refusal = expected_refusal(&variant.takes(), &problem, true);
-                let tolerance = case.tolerance(V::PRECISION, k);
+                let tolerance = case.tolerance(V::PRECISION, V::Out::SCALAR, k);
                 judge_gemm(
                     report,
                     &what,

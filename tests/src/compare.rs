@@ -4,7 +4,7 @@ use std::fmt;
 
 use rayon::prelude::*;
 
-use warpforge::GemmPrecision;
+use warpforge::{GemmPrecision, Scalar};
 
 use crate::reference::{Activation, GemmReference};
 
@@ -127,6 +127,9 @@ impl Deviation {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GemmTolerance {
     pub precision: GemmPrecision,
+    /// C's type, whose rounding the bound allows for: the precision's
+    /// (`GemmPrecision::output`), or a wider one (f16 products into f32 C).
+    pub output: Scalar,
     /// The length of each dot product.
     pub k: usize,
     pub activation: Activation,
@@ -136,22 +139,18 @@ impl GemmTolerance {
     /// The allowed `|computed - reference|` for an element with reference
     /// value `value` (after the activation) and `magnitude` (before it).
     pub fn allowed_error(&self, magnitude: f64, value: f64) -> f64 {
-        let (accumulation_unit, input_rounding, output_unit, output_subnormal) =
-            match self.precision {
-                GemmPrecision::I8 => return 0.0,
-                GemmPrecision::F32 => (EPS_F32 / 2.0, 0.0, EPS_F32 / 2.0, F32_MIN_SUBNORMAL),
-                GemmPrecision::Tf32 => (
-                    EPS_F32,
-                    2.0 * TF32_UNIT + TF32_UNIT * TF32_UNIT,
-                    EPS_F32 / 2.0,
-                    F32_MIN_SUBNORMAL,
-                ),
-                GemmPrecision::F16 => (EPS_F32, 0.0, EPS_F16 / 2.0, F16_MIN_SUBNORMAL),
-                GemmPrecision::Bf16 => (EPS_F32, 0.0, EPS_BF16 / 2.0, BF16_MIN_SUBNORMAL),
-                GemmPrecision::E4m3 | GemmPrecision::E5m2 => {
-                    (FP8_MMA_UNIT, 0.0, EPS_BF16 / 2.0, BF16_MIN_SUBNORMAL)
-                }
-            };
+        let (accumulation_unit, input_rounding) = match self.precision {
+            GemmPrecision::I8 => return 0.0,
+            GemmPrecision::F32 => (EPS_F32 / 2.0, 0.0),
+            GemmPrecision::Tf32 => (EPS_F32, 2.0 * TF32_UNIT + TF32_UNIT * TF32_UNIT),
+            GemmPrecision::F16 | GemmPrecision::Bf16 => (EPS_F32, 0.0),
+            GemmPrecision::E4m3 | GemmPrecision::E5m2 => (FP8_MMA_UNIT, 0.0),
+        };
+        let (output_unit, output_subnormal) = match self.output {
+            Scalar::F16 => (EPS_F16 / 2.0, F16_MIN_SUBNORMAL),
+            Scalar::Bf16 => (EPS_BF16 / 2.0, BF16_MIN_SUBNORMAL),
+            _ => (EPS_F32 / 2.0, F32_MIN_SUBNORMAL),
+        };
         let roundings = (self.k + 3) as f64;
         let nu = roundings * accumulation_unit;
         let gamma = nu / (1.0 - nu);
@@ -308,6 +307,7 @@ mod tests {
     fn tolerance(precision: GemmPrecision, k: usize) -> GemmTolerance {
         GemmTolerance {
             precision,
+            output: precision.output(),
             k,
             activation: Activation::Identity,
         }
@@ -559,10 +559,31 @@ mod tests {
     }
 
     #[test]
+    fn c_s_type_sets_the_rounding_allowed() {
+        let at = |output| {
+            GemmTolerance {
+                precision: GemmPrecision::F16,
+                output,
+                k: 64,
+                activation: Activation::Identity,
+            }
+            .allowed_error(10.0, 4.0)
+        };
+        // f16 products into f32 C: no rounding to f16's 2^-11 of the value.
+        let (f16, f32) = (at(Scalar::F16), at(Scalar::F32));
+        assert!(f32 < f16, "{f32} < {f16}");
+        assert!(
+            (f16 - f32 - 4.0 * (EPS_F16 - EPS_F32) / 2.0).abs() < 1e-6,
+            "{f16} {f32}"
+        );
+    }
+
+    #[test]
     fn activations_widen_the_bound() {
         let at = |activation| {
             GemmTolerance {
                 precision: GemmPrecision::Bf16,
+                output: Scalar::Bf16,
                 k: 256,
                 activation,
             }
@@ -587,6 +608,7 @@ mod tests {
         };
         let bound = GemmTolerance {
             precision: GemmPrecision::F32,
+            output: Scalar::F32,
             k,
             activation: Activation::GeluTanh,
         };

@@ -569,7 +569,7 @@ pub fn check_gemm_sparse<V: CheckedSparseGemm>(
                         run.run(rt, &problem, &a, b, &mut dc, bias)?;
                         Ok(widen(&rt.download(&dc)?))
                     };
-                    let tolerance = case.tolerance(precision, k);
+                    let tolerance = case.tolerance(precision, precision.output(), k);
                     let refusal = run.refusal(&problem);
                     judge_gemm(
                         report,

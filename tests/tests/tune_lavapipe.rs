@@ -795,6 +795,7 @@ fn run_whole_problem(
     let out = wide(&rt.download(&dc).unwrap());
     let tolerance = warpforge_tests::compare::GemmTolerance {
         precision: GemmPrecision::F32,
+        output: warpforge::Scalar::F32,
         k: problem.k as usize,
         activation: problem.activation,
     };
