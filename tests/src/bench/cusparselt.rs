@@ -321,12 +321,15 @@ impl SparseGemm {
                 )
             })?;
         }
+        // The search may pick a kernel (a split k, say) whose workspace
+        // differs: it runs without one, as NVIDIA's sample does, and the
+        // workspace is sized for its choice.
+        gemm.launch(rt, b, c, true)?;
         let mut workspace = 0usize;
         api.check("workspace size", unsafe {
             (api.workspace)(handle, &*gemm.plan, &mut workspace)
         })?;
         gemm.workspace = stream.alloc_zeros(workspace.max(1)).map_err(device_error)?;
-        gemm.launch(rt, b, c, true)?;
         Ok(gemm)
     }
 
@@ -346,7 +349,9 @@ impl SparseGemm {
         let (a_ptr, _a) = self.compressed.device_ptr(stream);
         let (b_ptr, _b) = b.device_ptr(stream);
         let (c_ptr, _c) = c.device_ptr_mut(stream);
-        let (workspace_ptr, _w) = self.workspace.device_ptr_mut(stream);
+        let (workspace, _w) = self.workspace.device_ptr_mut(stream);
+        // The search runs without a workspace (see `new`).
+        let workspace_ptr = if search { 0 } else { workspace };
         let mut streams = [stream.cu_stream() as Stream];
         let handle: Ptr = &*self.handle;
         // SAFETY: as in `new`; C is also D (beta is 0, C is only written).
