@@ -213,12 +213,14 @@ impl SparseGemm {
             ready: Setup::Nothing,
         };
         let api = gemm.api;
-        let handle: Ptr = &*gemm.handle;
         // SAFETY (every call below): the pointers are to this struct's boxed
         // structures, which live as long as it, or to device memory of the
         // sizes the calls are told, alive for the call.
         api.check("init", unsafe { (api.init)(&mut *gemm.handle) })?;
         gemm.ready = Setup::Handle;
+        // Taken after `init` wrote the handle, and again after `launch`
+        // borrows the whole struct.
+        let handle: Ptr = &*gemm.handle;
         let mut version = 0;
         api.check("version", unsafe {
             (api.get_version)(handle, &mut version)
@@ -327,7 +329,7 @@ impl SparseGemm {
         gemm.launch(rt, b, c, true)?;
         let mut workspace = 0usize;
         api.check("workspace size", unsafe {
-            (api.workspace)(handle, &*gemm.plan, &mut workspace)
+            (api.workspace)(&*gemm.handle, &*gemm.plan, &mut workspace)
         })?;
         gemm.workspace = stream.alloc_zeros(workspace.max(1)).map_err(device_error)?;
         Ok(gemm)

@@ -826,6 +826,17 @@ impl std::fmt::Display for NothingRuns {
 
 impl std::error::Error for NothingRuns {}
 
+impl NothingRuns {
+    /// The case's contenders were all `absent`: each one's reason.
+    fn all_absent(absent: &[Absent]) -> NothingRuns {
+        let reasons: Vec<String> = absent
+            .iter()
+            .map(|a| format!("{}: {}", a.name, a.why))
+            .collect();
+        NothingRuns(reasons.join("; "))
+    }
+}
+
 /// Prints one case's rows as it finishes (the whole table comes at the end).
 /// Samples whose enqueueing outlasted the spacer and the sample (the GPU
 /// waited for the host) are counted under the rows, per contender.
@@ -1153,11 +1164,7 @@ impl Bench<'_> {
             }
         }
         if contenders.is_empty() {
-            let reasons: Vec<String> = absent
-                .iter()
-                .map(|a| format!("{}: {}", a.name, a.why))
-                .collect();
-            return Err(NothingRuns(reasons.join("; ")).into());
+            return Err(NothingRuns::all_absent(&absent).into());
         }
         // Each warpforge contender's C against cuBLAS's, before timing.
         let theirs = rt.download(&reference.borrow())?;
@@ -1283,33 +1290,22 @@ impl Bench<'_> {
     /// ratio is the most a 2:4 GEMM can gain. Independent MMAs back to back
     /// on every SM.
     fn mma_rates(&mut self, dtype: Dtype) -> BenchResult<Case> {
+        match dtype {
+            Dtype::F16 => self.mma_rates_of::<F16>(),
+            Dtype::Bf16 => self.mma_rates_of::<Bf16>(),
+            Dtype::Tf32 => self.mma_rates_of::<Tf32>(),
+            Dtype::S8 => self.mma_rates_of::<S8>(),
+            Dtype::E4m3 => self.mma_rates_of::<E4m3>(),
+        }
+    }
+
+    fn mma_rates_of<D: GemmDtype>(&mut self) -> BenchResult<Case> {
         let rt = self.rt;
         let blocks = rt.device().sm_count * 4;
         let iters = 4096u32;
-        let (name, bytes, mut candidates) = match dtype {
-            Dtype::F16 => (
-                F16::NAME,
-                2,
-                F16::rates(rt, &mut self.inputs, blocks, iters)?,
-            ),
-            Dtype::Bf16 => (
-                Bf16::NAME,
-                2,
-                Bf16::rates(rt, &mut self.inputs, blocks, iters)?,
-            ),
-            Dtype::Tf32 => (
-                Tf32::NAME,
-                4,
-                Tf32::rates(rt, &mut self.inputs, blocks, iters)?,
-            ),
-            Dtype::S8 => (S8::NAME, 1, S8::rates(rt, &mut self.inputs, blocks, iters)?),
-            Dtype::E4m3 => (
-                E4m3::NAME,
-                1,
-                E4m3::rates(rt, &mut self.inputs, blocks, iters)?,
-            ),
-        };
-        if dtype == Dtype::F16 {
+        let bytes = D::In::SCALAR.size_bytes();
+        let mut candidates = D::rates(rt, &mut self.inputs, blocks, iters)?;
+        if D::PRECISION == GemmPrecision::F16 {
             let words = Rc::new(rt.upload(&sparse_rate_words(&mut self.inputs))?);
             let grid = Grid::blocks([blocks, 1, 1]);
             for ordered in [false, true] {
@@ -1353,15 +1349,11 @@ impl Bench<'_> {
             }
         }
         if contenders.is_empty() {
-            let why: Vec<String> = absent
-                .iter()
-                .map(|a| format!("{}: {}", a.name, a.why))
-                .collect();
-            return Err(NothingRuns(why.join("; ")).into());
+            return Err(NothingRuns::all_absent(&absent).into());
         }
         Ok(self.case(
             "mma",
-            name,
+            D::NAME,
             "register-bound loops".to_string(),
             None,
             (rate_work(blocks, iters, bytes), WorkUnit::Operations),
