@@ -65,11 +65,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use warpforge::__private::KernelDef;
 use warpforge::tune::{
-    Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket, TuneJob, Workload,
+    check_candidate, Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket,
+    TuneJob, Workload,
 };
 use warpforge::{
-    bf16, e4m3, e5m2, f16, ArgInfo, BufferMut, BufferRef, DeviceBuffer, DeviceScalar, Error,
-    GemmPrecision, KernelArg, MatrixLayout, Runtime,
+    bf16, e4m3, e5m2, f16, ArgInfo, BufferMut, BufferRef, DeviceBuffer, DeviceInfo, DeviceScalar,
+    Error, GemmPrecision, KernelArg, MatrixLayout, Runtime,
 };
 
 use crate::gemm::{gemm_f32, DEFAULT_F32};
@@ -937,6 +938,36 @@ impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmKind<I, O, A> {
         })
     }
 
+    /// Why no variant of the kind takes `problem` (with a bias when
+    /// `with_bias`) on `device`, or `None` when one does: the call's refusal,
+    /// or the first candidate's (an fp8 GEMM off Hopper, or with k not a
+    /// multiple of 16). `Err` only when the kind's family cannot be built.
+    pub fn unrunnable(
+        &self,
+        problem: &GemmProblem<O::Scale>,
+        with_bias: bool,
+        device: &DeviceInfo,
+    ) -> Result<Option<String>, Error> {
+        let call = match self.call(problem, with_bias) {
+            Ok(call) => call,
+            Err(refusal) => return Ok(Some(refusal.to_string())),
+        };
+        let (family, call) = (self.family()?, call.call());
+        if family.heuristic(&call, device).is_some() {
+            return Ok(None);
+        }
+        let first = &family.candidates()[0];
+        let why = check_candidate(first, &call, device)
+            .err()
+            .map_or_else(String::new, |(rule, reason)| {
+                format!(" (e.g. `{}`, {rule}: {reason})", first.name())
+            });
+        Ok(Some(format!(
+            "no variant of `{}` takes this problem on {}{why}",
+            self.name, device.name
+        )))
+    }
+
     /// An `Err` for what no kernel of a kind computes: GELU needs a float
     /// output, and a sparse A has its own needs ([`OperandA::refuse`]).
     fn refuse_uncomputable(&self, problem: &GemmProblem<O::Scale>) -> Result<(), Error> {
@@ -1754,29 +1785,32 @@ impl GemmForm {
 }
 
 /// The [`TuneJob`] of one stock GEMM family: named as the family, at
-/// [`JOB_SHAPES`], on [`TunedGemm::run`]'s problem; or named `name`, at
-/// `shapes`, on the problems of a [`GemmForm`].
+/// `shapes` ([`JOB_SHAPES`] by default), on [`TunedGemm::run`]'s problem; or
+/// named `name`, at `shapes`, on the problems of a [`GemmForm`]. It skips
+/// the shapes where no variant of the family runs on the device
+/// ([`GemmKind::unrunnable`]).
 macro_rules! gemm_job {
     ($kind:ident) => {
-        gemm_job!($kind.name, $kind, JOB_SHAPES, GemmForm::PLAIN)
+        gemm_job!($kind, JOB_SHAPES)
+    };
+    ($kind:ident, $shapes:expr) => {
+        gemm_job!($kind.name, $kind, $shapes, GemmForm::PLAIN)
     };
     ($name:expr, $kind:ident, $shapes:expr, $form:expr) => {
         TuneJob {
             name: $name,
             shapes: $shapes,
             run: |rt, shape| run_gemm_job(rt, &$kind, shape, $form),
+            skip: |rt, shape| {
+                let problem = $form.problem(&$kind, gemm_dims(shape)?);
+                $kind.unrunnable(&problem, $form.bias, rt.device())
+            },
         }
     };
 }
 
-/// One tuned call of `kind` at `shape` (m, n, k) on random inputs, on the
-/// problem of `form`.
-fn run_gemm_job<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
-    rt: &Runtime,
-    kind: &'static GemmKind<I, O, A>,
-    shape: &[u64],
-    form: GemmForm,
-) -> Result<(), Error> {
+/// A GEMM job's shape as m, n and k.
+fn gemm_dims(shape: &[u64]) -> Result<(u32, u32, u32), Error> {
     let dims = match shape {
         &[m, n, k] => (u32::try_from(m), u32::try_from(n), u32::try_from(k)),
         _ => {
@@ -1791,12 +1825,23 @@ fn run_gemm_job<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
             "the GEMM shape {shape:?} does not fit u32 sizes"
         )));
     };
-    let problem = form.problem(kind, (m, n, k));
+    Ok((m, n, k))
+}
+
+/// One tuned call of `kind` at `shape` (m, n, k) on random inputs, on the
+/// problem of `form`.
+fn run_gemm_job<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
+    rt: &Runtime,
+    kind: &'static GemmKind<I, O, A>,
+    shape: &[u64],
+    form: GemmForm,
+) -> Result<(), Error> {
+    let problem = form.problem(kind, gemm_dims(shape)?);
     let mut rng = StdRng::seed_from_u64(TUNE_NOW_SEED);
     let a: Vec<I> = (0..problem.a_len()).map(|_| I::random(&mut rng)).collect();
     let a = A::upload(rt, &A::host(&problem, a)?)?;
     let b: Vec<I> = (0..problem.b_len()).map(|_| I::random(&mut rng)).collect();
-    let bias: Vec<O> = (0..n).map(|_| O::random(&mut rng)).collect();
+    let bias: Vec<O> = (0..problem.n).map(|_| O::random(&mut rng)).collect();
     let (b, bias) = (rt.upload(&b)?, rt.upload(&bias)?);
     let mut c = rt.alloc_zeroed::<O>(problem.c_len() as usize)?;
     let bias = form.bias.then(|| BufferRef::from(&bias));
@@ -1813,6 +1858,15 @@ const JOB_SHAPES: &[&[u64]] = &[
     &[2048, 2048, 1020],
 ];
 
+/// The shapes the Hopper-only GEMM jobs tune for: [`JOB_SHAPES`] with the
+/// ragged ones' k a multiple of 16, as the fp8 kernels need.
+const WGMMA_JOB_SHAPES: &[&[u64]] = &[
+    &[4096, 4096, 4096],
+    &[8192, 8192, 8192],
+    &[3001, 2999, 1008],
+    &[2048, 2048, 1024],
+];
+
 /// The shapes of the whole-problem jobs: a square and a ragged one.
 const FORM_SHAPES: &[&[u64]] = &[&[4096, 4096, 4096], &[3001, 2999, 1000]];
 
@@ -1825,7 +1879,8 @@ const BATCHED_SHAPES: &[&[u64]] = &[&[1024, 1024, 1024], &[1000, 999, 1000]];
 /// (m, n, k) on random inputs. The families' own jobs tune
 /// [`TunedGemm::run`]'s problem; the `gemm_f16_..` ones the whole problems
 /// of [`GemmForm::NN_BIAS_RELU`], [`GemmForm::BATCHED`] and
-/// [`GemmForm::COL_C`].
+/// [`GemmForm::COL_C`]. The Hopper-only families (fp8, f32 C from 16-bit
+/// products) are skipped on other GPUs.
 pub static TUNE_JOBS: &[TuneJob] = &[
     gemm_job!(GEMM_F32),
     gemm_job!(GEMM_F16),
@@ -1847,11 +1902,43 @@ pub static TUNE_JOBS: &[TuneJob] = &[
     gemm_job!("gemm_f16_col_c", GEMM_F16, FORM_SHAPES, GemmForm::COL_C),
     gemm_job!(SPARSE_GEMM_F16),
     gemm_job!(SPARSE_GEMM_BF16),
+    gemm_job!(GEMM_E4M3, WGMMA_JOB_SHAPES),
+    gemm_job!(GEMM_E5M2, WGMMA_JOB_SHAPES),
+    gemm_job!(GEMM_F16_F32, WGMMA_JOB_SHAPES),
+    gemm_job!(GEMM_BF16_F32, WGMMA_JOB_SHAPES),
+    gemm_job!(GEMM_E4M3_F16, WGMMA_JOB_SHAPES),
+    gemm_job!(GEMM_E4M3_F32, WGMMA_JOB_SHAPES),
+    gemm_job!(GEMM_E5M2_F16, WGMMA_JOB_SHAPES),
+    gemm_job!(GEMM_E5M2_F32, WGMMA_JOB_SHAPES),
 ];
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_hopper_only_jobs_skip_other_gpus_and_the_others_run() {
+        // The interpreter runs PTX up to sm_80, as an Ampere GPU would.
+        let rt = Runtime::interpreter();
+        for job in TUNE_JOBS {
+            for shape in job.shapes {
+                let skipped = (job.skip)(&rt, shape).unwrap();
+                let hopper_only = job.name.starts_with("gemm_e")
+                    || job.name == "gemm_f16_f32"
+                    || job.name == "gemm_bf16_f32";
+                match skipped {
+                    Some(why) if hopper_only => {
+                        assert!(why.contains("sm_90a"), "{}: {why}", job.name)
+                    }
+                    None if !hopper_only => {}
+                    other => panic!("{} {shape:?}: skip says {other:?}", job.name),
+                }
+            }
+        }
+        // Every Hopper-only shape keeps k a multiple of 16, so that on Hopper
+        // each runs.
+        assert!(WGMMA_JOB_SHAPES.iter().all(|shape| shape[2] % 16 == 0));
+    }
 
     #[test]
     fn a_kind_s_key_and_tolerance_follow_its_output_type() {

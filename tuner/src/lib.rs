@@ -106,7 +106,7 @@ fn parse_shape(text: &str) -> Result<Vec<u64>, String> {
 
 /// The whole CLI: parses `xtask tune [OPTIONS]` from the command line, runs
 /// the jobs of every list in `jobs`, and returns the exit status (0 passed,
-/// 1 failed, [`NOT_RUN`] with no device).
+/// 1 failed, [`NOT_RUN`] with no device or when every call was skipped).
 pub fn main(jobs: &[&[TuneJob]]) -> ExitCode {
     let Command::Tune(args) = Cli::parse().command;
     let rt = match Runtime::new() {
@@ -117,6 +117,13 @@ pub fn main(jobs: &[&[TuneJob]]) -> ExitCode {
         }
     };
     match run(&rt, &args, jobs) {
+        Ok(report) if report.calls.iter().all(|call| call.skipped.is_some()) => {
+            println!(
+                "TUNE NOT RUN: no job runs on {} (every call was skipped)",
+                report.device
+            );
+            ExitCode::from(NOT_RUN)
+        }
         Ok(report) if report.passed => ExitCode::SUCCESS,
         Ok(_) => ExitCode::FAILURE,
         Err(e) => {
@@ -161,6 +168,9 @@ pub struct JobCall {
     pub resolutions: BTreeMap<String, Resolutions>,
     /// The job's error, when it failed.
     pub error: Option<String>,
+    /// Why the job did not run at this shape on this device (its
+    /// [`TuneJob::skip`]), when it did not: neither passed nor failed.
+    pub skipped: Option<String>,
 }
 
 /// How one family's calls of a job were resolved.
@@ -334,9 +344,14 @@ pub fn run(rt: &Runtime, args: &TuneArgs, jobs: &[&[TuneJob]]) -> Result<RunRepo
         }
     }
     println!(
-        "\n{}: {} call(s), {} failure(s); report: {}",
+        "\n{}: {} call(s), {} skipped on this device, {} failure(s); report: {}",
         if report.passed { "PASSED" } else { "FAILED" },
         report.calls.len(),
+        report
+            .calls
+            .iter()
+            .filter(|call| call.skipped.is_some())
+            .count(),
         failed.len(),
         args.report.display()
     );
@@ -357,8 +372,23 @@ fn shapes_of(job: &TuneJob, overrides: &[Vec<u64>]) -> Vec<Vec<u64>> {
         .collect()
 }
 
-/// Runs one job at one shape and gathers what the runtime's dispatchers did.
+/// Runs one job at one shape, unless its `skip` says why it cannot, and
+/// gathers what the runtime's dispatchers did.
 fn run_job(rt: &Runtime, job: &TuneJob, shape: &[u64]) -> JobCall {
+    let not_run = |error: Option<String>, skipped: Option<String>| JobCall {
+        job: job.name.to_string(),
+        shape: shape.to_vec(),
+        seconds: 0.0,
+        tunings: Vec::new(),
+        resolutions: BTreeMap::new(),
+        error,
+        skipped,
+    };
+    match (job.skip)(rt, shape) {
+        Ok(None) => {}
+        Ok(Some(why)) => return not_run(None, Some(why)),
+        Err(e) => return not_run(Some(e.to_string()), None),
+    }
     let before: BTreeMap<&str, DispatchStats> = rt
         .tuned_dispatchers()
         .into_iter()
@@ -413,12 +443,16 @@ fn run_job(rt: &Runtime, job: &TuneJob, shape: &[u64]) -> JobCall {
         tunings,
         resolutions,
         error: result.err().map(|e| e.to_string()),
+        skipped: None,
     }
 }
 
 fn summary(call: &JobCall, dispatch: bool) -> String {
     if let Some(e) = &call.error {
         return format!("FAILED: {e}");
+    }
+    if let Some(why) = &call.skipped {
+        return format!("skipped: {why}");
     }
     if dispatch {
         let missed = call.resolutions.values().any(Resolutions::missed);
@@ -548,11 +582,32 @@ mod tests {
     }
 
     #[test]
+    fn a_skipped_call_is_neither_run_nor_failed() {
+        let rt = Runtime::interpreter();
+        let job = TuneJob {
+            name: "j",
+            shapes: &[&[1]],
+            run: |_, _| Err(Error::Tune("the job ran".into())),
+            skip: |_, shape| Ok((shape[0] == 1).then(|| "not on this device".into())),
+        };
+        let call = run_job(&rt, &job, &[1]);
+        assert_eq!(call.skipped.as_deref(), Some("not on this device"));
+        assert_eq!(call.error, None);
+        assert_eq!(summary(&call, false), "skipped: not on this device");
+        let call = run_job(&rt, &job, &[2]);
+        assert_eq!(
+            (call.skipped, call.error.as_deref()),
+            (None, Some("the job ran"))
+        );
+    }
+
+    #[test]
     fn overrides_apply_to_jobs_of_their_arity() {
         let job = TuneJob {
             name: "j",
             shapes: &[&[1, 2]],
             run: |_, _| Ok(()),
+            skip: TuneJob::RUNS_ANYWHERE,
         };
         assert_eq!(shapes_of(&job, &[]), vec![vec![1, 2]]);
         let overrides = vec![vec![8], vec![16, 32], vec![64, 64]];

@@ -169,6 +169,7 @@ pub static TUNE_JOBS: &[TuneJob] = &[
                 ))),
             }
         },
+        skip: TuneJob::RUNS_ANYWHERE,
     },
     TuneJob {
         name: "row_sums",
@@ -195,6 +196,7 @@ pub static TUNE_JOBS: &[TuneJob] = &[
             }
             Ok(())
         },
+        skip: TuneJob::RUNS_ANYWHERE,
     },
 ];
 

@@ -21,4 +21,15 @@ pub struct TuneJob {
     pub shapes: &'static [&'static [u64]],
     /// Makes the job's calls at one shape on the runtime.
     pub run: fn(&Runtime, &[u64]) -> Result<(), Error>,
+    /// Why the job cannot run at one shape on the runtime's device (its
+    /// kernels target no arch the device runs, or none takes that shape),
+    /// or `None`: the CLI then lists that call as skipped, neither passed
+    /// nor failed. [`TuneJob::RUNS_ANYWHERE`] for a job that always runs.
+    pub skip: fn(&Runtime, &[u64]) -> Result<Option<String>, Error>,
+}
+
+impl TuneJob {
+    /// The `skip` of a job whose calls run on every device and shape.
+    pub const RUNS_ANYWHERE: fn(&Runtime, &[u64]) -> Result<Option<String>, Error> =
+        |_, _| Ok(None);
 }

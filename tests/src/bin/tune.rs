@@ -22,7 +22,9 @@ use serde::Serialize;
 use warpforge::tune::{default_dir, GpuModel, TuneDb};
 use warpforge::{Error, Runtime};
 use warpforge_kernels::tuned::{
-    GemmForm, GEMM_BF16, GEMM_F16, GEMM_F32, GEMM_S8, GEMM_TF32, SPARSE_GEMM_BF16, SPARSE_GEMM_F16,
+    GemmForm, GEMM_BF16, GEMM_BF16_F32, GEMM_E4M3, GEMM_E4M3_F16, GEMM_E4M3_F32, GEMM_E5M2,
+    GEMM_E5M2_F16, GEMM_E5M2_F32, GEMM_F16, GEMM_F16_F32, GEMM_F32, GEMM_S8, GEMM_TF32,
+    SPARSE_GEMM_BF16, SPARSE_GEMM_F16,
 };
 use warpforge_tests::run_seed;
 use warpforge_tests::tuning::{
@@ -32,8 +34,9 @@ use warpforge_tests::tuning::{
 
 /// Exit status when no GPU could be used: distinct from pass (0) and fail (1).
 const NOT_RUN: u8 = 2;
-/// The stock GEMM families, in the order they are tuned.
-const FAMILIES: [&str; 7] = [
+/// The stock GEMM families, in the order they are tuned; the Hopper-only
+/// ones (fp8, and f32 C from 16-bit products) last, skipped on other GPUs.
+const FAMILIES: [&str; 15] = [
     "gemm_f32",
     "gemm_f16",
     "gemm_bf16",
@@ -41,6 +44,14 @@ const FAMILIES: [&str; 7] = [
     "gemm_s8",
     "gemm_sparse_f16",
     "gemm_sparse_bf16",
+    "gemm_e4m3",
+    "gemm_e5m2",
+    "gemm_f16_f32",
+    "gemm_bf16_f32",
+    "gemm_e4m3_f16",
+    "gemm_e4m3_f32",
+    "gemm_e5m2_f16",
+    "gemm_e5m2_f32",
 ];
 /// The problem forms `--forms` takes: the names of `GemmForm::ALL`.
 const FORMS: [&str; 4] = [
@@ -59,7 +70,9 @@ struct Args {
     /// Shapes as MxNxK, comma-separated [default: 4096x4096x4096,8192x8192x8192,3001x2999x1000,2048x2048x1020]
     #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
     shapes: Vec<(u32, u32, u32)>,
-    /// Families to tune, comma-separated [default: gemm_f32,gemm_f16,gemm_bf16,gemm_tf32,gemm_s8,gemm_sparse_f16,gemm_sparse_bf16]
+    /// Families to tune, comma-separated; a family is skipped at a shape where no variant of it
+    /// runs on this GPU (the fp8 and f32-output families run on compute capability 9.0 only,
+    /// with k a multiple of 16 or 8) [default: every family]
     #[arg(long, value_delimiter = ',', value_parser = clap::builder::PossibleValuesParser::new(FAMILIES))]
     families: Vec<String>,
     /// Problem forms, comma-separated: plain (one GEMM, A and C row-major, B in the family's
@@ -100,7 +113,8 @@ struct RunReport {
     overhead: Option<Overhead>,
     /// Shapes that could not be tuned or dispatched at all.
     errors: Vec<String>,
-    /// Family and form pairs not run: no variant of the family takes the form.
+    /// Family, form and shape triples not run: no variant of the family takes
+    /// the problem on this GPU.
     skipped: Vec<String>,
     passed: bool,
 }
@@ -223,15 +237,13 @@ fn run(rt: &Runtime, args: &Args) -> Result<bool, Error> {
     };
     for family in &families {
         for &form in &forms {
-            if let Some(why) = skip(rt, family, form)? {
-                bar.suspend(|| println!("{family} {}: skipped: {why}", form.name));
-                report
-                    .skipped
-                    .push(format!("{family} {}: {why}", form.name));
-                continue;
-            }
             for &dims in &shapes {
                 let what = format!("{family} {} {}x{}x{}", form.name, dims.0, dims.1, dims.2);
+                if let Some(why) = skip(rt, family, form, dims)? {
+                    bar.suspend(|| println!("{what}: skipped: {why}"));
+                    report.skipped.push(format!("{what}: {why}"));
+                    continue;
+                }
                 bar.set_prefix(what.clone());
                 bar.set_position(0);
                 let result = if args.dispatch {
@@ -344,25 +356,53 @@ macro_rules! with_family {
                 let $kind = &SPARSE_GEMM_BF16;
                 $body
             }
+            "gemm_e4m3" => {
+                let $kind = &GEMM_E4M3;
+                $body
+            }
+            "gemm_e5m2" => {
+                let $kind = &GEMM_E5M2;
+                $body
+            }
+            "gemm_f16_f32" => {
+                let $kind = &GEMM_F16_F32;
+                $body
+            }
+            "gemm_bf16_f32" => {
+                let $kind = &GEMM_BF16_F32;
+                $body
+            }
+            "gemm_e4m3_f16" => {
+                let $kind = &GEMM_E4M3_F16;
+                $body
+            }
+            "gemm_e4m3_f32" => {
+                let $kind = &GEMM_E4M3_F32;
+                $body
+            }
+            "gemm_e5m2_f16" => {
+                let $kind = &GEMM_E5M2_F16;
+                $body
+            }
+            "gemm_e5m2_f32" => {
+                let $kind = &GEMM_E5M2_F32;
+                $body
+            }
             other => Err(unknown(other)),
         }
     };
 }
 
-/// Why `family` does not run `form` on `rt`'s device (no variant takes its
-/// problem, e.g. the s8 GEMM's NN form), or `None`.
-fn skip(rt: &Runtime, family: &str, form: GemmForm) -> Result<Option<String>, Error> {
-    with_family!(family, kind => {
-        let call = kind.call(&form.problem(kind, (256, 256, 256)), form.bias);
-        match call {
-            Err(e) => Ok(Some(e.to_string())),
-            Ok(call) => Ok(kind
-                .family()?
-                .heuristic(&call.call(), rt.device())
-                .is_none()
-                .then(|| format!("no variant of {family} takes its problem on this device"))),
-        }
-    })
+/// Why `family` does not run `form` at `dims` on `rt`'s device (no variant
+/// takes its problem: the s8 GEMM's NN form, an fp8 GEMM off Hopper or with
+/// k not a multiple of 16), or `None`.
+fn skip(
+    rt: &Runtime,
+    family: &str,
+    form: GemmForm,
+    dims: (u32, u32, u32),
+) -> Result<Option<String>, Error> {
+    with_family!(family, kind => kind.unrunnable(&form.problem(kind, dims), form.bias, rt.device()))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -530,4 +570,40 @@ fn write_report(path: &Path, report: &RunReport) -> Result<(), Error> {
             path.display()
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_family_is_skipped_where_no_variant_of_it_runs() {
+        // The interpreter runs PTX up to sm_80, as an Ampere GPU would.
+        let rt = Runtime::interpreter();
+        let ragged = (3001, 2999, 1000);
+        assert_eq!(
+            skip(&rt, "gemm_f16", GemmForm::PLAIN, ragged).unwrap(),
+            None
+        );
+        for family in ["gemm_e4m3", "gemm_f16_f32", "gemm_e5m2_f32"] {
+            let why = skip(&rt, family, GemmForm::PLAIN, (4096, 4096, 4096))
+                .unwrap()
+                .unwrap_or_else(|| panic!("{family} has only sm_90a variants"));
+            assert!(
+                why.starts_with(&format!("no variant of `{family}` takes this problem on")),
+                "{why}"
+            );
+            assert!(why.contains("sm_90a"), "{why}");
+        }
+        // The s8 GEMM has no variant for row-major B.
+        assert!(
+            skip(&rt, "gemm_s8", GemmForm::NN_BIAS_RELU, (256, 256, 256))
+                .unwrap()
+                .is_some()
+        );
+        // Every family name maps to a family.
+        for family in FAMILIES {
+            skip(&rt, family, GemmForm::PLAIN, (256, 256, 256)).unwrap();
+        }
+    }
 }
