@@ -436,20 +436,6 @@ pub fn gemm_wgmma<
     }
 }
 
-/// Whether `def` is an instance of `gemm_wgmma`, whose blocks walk the
-/// tiles themselves ([`persistent_grid`]).
-pub fn walks_its_tiles(def: &KernelDef) -> bool {
-    let instances = [
-        gemm_wgmma_f16::def(),
-        gemm_wgmma_bf16::def(),
-        gemm_wgmma_tf32::def(),
-        gemm_wgmma_s8::def(),
-        gemm_wgmma_e4m3::def(),
-        gemm_wgmma_e5m2::def(),
-    ];
-    instances.into_iter().any(|d| std::ptr::eq(d, def))
-}
-
 /// The grid of a `gemm_wgmma` launch whose plain grid (one block per tile
 /// and batch: n tiles in x, m tiles in y) is `tiles`, in clusters of the
 /// variant's `CLUSTER` blocks along m: as many clusters as the GPU holds at
@@ -574,7 +560,14 @@ macro_rules! wgmma_variants {
                 $stand_in(a)
             }
         }
-    )*};
+    )*
+        /// Whether `def` is an instance of `gemm_wgmma`, whose blocks walk
+        /// the tiles themselves ([`persistent_grid`]): a launch of one block
+        /// per tile would have every row of blocks compute every tile.
+        pub fn walks_its_tiles(def: &KernelDef) -> bool {
+            [$($name::def()),*].into_iter().any(|d| std::ptr::eq(d, def))
+        }
+    };
 }
 
 wgmma_variants! {

@@ -1917,6 +1917,36 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_wgmma_kernel_of_every_kind_is_launched_on_the_persistent_grid() {
+        let kernels = [
+            (GEMM_F16.kernels)(),
+            (GEMM_BF16.kernels)(),
+            (GEMM_TF32.kernels)(),
+            (GEMM_S8.kernels)(),
+            (GEMM_E4M3.kernels)(),
+            (GEMM_E5M2.kernels)(),
+            (GEMM_F16_F32.kernels)(),
+            (GEMM_BF16_F32.kernels)(),
+            (GEMM_E4M3_F16.kernels)(),
+            (GEMM_E4M3_F32.kernels)(),
+            (GEMM_E5M2_F16.kernels)(),
+            (GEMM_E5M2_F32.kernels)(),
+        ];
+        let mut wgmma = 0;
+        for def in kernels.into_iter().flatten() {
+            let persistent = def.ir.name.starts_with("gemm_wgmma");
+            wgmma += usize::from(persistent);
+            assert_eq!(
+                gemm_wgmma::walks_its_tiles(def),
+                persistent,
+                "{}",
+                def.ir.name
+            );
+        }
+        assert_eq!(wgmma, 12, "the 12 instances of gemm_wgmma");
+    }
+
+    #[test]
     fn the_hopper_only_jobs_skip_other_gpus_and_the_others_run() {
         // The interpreter runs PTX up to sm_80, as an Ampere GPU would.
         let rt = Runtime::interpreter();
