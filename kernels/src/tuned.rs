@@ -65,8 +65,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use warpforge::__private::KernelDef;
 use warpforge::tune::{
-    check_candidate, Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket,
-    TuneJob, Workload,
+    Call, Candidate, Dispatcher, Family, MissPolicy, Selection, ShapeBucket, TuneJob, Workload,
 };
 use warpforge::{
     bf16, e4m3, e5m2, f16, ArgInfo, BufferMut, BufferRef, DeviceBuffer, DeviceInfo, DeviceScalar,
@@ -956,12 +955,7 @@ impl<I: GemmElement, O: GemmOutput, A: OperandA<I, O>> GemmKind<I, O, A> {
         if family.heuristic(&call, device).is_some() {
             return Ok(None);
         }
-        let first = &family.candidates()[0];
-        let why = check_candidate(first, &call, device)
-            .err()
-            .map_or_else(String::new, |(rule, reason)| {
-                format!(" (e.g. `{}`, {rule}: {reason})", first.name())
-            });
+        let why = family.first_refusal(&call, device);
         Ok(Some(format!(
             "no variant of `{}` takes this problem on {}{why}",
             self.name, device.name

@@ -520,12 +520,7 @@ impl Dispatcher {
 
     fn heuristic(&self, call: &Call<'_>) -> Result<Selection, Error> {
         let candidate = self.family.heuristic(call, &self.device).ok_or_else(|| {
-            let first = &self.family.candidates()[0];
-            let why = check_candidate(first, call, &self.device)
-                .err()
-                .map_or_else(String::new, |(rule, reason)| {
-                    format!(" (e.g. `{}`, {rule}: {reason})", first.name())
-                });
+            let why = self.family.first_refusal(call, &self.device);
             Error::Tune(format!(
                 "no variant of `{}` can take this call on {}{why}: check the arguments against \
                  the kernels' `requires`",

@@ -176,6 +176,18 @@ impl Family {
             .or_else(|| (0..self.candidates.len()).find(usable))
     }
 
+    /// Why the family's first variant cannot take `call` on `device`, as
+    /// `` (e.g. `NAME`, RULE: REASON)``, or nothing when it can: the example
+    /// an error gives when no variant takes a call.
+    pub fn first_refusal(&self, call: &Call<'_>, device: &DeviceInfo) -> String {
+        let first = &self.candidates[0];
+        check_candidate(first, call, device)
+            .err()
+            .map_or_else(String::new, |(rule, reason)| {
+                format!(" (e.g. `{}`, {rule}: {reason})", first.name())
+            })
+    }
+
     /// The candidate a stored record names, if the family still has it.
     pub fn position(&self, record: &Record) -> Option<usize> {
         self.candidates
