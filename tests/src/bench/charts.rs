@@ -350,16 +350,11 @@ fn roofline_panel<DB: DrawingBackend>(
         let Some(dims) = case.dims else { continue };
         let intensity = case.work / gemm_bytes(&case.dtype, dims);
         let summary = case.summary();
-        if let Some(best) = summary
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != case.baseline)
-            .map(|(_, s)| s.rate)
-            .reduce(f64::max)
-        {
+        let (baseline, others): (Vec<_>, Vec<_>) = summary.iter().partition(|s| s.baseline);
+        if let Some(best) = others.iter().map(|s| s.rate).reduce(f64::max) {
             ours.push((intensity, best));
         }
-        theirs.push((intensity, summary[case.baseline].rate));
+        theirs.extend(baseline.iter().map(|s| (intensity, s.rate)));
     }
     let ceilings = compute_ceilings(report, dtype);
     let (x_lo, x_hi, y_lo, y_hi) = ours.iter().chain(&theirs).fold(

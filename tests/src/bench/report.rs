@@ -59,7 +59,8 @@ pub struct NotRun {
 }
 
 /// One comparison: a kernel family at one shape, every contender timed in
-/// the same interleaved rounds.
+/// the same interleaved rounds. Contenders that share a name are one
+/// family's finalists ([`Sweep`]); the summary gives each name once.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Case {
     /// The section, e.g. "gemm", "sparse", "stream".
@@ -84,21 +85,40 @@ pub struct Case {
     pub sweeps: Vec<Sweep>,
 }
 
-/// How the variant a contender runs was chosen among its family's: one
-/// short sample of each, then the few close to the fastest timed again in
-/// interleaved rounds. Kept so that a run whose choice differs from
-/// another's can be read: were the two close in both, or was one sample
-/// off?
+/// How a kernel family's variants were narrowed to the few the case times:
+/// one short sample of each, then those close to the fastest sample timed
+/// as contenders of one name in the case's own rounds, the lowest median
+/// standing for the family ([`Case::summary`]). Kept so that two runs can
+/// be read side by side: did both time the same finalists, and how far
+/// apart were they?
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct Sweep {
-    /// The variant chosen (its contender's `detail`).
+    /// The finalist with the lowest median (its contender's `detail`).
     pub chosen: String,
     /// Every variant timed, and the milliseconds per launch of its sample
     /// (a variant whose launch was refused is left out).
     pub sampled: Vec<(String, f64)>,
-    /// The variants close enough to the fastest sample to be timed again,
-    /// and their medians over those rounds (empty when only one was).
+    /// The variants close enough to the fastest sample to be timed in the
+    /// case's rounds, and their medians there. (Reports from before the
+    /// finalists were contenders timed them in rounds of their own and
+    /// left this empty when only one was close.)
     pub finalists: Vec<(String, f64)>,
+}
+
+impl Sweep {
+    /// The sweep with its finalists' medians in `contenders` (the case's,
+    /// once timed) and the fastest of them chosen.
+    pub fn timed_in(mut self, contenders: &[ContenderSamples]) -> Sweep {
+        for (detail, median_ms) in &mut self.finalists {
+            if let Some(c) = contenders.iter().find(|c| c.detail == *detail) {
+                *median_ms = median(c.samples.iter().map(|s| s.ms).collect());
+            }
+        }
+        if let Some((fastest, _)) = self.finalists.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+            self.chosen = fastest.clone();
+        }
+        self
+    }
 }
 
 /// What `work` counts.
@@ -187,6 +207,8 @@ pub struct GpuReadings {
 pub struct ContenderSummary {
     pub name: String,
     pub detail: String,
+    /// Whether it is the case's baseline (its ratio is 1).
+    pub baseline: bool,
     /// Median over rounds of the milliseconds per launch.
     pub median_ms: f64,
     /// (slowest - fastest) / median over the rounds.
@@ -202,6 +224,10 @@ pub struct ContenderSummary {
     pub rounds: usize,
     /// The lowest SM clock read during its samples, and the mean.
     pub sm_mhz: Option<(u32, f64)>,
+    /// The other contenders of its name timed in the same rounds (a
+    /// family's other finalists), slower by median: each one's detail and
+    /// median milliseconds.
+    pub others: Vec<(String, f64)>,
 }
 
 /// The median of `values` (NaN for none).
@@ -261,17 +287,46 @@ pub fn round_ratios(samples: &[Sample], baseline: &[Sample]) -> Vec<f64> {
 }
 
 impl Case {
-    /// Every contender's medians, spreads and ratios to the baseline.
+    /// Every contender's medians, spreads and ratios to the baseline, one
+    /// per name: where several contenders share a name (a family's
+    /// finalists, [`Sweep`]), the one with the lowest median stands for it
+    /// and the others are listed in its `others`. The ratios divide by the
+    /// baseline's name's fastest, round by round.
     pub fn summary(&self) -> Vec<ContenderSummary> {
-        let baseline = &self.contenders[self.baseline].samples;
-        self.contenders
+        let medians: Vec<f64> = self
+            .contenders
             .iter()
-            .map(|c| {
+            .map(|c| median(c.samples.iter().map(|s| s.ms).collect()))
+            .collect();
+        // Per name in order of first appearance, its contenders fastest first.
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        for (index, c) in self.contenders.iter().enumerate() {
+            match groups
+                .iter_mut()
+                .find(|g| self.contenders[g[0]].name == c.name)
+            {
+                Some(group) => group.push(index),
+                None => groups.push(vec![index]),
+            }
+        }
+        for group in &mut groups {
+            group.sort_by(|&a, &b| medians[a].total_cmp(&medians[b]));
+        }
+        let baseline_name = &self.contenders[self.baseline].name;
+        let baseline = groups
+            .iter()
+            .find(|g| self.contenders[g[0]].name == *baseline_name)
+            .map_or(self.baseline, |g| g[0]);
+        let baseline_samples = &self.contenders[baseline].samples;
+        groups
+            .iter()
+            .map(|group| {
+                let c = &self.contenders[group[0]];
                 let times: Vec<f64> = c.samples.iter().map(|s| s.ms).collect();
-                let median_ms = median(times.clone());
+                let median_ms = medians[group[0]];
                 let fastest = times.iter().copied().fold(f64::INFINITY, f64::min);
                 let slowest = times.iter().copied().fold(0.0, f64::max);
-                let ratios = round_ratios(&c.samples, baseline);
+                let ratios = round_ratios(&c.samples, baseline_samples);
                 let readings: Vec<&GpuReadings> =
                     c.samples.iter().filter_map(|s| s.gpu.as_ref()).collect();
                 let sm_mhz = (!readings.is_empty()).then(|| {
@@ -283,6 +338,7 @@ impl Case {
                 ContenderSummary {
                     name: c.name.clone(),
                     detail: c.detail.clone(),
+                    baseline: group[0] == baseline,
                     median_ms,
                     spread: (slowest - fastest) / median_ms,
                     rate: self.work_unit.rate(self.work, median_ms),
@@ -290,6 +346,10 @@ impl Case {
                     ratio_interval: median_interval(&ratios),
                     rounds: ratios.len(),
                     sm_mhz,
+                    others: group[1..]
+                        .iter()
+                        .map(|&other| (self.contenders[other].detail.clone(), medians[other]))
+                        .collect(),
                 }
             })
             .collect()
@@ -351,11 +411,11 @@ pub fn table(report: &Report) -> String {
 /// contenders that did not run and why.
 pub fn case_rows(case: &Case) -> String {
     let mut out = String::new();
-    for (index, c) in case.summary().iter().enumerate() {
+    for c in case.summary() {
         let clock = c
             .sm_mhz
             .map_or("-".to_string(), |(min, mean)| format!("{min}/{mean:.0}"));
-        let ratio = if index == case.baseline {
+        let ratio = if c.baseline {
             "baseline".to_string()
         } else {
             let interval = c.ratio_interval.map_or("no CI".to_string(), |(low, high)| {
@@ -363,9 +423,17 @@ pub fn case_rows(case: &Case) -> String {
             });
             format!("**{:.3}x** ({interval}; {})", c.ratio, c.rounds)
         };
+        let others = match c.others.first() {
+            None => String::new(),
+            Some((next, ms)) => format!(
+                "; fastest of {} timed (next {next}, +{:.1}%)",
+                c.others.len() + 1,
+                (ms / c.median_ms - 1.0) * 100.0
+            ),
+        };
         let _ = writeln!(
             out,
-            "| {} | {} | {:.4} | {:.1} | {ratio} | {:.1}% | {clock} | {} |",
+            "| {} | {} | {:.4} | {:.1} | {ratio} | {:.1}% | {clock} | {}{others} |",
             case.shape,
             c.name,
             c.median_ms,
@@ -447,9 +515,8 @@ pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
                 let name = format!("{} {} {}", case.section, case.dtype, case.shape);
                 case.summary()
                     .into_iter()
-                    .enumerate()
-                    .filter(move |&(index, _)| index != case.baseline)
-                    .map(move |(_, c)| ((name.clone(), c.name), (c.ratio, c.detail, case)))
+                    .filter(|c| !c.baseline)
+                    .map(move |c| ((name.clone(), c.name), (c.ratio, c.detail, case)))
             })
             .collect()
     }
@@ -580,31 +647,44 @@ mod tests {
         }
     }
 
-    #[test]
-    fn ratios_pair_samples_of_the_same_round() {
-        let case = Case {
+    /// The samples of one contender, one per round.
+    fn contender(name: &str, detail: &str, times: &[f64]) -> ContenderSamples {
+        ContenderSamples {
+            name: name.into(),
+            detail: detail.into(),
+            samples: times
+                .iter()
+                .enumerate()
+                .map(|(round, &ms)| sample(round, ms))
+                .collect(),
+        }
+    }
+
+    /// A GEMM case of 2e9 operations.
+    fn case_of(baseline: usize, contenders: Vec<ContenderSamples>) -> Case {
+        Case {
             section: "gemm".into(),
             dtype: "f16".into(),
             shape: "1x1x1".into(),
             dims: Some((1, 1, 1)),
             work: 2e9,
             work_unit: WorkUnit::Operations,
-            baseline: 1,
-            contenders: vec![
-                ContenderSamples {
-                    name: "ours".into(),
-                    detail: String::new(),
-                    samples: vec![sample(0, 1.0), sample(1, 2.0), sample(2, 1.0)],
-                },
-                ContenderSamples {
-                    name: "theirs".into(),
-                    detail: String::new(),
-                    samples: vec![sample(0, 1.1), sample(1, 2.2), sample(2, 1.2)],
-                },
-            ],
+            baseline,
+            contenders,
             absent: vec![],
             sweeps: vec![],
-        };
+        }
+    }
+
+    #[test]
+    fn ratios_pair_samples_of_the_same_round() {
+        let case = case_of(
+            1,
+            vec![
+                contender("ours", "", &[1.0, 2.0, 1.0]),
+                contender("theirs", "", &[1.1, 2.2, 1.2]),
+            ],
+        );
         let [ours, theirs] = <[_; 2]>::try_from(case.summary()).unwrap();
         // Rounds' ratios 1.1, 1.1, 1.2: the drift in round 1 hits both.
         assert!((ours.ratio - 1.1).abs() < 1e-12, "{}", ours.ratio);
@@ -614,6 +694,42 @@ mod tests {
         assert_eq!(ours.spread, 1.0);
         assert!((ours.rate - 2.0).abs() < 1e-12, "2e9 operations in 1 ms");
         assert_eq!(theirs.ratio, 1.0);
+    }
+
+    #[test]
+    fn a_familys_finalists_are_one_row_the_fastest_by_median() {
+        // The baseline is the slower of its name's two: the faster is divided by.
+        let case = case_of(
+            1,
+            vec![
+                contender("ours", "a", &[1.2, 1.2, 1.3]),
+                contender("theirs", "slow", &[2.4, 2.4, 2.4]),
+                contender("ours", "b", &[1.0, 1.1, 1.0]),
+                contender("theirs", "fast", &[2.0, 2.2, 2.0]),
+            ],
+        );
+        let [ours, theirs] = <[_; 2]>::try_from(case.summary()).unwrap();
+        assert_eq!((ours.detail.as_str(), ours.baseline), ("b", false));
+        assert_eq!(ours.others, [("a".to_string(), 1.2)]);
+        assert_eq!((theirs.detail.as_str(), theirs.baseline), ("fast", true));
+        assert_eq!(theirs.others, [("slow".to_string(), 2.4)]);
+        // Rounds' ratios fast / b: 2.0, 2.0, 2.0.
+        assert!((ours.ratio - 2.0).abs() < 1e-12, "{}", ours.ratio);
+        assert_eq!(theirs.ratio, 1.0);
+        let rows = case_rows(&case);
+        assert_eq!(rows.lines().count(), 2, "{rows}");
+        assert!(
+            rows.contains("fastest of 2 timed (next a, +20.0%)"),
+            "{rows}"
+        );
+        let sweep = Sweep {
+            chosen: String::new(),
+            sampled: vec![("a".into(), 0.9), ("b".into(), 1.0), ("c".into(), 2.0)],
+            finalists: vec![("a".into(), 0.0), ("b".into(), 0.0)],
+        }
+        .timed_in(&case.contenders);
+        assert_eq!(sweep.chosen, "b");
+        assert_eq!(sweep.finalists, [("a".into(), 1.2), ("b".into(), 1.0)]);
     }
 
     #[test]

@@ -7,8 +7,9 @@
 //! Sections (`--sections`, all by default):
 //! - `gemm`: per dtype (f16, bf16, tf32, s8, e4m3) and shape, each architecture
 //!   path the GPU runs (the sm_70 `wmma` kernel for f16, the sm_80 `mma.sync`
-//!   family, on Hopper the sm_90a `wgmma` family: each path's fastest variant
-//!   for the shape, from a short sweep), the tuned dispatch (`TunedGemm`: the
+//!   family, on Hopper the sm_90a `wgmma` family: each path's finalists from
+//!   a short sweep, timed in the case's rounds, the fastest by median standing
+//!   for the path), the tuned dispatch (`TunedGemm`: the
 //!   database's winner, else the heuristic default), and cuBLAS GemmEx, the
 //!   baseline (for e4m3 cuBLASLt with fast accumulation, like the `wgmma`
 //!   kernel, and beside it cuBLASLt with its partial sums promoted to f32,
@@ -657,6 +658,19 @@ impl Bench<'_> {
             Some(baseline),
             &mut contenders,
         )?;
+        let contenders: Vec<ContenderSamples> = contenders
+            .into_iter()
+            .zip(samples)
+            .map(|(c, samples)| ContenderSamples {
+                name: c.name,
+                detail: c.detail,
+                samples,
+            })
+            .collect();
+        let sweeps = std::mem::take(&mut self.sweeps)
+            .into_iter()
+            .map(|sweep| sweep.timed_in(&contenders))
+            .collect();
         let case = Case {
             section: section.to_string(),
             dtype: dtype.to_string(),
@@ -665,17 +679,9 @@ impl Bench<'_> {
             work,
             work_unit,
             baseline,
-            contenders: contenders
-                .into_iter()
-                .zip(samples)
-                .map(|(c, samples)| ContenderSamples {
-                    name: c.name,
-                    detail: c.detail,
-                    samples,
-                })
-                .collect(),
+            contenders,
             absent,
-            sweeps: std::mem::take(&mut self.sweeps),
+            sweeps,
         };
         self.bar
             .suspend(|| print_case(&case, self.method.spacer_ms));
@@ -709,11 +715,24 @@ impl Bench<'_> {
         }
     }
 
-    /// The fastest of `candidates` by one short sample each (behind the
-    /// spacer, like the comparison's samples). A candidate whose launch is
-    /// refused (a tensor map's stride, say) is left out; with none left, the
-    /// `Err` is the first refusal, or says there were no candidates.
-    fn fastest<'a>(&mut self, candidates: Vec<Contender<'a>>) -> Result<Contender<'a>, String> {
+    /// The finalists of `candidates`: one short sample each (behind the
+    /// spacer, like the comparison's samples), then the few within
+    /// [`FINALIST_MARGIN`] of the fastest sample, fastest first, to be timed
+    /// in the case's own rounds where the lowest median stands for the
+    /// family. One sample picks among variants a few percent apart by its
+    /// luck as much as by their speed (the power cap moves samples 5-10% at
+    /// large shapes); so did five rounds of the finalists alone, which
+    /// chose another variant in each of two runs for 10 of the 14 ratios
+    /// that moved more than 3% in session 26's (perf/LOG.md). Timed in the
+    /// case's rounds, both runs time the same finalists as long as both
+    /// sweeps keep them. A candidate whose launch is refused (a tensor
+    /// map's stride, say) is left out; with none left, the `Err` is the
+    /// first refusal, or says there were no candidates.
+    fn finalists<'a>(
+        &mut self,
+        name: &str,
+        candidates: Vec<Contender<'a>>,
+    ) -> Result<Vec<Contender<'a>>, String> {
         let sweep = self.method.brief(1, self.method.sample_ms / 4.0);
         let mut timed = Vec::new();
         let mut refused = None;
@@ -751,55 +770,27 @@ impl Bench<'_> {
                 ),
             });
         };
-        // One sample each picks among variants a few percent apart by the
-        // luck of its sample as much as by their speed (the power cap moves
-        // samples 5-10% at large shapes): the close ones are timed again,
-        // interleaved, and the lowest median wins.
         let sampled: Vec<(String, f64)> = timed
             .iter()
             .filter_map(|&(ms, index)| Some((candidates[index].as_ref()?.detail.clone(), ms)))
             .collect();
-        let mut finalists: Vec<Contender<'a>> = timed
+        let finalists: Vec<Contender<'a>> = timed
             .iter()
             .take_while(|(ms, _)| *ms <= best_ms * (1.0 + FINALIST_MARGIN))
             .take(FINALISTS)
             .filter_map(|&(_, index)| candidates[index].take())
+            .map(|finalist| Contender {
+                name: name.to_string(),
+                ..finalist
+            })
             .collect();
-        let mut finalist_medians = Vec::new();
-        if finalists.len() > 1 {
-            let rounds = self.method.brief(FINALIST_ROUNDS, self.method.sample_ms);
-            let samples = compare(
-                self.rt,
-                &mut self.spacer,
-                &self.monitor,
-                &rounds,
-                None,
-                &mut finalists,
-            )
-            .map_err(|e| e.to_string())?;
-            let medians: Vec<f64> = samples
-                .iter()
-                .map(|samples| report::median(samples.iter().map(|s| s.ms).collect()))
-                .collect();
-            let fastest = medians
-                .iter()
-                .enumerate()
-                .min_by(|a, b| a.1.total_cmp(b.1))
-                .map_or(0, |(index, _)| index);
-            finalist_medians = finalists
-                .iter()
-                .map(|f| f.detail.clone())
-                .zip(medians)
-                .collect();
-            finalists.swap(0, fastest);
-        }
-        let chosen = finalists.swap_remove(0);
+        // `Bench::case` names the chosen one and the medians once timed.
         self.sweeps.push(Sweep {
-            chosen: chosen.detail.clone(),
+            chosen: String::new(),
             sampled,
-            finalists: finalist_medians,
+            finalists: finalists.iter().map(|f| (f.detail.clone(), 0.0)).collect(),
         });
-        Ok(chosen)
+        Ok(finalists)
     }
 }
 
@@ -808,11 +799,13 @@ impl Bench<'_> {
 const DEFAULT_BUDGET_S: f64 = 480.0;
 
 /// How much slower than the sweep's fastest sample a variant may be and
-/// still be timed again before one is chosen, how many are, and in how many
-/// rounds.
-const FINALIST_MARGIN: f64 = 0.05;
+/// still be a finalist, and how many may be: in session 26's two runs the
+/// variant one run chose was among the other's four fastest samples for
+/// 294 of 298 families, at most 8.7% behind the fastest. At the default
+/// shapes the finalists double the samples of the minimum rounds (46 s to
+/// 105 s, counted on that run's report).
+const FINALIST_MARGIN: f64 = 0.10;
 const FINALISTS: usize = 4;
-const FINALIST_ROUNDS: usize = 5;
 
 /// A case no contender can run: listed in the report's `not_run`, not a failure.
 #[derive(Debug)]
@@ -1126,11 +1119,10 @@ impl Bench<'_> {
             let Some(candidates) = candidates.filter(|_| self.paths.contains(&path)) else {
                 continue;
             };
-            match self.fastest(candidates) {
-                Ok(mut best) => {
-                    best.name = name.to_string();
-                    checked.push(contenders.len());
-                    contenders.push(best);
+            match self.finalists(name, candidates) {
+                Ok(finalists) => {
+                    checked.extend(contenders.len()..contenders.len() + finalists.len());
+                    contenders.extend(finalists);
                 }
                 Err(why) => absent.push(Absent {
                     name: name.to_string(),
@@ -1194,7 +1186,7 @@ impl Bench<'_> {
         )?)
     }
 
-    /// The SIMT f32 GEMM (its fastest variant) beside cuBLAS sgemm, no TF32.
+    /// The SIMT f32 GEMM (its finalists) beside cuBLAS sgemm, no TF32.
     fn gemm_f32(&mut self, dims: (u32, u32, u32)) -> BenchResult<Case> {
         self.sweeps.clear();
         let rt = self.rt;
@@ -1208,29 +1200,28 @@ impl Bench<'_> {
             .into_iter()
             .map(|v| {
                 let (a, b, c) = (&a, &b, &c);
-                contender("warpforge sm_70", format!("gemm_f32 {v:?}"), move |rt| {
+                contender("", format!("gemm_f32 {v:?}"), move |rt| {
                     gemm::gemm_f32_with(rt, v, a, b, &mut *c.borrow_mut(), dims, 1.0, 0.0)
                 })
             })
             .collect();
-        let best = self.fastest(candidates)?;
-        let mut contenders = vec![
-            contender("cuBLAS", "sgemm (fp32, no TF32)".into(), |rt| {
-                rt.cublas_sgemm(m, n, k, &a, &b, &mut reference.borrow_mut())
-            }),
-            best,
-        ];
-        for contender in &mut contenders {
-            (contender.launch)(rt)?;
-        }
+        let finalists = self.finalists("warpforge sm_70", candidates)?;
+        let mut contenders = vec![contender("cuBLAS", "sgemm (fp32, no TF32)".into(), |rt| {
+            rt.cublas_sgemm(m, n, k, &a, &b, &mut reference.borrow_mut())
+        })];
+        (contenders[0].launch)(rt)?;
         let theirs: Vec<f64> = rt
             .download(&reference.borrow())?
             .iter()
             .map(|&v| f64::from(v))
             .collect();
-        let d = deviation(&rt.download(&c.borrow())?, &theirs);
-        if !d.passes(1e-5) {
-            return Err(format!("gemm_f32 disagrees with cuBLAS sgemm: {d}").into());
+        for mut finalist in finalists {
+            (finalist.launch)(rt)?;
+            let d = deviation(&rt.download(&c.borrow())?, &theirs);
+            if !d.passes(1e-5) {
+                return Err(format!("{} disagrees with cuBLAS sgemm: {d}", finalist.detail).into());
+            }
+            contenders.push(finalist);
         }
         let work = 2.0 * m as f64 * n as f64 * k as f64;
         Ok(self.case(
@@ -1245,7 +1236,7 @@ impl Bench<'_> {
         )?)
     }
 
-    /// The `cp.async` stream (its fastest variant) beside a device-to-device
+    /// The `cp.async` stream (its finalists) beside a device-to-device
     /// copy of the same buffers; bandwidth counts bytes read plus written.
     fn stream(&mut self, n: usize) -> BenchResult<Vec<Case>> {
         self.sweeps.clear();
@@ -1256,18 +1247,18 @@ impl Bench<'_> {
             .into_iter()
             .map(|v| {
                 let (x, y) = (&x, &y);
-                contender("warpforge stream_scale", format!("{v:?}"), move |rt| {
+                contender("", format!("{v:?}"), move |rt| {
                     stream::stream_scale_with(rt, v, x, &mut y.borrow_mut(), 1.5)
                 })
             })
             .collect();
-        let best = self.fastest(candidates)?;
-        let contenders = vec![
-            contender("cuMemcpyDtoD", "device-to-device copy".into(), |rt| {
-                rt.copy(&x, &mut y.borrow_mut())
-            }),
-            best,
-        ];
+        let finalists = self.finalists("warpforge stream_scale", candidates)?;
+        let mut contenders = vec![contender(
+            "cuMemcpyDtoD",
+            "device-to-device copy".into(),
+            |rt| rt.copy(&x, &mut y.borrow_mut()),
+        )];
+        contenders.extend(finalists);
         let bytes = 2.0 * 4.0 * n as f64;
         Ok(vec![self.case(
             "stream",
@@ -1364,9 +1355,9 @@ impl Bench<'_> {
     }
 
     /// The 2:4 sparse f16 GEMM at `size`^3 (A pruned and compressed on the
-    /// GPU) beside the fastest dense sm_80 variant on the decompressed A and,
-    /// where it loads, cuSPARSELt on the same A; each C checked against the
-    /// dense one first.
+    /// GPU; its finalists) beside the dense sm_80 family's finalists on the
+    /// decompressed A and, where it loads, cuSPARSELt on the same A; each C
+    /// checked against the dense one first.
     /// Rates count the dense-equivalent work 2 m n k.
     fn sparse(&mut self, size: usize) -> BenchResult<Vec<Case>> {
         self.sweeps.clear();
@@ -1386,13 +1377,9 @@ impl Bench<'_> {
             .filter(|v| v.ALIGNED)
             .map(|v| {
                 let (a, b, c) = (&a, &b, &c_sparse);
-                contender(
-                    "warpforge 2:4 sparse",
-                    format!("gemm_sparse_f16 {v:?}"),
-                    move |rt| {
-                        gemm_sparse_with(rt, v, a, b, &mut *c.borrow_mut(), (s, s, s), 1.0, 0.0)
-                    },
-                )
+                contender("", format!("gemm_sparse_f16 {v:?}"), move |rt| {
+                    gemm_sparse_with(rt, v, a, b, &mut *c.borrow_mut(), (s, s, s), 1.0, 0.0)
+                })
             })
             .collect();
         let dense_candidates: Vec<_> = gemm_tc::gemm_f16::Consts::variants_for(&problem)
@@ -1400,56 +1387,60 @@ impl Bench<'_> {
             .filter(|v| v.ALIGNED)
             .map(|v| {
                 let (a, b, c) = (&a_decompressed, &b, &c_dense);
-                contender(
-                    "warpforge dense sm_80",
-                    format!("gemm_f16 {v:?}"),
-                    move |rt| {
-                        let problem = GemmProblem::new((s, s, s), 1.0, 0.0);
-                        v.run(rt, &problem, a, b, &mut *c.borrow_mut(), None)
-                    },
-                )
+                contender("", format!("gemm_f16 {v:?}"), move |rt| {
+                    let problem = GemmProblem::new((s, s, s), 1.0, 0.0);
+                    v.run(rt, &problem, a, b, &mut *c.borrow_mut(), None)
+                })
             })
             .collect();
-        let sparse = self.fastest(sparse_candidates)?;
-        let dense = self.fastest(dense_candidates)?;
-        let mut contenders = vec![dense, sparse];
+        let sparse = self.finalists("warpforge 2:4 sparse", sparse_candidates)?;
+        let dense = self.finalists("warpforge dense sm_80", dense_candidates)?;
         let mut absent = Vec::new();
         // cuSPARSELt on the same 2:4 A (compressed its own way), where it loads.
         let dims = (size, size, size);
-        match SparseGemm::new(rt, dims, &a_decompressed, &b, &mut c_library.borrow_mut()) {
-            Ok(mut library) => {
-                let (b, c) = (&b, &c_library);
-                contenders.push(contender(
-                    "cuSPARSELt",
-                    "cusparseLtMatmul f16, f32 sums, its kernel searched".into(),
-                    move |rt| library.run(rt, b, &mut c.borrow_mut()),
-                ));
-            }
-            Err(why) => absent.push(Absent {
-                name: "cuSPARSELt".into(),
-                why,
-            }),
-        }
-        for contender in &mut contenders {
-            (contender.launch)(rt)?;
-        }
-        let dense_result: Vec<f64> = rt
-            .download(&c_dense.borrow())?
-            .into_iter()
-            .map(f16::to_f64)
+        let library =
+            match SparseGemm::new(rt, dims, &a_decompressed, &b, &mut c_library.borrow_mut()) {
+                Ok(mut library) => {
+                    let (b, c) = (&b, &c_library);
+                    Some(contender(
+                        "cuSPARSELt",
+                        "cusparseLtMatmul f16, f32 sums, its kernel searched".into(),
+                        move |rt| library.run(rt, b, &mut c.borrow_mut()),
+                    ))
+                }
+                Err(why) => {
+                    absent.push(Absent {
+                        name: "cuSPARSELt".into(),
+                        why,
+                    });
+                    None
+                }
+            };
+        // Every contender's C against the first dense finalist's.
+        let outputs: Vec<&RefCell<DeviceBuffer<f16>>> = std::iter::repeat_n(&c_dense, dense.len())
+            .chain(std::iter::repeat_n(&c_sparse, sparse.len()))
+            .chain(library.iter().map(|_| &c_library))
             .collect();
-        for (contender, c) in contenders[1..].iter().zip([&c_sparse, &c_library]) {
-            let result: Vec<f32> = rt
-                .download(&c.borrow())?
-                .into_iter()
-                .map(f16::to_f32)
-                .collect();
-            let d = deviation(&result, &dense_result);
+        let mut contenders = dense;
+        contenders.extend(sparse);
+        contenders.extend(library);
+        let mut dense_result: Option<Vec<f64>> = None;
+        for (contender, c) in contenders.iter_mut().zip(outputs) {
+            (contender.launch)(rt)?;
+            let result = rt.download(&c.borrow())?;
+            let Some(reference) = &dense_result else {
+                dense_result = Some(result.into_iter().map(f16::to_f64).collect());
+                continue;
+            };
+            let result: Vec<f32> = result.into_iter().map(f16::to_f32).collect();
+            let d = deviation(&result, reference);
             // Both round f32 sums of the same products to f16; summation orders differ.
             if !d.passes(1e-3) {
-                return Err(
-                    format!("{} disagrees with the dense f16 GEMM: {d}", contender.name).into(),
-                );
+                return Err(format!(
+                    "{} ({}) disagrees with the dense f16 GEMM: {d}",
+                    contender.name, contender.detail
+                )
+                .into());
             }
         }
         let work = 2.0 * (size as f64).powi(3);
