@@ -49,7 +49,7 @@ use warpforge::prelude::*;
 use warpforge_codegen::KernelDef;
 
 use super::monitor::Monitor;
-use super::report::{median, median_interval, relative_half_width, round_ratios, Sample};
+use super::report::{by_name, median, median_interval, relative_half_width, round_ratios, Sample};
 
 /// The timing parameters of one comparison.
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize, PartialEq)]
@@ -133,8 +133,16 @@ impl Method {
     /// Whether `samples` (per contender, one per round so far) need another
     /// round: under the minimum, or a ratio to the `baseline`'s samples
     /// whose interval is still wider than `ratio_ci`, below the maximum
-    /// rounds and `extra_rounds_ms` of samples.
-    fn needs_round(&self, samples: &[Vec<Sample>], baseline: Option<usize>) -> bool {
+    /// rounds and `extra_rounds_ms` of samples. Only the ratios the report
+    /// gives count: of contenders sharing a name (`names`, a family's
+    /// finalists) the one with the lowest median so far, and the baseline
+    /// is its name's.
+    fn needs_round(
+        &self,
+        samples: &[Vec<Sample>],
+        baseline: Option<usize>,
+        names: &[&str],
+    ) -> bool {
         let Some(done) = samples.first().map(Vec::len) else {
             return false;
         };
@@ -152,15 +160,26 @@ impl Method {
         let Some(baseline) = baseline else {
             return false;
         };
-        samples.iter().enumerate().any(|(index, own)| {
-            if index == baseline {
-                return false;
-            }
-            let ratios = round_ratios(own, &samples[baseline]);
-            let center = median(ratios.clone());
-            median_interval(&ratios)
-                .is_none_or(|interval| relative_half_width(interval, center) > self.ratio_ci)
-        })
+        let medians: Vec<f64> = samples
+            .iter()
+            .map(|own| median(own.iter().map(|s| s.ms).collect()))
+            .collect();
+        let standing: Vec<(usize, bool)> = by_name(names, &medians)
+            .iter()
+            .map(|group| (group[0], group.contains(&baseline)))
+            .collect();
+        let Some(&(baseline, _)) = standing.iter().find(|(_, is_baseline)| *is_baseline) else {
+            return false;
+        };
+        standing
+            .iter()
+            .filter(|(_, is_baseline)| !is_baseline)
+            .any(|&(index, _)| {
+                let ratios = round_ratios(&samples[index], &samples[baseline]);
+                let center = median(ratios.clone());
+                median_interval(&ratios)
+                    .is_none_or(|interval| relative_half_width(interval, center) > self.ratio_ci)
+            })
     }
 }
 
@@ -263,8 +282,10 @@ pub fn compare(
         }
     }
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); contenders.len()];
+    let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut round = 0;
-    while method.needs_round(&samples, baseline) {
+    while method.needs_round(&samples, baseline, &names) {
         for index in turn_order(contenders.len(), round) {
             let n = batch[index];
             let launch = &mut contenders[index].launch;
@@ -464,6 +485,13 @@ mod tests {
     }
 
     /// Per contender, a sample per round of the given times.
+    /// `needs_round` over contenders of distinct names.
+    fn needs(method: &Method, times: &[&[f64]], baseline: Option<usize>) -> bool {
+        let names: Vec<String> = (0..times.len()).map(|i| i.to_string()).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        method.needs_round(&rounds_of(times), baseline, &names)
+    }
+
     fn rounds_of(times: &[&[f64]]) -> Vec<Vec<Sample>> {
         times
             .iter()
@@ -490,31 +518,39 @@ mod tests {
         let steady = [2.0, 2.001, 1.999, 2.0, 2.002, 1.998, 2.0];
         let noisy = [2.0, 2.2, 1.8, 2.1, 1.9, 2.3, 1.7];
         // Under the minimum, every comparison goes on.
-        assert!(method.needs_round(&rounds_of(&[&quiet[..3], &steady[..3]]), Some(0)));
+        assert!(needs(&method, &[&quiet[..3], &steady[..3]], Some(0)));
         // At the minimum, a ratio within ±1% stops it, a wider one does not.
-        assert!(!method.needs_round(&rounds_of(&[&quiet, &steady]), Some(0)));
-        assert!(method.needs_round(&rounds_of(&[&quiet, &steady, &noisy]), Some(0)));
+        assert!(!needs(&method, &[&quiet, &steady], Some(0)));
+        assert!(needs(&method, &[&quiet, &steady, &noisy], Some(0)));
         // The baseline's own noise counts: it is in every ratio.
-        assert!(method.needs_round(&rounds_of(&[&noisy, &steady]), Some(0)));
+        assert!(needs(&method, &[&noisy, &steady], Some(0)));
         // Without a baseline, or at the maximum, it stops.
-        assert!(!method.needs_round(&rounds_of(&[&noisy, &steady]), None));
+        assert!(!needs(&method, &[&noisy, &steady], None));
         let capped = Method {
             max_rounds: 7,
             ..method
         };
-        assert!(!capped.needs_round(&rounds_of(&[&quiet, &noisy]), Some(0)));
+        assert!(!needs(&capped, &[&quiet, &noisy], Some(0)));
         // Nor once the samples have taken `extra_rounds_ms` (here 7 x 3 ms).
         let brief = Method {
             extra_rounds_ms: 21.0,
             ..method
         };
-        assert!(!brief.needs_round(&rounds_of(&[&quiet, &noisy]), Some(0)));
+        assert!(!needs(&brief, &[&quiet, &noisy], Some(0)));
         let longer = Method {
             extra_rounds_ms: 22.0,
             ..method
         };
-        assert!(longer.needs_round(&rounds_of(&[&quiet, &noisy]), Some(0)));
-        assert!(!method.needs_round(&[], Some(0)));
+        assert!(needs(&longer, &[&quiet, &noisy], Some(0)));
+        assert!(!method.needs_round(&[], Some(0), &[]));
+        // Of a family's finalists only the fastest so far counts: a slower,
+        // noisy one does not hold the comparison; the fastest noisy one does.
+        let slower = [3.0, 3.3, 2.7, 3.1, 2.9, 3.4, 2.6];
+        let samples = rounds_of(&[&quiet, &steady, &slower]);
+        assert!(!method.needs_round(&samples, Some(0), &["base", "ours", "ours"]));
+        assert!(method.needs_round(&samples, Some(0), &["base", "ours", "other"]));
+        let samples = rounds_of(&[&quiet, &slower, &noisy]);
+        assert!(method.needs_round(&samples, Some(0), &["base", "ours", "ours"]));
     }
 
     #[test]

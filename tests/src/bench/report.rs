@@ -298,24 +298,11 @@ impl Case {
             .iter()
             .map(|c| median(c.samples.iter().map(|s| s.ms).collect()))
             .collect();
-        // Per name in order of first appearance, its contenders fastest first.
-        let mut groups: Vec<Vec<usize>> = Vec::new();
-        for (index, c) in self.contenders.iter().enumerate() {
-            match groups
-                .iter_mut()
-                .find(|g| self.contenders[g[0]].name == c.name)
-            {
-                Some(group) => group.push(index),
-                None => groups.push(vec![index]),
-            }
-        }
-        for group in &mut groups {
-            group.sort_by(|&a, &b| medians[a].total_cmp(&medians[b]));
-        }
-        let baseline_name = &self.contenders[self.baseline].name;
+        let names: Vec<&str> = self.contenders.iter().map(|c| c.name.as_str()).collect();
+        let groups = by_name(&names, &medians);
         let baseline = groups
             .iter()
-            .find(|g| self.contenders[g[0]].name == *baseline_name)
+            .find(|g| g.contains(&self.baseline))
             .map_or(self.baseline, |g| g[0]);
         let baseline_samples = &self.contenders[baseline].samples;
         groups
@@ -359,6 +346,23 @@ impl Case {
     pub fn contender(&self, name: &str) -> Option<ContenderSummary> {
         self.summary().into_iter().find(|c| c.name == name)
     }
+}
+
+/// The contenders grouped by name, in order of each name's first
+/// appearance, each group's indices fastest first by `medians`: a family's
+/// finalists are one group, the first of which stands for it.
+pub fn by_name(names: &[&str], medians: &[f64]) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (index, name) in names.iter().enumerate() {
+        match groups.iter_mut().find(|g| names[g[0]] == *name) {
+            Some(group) => group.push(index),
+            None => groups.push(vec![index]),
+        }
+    }
+    for group in &mut groups {
+        group.sort_by(|&a, &b| medians[a].total_cmp(&medians[b]));
+    }
+    groups
 }
 
 /// The terminal table: per case, every contender's rate, ratio to the
