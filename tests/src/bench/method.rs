@@ -75,12 +75,6 @@ pub struct Method {
     pub extra_rounds_ms: f64,
     /// GPU time of the spacer queued before each sample.
     pub spacer_ms: f64,
-    /// GPU time of the contender's own untimed launches between the spacer
-    /// and each sample, so that the sample starts with the power cap settled
-    /// on its own kernel rather than on the spacer's and its predecessor's
-    /// (0 in reports from before it existed).
-    #[serde(default)]
-    pub settle_ms: f64,
 }
 
 impl Default for Method {
@@ -93,7 +87,6 @@ impl Default for Method {
             ratio_ci: 0.01,
             extra_rounds_ms: 4000.0,
             spacer_ms: 4.0,
-            settle_ms: 0.0,
         }
     }
 }
@@ -110,7 +103,6 @@ impl Method {
             ratio_ci: f64::INFINITY,
             extra_rounds_ms: 0.0,
             spacer_ms: self.spacer_ms,
-            settle_ms: 0.0,
         }
     }
 
@@ -262,23 +254,16 @@ pub fn compare(
 ) -> Result<Vec<Vec<Sample>>, Error> {
     // One timed launch each (after one untimed: the first loads the module)
     // gives the batch that fills `sample_ms`.
-    // `settle` launches, untimed, before each sample.
     let mut batch = Vec::with_capacity(contenders.len());
-    let mut settle = Vec::with_capacity(contenders.len());
     for contender in contenders.iter_mut() {
         (contender.launch)(rt)?;
-        let ms = timed(rt, spacer, 0, 1, &mut contender.launch)?.0;
+        let ms = timed(rt, spacer, 1, &mut contender.launch)?.0;
         batch.push(launches_for(method.sample_ms, ms));
-        settle.push(if method.settle_ms > 0.0 {
-            launches_for(method.settle_ms, ms)
-        } else {
-            0
-        });
     }
     let mut warm_ms = 0.0;
     while warm_ms < method.warmup_ms {
         for (contender, &n) in contenders.iter_mut().zip(&batch) {
-            warm_ms += timed(rt, spacer, 0, n, &mut contender.launch)?.0 * n as f64;
+            warm_ms += timed(rt, spacer, n, &mut contender.launch)?.0 * n as f64;
         }
     }
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); contenders.len()];
@@ -288,8 +273,7 @@ pub fn compare(
     while method.needs_round(&samples, baseline, &names) {
         for index in turn_order(contenders.len(), round) {
             let n = batch[index];
-            let launch = &mut contenders[index].launch;
-            let (ms, enqueue_ms, window) = timed(rt, spacer, settle[index], n, launch)?;
+            let (ms, enqueue_ms, window) = timed(rt, spacer, n, &mut contenders[index].launch)?;
             samples[index].push(Sample {
                 round,
                 ms,
@@ -342,17 +326,15 @@ fn launches_for(sample_ms: f64, launch_ms: f64) -> u32 {
 const MAX_LAUNCHES_PER_SAMPLE: f64 = 300.0;
 
 /// GPU milliseconds per launch of `n` back-to-back launches queued behind the
-/// spacer and `settle` untimed launches, the host's milliseconds to enqueue
-/// them, and the host's window around them.
+/// spacer, the host's milliseconds to enqueue them, and the host's window
+/// around them.
 fn timed(
     rt: &Runtime,
     spacer: &mut Spacer,
-    settle: u32,
     n: u32,
     launch: &mut (dyn FnMut(&Runtime) -> Result<(), Error> + '_),
 ) -> Result<(f64, f64, (Instant, Instant)), Error> {
     spacer.run(rt)?;
-    (0..settle).try_for_each(|_| launch(rt))?;
     let started = Instant::now();
     let mut enqueue_ms = 0.0;
     let ms = rt.time_ms(|rt| {

@@ -462,7 +462,7 @@ pub fn header(report: &Report) -> String {
     let m = &report.method;
     format!(
         "bench on {} (sm_{}{}), driver {}, max SM clock {}, power limit {}; commit {}; {} \
-         of ~{} ms samples behind a {} ms spacer{} after {} ms of warm-up; clocks {}",
+         of ~{} ms samples behind a {} ms spacer after {} ms of warm-up; clocks {}",
         report.gpu,
         report.compute_capability.0,
         report.compute_capability.1,
@@ -480,11 +480,6 @@ pub fn header(report: &Report) -> String {
         },
         m.sample_ms,
         m.spacer_ms,
-        if m.settle_ms > 0.0 {
-            format!(" and ~{} ms of the contender's own launches", m.settle_ms)
-        } else {
-            String::new()
-        },
         m.warmup_ms,
         match &report.monitor_unavailable {
             None => "read through NVML".to_string(),

@@ -128,12 +128,6 @@ struct Args {
     /// GPU milliseconds of a comparison's samples after which it takes no rounds past --rounds
     #[arg(long, value_name = "MS", default_value_t = Method::default().extra_rounds_ms)]
     extra_rounds_ms: f64,
-    /// GPU milliseconds one sample aims at (at least one launch)
-    #[arg(long, value_name = "MS", default_value_t = Method::default().sample_ms)]
-    sample_ms: f64,
-    /// GPU milliseconds of the contender's own untimed launches before each sample
-    #[arg(long, value_name = "MS", default_value_t = Method::default().settle_ms)]
-    settle_ms: f64,
     /// Seconds the whole run may take (0: no limit): as they run out, each
     /// comparison gets a smaller share for rounds past --rounds
     #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BUDGET_S)]
@@ -401,8 +395,6 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         max_rounds: args.max_rounds.max(rounds),
         ratio_ci: args.ratio_ci / 100.0,
         extra_rounds_ms: args.extra_rounds_ms,
-        sample_ms: args.sample_ms,
-        settle_ms: args.settle_ms,
         ..Method::default()
     };
     let device = rt.device();
