@@ -466,7 +466,6 @@ mod tests {
         assert_eq!(turn_order(5, 0), [0, 1, 4, 2, 3]);
     }
 
-    /// Per contender, a sample per round of the given times.
     /// `needs_round` over contenders of distinct names.
     fn needs(method: &Method, times: &[&[f64]], baseline: Option<usize>) -> bool {
         let names: Vec<String> = (0..times.len()).map(|i| i.to_string()).collect();
@@ -474,6 +473,7 @@ mod tests {
         method.needs_round(&rounds_of(times), baseline, &names)
     }
 
+    /// Per contender, a sample per round of the given times.
     fn rounds_of(times: &[&[f64]]) -> Vec<Vec<Sample>> {
         times
             .iter()

@@ -383,7 +383,7 @@ struct Bench<'a> {
     bar: ProgressBar,
     /// When the run's time budget ends, if it has one.
     deadline: Option<Instant>,
-    /// The sweeps of the case being prepared ([`Bench::fastest`]), which
+    /// The sweeps of the case being prepared ([`Bench::finalists`]), which
     /// [`Bench::case`] puts in it.
     sweeps: Vec<Sweep>,
 }
