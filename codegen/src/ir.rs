@@ -388,6 +388,13 @@ pub enum Stmt {
     /// acquire at cluster scope). Every thread of the cluster must reach it
     /// (not necessarily with its warp converged).
     ClusterBarrier,
+    /// `fence_gpu()`: a memory fence at GPU scope with acquire-release
+    /// semantics (`fence.acq_rel.gpu`; CUDA C++ uses `__threadfence()`
+    /// here). The atomics are relaxed, so this is how blocks hand global
+    /// memory to one another: a thread's writes, the fence, then an atomic
+    /// that signals (release); an atomic that sees the signal, the fence,
+    /// then the reads (acquire).
+    GpuFence,
     /// An expression evaluated for its effect (an atomic whose old value is unused).
     Expr(Expr),
     /// A warp-collective matrix operation. All 32 lanes of the warp execute
@@ -1364,6 +1371,9 @@ impl MbarrierOp {
         !matches!(self, MbarrierOp::Wait { .. })
     }
 }
+
+/// The DSL function of [`Stmt::GpuFence`].
+pub const GPU_FENCE_FUNCTION: &str = "fence_gpu";
 
 /// The DSL function of [`Stmt::ProxyFence`].
 pub const PROXY_FENCE_FUNCTION: &str = "fence_proxy_async";

@@ -59,8 +59,8 @@ use crate::def::KernelDef;
 use crate::ir::{
     Axis, BinaryOp, ConstParam, Expr, ExprKind, Fragment, Kernel, Literal, Local, MatrixDescriptor,
     MatrixOp, Param, ParamId, ParamType, Place, Requirement, Scalar, Space, Special, Stmt,
-    TensorMap, TmaOp, UnaryOp, WarpgroupOp, CLUSTER_BARRIER_FUNCTION, MATRIX_DESC_FUNCTION,
-    PROXY_FENCE_FUNCTION,
+    TensorMap, TmaOp, UnaryOp, WarpgroupOp, CLUSTER_BARRIER_FUNCTION, GPU_FENCE_FUNCTION,
+    MATRIX_DESC_FUNCTION, PROXY_FENCE_FUNCTION,
 };
 use crate::valid::{atomic_name, intrinsic_name};
 
@@ -531,6 +531,7 @@ impl<'k> Printer<'k> {
             Stmt::Continue => w.write_str("continue")?,
             Stmt::Return => w.write_str("return")?,
             Stmt::Barrier => w.write_str("sync_threads()")?,
+            Stmt::GpuFence => self.call(w, GPU_FENCE_FUNCTION, &[])?,
             Stmt::Expr(e) => self.expr(w, e, Prec::Any)?,
             Stmt::Matrix(op) => self.matrix(w, op)?,
             Stmt::AsyncCopy {

@@ -273,7 +273,9 @@ impl Specializer<'_> {
                 }
                 out.push(stmt.clone());
             }
-            Stmt::Return | Stmt::Barrier | Stmt::AsyncCommit => out.push(stmt.clone()),
+            Stmt::Return | Stmt::Barrier | Stmt::GpuFence | Stmt::AsyncCommit => {
+                out.push(stmt.clone())
+            }
             Stmt::Expr(e) => out.push(Stmt::Expr(self.expr(e)?)),
             Stmt::Matrix(op) => out.push(Stmt::Matrix(self.matrix(op)?)),
             Stmt::AsyncCopy {

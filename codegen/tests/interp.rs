@@ -373,6 +373,28 @@ fn atomics_reach_their_order_independent_results() {
 }
 
 #[test]
+fn fence_gpu_hands_block_0s_writes_to_the_blocks_after_it() {
+    let k = variant(&parse(&input("fence_gpu")), &[]);
+    let blocks = 4;
+    let mut args = vec![
+        Arg::from(vec![0u32; 32]),
+        Arg::from(vec![0u32; 1]),
+        Arg::from(vec![0u32; 32 * blocks]),
+    ];
+    run(&k, [blocks as u32, 1, 1], [32, 1, 1], &mut args);
+    let data: Vec<u32> = (0..32).map(|t| t * 3 + 1).collect();
+    assert_eq!(args[0].as_u32().unwrap(), &data[..]);
+    assert_eq!(args[1].as_u32().unwrap(), &[32]);
+    let out = args[2].as_u32().unwrap();
+    assert_eq!(&out[..32], &[0; 32], "block 0 writes no output");
+    for b in 1..blocks {
+        for t in 0..32 {
+            assert_eq!(out[b * 32 + t], data[(t + 1) % 32], "block {b}, thread {t}");
+        }
+    }
+}
+
+#[test]
 fn pipelines_of_async_copies_over_every_stage_count() {
     let mut rng = Rng(7);
     // pipelined_sum: thread `tid` sums elements tid + 128 e of every tile,

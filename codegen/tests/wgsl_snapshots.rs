@@ -27,6 +27,7 @@ const NOT_IN_WGSL: &[(&str, &str)] = &[
     ("casts", "parameter `v_i64` of type i64"),
     ("casts_bf16", "parameter `v_i64` of type i64"),
     ("casts_from_bf16", "parameter `v` of type bf16"),
+    ("fence_gpu", "`fence_gpu` (a fence at GPU scope)"),
     ("float_arith", "parameter `x_f64: &mut [f64]`"),
     (
         "int_arith",

@@ -2178,6 +2178,30 @@ fn sparse_mma_shapes_and_selectors_are_checked_per_variant() {
     );
 }
 
+#[test]
+fn fence_gpu_lowers_for_every_ptx_target_and_wgsl_refuses_it() {
+    let item = "fn k() { fence_gpu(); }";
+    assert_eq!(
+        parse("arch(sm_70, sm_80, sm_90, sm_90a)", item).ir.body,
+        vec![Stmt::GpuFence]
+    );
+    assert_error(
+        "arch(sm_70, wgsl)",
+        item,
+        &["WGSL cannot express `fence_gpu` (a fence at GPU scope)"],
+    );
+    assert_error(
+        "arch(sm_70)",
+        "fn k() { fence_gpu(0); }",
+        &["`fence_gpu` takes 0 argument(s), but 1 were given"],
+    );
+    assert_error(
+        "arch(sm_70)",
+        "fn k() { fence_gpu::<u32>(); }",
+        &["`fence_gpu` takes no generic arguments"],
+    );
+}
+
 // ---- Hopper: mbarriers, the async-proxy fence, wgmma -------------------------
 
 /// A kernel of one warpgroup that runs one f16 wgmma on 128-byte swizzled

@@ -228,7 +228,7 @@ pub static WARP_STATEMENTS: [WarpFamily; 9] = [
     },
     WarpFamily {
         prefix: "fence_",
-        forms: "fence_mbarrier_init, fence_proxy_async",
+        forms: "fence_gpu, fence_mbarrier_init, fence_proxy_async",
     },
     WarpFamily {
         prefix: "wgmma_",
@@ -383,7 +383,7 @@ mod tests {
              wmma_load_{a,b,c}_{row,col}, \
              wmma_mma_{row,col}_{row,col}, wmma_store_{row,col}, cp_async, cp_async_commit, cp_async_wait, \
              mbarrier_init, mbarrier_arrive, mbarrier_arrive_cluster, mbarrier_arrive_expect_tx, mbarrier_wait, \
-             fence_mbarrier_init, fence_proxy_async, wgmma_fence, wgmma_commit, wgmma_wait, wgmma_m64k16_{f16,bf16}::<N>, wgmma_m64k8_tf32::<N>, wgmma_m64k32_{s8,u8,e4m3,e5m2}::<N>, wgmma_m64k{16,8,32}::<T, N>, wgmma_m64::<T, N>, \
+             fence_gpu, fence_mbarrier_init, fence_proxy_async, wgmma_fence, wgmma_commit, wgmma_wait, wgmma_m64k16_{f16,bf16}::<N>, wgmma_m64k8_tf32::<N>, wgmma_m64k32_{s8,u8,e4m3,e5m2}::<N>, wgmma_m64k{16,8,32}::<T, N>, wgmma_m64::<T, N>, \
              tma_load, tma_load_multicast, tma_store, tma_store_commit, tma_store_wait_read, tma_store_wait, \
              setmaxnreg_inc, setmaxnreg_dec"
         );

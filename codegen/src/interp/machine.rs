@@ -940,6 +940,9 @@ impl<'k> Machine<'k> {
                 }
                 return Ok(Flow::Barrier);
             }
+            // Blocks run one after another and every access lands when it
+            // runs, so whatever a fence would order is already visible.
+            Stmt::GpuFence => {}
             Stmt::Expr(e) => {
                 self.eval(w, e, mask)?;
             }

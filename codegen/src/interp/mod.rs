@@ -27,7 +27,9 @@
 //! interleaving (a missing barrier) may compute something else on a GPU.
 //!
 //! What is interpreted: every SIMT statement and expression, shared memory,
-//! barriers, atomics, `shfl_xor`/`shfl_down`, `lane_id`, the operand packing
+//! barriers, atomics, `fence_gpu` (a no-op: blocks run one after another
+//! and every access lands when it runs, so every earlier write is already
+//! visible), `shfl_xor`/`shfl_down`, `lane_id`, the operand packing
 //! intrinsics, `mma.sync` (f16, bf16, tf32, s8, u8), `ldmatrix` (plain and
 //! transposed), the 2:4 sparse `mma.sp` (both forms), the Volta `wmma`
 //! load/mma/store and `cp.async` with commit and wait (a copy lands when it

@@ -421,7 +421,7 @@ impl Validator<'_> {
                     return Err(self.error(format!("`{what}` outside of a loop")));
                 }
             }
-            Stmt::Return | Stmt::Barrier | Stmt::AsyncCommit => {}
+            Stmt::Return | Stmt::Barrier | Stmt::GpuFence | Stmt::AsyncCommit => {}
             Stmt::Expr(e) => self.expr(e)?,
             Stmt::Matrix(op) => self.matrix(op)?,
             Stmt::AsyncCopy {

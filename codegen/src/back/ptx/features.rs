@@ -27,6 +27,8 @@ pub enum Feature {
     AtomAddBf16,
     /// `atom.cas.b16` (compare-exchange of f16/bf16).
     AtomCasB16,
+    /// `fence.acq_rel.gpu`.
+    GpuFence,
     /// `ldmatrix.sync.aligned.m8n8`.
     Ldmatrix,
     /// `mma.sync.aligned` of one sm_80 shape and type.
@@ -113,6 +115,7 @@ impl Feature {
                 (6, 3),
                 (7, 0),
             ),
+            Feature::GpuFence => ("`fence_gpu` (`fence.acq_rel.gpu`)", (6, 0), (7, 0)),
             Feature::Ldmatrix => ("`ldmatrix_*` (`ldmatrix`)", (6, 5), (7, 5)),
             Feature::Mma(kind) => {
                 let construct = match kind {

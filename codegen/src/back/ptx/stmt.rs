@@ -3,6 +3,7 @@
 //! Labels are `$<construct><n>_<role>` with `n` counted per module in
 //! emission order, so the text is deterministic.
 
+use super::features::Feature;
 use super::function::{arith, Emitter, LoopLabels, Operand};
 use super::vectorize::memory_vector;
 use crate::ir::{Expr, ExprKind, Literal, LocalId, Place, Scalar, Stmt};
@@ -73,6 +74,14 @@ impl Emitter<'_> {
             }
             Stmt::Barrier => {
                 self.ins("bar.sync 0");
+                Ok(())
+            }
+            // `.acq_rel`: one fence serves both sides, a release before the
+            // atomic that signals and an acquire after the one that sees it
+            // (the atomics are `atom`'s default, relaxed at GPU scope).
+            Stmt::GpuFence => {
+                self.require(Feature::GpuFence)?;
+                self.ins("fence.acq_rel.gpu");
                 Ok(())
             }
             Stmt::Expr(e) => self.expr(e).map(drop),

@@ -83,8 +83,12 @@ impl Usage {
                     self.block(body);
                 }
                 Stmt::Expr(e) => self.expr(e),
-                Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier | Stmt::AsyncCommit => {
-                }
+                Stmt::Break
+                | Stmt::Continue
+                | Stmt::Return
+                | Stmt::Barrier
+                | Stmt::GpuFence
+                | Stmt::AsyncCommit => {}
                 Stmt::Matrix(op) => self.matrix(op),
                 Stmt::AsyncCopy {
                     dst,

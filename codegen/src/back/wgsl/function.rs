@@ -370,6 +370,7 @@ impl Count {
                 | Stmt::AsyncCommit
                 | Stmt::AsyncWait { .. }
                 | Stmt::Mbarrier(_)
+                | Stmt::GpuFence
                 | Stmt::ProxyFence
                 | Stmt::ClusterBarrier
                 | Stmt::Warpgroup(_)

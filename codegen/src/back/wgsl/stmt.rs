@@ -101,6 +101,7 @@ impl Emitter<'_> {
             | Stmt::AsyncCommit
             | Stmt::AsyncWait { .. }
             | Stmt::Mbarrier(_)
+            | Stmt::GpuFence
             | Stmt::ProxyFence
             | Stmt::ClusterBarrier
             | Stmt::Warpgroup(_)
@@ -108,7 +109,7 @@ impl Emitter<'_> {
             | Stmt::SetMaxRegisters { .. } => {
                 // `valid::targets::check` rejects these before emission starts.
                 Err(self.error(
-                    "Tensor Core operations, async copies, mbarriers, clusters, wgmma, TMA and setmaxnreg have no WGSL form",
+                    "Tensor Core operations, async copies, mbarriers, fences, clusters, wgmma, TMA and setmaxnreg have no WGSL form",
                 ))
             }
         }

@@ -1,6 +1,7 @@
 //! Hopper's statements (`sm_90`, `sm_90a`): mbarriers (`mbarrier_*`), the
-//! fences that hand shared memory to the async proxy (`fence_*`) and the
-//! warpgroup MMA (`wgmma_*`) with its shared-memory matrix descriptors
+//! fences of their initialization and of the async proxy
+//! (`fence_mbarrier_init`, `fence_proxy_async`) and the warpgroup MMA
+//! (`wgmma_*`) with its shared-memory matrix descriptors
 //! (`matrix_desc(&tile[r][c], SWIZZLE)`, written only as an operand of a
 //! `wgmma_m64k*`).
 //!
@@ -33,7 +34,8 @@ enum TmaCopy {
 
 impl Lowerer<'_> {
     /// Lowers a call statement of the `mbarrier_`, `fence_` or `wgmma_`
-    /// families named `name`; `None` when `name` is none of their members.
+    /// families named `name`; `None` when `name` is none of their Hopper
+    /// members (`fence_gpu`, which every PTX target has, is `warp.rs`'s).
     pub(super) fn hopper_statement(
         &mut self,
         c: &syn::ExprCall,

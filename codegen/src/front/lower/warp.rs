@@ -1,8 +1,9 @@
-//! Warp-collective matrix operations (`ldmatrix_*`, `mma_*`, `wmma_*`) and
+//! Warp-collective matrix operations (`ldmatrix_*`, `mma_*`, `wmma_*`),
 //! asynchronous copies (`cp_async*`, and pipelines: `let pipe =
 //! pipeline(STAGES);` with `pipe.copy(..)`, `pipe.commit()`,
 //! `pipe.wait(N)`): statements over fragments (rows of register arrays) and
-//! places.
+//! places; and `fence_gpu()`, the member of the `fence_` family that every
+//! PTX target has (the Hopper members of the families are `hopper.rs`'s).
 //!
 //! The front checks what the syntax and the types decide: argument shapes,
 //! element types, that fragments are rows of register arrays and sources are
@@ -31,7 +32,7 @@ use crate::front::errors::Errors;
 use crate::front::vocabulary;
 use crate::ir::{
     BinaryOp, Expr, ExprKind, Fragment, Literal, MatrixLayout, MatrixOp, MmaKind, ParamType, Place,
-    Scalar, Space, SparseMmaKind, Stmt, WmmaOperand,
+    Scalar, Space, SparseMmaKind, Stmt, WmmaOperand, GPU_FENCE_FUNCTION,
 };
 
 /// The methods of a pipeline, for messages.
@@ -312,6 +313,10 @@ impl Lowerer<'_> {
                 self.arity(c, &c.args, 1, &name)?;
                 let pending = self.wait_count(&c.args[0], "cp_async_wait")?;
                 Ok(Stmt::AsyncWait { pending })
+            }
+            GPU_FENCE_FUNCTION => {
+                self.arity(c, &c.args, 0, &name)?;
+                Ok(Stmt::GpuFence)
             }
             _ => self.unknown_warp_function(c, &name),
         }

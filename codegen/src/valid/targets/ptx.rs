@@ -87,6 +87,7 @@ fn block(body: &Block, need: &mut Need) -> Result<(), Error> {
                 need(feature)?;
                 operand.iter().try_for_each(|e| expr(e, need))?;
             }
+            Stmt::GpuFence => need(Feature::GpuFence)?,
             Stmt::ProxyFence => need(Feature::ProxyFence)?,
             Stmt::ClusterBarrier => need(Feature::ClusterBarrier)?,
             Stmt::Warpgroup(op) => need(match op {

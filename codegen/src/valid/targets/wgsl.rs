@@ -10,7 +10,9 @@
 //!   i8 and u8 values are fine and live in 32 bits);
 //! - atomics on anything but i32 and u32;
 //! - Tensor Core fragments and their operations, `ldmatrix`, the operand
-//!   packing functions and asynchronous copies (`cp_async*`).
+//!   packing functions and asynchronous copies (`cp_async*`);
+//! - `fence_gpu`: WGSL's barriers order memory within a workgroup only,
+//!   and it has no fence at device scope.
 //!
 //! Past naga's limits (each an error that says the limit):
 //! - an array over `MAX_TYPE_SIZE` bytes: checked where its size is known,
@@ -28,7 +30,7 @@ use crate::back::wgsl::support::{
 use crate::eval;
 use crate::ir::{
     Block, Expr, ExprKind, Intrinsic, Kernel, Literal, ParamType, Place, Scalar, Space, Special,
-    Stmt, PROXY_FENCE_FUNCTION,
+    Stmt, GPU_FENCE_FUNCTION, PROXY_FENCE_FUNCTION,
 };
 use crate::valid::{atomic_name, intrinsic_name};
 use crate::Error;
@@ -229,6 +231,10 @@ impl Checker<'_> {
             }
             Stmt::Expr(e) => self.expr(e),
             Stmt::Break | Stmt::Continue | Stmt::Return | Stmt::Barrier => Ok(()),
+            Stmt::GpuFence => Err(unsupported(
+                self.kernel,
+                format!("`{GPU_FENCE_FUNCTION}` (a fence at GPU scope)"),
+            )),
             Stmt::Matrix(op) => Err(unsupported(
                 self.kernel,
                 format!(
