@@ -52,6 +52,7 @@ pub mod nccl;
 mod peer;
 mod runtime;
 mod scalar;
+mod scratch;
 mod stream;
 mod tensor_map;
 #[cfg(test)]

@@ -53,6 +53,8 @@ pub struct Runtime {
     pub(crate) backend: Backend,
     /// The tuned entry points' settings and dispatchers.
     pub(crate) tuning: crate::tune::RuntimeTuning,
+    /// The buffers [`Runtime::lend_scratch`] lends.
+    pub(crate) scratch: crate::scratch::Scratch,
 }
 
 /// The API a runtime drives its device through: the backends this build has
@@ -502,6 +504,7 @@ impl Runtime {
         Runtime {
             backend,
             tuning: Default::default(),
+            scratch: Default::default(),
         }
     }
 

@@ -54,8 +54,11 @@ pub struct Call<'a> {
     /// stored winner against the first call of a (shape, alignments) pair
     /// and reuses the answer for the later ones.
     pub alignments: &'a [u32],
-    /// The call's arguments in the kernels' parameter order (every kernel of
-    /// a family takes the same parameters), for the `requires` clauses.
+    /// The call's arguments in the kernels' parameter order, for the
+    /// `requires` clauses. Every kernel of a family takes the same leading
+    /// parameters; one may take more after them, whose arguments come last
+    /// (the Hopper GEMMs' workspace), and a kernel with fewer parameters is
+    /// checked on the leading arguments only.
     pub args: &'a [ArgInfo],
 }
 

@@ -104,7 +104,10 @@ pub fn check_candidate(
 ) -> Result<(), (PruneRule, String)> {
     let def = candidate.def;
     check_target(def, device).map_err(|e| (PruneRule::Arch, e.to_string()))?;
-    check_call(def, &candidate.consts, call.args).map_err(|e| (PruneRule::Call, e.to_string()))
+    // A kernel with fewer parameters than the call has arguments takes the
+    // leading ones ([`Call::args`]).
+    let args = &call.args[..call.args.len().min(def.ir.params.len())];
+    check_call(def, &candidate.consts, args).map_err(|e| (PruneRule::Call, e.to_string()))
 }
 
 /// Whether the device's backend runs one of the kernel's targets.
