@@ -9,8 +9,8 @@
 use std::fmt::Debug;
 
 use warpforge::{
-    BufferMut, BufferRef, DeviceScalar, Error, Grid, KernelArg, KernelVariant, MatrixLayout,
-    Runtime,
+    BufferMut, BufferRef, DeviceBuffer, DeviceScalar, Error, Grid, KernelArg, KernelVariant,
+    MatrixLayout, Runtime,
 };
 
 use crate::gemm::tile_grid;
@@ -444,20 +444,14 @@ pub trait GemmVariant: KernelVariant {
         c: BufferMut<'_, Self::Out>,
         bias: Option<BufferRef<'_, Self::Out>>,
     ) -> Result<(), Error> {
-        let bias_mode = problem.bias_mode(bias.is_some());
-        let fresh;
-        let bias = match bias.or_else(|| Self::bias_stand_in(a)) {
-            Some(bias) => bias,
-            None => {
-                fresh = rt.alloc_zeroed(1)?;
-                BufferRef::from(&fresh)
-            }
-        };
-        rt.launch(
-            Self::def(),
-            &self.values(),
-            self.grid(rt, problem)?,
-            &mut problem.args(a, b, c, bias, bias_mode),
+        let fresh = fresh_bias::<Self>(rt, (a, bias))?;
+        launch_with(
+            self,
+            rt,
+            problem,
+            (a, b, c, bias),
+            fresh.as_ref(),
+            Vec::new(),
         )
     }
 
@@ -555,6 +549,60 @@ pub trait GemmVariant: KernelVariant {
             .filter(|variant| variant.check(problem).is_ok())
             .collect()
     }
+}
+
+/// A launch's buffers: A and B in the order the kernel reads them, C, and
+/// the bias as the caller gave it.
+pub(crate) type GemmBuffers<'a, V> = (
+    BufferRef<'a, <V as GemmVariant>::Elem>,
+    BufferRef<'a, <V as GemmVariant>::Elem>,
+    BufferMut<'a, <V as GemmVariant>::Out>,
+    Option<BufferRef<'a, <V as GemmVariant>::Out>>,
+);
+
+/// The one-element buffer a launch without a bias passes as `bias` where
+/// [`GemmVariant::bias_stand_in`] has none; made by the caller, who keeps
+/// it until [`launch_with`] has enqueued the launch.
+pub(crate) fn fresh_bias<V: GemmVariant>(
+    rt: &Runtime,
+    (a, bias): (BufferRef<'_, V::Elem>, Option<BufferRef<'_, V::Out>>),
+) -> Result<Option<DeviceBuffer<V::Out>>, Error> {
+    match bias.is_none() && V::bias_stand_in(a).is_none() {
+        true => rt.alloc_zeroed(1).map(Some),
+        false => Ok(None),
+    }
+}
+
+/// Launches `variant` on a checked problem with the arguments every dense
+/// GEMM kernel takes ([`KernelProblem::args`]), then `extra` (a kernel's
+/// own, such as its workspace), on [`GemmVariant::grid`]. `fresh` is
+/// [`fresh_bias`]'s buffer.
+pub(crate) fn launch_with<'a, V: GemmVariant>(
+    variant: &V,
+    rt: &Runtime,
+    problem: &KernelProblem<V::Scale>,
+    (a, b, c, bias): GemmBuffers<'a, V>,
+    fresh: Option<&'a DeviceBuffer<V::Out>>,
+    extra: Vec<KernelArg<'a>>,
+) -> Result<(), Error> {
+    let bias_mode = problem.bias_mode(bias.is_some());
+    let bias = bias
+        .or_else(|| V::bias_stand_in(a))
+        .or(fresh.map(BufferRef::from))
+        .ok_or_else(|| Error::InvalidLaunch {
+            kernel: variant.name(),
+            message:
+                "a launch without a bias needs fresh_bias's buffer (a bug in warpforge-kernels)"
+                    .into(),
+        })?;
+    let mut args = problem.args(a, b, c, bias, bias_mode);
+    args.extend(extra);
+    rt.launch(
+        V::def(),
+        &variant.values(),
+        variant.grid(rt, problem)?,
+        &mut args,
+    )
 }
 
 /// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major,

@@ -9,11 +9,15 @@
 
 use warpforge::prelude::*;
 use warpforge::tune::LoadedResources;
-use warpforge::{BufferRef, KernelVariant, MatrixLayout};
+use warpforge::{
+    BufferMut, BufferRef, DeviceBuffer, DeviceScalar, KernelArg, KernelVariant, MatrixLayout,
+};
 
 use warpforge::__private::KernelDef;
 
-use crate::gemm_problem::{Chunks, GemmVariant, KernelProblem, VariantLayouts, VariantTakes};
+use crate::gemm_problem::{
+    fresh_bias, launch_with, Chunks, GemmVariant, KernelProblem, VariantLayouts, VariantTakes,
+};
 use crate::{epilogue, tile};
 
 /// The producer's loop over one tile: for each k-tile of 128 bytes of k,
@@ -21,8 +25,9 @@ use crate::{epilogue, tile};
 /// starts empty: the first wait of a stage is on the phase before its
 /// first, which counts as completed), expect the bytes of both tiles on the
 /// stage's `full` barrier, and issue the TMA loads of A's `BM x BK` and B's
-/// `BN x BK` tile of the batch into it. `ring` is the number of k-tiles the
-/// block loaded before this tile, which places its first in the ring. In a
+/// `BN x BK` tile of the batch into it, from k-tile `k0` of the tile's on.
+/// `ring` is the number of k-tiles the block loaded before these, which
+/// places the first in the ring. In a
 /// cluster of `CLUSTER` blocks along m (which share B's tile), each block
 /// loads its own A and multicasts one of B's `CLUSTER` parts of `BP` rows
 /// (its rank's) to every block of the cluster (each block's `empty` hears
@@ -45,13 +50,14 @@ pub fn load_stages<
     a: &[T],
     b: &[T],
     origin: (u32, u32, u32),
+    k0: u32,
     ring: u32,
     k_tiles: u32,
 ) {
     let (batch, row0, col0) = origin;
     let mut s = ring % STAGES;
     let mut phase = ring / STAGES % 2;
-    for kt in 0..k_tiles {
+    for kt in k0..k0 + k_tiles {
         mbarrier_wait(&empty[s], phase ^ 1);
         mbarrier_arrive_expect_tx(&mut full[s], (BM + BN) * BK * T::BYTES);
         tma_load(
@@ -156,6 +162,151 @@ pub fn multiply_stages<
     }
 }
 
+/// How `blocks` blocks split `tiles` tiles of `k_tiles` k-tiles each in a
+/// `gemm_wgmma` launch: `(whole, streamed, share)`. Tiles `0 .. whole` are
+/// walked whole (block `b`'s unit `i` is tile `b + i * blocks`). With
+/// `STREAM_K`, the `streamed` tiles after them, those past the grid's last
+/// whole wave, which would leave the rest of that wave's blocks idle, are
+/// shared out by k-tiles over every block instead (stream-K): block `b`
+/// takes their k-tiles `b * share .. (b + 1) * share`, counted tile after
+/// tile. The share is even but no less than a quarter of a tile's
+/// k-tiles, and 8 (every further piece of a tile costs a round trip of its
+/// partial sums through memory, about as long as a few k-tiles), and at
+/// most `k_tiles`, so that a block's share spans at most two tiles. None is
+/// streamed where the workspace (`partials`, `flags` elements) is too
+/// small for the grid.
+#[device]
+pub fn work_split<const STREAM_K: bool, const BM: u32, const BN: u32>(
+    tiles: u32,
+    blocks: u32,
+    k_tiles: u32,
+    partials: u32,
+    flags: u32,
+) -> (u32, u32, u32) {
+    let fits = partials >= blocks * BM * BN && flags >= blocks * 2 * BM;
+    let streamed = if STREAM_K && fits && k_tiles > 0 {
+        tiles % blocks
+    } else {
+        0
+    };
+    let even = (streamed * k_tiles + blocks - 1) / blocks;
+    let least = k_tiles.min((k_tiles / 4).max(8));
+    (tiles - streamed, streamed, even.max(least))
+}
+
+/// The number of tiles block `block` of `blocks` walks whole.
+#[device]
+pub fn whole_units(whole: u32, block: u32, blocks: u32) -> u32 {
+    (whole + blocks - 1 - block.min(whole)) / blocks
+}
+
+/// Unit `u` of block `block` of `blocks` in a [`work_split`]: `(tile,
+/// first k-tile, count)`, the tile past the last (`whole + streamed`) for
+/// an empty unit. A block has
+/// [`whole_units`] units, then with `STREAM_K` two more: its share's
+/// k-tiles in the tile the share starts in, then those in the next tile,
+/// which start at its first k-tile.
+#[device]
+pub fn work_unit<const STREAM_K: bool>(
+    split: (u32, u32, u32),
+    u: u32,
+    block: u32,
+    blocks: u32,
+    k_tiles: u32,
+) -> (u32, u32, u32) {
+    let (whole, streamed, share) = split;
+    let walked = whole_units(whole, block, blocks);
+    // Without `STREAM_K` every unit is a whole tile, and the rest folds away.
+    let piece = STREAM_K && u >= walked;
+    // The block's share of the streamed k-tiles, `first .. last`, and the
+    // end of the tile it starts in. (None streams without k-tiles: `per`
+    // only keeps the divisions defined.)
+    let per = k_tiles.max(1);
+    let total = streamed * k_tiles;
+    let first = (block * share).min(total);
+    let last = (first + share).min(total);
+    let boundary = (first / per + 1) * per;
+    let start = if u > walked {
+        boundary.min(last)
+    } else {
+        first
+    };
+    let end = if u > walked { last } else { last.min(boundary) };
+    let empty = piece && end <= start;
+    let tile = if empty {
+        whole + streamed
+    } else if piece {
+        whole + start / per
+    } else {
+        block + u * blocks
+    };
+    let k0 = if piece { start % per } else { 0 };
+    let count = if piece { end - start } else { k_tiles };
+    (tile, k0, count)
+}
+
+/// Stores a consumer thread's accumulators of a piece of a tile (not its
+/// first) to slot `slot` of `partials` (`BM x BN` values a slot, thread
+/// `c` of the block's `2 BM` consumer threads at every `2 BM`-th, so that
+/// a warp's stores are contiguous), then signals them on its flag of
+/// `flags`: the fence orders the stores before the count, for the block
+/// that adds them up.
+#[device]
+pub fn store_partial<const BM: u32, const BN: u32, const NJ: u32, D: Number>(
+    acc: &[[[D; 4]; NJ]; 1],
+    partials: &mut [D],
+    flags: &mut [u32],
+    slot: u32,
+    flag: u32,
+    c: u32,
+) {
+    let threads = 2 * BM;
+    let base = slot * BM * BN + c;
+    #[unroll]
+    for j in 0..NJ {
+        #[unroll]
+        for e in 0..4 {
+            partials[base + (4 * j + e) * threads] = acc[0][j][e];
+        }
+    }
+    fence_gpu();
+    atomic_add(&mut flags[flag], 1u32);
+}
+
+/// Adds to a consumer thread's accumulators of a tile's first piece those
+/// of its other pieces, from the slots of blocks `first .. last + 1` (as
+/// [`store_partial`] wrote them), once its flag has counted them all; then
+/// zeroes the flag for the next launch.
+#[device]
+pub fn add_partials<const BM: u32, const BN: u32, const NJ: u32, D: Number>(
+    acc: &mut [[[D; 4]; NJ]; 1],
+    partials: &[D],
+    flags: &mut [u32],
+    first: u32,
+    last: u32,
+    flag: u32,
+    c: u32,
+) {
+    let threads = 2 * BM;
+    loop {
+        if atomic_add(&mut flags[flag], 0u32) >= last + 1 - first {
+            break;
+        }
+    }
+    fence_gpu();
+    flags[flag] = 0;
+    for slot in first..last + 1 {
+        let base = slot * BM * BN + c;
+        #[unroll]
+        for j in 0..NJ {
+            #[unroll]
+            for e in 0..4 {
+                acc[0][j][e] += partials[base + (4 * j + e) * threads];
+            }
+        }
+    }
+}
+
 /// Hands stage `s` back to the producers of the `CLUSTER` blocks whose
 /// copies write it: thread `i < CLUSTER` of the warpgroup arrives on block
 /// `i`'s `empty[s]`.
@@ -218,6 +369,18 @@ pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
 /// blocks in x is correct; [`gemm_wgmma::persistent_grid`](crate::gemm_wgmma::persistent_grid) launches as many as the SMs
 /// hold.
 ///
+/// With `STREAM_K` (cooperative blocks, no cluster), the launch has every
+/// block the GPU holds, and the tiles past the grid's last whole wave are
+/// shared out by k-tiles over all of them ([`work_split`]), so that the
+/// last wave leaves no SM idle. A block that computes a later piece of a
+/// tile stores its partial sums to `partials` and counts them on its
+/// threads' `flags`; the block of the tile's first piece waits for the
+/// counts, adds the sums and runs the epilogue. The workspace holds `BM x
+/// BN` sums and `2 BM` flags a block (with less, nothing is streamed), its
+/// flags zero at the launch, as the launch leaves them; other variants do
+/// not read it. A block waits on later blocks, so every block of the grid
+/// must be resident at once, as a persistent grid is.
+///
 /// With `CLUSTER = 2` the blocks run in clusters of two along x, and
 /// cluster `c` of `grid.x / 2` walks tiles of `2 BM x BN` (its blocks the
 /// upper and lower `BM` rows): both read the same tile of B, each block
@@ -241,7 +404,7 @@ pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
         gemm_wgmma_e5m2_f32 = <e5m2, f32, f32>
     ),
     cluster(CLUSTER),
-    tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6], PINGPONG = [false, true], CLUSTER = [1, 2]),
+    tune(BM = [64, 128], BN = [64, 128, 256], STAGES = [3, 4, 5, 6], PINGPONG = [false, true], CLUSTER = [1, 2], STREAM_K = [false, true]),
     constrain(
         STAGES * (BM + BN) * 128 <= 224 * 1024,
         // The 64-row tile is for small m: narrow tiles, deep rings.
@@ -253,7 +416,9 @@ pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
         // run at large shapes. (Pairs of the ping-pong 128 x 128 measured 3
         // to 12% slower than that tile alone on the H100: perf/LOG.md,
         // session 22.)
-        CLUSTER == 1 || BM == 128 && BN == 256 && !PINGPONG
+        CLUSTER == 1 || BM == 128 && BN == 256 && !PINGPONG,
+        // Stream-K pieces are a cooperative block's tile, alone.
+        !STREAM_K || !PINGPONG && CLUSTER == 1
     ),
     requires(
         batches >= 1,
@@ -272,6 +437,7 @@ pub fn gemm_wgmma<
     const STAGES: u32,
     const PINGPONG: bool,
     const CLUSTER: u32,
+    const STREAM_K: bool,
     T,
     O: Number,
     S: Number,
@@ -305,6 +471,8 @@ pub fn gemm_wgmma<
     activation: u32,
     a_col_major: bool,
     b_row_major: bool,
+    partials: &mut [S],
+    flags: &mut [u32],
 ) {
     const BK: u32 = 128 / T::BYTES;
     const CONSUMERS: u32 = BM / 64;
@@ -346,27 +514,42 @@ pub fn gemm_wgmma<
     let (cluster, clusters) = (block_idx().x / CLUSTER, grid_dim().x / CLUSTER);
     // A block alone is rank 0: no read of the rank register.
     let rank_row = if CLUSTER == 1 { 0 } else { BM * cluster_rank() };
+    let (whole, streamed, share) = work_split::<STREAM_K, BM, BN>(
+        per_batch * batches,
+        clusters,
+        k_tiles,
+        partials.len(),
+        flags.len(),
+    );
+    let split = (whole, streamed, share);
+    let streamed_units = if STREAM_K { 2u32 } else { 0u32 };
+    let units = whole_units(whole, cluster, clusters) + streamed_units;
     let mut ring = 0u32;
     if tid < 128 {
         if CONSUMERS == 2 {
             setmaxnreg_dec(40);
         }
         if tid == 0 {
-            for t in (cluster..per_batch * batches).step_by(clusters) {
-                let (rows, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
-                let row0 = rows * CLUSTER + rank_row;
-                load_stages::<BM, BN, BK, STAGES, CLUSTER, { BN / CLUSTER }, T>(
-                    &mut a_tiles,
-                    &mut b_tiles,
-                    &mut full,
-                    &mut empty,
-                    a,
-                    b,
-                    (t / per_batch, row0, col0),
-                    ring,
-                    k_tiles,
-                );
-                ring += k_tiles;
+            for u in 0..units {
+                let (t, k0, count) = work_unit::<STREAM_K>(split, u, cluster, clusters, k_tiles);
+                if t < whole + streamed {
+                    let (rows, col0) =
+                        tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
+                    let row0 = rows * CLUSTER + rank_row;
+                    load_stages::<BM, BN, BK, STAGES, CLUSTER, { BN / CLUSTER }, T>(
+                        &mut a_tiles,
+                        &mut b_tiles,
+                        &mut full,
+                        &mut empty,
+                        a,
+                        b,
+                        (t / per_batch, row0, col0),
+                        k0,
+                        ring,
+                        count,
+                    );
+                    ring += count;
+                }
             }
         }
     } else {
@@ -374,35 +557,60 @@ pub fn gemm_wgmma<
             setmaxnreg_inc(232);
         }
         let consumer = tid / 128 - 1;
-        // Ping-pong: consumer c takes the block's tiles c, c + 2, ..; its
-        // i-th waits for the other's main loop before it (`turn[c]`: the
-        // first of consumer 0 waits on the phase before the first, which
-        // counts as completed) and hands the turn over after its own.
-        let first = if PINGPONG {
-            cluster + consumer * clusters
-        } else {
-            cluster
-        };
-        let step = if PINGPONG { 2 * clusters } else { clusters };
+        // Ping-pong: consumer c takes the block's units (whole tiles) c, c
+        // + 2, ..; its i-th waits for the other's main loop before it
+        // (`turn[c]`: the first of consumer 0 waits on the phase before the
+        // first, which counts as completed) and hands the turn over after
+        // its own.
+        let first = if PINGPONG { consumer } else { 0 };
+        let step = if PINGPONG { 2u32 } else { 1u32 };
         let m0 = if PINGPONG { 0 } else { 64 * consumer };
         if PINGPONG {
             ring = consumer * k_tiles;
         }
+        // This thread among the block's consumer threads, and the stream-K
+        // flag of each streamed tile it waits on or signals.
+        let thread = tid - 128;
         let mut turns = 0u32;
-        for t in (first..per_batch * batches).step_by(step) {
+        for u in (first..units).step_by(step) {
+            let (t, k0, count) = work_unit::<STREAM_K>(split, u, cluster, clusters, k_tiles);
+            if t >= whole + streamed {
+                continue;
+            }
             let mut acc = [[[[S::ZERO; 4]; BN / 8]; 1]; MB];
             if PINGPONG {
                 mbarrier_wait(&turn[consumer], (turns + 1 + consumer) % 2);
             }
             multiply_stages::<BM, BN, BK, STAGES, { BN / 8 }, MB, CLUSTER, { BN / CLUSTER }, T, S>(
-                &mut acc, &a_tiles, &b_tiles, &mut full, &mut empty, m0, ring, k_tiles,
+                &mut acc, &a_tiles, &b_tiles, &mut full, &mut empty, m0, ring, count,
             );
             if PINGPONG {
                 mbarrier_arrive(&mut turn[1 - consumer]);
                 turns += 1;
                 ring += 2 * k_tiles;
             } else {
-                ring += k_tiles;
+                ring += count;
+            }
+            if STREAM_K && count < k_tiles {
+                let flag = (t - whole) * 2 * BM + thread;
+                if k0 > 0 {
+                    // A later piece of a streamed tile: its sums go to the
+                    // block of the tile's first piece.
+                    store_partial::<BM, BN, { BN / 8 }, S>(
+                        &acc[0], partials, flags, cluster, flag, thread,
+                    );
+                    continue;
+                }
+                let last = ((t - whole + 1) * k_tiles - 1) / share;
+                add_partials::<BM, BN, { BN / 8 }, S>(
+                    &mut acc[0],
+                    partials,
+                    flags,
+                    cluster + 1,
+                    last,
+                    flag,
+                    thread,
+                );
             }
             let (rows, col0) = tile::grouped_tile::<BM, BN>(t % per_batch, tiles_m, tiles_n);
             let row0 = rows * CLUSTER + rank_row;
@@ -439,15 +647,16 @@ pub fn gemm_wgmma<
 /// The grid of a `gemm_wgmma` launch whose plain grid (one block per tile
 /// and batch: n tiles in x, m tiles in y) is `tiles`, in clusters of the
 /// variant's `CLUSTER` blocks along m: as many clusters as the GPU holds at
-/// once (the driver's occupancy of the variant), at most one per `CLUSTER`
-/// tiles of m, their blocks in x.
+/// once (the driver's occupancy of the variant), their blocks in x; at
+/// most one per `CLUSTER` tiles of m, but for `STREAM_K` variants, which
+/// share the tiles' k-tiles out over every block the GPU holds.
 pub fn persistent_grid(
     rt: &Runtime,
     def: &KernelDef,
     consts: &[i64],
     tiles: Grid,
 ) -> Result<Grid, Error> {
-    let cluster = cluster_blocks(def, consts);
+    let cluster = const_value(def, consts, "CLUSTER").max(1);
     let loaded = rt.variant_resources(def, consts)?.loaded;
     let resident = match loaded {
         Some(LoadedResources {
@@ -459,6 +668,9 @@ pub fn persistent_grid(
             rt.device().sm_count.saturating_mul(per_sm) / cluster
         }
     };
+    if const_value(def, consts, "STREAM_K") == 1 {
+        return Ok(Grid::blocks([resident.max(1), 1, 1]));
+    }
     Ok(cluster_grid(tiles, cluster, resident))
 }
 
@@ -470,14 +682,76 @@ fn cluster_grid(tiles: Grid, cluster: u32, resident: u32) -> Grid {
     Grid::blocks([clusters.saturating_mul(cluster), 1, 1])
 }
 
-/// The blocks of a `gemm_wgmma` variant's cluster: its `CLUSTER` value.
-fn cluster_blocks(def: &KernelDef, consts: &[i64]) -> u32 {
+/// A `gemm_wgmma` variant's value of const parameter `name` (`CLUSTER`,
+/// `STREAM_K`: 1 for true); 0 for a value it does not have.
+fn const_value(def: &KernelDef, consts: &[i64], name: &str) -> u32 {
     def.ir
         .const_params
         .iter()
         .zip(consts)
-        .find(|(param, _)| param.name == "CLUSTER")
-        .map_or(1, |(_, &value)| u32::try_from(value).unwrap_or(1).max(1))
+        .find(|(param, _)| param.name == name)
+        .map_or(0, |(_, &value)| u32::try_from(value).unwrap_or(0))
+}
+
+/// What a stream-K launch's scratch buffers are lent for
+/// ([`Runtime::lend_scratch`]): its partial sums, and the flags that count
+/// them in, which every launch leaves zeroed.
+const PARTIALS: &str = "gemm_wgmma stream-K partial sums";
+const FLAGS: &str = "gemm_wgmma stream-K flags";
+
+/// A `gemm_wgmma` launch's workspace, its last two arguments: for a
+/// `STREAM_K` variant, `BM x BN` partial sums (of the accumulator type `S`)
+/// and `2 BM` flags (one per consumer thread) for each block of the grid,
+/// else one element of each, which the kernel does not read. Lent by the
+/// runtime, and given back when dropped, after the launch is enqueued.
+pub(crate) struct Workspace<'r, S: DeviceScalar> {
+    rt: &'r Runtime,
+    partials: Option<DeviceBuffer<S>>,
+    flags: Option<DeviceBuffer<u32>>,
+}
+
+impl<'r, S: DeviceScalar> Workspace<'r, S> {
+    /// The workspace of variant `consts` of `def` launched on `grid`.
+    pub(crate) fn lend(
+        rt: &'r Runtime,
+        def: &KernelDef,
+        consts: &[i64],
+        grid: &Grid,
+    ) -> Result<Workspace<'r, S>, Error> {
+        let blocks = grid.blocks[0] as usize;
+        let (bm, bn) = (
+            const_value(def, consts, "BM"),
+            const_value(def, consts, "BN"),
+        );
+        let (partials, flags) = match const_value(def, consts, "STREAM_K") {
+            1 => (blocks * (bm * bn) as usize, blocks * 2 * bm as usize),
+            _ => (1, 1),
+        };
+        Ok(Workspace {
+            rt,
+            partials: Some(rt.lend_scratch(PARTIALS, partials)?),
+            flags: Some(rt.lend_scratch(FLAGS, flags)?),
+        })
+    }
+
+    /// The kernel's `partials` and `flags` arguments.
+    pub(crate) fn args(&mut self) -> Vec<KernelArg<'_>> {
+        let partials = self.partials.iter_mut().map(KernelArg::buffer_mut);
+        partials
+            .chain(self.flags.iter_mut().map(KernelArg::buffer_mut))
+            .collect()
+    }
+}
+
+impl<S: DeviceScalar> Drop for Workspace<'_, S> {
+    fn drop(&mut self) {
+        if let Some(partials) = self.partials.take() {
+            self.rt.keep_scratch(PARTIALS, partials);
+        }
+        if let Some(flags) = self.flags.take() {
+            self.rt.keep_scratch(FLAGS, flags);
+        }
+    }
 }
 
 /// What the refusals of a wgmma GEMM say to use instead, for layouts and
@@ -559,6 +833,22 @@ macro_rules! wgmma_variants {
             fn bias_stand_in(a: BufferRef<'_, $elem>) -> Option<BufferRef<'_, $out>> {
                 $stand_in(a)
             }
+            fn launch(
+                &self,
+                rt: &Runtime,
+                problem: &KernelProblem<$scale>,
+                a: BufferRef<'_, $elem>,
+                b: BufferRef<'_, $elem>,
+                c: BufferMut<'_, $out>,
+                bias: Option<BufferRef<'_, $out>>,
+            ) -> Result<(), Error> {
+                let grid = self.grid(rt, problem)?;
+                let mut workspace =
+                    Workspace::<$scale>::lend(rt, Self::def(), &self.values(), &grid)?;
+                let fresh = fresh_bias::<Self>(rt, (a, bias))?;
+                let buffers = (a, b, c, bias);
+                launch_with(self, rt, problem, buffers, fresh.as_ref(), workspace.args())
+            }
         }
     )*
         /// Whether `def` is an instance of `gemm_wgmma`, whose blocks walk
@@ -589,6 +879,114 @@ wgmma_variants! {
 mod tests {
     use super::*;
 
+    /// Every block's units of a 128 x 256 stream-K split (`MAX_UNITS` a
+    /// block), `(tile, first k-tile, count)` each, for the host to check.
+    #[kernel(arch(sm_80), block(1))]
+    fn stream_k_units(out: &mut [u32], tiles: u32, k_tiles: u32, partials: u32, flags: u32) {
+        let (block, blocks) = (block_idx().x, grid_dim().x);
+        let split = work_split::<true, 128, 256>(tiles, blocks, k_tiles, partials, flags);
+        let (whole, _, _) = split;
+        let units = whole_units(whole, block, blocks) + 2;
+        for u in 0..units {
+            let (t, k0, count) = work_unit::<true>(split, u, block, blocks, k_tiles);
+            let at = 3 * (block * 40 + u);
+            out[at] = t;
+            out[at + 1] = k0;
+            out[at + 2] = count;
+        }
+    }
+
+    const MAX_UNITS: usize = 40;
+
+    /// `(block, tile, first k-tile, count)` of every non-empty unit, in each
+    /// block's order, as the interpreter runs `stream_k_units`.
+    fn units(blocks: u32, tiles: u32, k_tiles: u32, fits: bool) -> Vec<(u32, u32, u32, u32)> {
+        let rt = Runtime::interpreter();
+        let mut out = rt
+            .upload(&vec![u32::MAX; 3 * MAX_UNITS * blocks as usize])
+            .unwrap();
+        let workspace = if fits { blocks * 128 * 256 } else { 0 };
+        stream_k_units::launch(
+            &rt,
+            Grid::blocks([blocks, 1, 1]),
+            &mut out,
+            tiles,
+            k_tiles,
+            workspace,
+            blocks * 256,
+        )
+        .unwrap();
+        let out = rt.download(&out).unwrap();
+        out.chunks(3)
+            .enumerate()
+            .filter(|(_, unit)| unit[0] < tiles)
+            .map(|(i, unit)| ((i / MAX_UNITS) as u32, unit[0], unit[1], unit[2]))
+            .collect()
+    }
+
+    #[test]
+    fn a_stream_k_split_covers_every_k_tile_once_and_each_block_finishes_last() {
+        // 8192^3 and 4096^3 (f16, tf32) on 132 SMs, a grid of few tiles, an
+        // exact number of waves, and k shorter than the least share.
+        for (blocks, tiles, k_tiles) in [
+            (132, 2048, 128),
+            (132, 512, 64),
+            (132, 512, 128),
+            (132, 32, 128),
+            (132, 4, 128),
+            (132, 264, 16),
+            (132, 1, 5),
+            (7, 30, 3),
+        ] {
+            let units = units(blocks, tiles, k_tiles, true);
+            let streamed = tiles % blocks;
+            let mut covered = vec![0u32; (tiles * k_tiles) as usize];
+            for &(block, t, k0, count) in &units {
+                assert!(count > 0 && k0 + count <= k_tiles, "{units:?}");
+                if t < tiles - streamed {
+                    assert_eq!((t % blocks, k0, count), (block, 0, k_tiles));
+                }
+                for k in k0..k0 + count {
+                    covered[(t * k_tiles + k) as usize] += 1;
+                }
+            }
+            assert!(
+                covered.iter().all(|&c| c == 1),
+                "{blocks} {tiles} {k_tiles}"
+            );
+            // A streamed tile's first k-tiles are its lowest block's, and a
+            // block takes at most two pieces: another tile's last first, so
+            // that it never waits before the blocks waiting on it are told.
+            for t in tiles - streamed..tiles {
+                let pieces: Vec<_> = units.iter().filter(|u| u.1 == t).collect();
+                let first = pieces.iter().min_by_key(|u| u.0).unwrap();
+                assert_eq!(first.2, 0, "tile {t}: {pieces:?}");
+            }
+            for block in 0..blocks {
+                let mine: Vec<_> = units
+                    .iter()
+                    .filter(|u| u.0 == block && u.1 >= tiles - streamed)
+                    .collect();
+                assert!(mine.len() <= 2, "{mine:?}");
+                if let [first, second] = mine[..] {
+                    assert!(first.2 > 0 && second.2 == 0, "{mine:?}");
+                }
+            }
+        }
+        // Without room for the sums, every tile is walked whole; without
+        // k-tiles too (each still stores `beta C + bias`).
+        let whole = units(132, 512, 64, false);
+        assert_eq!(whole.len(), 512);
+        assert!(whole
+            .iter()
+            .all(|&(_, _, k0, count)| (k0, count) == (0, 64)));
+        let no_k = units(132, 200, 0, true);
+        assert_eq!(no_k.len(), 200);
+        assert!(no_k
+            .iter()
+            .all(|&(block, t, _, count)| t % 132 == block && count == 0));
+    }
+
     #[test]
     fn a_persistent_grid_is_whole_clusters_and_no_more_than_their_tiles() {
         // 8192^3 in 128 x 256 tiles: 32 x 64 tiles, 1024 pairs of them.
@@ -616,13 +1014,14 @@ mod tests {
             STAGES: 4,
             PINGPONG: false,
             CLUSTER: 2,
+            STREAM_K: false,
         };
-        assert_eq!(cluster_blocks(def, &pairs.values()), 2);
+        assert_eq!(const_value(def, &pairs.values(), "CLUSTER"), 2);
         let single = gemm_wgmma_s8::Consts {
             CLUSTER: 1,
             ..pairs
         };
-        assert_eq!(cluster_blocks(def, &single.values()), 1);
+        assert_eq!(const_value(def, &single.values(), "CLUSTER"), 1);
         assert!(def.variants().contains(&pairs.values()));
     }
 }

@@ -460,6 +460,7 @@ pub fn wgmma_defaults(def: &'static KernelDef, large_stages: u32) -> Vec<Prefere
             STAGES: stages,
             PINGPONG: pingpong,
             CLUSTER: 1,
+            STREAM_K: false,
         }
         .values()
     };
@@ -735,6 +736,13 @@ impl<I: GemmElement, O: GemmOutput> OperandA<I, O> for DenseA {
         let (a_len, b_len) = kernel.operands(problem.a_len(), problem.b_len());
         let bias_len = if with_bias { problem.n.into() } else { 1 };
         let scalars = kernel.scalar_args(kernel.bias_mode(with_bias));
+        // Last, the workspace the wgmma kernels also take (the launch lends
+        // it; no clause reads its length): the other kernels' checks take
+        // the arguments before it.
+        let workspace = [
+            buffer_info(O::Scale::SCALAR, 1, true),
+            buffer_info(warpforge::Scalar::U32, 1, true),
+        ];
         Ok([
             buffer_info(I::SCALAR, a_len, false),
             buffer_info(I::SCALAR, b_len, false),
@@ -743,6 +751,7 @@ impl<I: GemmElement, O: GemmOutput> OperandA<I, O> for DenseA {
         ]
         .into_iter()
         .chain(scalars.iter().map(KernelArg::info))
+        .chain(workspace)
         .collect())
     }
 
@@ -766,21 +775,23 @@ impl<I: GemmElement, O: GemmOutput> OperandA<I, O> for DenseA {
         } = operands;
         let bias_mode = kernel.bias_mode(bias.is_some());
         let (a, b) = kernel.operands(a, b);
-        let grid = match gemm_wgmma::walks_its_tiles(candidate.def) {
-            true => gemm_wgmma::persistent_grid(
-                rt,
-                candidate.def,
-                &candidate.consts,
-                kernel.grid(tile),
-            )?,
+        let (def, consts) = (candidate.def, &candidate.consts[..]);
+        let walks = gemm_wgmma::walks_its_tiles(def);
+        let grid = match walks {
+            true => gemm_wgmma::persistent_grid(rt, def, consts, kernel.grid(tile))?,
             false => kernel.grid(tile),
         };
-        rt.launch(
-            candidate.def,
-            &candidate.consts,
-            grid,
-            &mut kernel.args(a, b, c, bias.unwrap_or(no_bias), bias_mode),
-        )
+        let mut workspace = match walks {
+            true => Some(gemm_wgmma::Workspace::<O::Scale>::lend(
+                rt, def, consts, &grid,
+            )?),
+            false => None,
+        };
+        let mut args = kernel.args(a, b, c, bias.unwrap_or(no_bias), bias_mode);
+        if let Some(workspace) = workspace.as_mut() {
+            args.extend(workspace.args());
+        }
+        rt.launch(def, consts, grid, &mut args)
     }
 }
 

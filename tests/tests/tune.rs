@@ -830,46 +830,46 @@ fn stock_gemm_heuristic_defaults() {
     let cases = [
         (
             heuristic_for(&GEMM_F16, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_BF16, (1, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_bf16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_TF32, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_tf32[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_S8, few_rows, &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_s8[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, (129, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
+            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         // By the size of C and k: small squares take narrow tiles; a large
         // C with a long k the cooperative 128 x 256; the rest the ping-pong
         // 128 x 128.
         (
             heuristic_for(&GEMM_F16, (512, 512, 512), &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_BF16, (1024, 1000, 1024), &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=64,BN=128,STAGES=6,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_bf16[BM=64,BN=128,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, (8192, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_S8, (8192, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1]"),
+            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, (8192, 8192, 1024), &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
+            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, few_rows, &a100()),
@@ -877,7 +877,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
+            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         // sm_90a runs on compute capability 9.0 only: an A100 takes the sm_80 default.
         (
@@ -886,7 +886,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_BF16, square, &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
+            Some("gemm_wgmma_bf16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
@@ -908,7 +908,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
+            Some("gemm_wgmma_tf32[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_TF32, square, &a100()),
@@ -916,7 +916,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_S8, square, &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1]"),
+            Some("gemm_wgmma_s8[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_S8, square, &a100()),
