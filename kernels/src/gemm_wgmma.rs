@@ -202,10 +202,9 @@ pub fn whole_units(whole: u32, block: u32, blocks: u32) -> u32 {
 
 /// Unit `u` of block `block` of `blocks` in a [`work_split`]: `(tile,
 /// first k-tile, count)`, the tile past the last (`whole + streamed`) for
-/// an empty unit. A block has
-/// [`whole_units`] units, then with `STREAM_K` two more: its share's
-/// k-tiles in the tile the share starts in, then those in the next tile,
-/// which start at its first k-tile.
+/// an empty unit. A block has [`whole_units`] units, then with `STREAM_K`
+/// two more: its share's k-tiles in the tile the share starts in, then
+/// those in the next tile, which start at its first k-tile.
 #[device]
 pub fn work_unit<const STREAM_K: bool>(
     split: (u32, u32, u32),
