@@ -370,8 +370,9 @@ pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
 ///
 /// With `STREAM_K` (cooperative blocks, no cluster), the launch has every
 /// block the GPU holds, and the tiles past the grid's last whole wave are
-/// shared out by k-tiles over all of them ([`work_split`]), so that the
-/// last wave leaves no SM idle. A block that computes a later piece of a
+/// shared out by k-tiles over all of them
+/// ([`gemm_wgmma::work_split`](crate::gemm_wgmma::work_split)), so that
+/// the last wave leaves no SM idle. A block that computes a later piece of a
 /// tile stores its partial sums to `partials` and counts them on its
 /// threads' `flags`; the block of the tile's first piece waits for the
 /// counts, adds the sums and runs the epilogue. The workspace holds `BM x
