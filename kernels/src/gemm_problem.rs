@@ -9,11 +9,12 @@
 use std::fmt::Debug;
 
 use warpforge::{
-    BufferMut, BufferRef, DeviceBuffer, DeviceScalar, Error, Grid, KernelArg, KernelVariant,
-    MatrixLayout, Runtime,
+    BufferMut, BufferRef, DeviceScalar, Error, Grid, KernelArg, KernelVariant, MatrixLayout,
+    Runtime,
 };
 
 use crate::gemm::tile_grid;
+use crate::gemm_wgmma::Workspace;
 
 /// The elementwise function a GEMM's epilogue applies to each output, after
 /// the bias.
@@ -444,15 +445,8 @@ pub trait GemmVariant: KernelVariant {
         c: BufferMut<'_, Self::Out>,
         bias: Option<BufferRef<'_, Self::Out>>,
     ) -> Result<(), Error> {
-        let fresh = fresh_bias::<Self>(rt, (a, bias))?;
-        launch_with(
-            self,
-            rt,
-            problem,
-            (a, b, c, bias),
-            fresh.as_ref(),
-            Vec::new(),
-        )
+        let grid = self.grid(rt, problem)?;
+        launch_with(self, rt, problem, grid, (a, b, c, bias), None)
     }
 
     /// Whether this variant computes `problem`: its layouts (after a
@@ -560,49 +554,31 @@ pub(crate) type GemmBuffers<'a, V> = (
     Option<BufferRef<'a, <V as GemmVariant>::Out>>,
 );
 
-/// The one-element buffer a launch without a bias passes as `bias` where
-/// [`GemmVariant::bias_stand_in`] has none; made by the caller, who keeps
-/// it until [`launch_with`] has enqueued the launch.
-pub(crate) fn fresh_bias<V: GemmVariant>(
-    rt: &Runtime,
-    (a, bias): (BufferRef<'_, V::Elem>, Option<BufferRef<'_, V::Out>>),
-) -> Result<Option<DeviceBuffer<V::Out>>, Error> {
-    match bias.is_none() && V::bias_stand_in(a).is_none() {
-        true => rt.alloc_zeroed(1).map(Some),
-        false => Ok(None),
-    }
-}
-
-/// Launches `variant` on a checked problem with the arguments every dense
-/// GEMM kernel takes ([`KernelProblem::args`]), then `extra` (a kernel's
-/// own, such as its workspace), on [`GemmVariant::grid`]. `fresh` is
-/// [`fresh_bias`]'s buffer.
-pub(crate) fn launch_with<'a, V: GemmVariant>(
+/// Launches `variant` on a checked problem and `grid` with the arguments
+/// every dense GEMM kernel takes ([`KernelProblem::args`]), then, for the
+/// wgmma kernels, their `workspace`'s.
+pub(crate) fn launch_with<V: GemmVariant>(
     variant: &V,
     rt: &Runtime,
     problem: &KernelProblem<V::Scale>,
-    (a, b, c, bias): GemmBuffers<'a, V>,
-    fresh: Option<&'a DeviceBuffer<V::Out>>,
-    extra: Vec<KernelArg<'a>>,
+    grid: Grid,
+    (a, b, c, bias): GemmBuffers<'_, V>,
+    workspace: Option<&mut Workspace<'_, V::Scale>>,
 ) -> Result<(), Error> {
     let bias_mode = problem.bias_mode(bias.is_some());
-    let bias = bias
-        .or_else(|| V::bias_stand_in(a))
-        .or(fresh.map(BufferRef::from))
-        .ok_or_else(|| Error::InvalidLaunch {
-            kernel: variant.name(),
-            message:
-                "a launch without a bias needs fresh_bias's buffer (a bug in warpforge-kernels)"
-                    .into(),
-        })?;
+    let fresh;
+    let bias = match bias.or_else(|| V::bias_stand_in(a)) {
+        Some(bias) => bias,
+        None => {
+            fresh = rt.alloc_zeroed(1)?;
+            BufferRef::from(&fresh)
+        }
+    };
     let mut args = problem.args(a, b, c, bias, bias_mode);
-    args.extend(extra);
-    rt.launch(
-        V::def(),
-        &variant.values(),
-        variant.grid(rt, problem)?,
-        &mut args,
-    )
+    if let Some(workspace) = workspace {
+        args.extend(workspace.args());
+    }
+    rt.launch(V::def(), &variant.values(), grid, &mut args)
 }
 
 /// `C = alpha * A B + beta * C` (A row-major, B column-major, C row-major,

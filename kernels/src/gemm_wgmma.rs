@@ -16,7 +16,7 @@ use warpforge::{
 use warpforge::__private::KernelDef;
 
 use crate::gemm_problem::{
-    fresh_bias, launch_with, Chunks, GemmVariant, KernelProblem, VariantLayouts, VariantTakes,
+    launch_with, Chunks, GemmVariant, KernelProblem, VariantLayouts, VariantTakes,
 };
 use crate::{epilogue, tile};
 
@@ -845,9 +845,8 @@ macro_rules! wgmma_variants {
                 let grid = self.grid(rt, problem)?;
                 let mut workspace =
                     Workspace::<$scale>::lend(rt, Self::def(), &self.values(), &grid)?;
-                let fresh = fresh_bias::<Self>(rt, (a, bias))?;
                 let buffers = (a, b, c, bias);
-                launch_with(self, rt, problem, buffers, fresh.as_ref(), workspace.args())
+                launch_with(self, rt, problem, grid, buffers, Some(&mut workspace))
             }
         }
     )*
