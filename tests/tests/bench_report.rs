@@ -8,7 +8,9 @@
 use std::path::Path;
 
 use warpforge_tests::bench::charts;
-use warpforge_tests::bench::report::{ladder, ratio_changes, table, NotRun, Report, Sweep};
+use warpforge_tests::bench::report::{
+    ladder, ratio_changes, table, time_spent, NotRun, Report, StepTime, Sweep,
+};
 
 fn recorded() -> Report {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/bench-report.json");
@@ -301,4 +303,76 @@ fn the_roofline_draws_each_dtype_s_compute_ceilings_from_the_mma_section() {
     assert!(svg.contains("f16 GEMM roofline") && svg.contains("s8 GEMM roofline"));
     assert_eq!(svg.matches("mma.sync ceiling: ").count(), 1, "f16's");
     assert_eq!(svg.matches("wgmma ceiling: ").count(), 2, "f16's and s8's");
+}
+
+#[test]
+fn the_run_s_time_is_split_by_section_and_part() {
+    let mut report = recorded();
+    assert_eq!(
+        time_spent(&report),
+        None,
+        "the recorded run kept no step times"
+    );
+    // The recorded samples' GPU time, for the rounds to hold.
+    let gpu_s = |section: &str| -> f64 {
+        let cases = report
+            .cases
+            .iter()
+            .filter(|c| section.is_empty() || c.section == section);
+        let samples = cases.flat_map(|c| &c.contenders).flat_map(|c| &c.samples);
+        samples.map(|s| s.ms * f64::from(s.launches)).sum::<f64>() / 1e3
+    };
+    let (gemm_s, stream_s, all_s) = (gpu_s("gemm"), gpu_s("stream"), gpu_s(""));
+    assert!(
+        all_s > gemm_s + stream_s,
+        "the sparse case's samples count in the run's"
+    );
+    let step = |section: &str, step: &str, total_s, parts: [f64; 3]| StepTime {
+        section: section.into(),
+        step: step.into(),
+        total_s,
+        sweeps_s: parts[0],
+        checks_s: parts[1],
+        rounds_s: parts[2],
+    };
+    report.steps = vec![
+        step(
+            "stream",
+            "stream",
+            stream_s + 3.0,
+            [1.0, 0.5, stream_s + 1.0],
+        ),
+        step("gemm", "gemm: loading", 10.0, [0.0; 3]),
+        step(
+            "gemm",
+            "gemm F16 8192x8192x8192",
+            gemm_s + 20.0,
+            [8.0, 2.0, gemm_s + 4.0],
+        ),
+    ];
+    let text = time_spent(&report).expect("step times");
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 5, "{text}");
+    let cells =
+        |row: &str| -> Vec<String> { row.split('|').map(|c| c.trim().to_string()).collect() };
+    let run = cells(rows[4]);
+    let total = stream_s + gemm_s + 33.0;
+    assert_eq!(run[1], "**run**");
+    assert_eq!(run[2], "3");
+    assert_eq!(run[3], format!("{total:.1}"));
+    let share = |s: f64| format!("{s:.1} ({:.0}%)", 100.0 * s / total);
+    assert_eq!(run[4], share(stream_s + gemm_s + 5.0));
+    assert_eq!(run[5], share(all_s));
+    assert_eq!(run[6], share(9.0));
+    assert_eq!(run[7], share(2.5));
+    // The rest: the loading step, and what each step spent outside its parts.
+    assert_eq!(run[8], share(10.0 + 0.5 + 6.0));
+    let gemm = cells(rows[3]);
+    assert_eq!((gemm[1].as_str(), gemm[2].as_str()), ("gemm", "2"));
+    assert_eq!(gemm[3], format!("{:.1}", gemm_s + 30.0));
+    assert_eq!(
+        gemm[5],
+        format!("{gemm_s:.1} ({:.0}%)", 100.0 * gemm_s / (gemm_s + 30.0))
+    );
+    assert!(table(&report).contains(&text), "the table carries it");
 }

@@ -36,6 +36,29 @@ pub struct Report {
     /// The cases no contender could run, and why.
     #[serde(default)]
     pub not_run: Vec<NotRun>,
+    /// Where each step's wall-clock seconds went (empty in reports from
+    /// before they were kept).
+    #[serde(default)]
+    pub steps: Vec<StepTime>,
+}
+
+/// Where one step of a run (a section's step, e.g. one GEMM case) spent its
+/// wall-clock seconds: the samples are only part of the rounds, and a
+/// budget spent outside them cuts the rounds that narrow the intervals.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepTime {
+    /// The section, e.g. "gemm" ("setup" for what precedes a section's steps).
+    pub section: String,
+    /// The step as the progress bar names it, e.g. "gemm F16 8192x8192x8192".
+    pub step: String,
+    /// From the end of the step before (the run's start for the first).
+    pub total_s: f64,
+    /// Sweeping kernel families' variants for their finalists.
+    pub sweeps_s: f64,
+    /// Running each contender again to check its output against the baseline's.
+    pub checks_s: f64,
+    /// The comparison: each contender's calibration, the warm-up and the rounds.
+    pub rounds_s: f64,
 }
 
 impl Report {
@@ -390,6 +413,12 @@ pub fn table(report: &Report) -> String {
             let _ = writeln!(out, "- {}: {}", n.case, n.why);
         }
     }
+    if let Some(spent) = time_spent(report) {
+        let _ = writeln!(
+            out,
+            "\n### where the run's time went (wall-clock seconds)\n\n{spent}"
+        );
+    }
     if let Some(o) = &report.launch_cost {
         let _ = writeln!(
             out,
@@ -408,6 +437,67 @@ pub fn table(report: &Report) -> String {
         }
     }
     out
+}
+
+/// Where the run's wall-clock time went, per section: the rounds (of which
+/// the samples' own GPU time), the sweeps, the checks and the rest (inputs,
+/// uploads, loading variants); None for a report without step times.
+pub fn time_spent(report: &Report) -> Option<String> {
+    if report.steps.is_empty() {
+        return None;
+    }
+    let mut sections: Vec<&str> = Vec::new();
+    for step in &report.steps {
+        if !sections.contains(&step.section.as_str()) {
+            sections.push(&step.section);
+        }
+    }
+    let samples_s = |section: Option<&str>| -> f64 {
+        let cases = report
+            .cases
+            .iter()
+            .filter(|c| section.is_none_or(|s| c.section == s));
+        let samples = cases.flat_map(|c| &c.contenders).flat_map(|c| &c.samples);
+        samples.map(|s| s.ms * f64::from(s.launches)).sum::<f64>() / 1e3
+    };
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "| section | steps | s | rounds | of them samples | sweeps | checks | rest |"
+    );
+    let _ = writeln!(out, "|---|---|---|---|---|---|---|---|");
+    let mut row = |name: &str, section: Option<&str>| {
+        let steps: Vec<&StepTime> = report
+            .steps
+            .iter()
+            .filter(|t| section.is_none_or(|s| t.section == s))
+            .collect();
+        let sum = |part: fn(&StepTime) -> f64| steps.iter().map(|t| part(t)).sum::<f64>();
+        let total = sum(|t| t.total_s);
+        let parts = [
+            sum(|t| t.rounds_s),
+            samples_s(section),
+            sum(|t| t.sweeps_s),
+            sum(|t| t.checks_s),
+        ];
+        let rest = total - parts[0] - parts[2] - parts[3];
+        let cells: Vec<String> = parts
+            .iter()
+            .chain([&rest])
+            .map(|s| format!("{s:.1} ({:.0}%)", 100.0 * s / total.max(1e-9)))
+            .collect();
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {total:.1} | {} |",
+            steps.len(),
+            cells.join(" | ")
+        );
+    };
+    for section in &sections {
+        row(section, Some(section));
+    }
+    row("**run**", None);
+    Some(out)
 }
 
 /// One case's rows of the table: every contender's median, rate, ratio to

@@ -1,8 +1,9 @@
 //! `bench`: the stock kernels beside cuBLAS on this GPU, timed by one method
 //! (`warpforge_tests::bench::method`: the GPU kept busy, warm-up, interleaved
 //! rounds, the spread and the SM clock beside every median), written as a
-//! table on stdout and `table.md`, `report.json` (every sample, and every
-//! variant's sweep sample) and charts in `--out`.
+//! table on stdout and `table.md`, `report.json` (every sample, every
+//! variant's sweep sample, and each step's seconds by part) and charts in
+//! `--out`.
 //!
 //! Sections (`--sections`, all by default):
 //! - `gemm`: per dtype (f16, bf16, tf32, s8, e4m3) and shape, each architecture
@@ -58,7 +59,7 @@ use warpforge_tests::bench::cusparselt::SparseGemm;
 use warpforge_tests::bench::method::{compare, preload, Contender, Method, Shard, Spacer};
 use warpforge_tests::bench::monitor::Monitor;
 use warpforge_tests::bench::report::{
-    self, Absent, Case, ContenderSamples, NotRun, Report, Sweep, WorkUnit,
+    self, Absent, Case, ContenderSamples, NotRun, Report, StepTime, Sweep, WorkUnit,
 };
 use warpforge_tests::compare::{deviation, deviation_of};
 use warpforge_tests::rates::{
@@ -386,6 +387,10 @@ struct Bench<'a> {
     /// The sweeps of the case being prepared ([`Bench::finalists`]), which
     /// [`Bench::case`] puts in it.
     sweeps: Vec<Sweep>,
+    /// The seconds of the step under way by part, and when it began (the
+    /// end of the step before): [`Bench::end_step`].
+    step: StepTime,
+    step_started: Instant,
 }
 
 fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
@@ -420,6 +425,7 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         cases: Vec::new(),
         launch_cost: None,
         not_run: Vec::new(),
+        steps: Vec::new(),
     };
     let mut bench = Bench {
         rt,
@@ -430,6 +436,8 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         paths: &args.paths,
         inputs: Inputs::new(run_seed()),
         sweeps: Vec::new(),
+        step: StepTime::default(),
+        step_started: Instant::now(),
         bar: ProgressBar::new(0).with_style(
             ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {msg} ({elapsed})")
                 .expect("the template is valid")
@@ -471,40 +479,46 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
     // Each section's cases go into the report as they come, and report.json
     // is rewritten after each, so that a run cut short keeps what it measured.
     let bar = bench.bar.clone();
-    let mut record = |report: &mut Report, what: &str, result: BenchResult<Vec<Case>>| {
-        bar.inc(1);
-        match result {
-            Ok(cases) => report.cases.extend(cases),
-            Err(e) if e.is::<NothingRuns>() => {
-                bar.suspend(|| println!("{what}: NOT RUN: {e}"));
-                report.not_run.push(NotRun {
-                    case: what.to_string(),
-                    why: e.to_string(),
-                });
+    let mut record =
+        |report: &mut Report, what: &str, result: BenchResult<Vec<Case>>, time: StepTime| {
+            bar.inc(1);
+            report.steps.push(time);
+            match result {
+                Ok(cases) => report.cases.extend(cases),
+                Err(e) if e.is::<NothingRuns>() => {
+                    bar.suspend(|| println!("{what}: NOT RUN: {e}"));
+                    report.not_run.push(NotRun {
+                        case: what.to_string(),
+                        why: e.to_string(),
+                    });
+                }
+                Err(e) => {
+                    bar.suspend(|| println!("{what}: FAILED: {e}"));
+                    failures.push(format!("{what}: {e}"));
+                }
             }
-            Err(e) => {
-                bar.suspend(|| println!("{what}: FAILED: {e}"));
-                failures.push(format!("{what}: {e}"));
+            if let Err(e) = save_json(report, &args.out) {
+                bar.suspend(|| println!("{e}"));
             }
-        }
-        if let Err(e) = save_json(report, &args.out) {
-            bar.suspend(|| println!("{e}"));
-        }
-    };
+        };
     if has(Section::Stream) {
-        record(&mut report, "stream", bench.stream(1 << 28));
+        let result = bench.stream(1 << 28);
+        record(&mut report, "stream", result, bench.end_step("stream"));
     }
     if has(Section::Mma) {
         for &dtype in &args.dtypes {
             let what = format!("mma {dtype:?}");
             bench.bar.set_message(what.clone());
-            record(&mut report, &what, bench.mma_rates(dtype).map(|c| vec![c]));
+            let result = bench.mma_rates(dtype).map(|c| vec![c]);
+            record(&mut report, &what, result, bench.end_step(&what));
         }
     }
     if has(Section::Gemm) {
         let kernels = gemm_kernels(&args.dtypes, &args.paths);
         let filled = fill_jit_cache(&args.dtypes, &args.paths);
         let (loaded, variants, seconds, threads) = preload(rt, &kernels, Shard::ALL);
+        let loading = bench.end_step("gemm: the JIT cache and the variants' modules");
+        report.steps.push(loading);
         bench.bar.suspend(|| {
             println!("{filled}");
             println!(
@@ -515,11 +529,8 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
             for &shape in &shapes {
                 let what = format!("gemm {dtype:?} {}", shape_name(shape));
                 bench.bar.set_message(what.clone());
-                record(
-                    &mut report,
-                    &what,
-                    bench.gemm(dtype, shape).map(|c| vec![c]),
-                );
+                let result = bench.gemm(dtype, shape).map(|c| vec![c]);
+                record(&mut report, &what, result, bench.end_step(&what));
             }
         }
     }
@@ -527,24 +538,39 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
         for &shape in &f32_shapes {
             let what = format!("f32 {}", shape_name(shape));
             bench.bar.set_message(what.clone());
-            record(&mut report, &what, bench.gemm_f32(shape).map(|c| vec![c]));
+            let result = bench.gemm_f32(shape).map(|c| vec![c]);
+            record(&mut report, &what, result, bench.end_step(&what));
         }
     }
     if has(Section::Sparse) {
-        record(&mut report, "sparse", bench.sparse(8192));
+        let result = bench.sparse(8192);
+        record(&mut report, "sparse", result, bench.end_step("sparse"));
     }
     if has(Section::Wgpu) {
         let case = bench_wgpu(4096);
         if let Ok(case) = &case {
             bench.bar.suspend(|| print_case(case, 0.0));
         }
-        record(&mut report, "wgpu", case.map(|c| vec![c]));
+        record(
+            &mut report,
+            "wgpu",
+            case.map(|c| vec![c]),
+            bench.end_step("wgpu"),
+        );
     }
     if has(Section::Launch) {
         let dir = std::env::temp_dir().join("warpforge-bench-empty-tune-db");
         match warpforge_tests::tuning::dispatch_overhead(rt, &dir) {
-            Ok(o) => report.launch_cost = Some(o),
-            Err(e) => record(&mut report, "launch", Err(e.into())),
+            Ok(o) => {
+                report.launch_cost = Some(o);
+                report.steps.push(bench.end_step("launch"));
+            }
+            Err(e) => record(
+                &mut report,
+                "launch",
+                Err(e.into()),
+                bench.end_step("launch"),
+            ),
         }
     }
     bench.bar.finish_and_clear();
@@ -650,6 +676,7 @@ impl Bench<'_> {
         absent: Vec<Absent>,
     ) -> Result<Case, Error> {
         let method = self.within_budget();
+        let started = Instant::now();
         let samples = compare(
             self.rt,
             &mut self.spacer,
@@ -658,6 +685,7 @@ impl Bench<'_> {
             Some(baseline),
             &mut contenders,
         )?;
+        self.step.rounds_s += started.elapsed().as_secs_f64();
         let contenders: Vec<ContenderSamples> = contenders
             .into_iter()
             .zip(samples)
@@ -686,6 +714,20 @@ impl Bench<'_> {
         self.bar
             .suspend(|| print_case(&case, self.method.spacer_ms));
         Ok(case)
+    }
+
+    /// Ends the step under way, named `step` (its section the first word):
+    /// its seconds by part, from the end of the one before; the next begins.
+    fn end_step(&mut self, step: &str) -> StepTime {
+        let section = step.split([' ', ':']).next().unwrap_or(step);
+        let time = StepTime {
+            section: section.to_string(),
+            step: step.to_string(),
+            total_s: self.step_started.elapsed().as_secs_f64(),
+            ..std::mem::take(&mut self.step)
+        };
+        self.step_started = Instant::now();
+        time
     }
 
     /// The method for the next comparison: the run's, with the samples past
@@ -729,6 +771,18 @@ impl Bench<'_> {
     /// map's stride, say) is left out; with none left, the `Err` is the
     /// first refusal, or says there were no candidates.
     fn finalists<'a>(
+        &mut self,
+        name: &str,
+        candidates: Vec<Contender<'a>>,
+    ) -> Result<Vec<Contender<'a>>, String> {
+        let started = Instant::now();
+        let finalists = self.sweep(name, candidates);
+        self.step.sweeps_s += started.elapsed().as_secs_f64();
+        finalists
+    }
+
+    /// [`Bench::finalists`], untimed.
+    fn sweep<'a>(
         &mut self,
         name: &str,
         candidates: Vec<Contender<'a>>,
@@ -1159,6 +1213,7 @@ impl Bench<'_> {
             return Err(NothingRuns::all_absent(&absent).into());
         }
         // Each warpforge contender's C against cuBLAS's, before timing.
+        let started = Instant::now();
         let theirs = rt.download(&reference.borrow())?;
         for &index in checked.iter().filter(|_| baseline_ran) {
             (contenders[index].launch)(rt)?;
@@ -1173,6 +1228,7 @@ impl Bench<'_> {
                 .into());
             }
         }
+        self.step.checks_s += started.elapsed().as_secs_f64();
         let work = 2.0 * m as f64 * n as f64 * k as f64;
         Ok(self.case(
             "gemm",
@@ -1209,6 +1265,7 @@ impl Bench<'_> {
         let mut contenders = vec![contender("cuBLAS", "sgemm (fp32, no TF32)".into(), |rt| {
             rt.cublas_sgemm(m, n, k, &a, &b, &mut reference.borrow_mut())
         })];
+        let started = Instant::now();
         (contenders[0].launch)(rt)?;
         let theirs: Vec<f64> = rt
             .download(&reference.borrow())?
@@ -1223,6 +1280,7 @@ impl Bench<'_> {
             }
             contenders.push(finalist);
         }
+        self.step.checks_s += started.elapsed().as_secs_f64();
         let work = 2.0 * m as f64 * n as f64 * k as f64;
         Ok(self.case(
             "gemm-simt",
@@ -1424,6 +1482,7 @@ impl Bench<'_> {
         let mut contenders = dense;
         contenders.extend(sparse);
         contenders.extend(library);
+        let started = Instant::now();
         let mut dense_result: Option<Vec<f64>> = None;
         for (contender, c) in contenders.iter_mut().zip(outputs) {
             (contender.launch)(rt)?;
@@ -1443,6 +1502,7 @@ impl Bench<'_> {
                 .into());
             }
         }
+        self.step.checks_s += started.elapsed().as_secs_f64();
         let work = 2.0 * (size as f64).powi(3);
         Ok(vec![self.case(
             "sparse",
