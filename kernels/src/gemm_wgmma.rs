@@ -203,8 +203,15 @@ pub fn whole_units(whole: u32, block: u32, blocks: u32) -> u32 {
 /// Unit `u` of block `block` of `blocks` in a [`work_split`]: `(tile,
 /// first k-tile, count)`, the tile past the last (`whole + streamed`) for
 /// an empty unit. A block has [`whole_units`] units, then with `STREAM_K`
-/// two more: its share's k-tiles in the tile the share starts in, then
-/// those in the next tile, which start at its first k-tile.
+/// two more: its share's k-tiles in the next tile after the one the share
+/// starts in (from that tile's first k-tile), then those in the tile it
+/// starts in (to that tile's last). In that order every block reads, at
+/// the `i`-th k-tile of its share, k-tile `i` to `i + k_tiles - share` of
+/// its tile, so that the blocks read the same few k-tiles of A and B at
+/// once and L2 serves them (counted from the start of each share, the
+/// blocks read k-tiles spread over the whole of k, which measured the
+/// streamed tiles up to 3x slower than a wave of whole ones: perf/LOG.md,
+/// session 29). The block of a tile's last piece computes it last.
 #[device]
 pub fn work_unit<const STREAM_K: bool>(
     split: (u32, u32, u32),
@@ -225,12 +232,9 @@ pub fn work_unit<const STREAM_K: bool>(
     let first = (block * share).min(total);
     let last = (first + share).min(total);
     let boundary = (first / per + 1) * per;
-    let start = if u > walked {
-        boundary.min(last)
-    } else {
-        first
-    };
-    let end = if u > walked { last } else { last.min(boundary) };
+    let next = u == walked;
+    let start = if next { boundary.min(last) } else { first };
+    let end = if next { last } else { last.min(boundary) };
     let empty = piece && end <= start;
     let tile = if empty {
         whole + streamed
@@ -245,7 +249,7 @@ pub fn work_unit<const STREAM_K: bool>(
 }
 
 /// Stores a consumer thread's accumulators of a piece of a tile (not its
-/// first) to slot `slot` of `partials` (`BM x BN` values a slot, thread
+/// last) to slot `slot` of `partials` (`BM x BN` values a slot, thread
 /// `c` of the block's `2 BM` consumer threads at every `2 BM`-th, so that
 /// a warp's stores are contiguous), then signals them on its flag of
 /// `flags`: the fence orders the stores before the count, for the block
@@ -272,8 +276,8 @@ pub fn store_partial<const BM: u32, const BN: u32, const NJ: u32, D: Number>(
     atomic_add(&mut flags[flag], 1u32);
 }
 
-/// Adds to a consumer thread's accumulators of a tile's first piece those
-/// of its other pieces, from the slots of blocks `first .. last + 1` (as
+/// Adds to a consumer thread's accumulators of a tile's last piece those
+/// of its other pieces, from the slots of blocks `first .. end` (as
 /// [`store_partial`] wrote them), once its flag has counted them all; then
 /// zeroes the flag for the next launch.
 #[device]
@@ -282,19 +286,19 @@ pub fn add_partials<const BM: u32, const BN: u32, const NJ: u32, D: Number>(
     partials: &[D],
     flags: &mut [u32],
     first: u32,
-    last: u32,
+    end: u32,
     flag: u32,
     c: u32,
 ) {
     let threads = 2 * BM;
     loop {
-        if atomic_add(&mut flags[flag], 0u32) >= last + 1 - first {
+        if atomic_add(&mut flags[flag], 0u32) >= end - first {
             break;
         }
     }
     fence_gpu();
     flags[flag] = 0;
-    for slot in first..last + 1 {
+    for slot in first..end {
         let base = slot * BM * BN + c;
         #[unroll]
         for j in 0..NJ {
@@ -372,13 +376,14 @@ pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
 /// block the GPU holds, and the tiles past the grid's last whole wave are
 /// shared out by k-tiles over all of them
 /// ([`gemm_wgmma::work_split`](crate::gemm_wgmma::work_split)), so that
-/// the last wave leaves no SM idle. A block that computes a later piece of a
-/// tile stores its partial sums to `partials` and counts them on its
-/// threads' `flags`; the block of the tile's first piece waits for the
-/// counts, adds the sums and runs the epilogue. The workspace holds `BM x
+/// the last wave leaves no SM idle. A block that computes an earlier piece
+/// of a tile stores its partial sums to `partials` and counts them on its
+/// threads' `flags`; the block of the tile's last piece, which computes it
+/// after the others began theirs, waits for the counts, adds the sums and
+/// runs the epilogue. The workspace holds `BM x
 /// BN` sums and `2 BM` flags a block (with less, nothing is streamed), its
 /// flags zero at the launch, as the launch leaves them; other variants do
-/// not read it. A block waits on later blocks, so every block of the grid
+/// not read it. A block waits on earlier blocks, so every block of the grid
 /// must be resident at once, as a persistent grid is.
 ///
 /// With `CLUSTER = 2` the blocks run in clusters of two along x, and
@@ -593,21 +598,23 @@ pub fn gemm_wgmma<
             }
             if STREAM_K && count < k_tiles {
                 let flag = (t - whole) * 2 * BM + thread;
-                if k0 > 0 {
-                    // A later piece of a streamed tile: its sums go to the
-                    // block of the tile's first piece.
+                if k0 + count < k_tiles {
+                    // An earlier piece of a streamed tile: its sums go to
+                    // the block of the tile's last piece.
                     store_partial::<BM, BN, { BN / 8 }, S>(
                         &acc[0], partials, flags, cluster, flag, thread,
                     );
                     continue;
                 }
-                let last = ((t - whole + 1) * k_tiles - 1) / share;
+                // The earlier pieces are those of the blocks since the one
+                // whose share holds the tile's first k-tile.
+                let first = (t - whole) * k_tiles / share;
                 add_partials::<BM, BN, { BN / 8 }, S>(
                     &mut acc[0],
                     partials,
                     flags,
-                    cluster + 1,
-                    last,
+                    first,
+                    cluster,
                     flag,
                     thread,
                 );
@@ -924,7 +931,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stream_k_split_covers_every_k_tile_once_and_each_block_finishes_last() {
+    fn a_stream_k_split_covers_every_k_tile_once_and_reads_k_in_step() {
         // 8192^3 and 4096^3 (f16, tf32) on 132 SMs, a grid of few tiles, an
         // exact number of waves, and k shorter than the least share.
         for (blocks, tiles, k_tiles) in [
@@ -953,13 +960,14 @@ mod tests {
                 covered.iter().all(|&c| c == 1),
                 "{blocks} {tiles} {k_tiles}"
             );
-            // A streamed tile's first k-tiles are its lowest block's, and a
-            // block takes at most two pieces: another tile's last first, so
-            // that it never waits before the blocks waiting on it are told.
+            // A streamed tile's last k-tiles are its highest block's, and a
+            // block takes at most two pieces: the next tile's first, then
+            // another's last, so that it waits only after every piece it
+            // owes others is stored.
             for t in tiles - streamed..tiles {
                 let pieces: Vec<_> = units.iter().filter(|u| u.1 == t).collect();
-                let first = pieces.iter().min_by_key(|u| u.0).unwrap();
-                assert_eq!(first.2, 0, "tile {t}: {pieces:?}");
+                let last = pieces.iter().max_by_key(|u| u.0).unwrap();
+                assert_eq!(last.2 + last.3, k_tiles, "tile {t}: {pieces:?}");
             }
             for block in 0..blocks {
                 let mine: Vec<_> = units
@@ -968,7 +976,18 @@ mod tests {
                     .collect();
                 assert!(mine.len() <= 2, "{mine:?}");
                 if let [first, second] = mine[..] {
-                    assert!(first.2 > 0 && second.2 == 0, "{mine:?}");
+                    assert!(first.2 == 0 && second.2 + second.3 == k_tiles, "{mine:?}");
+                }
+                // At the i-th k-tile of its share a block reads k-tile i to
+                // i + k_tiles - share, as every other block does (L2).
+                let share: u32 = mine.iter().map(|u| u.3).sum();
+                let read = mine.iter().flat_map(|u| u.2..u.2 + u.3);
+                for (i, k) in read.enumerate() {
+                    let ahead = i64::from(k) - i as i64;
+                    assert!(
+                        (0..=i64::from(k_tiles - share)).contains(&ahead),
+                        "block {block}: {mine:?}"
+                    );
                 }
             }
         }

@@ -395,7 +395,10 @@ fn gemm_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
 /// of 8, so column-major A with 16-byte copies must be refused), and large.
 fn tensor_core_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
     if quick {
-        vec![(1, 1, 1), (127, 255, 63), (130, 72, 40)]
+        // k = 1000 splits a few tiles' k-tiles over the blocks of the
+        // sm_90a stream-K variants, so that a quick run (the sanitizers')
+        // runs their partial sums and flags too.
+        vec![(1, 1, 1), (127, 255, 63), (130, 72, 40), (130, 72, 1000)]
     } else {
         vec![
             (1, 1, 1),
@@ -411,11 +414,12 @@ fn tensor_core_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
 /// The Tensor Core shapes and, since none of the quick ones and not k =
 /// 1000 is a multiple of 16, a shape that the 8-bit types' 16-byte-copy
 /// variants take (the sm_90a ones take no other): without it, a quick run
-/// (the sanitizers') would run none of them.
+/// (the sanitizers') would run none of them. The quick one's k is long
+/// enough for stream-K pieces (16 k-tiles of 128 bytes).
 fn byte_shapes(quick: bool) -> Vec<(usize, usize, usize)> {
     let mut shapes = tensor_core_shapes(quick);
     shapes.push(if quick {
-        (130, 72, 48)
+        (130, 72, 2048)
     } else {
         (1000, 1000, 1008)
     });
