@@ -383,8 +383,10 @@ pub fn release_stage<const STAGES: u32, const CLUSTER: u32>(
 /// runs the epilogue. The workspace holds `BM x
 /// BN` sums and `2 BM` flags a block (with less, nothing is streamed), its
 /// flags zero at the launch, as the launch leaves them; other variants do
-/// not read it. A block waits on earlier blocks, so every block of the grid
-/// must be resident at once, as a persistent grid is.
+/// not read it. A block waits only on blocks of lower index: a persistent
+/// grid has every block resident at once, and where other kernels hold
+/// SMs the GPU starts blocks in index order (in practice: CUDA does not
+/// promise an order).
 ///
 /// With `CLUSTER = 2` the blocks run in clusters of two along x, and
 /// cluster `c` of `grid.x / 2` walks tiles of `2 BM x BN` (its blocks the

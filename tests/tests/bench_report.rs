@@ -9,7 +9,7 @@ use std::path::Path;
 
 use warpforge_tests::bench::charts;
 use warpforge_tests::bench::report::{
-    ladder, ratio_changes, table, time_spent, NotRun, Report, StepTime, Sweep,
+    ladder, ratio_changes, samples_seconds, table, time_spent, NotRun, Report, StepTime, Sweep,
 };
 
 fn recorded() -> Report {
@@ -313,41 +313,34 @@ fn the_run_s_time_is_split_by_section_and_part() {
         None,
         "the recorded run kept no step times"
     );
-    // The recorded samples' GPU time, for the rounds to hold.
-    let gpu_s = |section: &str| -> f64 {
-        let cases = report
-            .cases
-            .iter()
-            .filter(|c| section.is_empty() || c.section == section);
-        let samples = cases.flat_map(|c| &c.contenders).flat_map(|c| &c.samples);
-        samples.map(|s| s.ms * f64::from(s.launches)).sum::<f64>() / 1e3
-    };
-    let (gemm_s, stream_s, all_s) = (gpu_s("gemm"), gpu_s("stream"), gpu_s(""));
-    assert!(
-        all_s > gemm_s + stream_s,
-        "the sparse case's samples count in the run's"
-    );
-    let step = |section: &str, step: &str, total_s, parts: [f64; 3]| StepTime {
+    // Each sample's GPU time is its launches' (ms per launch times launches).
+    let first = &report.cases[0];
+    let launches_ms: Vec<f64> = first
+        .contenders
+        .iter()
+        .flat_map(|c| &c.samples)
+        .map(|s| s.ms * f64::from(s.launches))
+        .collect();
+    let expected_s = launches_ms.iter().sum::<f64>() / 1e3;
+    assert!(expected_s > 0.0);
+    assert!((samples_seconds(std::slice::from_ref(first)) - expected_s).abs() < 1e-9);
+    let step = |section: &str, step: &str, total_s, parts: [f64; 4]| StepTime {
         section: section.into(),
         step: step.into(),
         total_s,
         sweeps_s: parts[0],
         checks_s: parts[1],
         rounds_s: parts[2],
+        samples_s: parts[3],
     };
     report.steps = vec![
-        step(
-            "stream",
-            "stream",
-            stream_s + 3.0,
-            [1.0, 0.5, stream_s + 1.0],
-        ),
-        step("gemm", "gemm: loading", 10.0, [0.0; 3]),
+        step("stream", "stream", 3.0, [1.0, 0.5, 1.25, 0.75]),
+        step("gemm", "gemm: loading", 10.0, [0.0; 4]),
         step(
             "gemm",
             "gemm F16 8192x8192x8192",
-            gemm_s + 20.0,
-            [8.0, 2.0, gemm_s + 4.0],
+            20.0,
+            [8.0, 2.0, 5.0, 2.5],
         ),
     ];
     let text = time_spent(&report).expect("step times");
@@ -355,24 +348,18 @@ fn the_run_s_time_is_split_by_section_and_part() {
     assert_eq!(rows.len(), 5, "{text}");
     let cells =
         |row: &str| -> Vec<String> { row.split('|').map(|c| c.trim().to_string()).collect() };
+    let share = |s: f64, total: f64| format!("{s:.1} ({:.0}%)", 100.0 * s / total);
     let run = cells(rows[4]);
-    let total = stream_s + gemm_s + 33.0;
-    assert_eq!(run[1], "**run**");
-    assert_eq!(run[2], "3");
-    assert_eq!(run[3], format!("{total:.1}"));
-    let share = |s: f64| format!("{s:.1} ({:.0}%)", 100.0 * s / total);
-    assert_eq!(run[4], share(stream_s + gemm_s + 5.0));
-    assert_eq!(run[5], share(all_s));
-    assert_eq!(run[6], share(9.0));
-    assert_eq!(run[7], share(2.5));
+    assert_eq!(&run[1..4], ["**run**", "3", "33.0"]);
+    let parts = [6.25, 3.25, 9.0, 2.5];
     // The rest: the loading step, and what each step spent outside its parts.
-    assert_eq!(run[8], share(10.0 + 0.5 + 6.0));
+    let rest = 33.0 - 6.25 - 9.0 - 2.5;
+    for (cell, part) in run[4..9].iter().zip(parts.iter().chain([&rest])) {
+        assert_eq!(*cell, share(*part, 33.0), "{text}");
+    }
     let gemm = cells(rows[3]);
-    assert_eq!((gemm[1].as_str(), gemm[2].as_str()), ("gemm", "2"));
-    assert_eq!(gemm[3], format!("{:.1}", gemm_s + 30.0));
-    assert_eq!(
-        gemm[5],
-        format!("{gemm_s:.1} ({:.0}%)", 100.0 * gemm_s / (gemm_s + 30.0))
-    );
+    assert_eq!(&gemm[1..5], ["gemm", "2", "30.0", &share(5.0, 30.0)]);
+    let stream = cells(rows[2]);
+    assert_eq!(&stream[1..4], ["stream", "1", "3.0"]);
     assert!(table(&report).contains(&text), "the table carries it");
 }

@@ -849,8 +849,8 @@ fn stock_gemm_heuristic_defaults() {
             Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         // By the size of C and k: small squares take narrow tiles; a large
-        // C with a long k the cooperative 128 x 256; the rest the ping-pong
-        // 128 x 128.
+        // C with a long k the cooperative 128 x 256 with stream-K; the rest
+        // the ping-pong 128 x 128.
         (
             heuristic_for(&GEMM_F16, (512, 512, 512), &h200_device_info()),
             Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
@@ -861,11 +861,11 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_F16, (8192, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
         ),
         (
             heuristic_for(&GEMM_S8, (8192, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_s8[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
         ),
         (
             heuristic_for(&GEMM_F16, (8192, 8192, 1024), &h200_device_info()),

@@ -59,6 +59,18 @@ pub struct StepTime {
     pub checks_s: f64,
     /// The comparison: each contender's calibration, the warm-up and the rounds.
     pub rounds_s: f64,
+    /// The GPU time of the step's samples (in its cases), within its rounds.
+    #[serde(default)]
+    pub samples_s: f64,
+}
+
+/// The GPU seconds of every sample of `cases`.
+pub fn samples_seconds(cases: &[Case]) -> f64 {
+    let samples = cases
+        .iter()
+        .flat_map(|c| &c.contenders)
+        .flat_map(|c| &c.samples);
+    samples.fold(0.0, |sum, s| sum + s.ms * f64::from(s.launches) / 1e3)
 }
 
 impl Report {
@@ -452,14 +464,6 @@ pub fn time_spent(report: &Report) -> Option<String> {
             sections.push(&step.section);
         }
     }
-    let samples_s = |section: Option<&str>| -> f64 {
-        let cases = report
-            .cases
-            .iter()
-            .filter(|c| section.is_none_or(|s| c.section == s));
-        let samples = cases.flat_map(|c| &c.contenders).flat_map(|c| &c.samples);
-        samples.map(|s| s.ms * f64::from(s.launches)).sum::<f64>() / 1e3
-    };
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -472,11 +476,11 @@ pub fn time_spent(report: &Report) -> Option<String> {
             .iter()
             .filter(|t| section.is_none_or(|s| t.section == s))
             .collect();
-        let sum = |part: fn(&StepTime) -> f64| steps.iter().map(|t| part(t)).sum::<f64>();
+        let sum = |part: fn(&StepTime) -> f64| steps.iter().fold(0.0, |sum, t| sum + part(t));
         let total = sum(|t| t.total_s);
         let parts = [
             sum(|t| t.rounds_s),
-            samples_s(section),
+            sum(|t| t.samples_s),
             sum(|t| t.sweeps_s),
             sum(|t| t.checks_s),
         ];

@@ -482,7 +482,10 @@ fn run(rt: &Runtime, args: &Args) -> BenchResult<()> {
     let mut record =
         |report: &mut Report, what: &str, result: BenchResult<Vec<Case>>, time: StepTime| {
             bar.inc(1);
-            report.steps.push(time);
+            let samples_s = result
+                .as_ref()
+                .map_or(0.0, |cases| report::samples_seconds(cases));
+            report.steps.push(StepTime { samples_s, ..time });
             match result {
                 Ok(cases) => report.cases.extend(cases),
                 Err(e) if e.is::<NothingRuns>() => {
