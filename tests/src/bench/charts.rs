@@ -138,8 +138,12 @@ impl Chart for Throughput<'_> {
                 continue;
             }
             let unit = if dtype == "s8" { "TOP/s" } else { "TFLOP/s" };
+            // The legend beside the plot, not on it: every line crosses the
+            // plot's height somewhere, and a legend on it hid the sm_80 line
+            // of the tf32 and s8 panels.
+            let (plot, legend) = area.split_horizontally(area.dim_in_pixel().0 * 3 / 4);
             {
-                let mut chart = ChartBuilder::on(area)
+                let mut chart = ChartBuilder::on(&plot)
                     .caption(format!("{dtype} GEMM, m = n = k"), (FONT, 22))
                     .margin(12)
                     .x_label_area_size(40)
@@ -169,20 +173,19 @@ impl Chart for Throughput<'_> {
                         points.iter().map(|&(x, y)| (x.log2(), y)).collect();
                     chart
                         .draw_series(LineSeries::new(points.clone(), c.stroke_width(2)))
-                        .map_err(err)?
-                        .label(name.clone())
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c));
+                        .map_err(err)?;
                     chart
                         .draw_series(points.iter().map(|&p| Circle::new(p, 3, c.filled())))
                         .map_err(err)?;
                 }
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::LowerRight)
-                    .label_font((FONT, 14))
-                    .background_style(WHITE.mix(0.8))
-                    .border_style(BLACK)
-                    .draw()
+            }
+            for (row, (name, _)) in series.iter().enumerate() {
+                let (c, y) = (colour(name), 50 + 22 * row as i32);
+                legend
+                    .draw(&PathElement::new(vec![(4, y), (24, y)], c.stroke_width(2)))
+                    .map_err(err)?;
+                legend
+                    .draw(&Text::new(name.clone(), (30, y - 8), (FONT, 14)))
                     .map_err(err)?;
             }
         }
