@@ -4,7 +4,11 @@ use std::fmt;
 
 use rayon::prelude::*;
 
-use warpforge::{GemmPrecision, Scalar};
+use warpforge::prelude::*;
+use warpforge::{
+    bf16, f16, DeviceBuffer, DeviceScalar, Error, GemmPrecision, Grid, KernelArg, Runtime, Scalar,
+};
+use warpforge_codegen::KernelDef;
 
 use crate::reference::{Activation, GemmReference};
 
@@ -296,6 +300,153 @@ pub fn check_gemm(out: &[f64], reference: &GemmReference, tolerance: &GemmTolera
     }
     check
 }
+
+/// Threads a block of [`deviation_partials`].
+const DEVIATION_THREADS: u32 = 256;
+
+/// Per block, over the elements of `ours` and `theirs` it visits (a
+/// grid-stride loop): in `sums[3 b ..]` the squared differences, the squared
+/// references and the largest difference (in f32, as f32 values), and in
+/// `counts[2 b ..]` the outputs that are not finite where the reference is,
+/// and the elements that differ at all (compared in `T`, for the exact
+/// integer check). A value is finite where `x - x == 0`.
+#[kernel(
+    arch(sm_70, sm_80, sm_90),
+    block(256),
+    instances(
+        deviation_f16 = <f16>,
+        deviation_bf16 = <bf16> arch(sm_80, sm_90),
+        deviation_f32 = <f32>,
+        deviation_i32 = <i32>
+    ),
+    requires(theirs.len() == ours.len())
+)]
+pub fn deviation_partials<T: Number>(
+    ours: &[T],
+    theirs: &[T],
+    sums: &mut [f32],
+    counts: &mut [u32],
+) {
+    let mut diff2: [f32; 256] = shared();
+    let mut ref2: [f32; 256] = shared();
+    let mut worst: [f32; 256] = shared();
+    let mut non_finite: [u32; 256] = shared();
+    let mut differ: [u32; 256] = shared();
+    let tid = thread_idx().x;
+    let (mut d2, mut r2, mut most, mut bad, mut other) = (0.0f32, 0.0f32, 0.0f32, 0u32, 0u32);
+    for i in (block_idx().x * 256 + tid..ours.len()).step_by(grid_dim().x * 256) {
+        let (o, r) = (ours[i], theirs[i]);
+        if o != r {
+            other += 1;
+        }
+        let (of, rf) = (o as f32, r as f32);
+        if !(of - of == 0.0) && rf - rf == 0.0 {
+            bad += 1;
+        } else {
+            let d = (of - rf).abs();
+            d2 += d * d;
+            r2 += rf * rf;
+            most = most.max(d);
+        }
+    }
+    diff2[tid] = d2;
+    ref2[tid] = r2;
+    worst[tid] = most;
+    non_finite[tid] = bad;
+    differ[tid] = other;
+    sync_threads();
+    let mut half = 128u32;
+    while half > 0 {
+        if tid < half {
+            diff2[tid] += diff2[tid + half];
+            ref2[tid] += ref2[tid + half];
+            worst[tid] = worst[tid].max(worst[tid + half]);
+            non_finite[tid] += non_finite[tid + half];
+            differ[tid] += differ[tid + half];
+        }
+        sync_threads();
+        half /= 2;
+    }
+    if tid == 0 {
+        let b = block_idx().x;
+        sums[3 * b] = diff2[0];
+        sums[3 * b + 1] = ref2[0];
+        sums[3 * b + 2] = worst[0];
+        counts[2 * b] = non_finite[0];
+        counts[2 * b + 1] = differ[0];
+    }
+}
+
+/// An output's [`Deviation`] from a reference of the same type, both on the
+/// device, and how many of their elements differ at all: computed there
+/// ([`deviation_partials`], partial sums in f32, added up here in f64), so
+/// that a check downloads a few kilobytes instead of the output (a 16384 x
+/// 16384 one is 512 MiB in f16).
+pub fn device_deviation<T: DeviationElement>(
+    rt: &Runtime,
+    ours: &DeviceBuffer<T>,
+    theirs: &DeviceBuffer<T>,
+) -> Result<(Deviation, u64), Error> {
+    let blocks = ours
+        .len()
+        .div_ceil(DEVIATION_THREADS as usize * 8)
+        .clamp(1, 1024) as u32;
+    let mut sums = rt.alloc_zeroed::<f32>(3 * blocks as usize)?;
+    let mut counts = rt.alloc_zeroed::<u32>(2 * blocks as usize)?;
+    let mut args = [
+        KernelArg::buffer(ours),
+        KernelArg::buffer(theirs),
+        KernelArg::buffer_mut(&mut sums),
+        KernelArg::buffer_mut(&mut counts),
+    ];
+    rt.launch(
+        T::deviation_kernel(),
+        &[],
+        Grid::blocks([blocks, 1, 1]),
+        &mut args,
+    )?;
+    let (sums, counts) = (rt.download(&sums)?, rt.download(&counts)?);
+    let (mut diff2, mut ref2, mut max_abs) = (0.0f64, 0.0f64, 0.0f64);
+    for block in sums.chunks(3) {
+        diff2 += f64::from(block[0]);
+        ref2 += f64::from(block[1]);
+        max_abs = max_abs.max(f64::from(block[2]));
+    }
+    let (mut non_finite, mut differ) = (0u64, 0u64);
+    for block in counts.chunks(2) {
+        non_finite += u64::from(block[0]);
+        differ += u64::from(block[1]);
+    }
+    let rel_l2 = if ref2 > 0.0 {
+        (diff2 / ref2).sqrt()
+    } else {
+        diff2.sqrt()
+    };
+    let deviation = Deviation {
+        rel_l2,
+        max_abs,
+        non_finite: non_finite as usize,
+    };
+    Ok((deviation, differ))
+}
+
+/// An element type [`device_deviation`] compares: its instance of
+/// [`deviation_partials`].
+pub trait DeviationElement: DeviceScalar {
+    fn deviation_kernel() -> &'static KernelDef;
+}
+
+macro_rules! deviation_elements {
+    ($($t:ty => $kernel:ident),*) => {$(
+        impl DeviationElement for $t {
+            fn deviation_kernel() -> &'static KernelDef {
+                $kernel::def()
+            }
+        }
+    )*};
+}
+
+deviation_elements!(f16 => deviation_f16, bf16 => deviation_bf16, f32 => deviation_f32, i32 => deviation_i32);
 
 #[cfg(test)]
 mod tests {
@@ -616,5 +767,74 @@ mod tests {
         assert!(check_gemm(&near, &reference, &bound).passes());
         let far: Vec<f64> = pre.iter().map(|&x| gelu_f32(x, 2f32.powi(-6))).collect();
         assert!(!check_gemm(&far, &reference, &bound).passes());
+    }
+
+    #[test]
+    fn the_device_deviation_is_the_host_one() {
+        let rt = Runtime::interpreter();
+        let mut inputs = Inputs::new(7);
+        // More elements than the blocks' threads visit in one pass.
+        let n = 3 * 256 * 8 + 5;
+        let theirs = inputs.f32s(n);
+        let mut ours: Vec<f32> = theirs
+            .iter()
+            .zip(inputs.f32s(n))
+            .map(|(t, e)| t + 1e-3 * e)
+            .collect();
+        ours[17] = f32::NAN;
+        ours[n - 1] = f32::INFINITY;
+        let host = deviation_of(&ours, &theirs, |&o| f64::from(o), |&t| f64::from(t));
+        let device = |ours: &[f32], theirs: &[f32]| {
+            device_deviation(&rt, &rt.upload(ours).unwrap(), &rt.upload(theirs).unwrap()).unwrap()
+        };
+        let (found, differ) = device(&ours, &theirs);
+        assert_eq!((found.non_finite, host.non_finite), (2, 2));
+        assert!(
+            (found.rel_l2 / host.rel_l2 - 1.0).abs() < 1e-4,
+            "{found} against {host}"
+        );
+        assert!(
+            (found.max_abs / host.max_abs - 1.0).abs() < 1e-6,
+            "{found} against {host}"
+        );
+        assert_eq!(
+            differ,
+            ours.iter().zip(&theirs).filter(|(o, t)| o != t).count() as u64
+        );
+        // f16 and bf16 through their instances, compared in f32.
+        let half = |v: &[f32]| -> Vec<f16> { v.iter().map(|&x| f16::from_f32(x)).collect() };
+        let (o16, t16) = (half(&ours), half(&theirs));
+        let host16 = deviation_of(&o16, &t16, |o| o.to_f64(), |t| t.to_f64());
+        let (found16, _) =
+            device_deviation(&rt, &rt.upload(&o16).unwrap(), &rt.upload(&t16).unwrap()).unwrap();
+        assert!(
+            (found16.rel_l2 / host16.rel_l2 - 1.0).abs() < 1e-4,
+            "{found16} against {host16}"
+        );
+        let brain: Vec<bf16> = theirs.iter().map(|&x| bf16::from_f32(x)).collect();
+        let (same, differ) = device_deviation(
+            &rt,
+            &rt.upload(&brain).unwrap(),
+            &rt.upload(&brain).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (same.rel_l2, same.max_abs, same.non_finite, differ),
+            (0.0, 0.0, 0, 0)
+        );
+        // i32: exact, element by element.
+        let exact: Vec<i32> = (0..n as i32).collect();
+        let mut off = exact.clone();
+        off[1000] += 1;
+        let (_, differ) =
+            device_deviation(&rt, &rt.upload(&off).unwrap(), &rt.upload(&exact).unwrap()).unwrap();
+        assert_eq!(differ, 1);
+        // Lengths that differ are refused at the launch.
+        let short = rt.upload(&exact[1..]).unwrap();
+        let refused = device_deviation(&rt, &rt.upload(&exact).unwrap(), &short).unwrap_err();
+        assert!(
+            refused.to_string().contains("theirs.len() == ours.len()"),
+            "{refused}"
+        );
     }
 }

@@ -8,6 +8,7 @@
 
 use warpforge_codegen::{compile_ptx, KernelDef};
 use warpforge_tests::bench::method::spacer_fma;
+use warpforge_tests::compare::{deviation_bf16, deviation_f16, deviation_f32, deviation_i32};
 use warpforge_tests::hopper::{
     cluster_multicast, mbarrier_phases, tma_load_sw128, tma_roundtrip, wgmma_plain_bf16,
     wgmma_plain_e4m3, wgmma_plain_e5m2, wgmma_plain_f16, wgmma_plain_s8, wgmma_plain_tf32,
@@ -27,6 +28,10 @@ mod ptxas;
 fn gpu_tier_kernels() -> Vec<&'static KernelDef> {
     vec![
         spacer_fma::def(),
+        deviation_f16::def(),
+        deviation_bf16::def(),
+        deviation_f32::def(),
+        deviation_i32::def(),
         cluster_multicast::def(),
         mbarrier_phases::def(),
         tma_load_sw128::def(),

@@ -253,12 +253,24 @@ pub fn compare(
     contenders: &mut [Contender<'_>],
 ) -> Result<Vec<Vec<Sample>>, Error> {
     // One timed launch each (after one untimed: the first loads the module)
-    // gives the batch that fills `sample_ms`.
+    // gives the batch that fills `sample_ms`. Without a warm-up (a sweep's
+    // brief method), a launch that fills a sample alone is the first
+    // round's sample: timing another would take the same launch again, 140
+    // ms for the slowest of a 16384^3 sweep's variants.
     let mut batch = Vec::with_capacity(contenders.len());
+    let mut first: Vec<Option<Sample>> = Vec::with_capacity(contenders.len());
     for contender in contenders.iter_mut() {
         (contender.launch)(rt)?;
-        let ms = timed(rt, spacer, 1, &mut contender.launch)?.0;
-        batch.push(launches_for(method.sample_ms, ms));
+        let (ms, enqueue_ms, window) = timed(rt, spacer, 1, &mut contender.launch)?;
+        let n = launches_for(method.sample_ms, ms);
+        batch.push(n);
+        first.push((method.warmup_ms <= 0.0 && n == 1).then(|| Sample {
+            round: 0,
+            ms,
+            launches: 1,
+            gpu: monitor.during(window),
+            enqueue_ms: Some(enqueue_ms),
+        }));
     }
     let mut warm_ms = 0.0;
     while warm_ms < method.warmup_ms {
@@ -272,6 +284,10 @@ pub fn compare(
     let mut round = 0;
     while method.needs_round(&samples, baseline, &names) {
         for index in turn_order(contenders.len(), round) {
+            if let Some(sample) = first[index].take() {
+                samples[index].push(sample);
+                continue;
+            }
             let n = batch[index];
             let (ms, enqueue_ms, window) = timed(rt, spacer, n, &mut contenders[index].launch)?;
             samples[index].push(Sample {
@@ -533,6 +549,50 @@ mod tests {
         assert!(method.needs_round(&samples, Some(0), &["base", "ours", "other"]));
         let samples = rounds_of(&[&quiet, &slower, &noisy]);
         assert!(method.needs_round(&samples, Some(0), &["base", "ours", "ours"]));
+    }
+
+    #[test]
+    fn a_sweep_takes_a_launch_that_fills_its_sample_as_the_sample() {
+        let rt = Runtime::interpreter();
+        // A spacer of one block and one step (interpreted, a calibrated one
+        // takes a minute).
+        let mut spacer = Spacer {
+            x: rt.upload(&[0.5f32; 256]).unwrap(),
+            grid: Grid::blocks([1, 1, 1]),
+            iters: 1,
+        };
+        let monitor = Monitor::start(&rt);
+        // A contender whose launch takes 3 ms of host time (the
+        // interpreter's clock), more than a 2 ms sample.
+        let launches = std::cell::Cell::new(0);
+        let slow = |_: &Runtime| {
+            launches.set(launches.get() + 1);
+            std::thread::sleep(std::time::Duration::from_millis(3));
+            Ok(())
+        };
+        let method = Method::default();
+        let mut run = |method: &Method| {
+            launches.set(0);
+            let mut contenders = [Contender {
+                name: "slow".into(),
+                detail: String::new(),
+                launch: Box::new(slow),
+            }];
+            let samples = compare(&rt, &mut spacer, &monitor, method, None, &mut contenders);
+            (samples.unwrap().remove(0), launches.get())
+        };
+        // The untimed launch and the timed one, which is the sample.
+        let (samples, count) = run(&method.brief(1, 2.0));
+        assert_eq!((samples.len(), samples[0].launches, count), (1, 1, 2));
+        assert!(samples[0].ms >= 3.0, "{samples:?}");
+        // A sample longer than a launch is timed apart; so is every sample
+        // after a warm-up.
+        assert_eq!(run(&method.brief(1, 20.0)).1, 2 + 6);
+        let warm = Method {
+            warmup_ms: 1.0,
+            ..method.brief(1, 2.0)
+        };
+        assert_eq!(run(&warm).1, 2 + 1 + 1);
     }
 
     #[test]

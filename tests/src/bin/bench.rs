@@ -14,7 +14,8 @@
 //!   database's winner, else the heuristic default), and cuBLAS GemmEx, the
 //!   baseline (for e4m3 cuBLASLt with fast accumulation, like the `wgmma`
 //!   kernel, and beside it cuBLASLt with its partial sums promoted to f32,
-//!   `torch._scaled_mm`'s default); every path's C checked against cuBLAS's;
+//!   `torch._scaled_mm`'s default); every path's C checked against cuBLAS's
+//!   (on the GPU: `warpforge_tests::compare::device_deviation`);
 //! - `f32`: the SIMT f32 GEMM beside cuBLAS sgemm (no TF32);
 //! - `sparse`: the 2:4 sparse f16 GEMM beside the dense one on the
 //!   decompressed A and, where it loads, cuSPARSELt
@@ -61,7 +62,7 @@ use warpforge_tests::bench::monitor::Monitor;
 use warpforge_tests::bench::report::{
     self, Absent, Case, ContenderSamples, NotRun, Report, StepTime, Sweep, WorkUnit,
 };
-use warpforge_tests::compare::{deviation, deviation_of};
+use warpforge_tests::compare::{deviation, device_deviation, DeviationElement};
 use warpforge_tests::rates::{
     self, mma_sp_rate, rate_values, rate_words, rate_work, sparse_rate_words, wgmma_rate_values,
     RATE_META, RATE_THREADS, WGMMA_RATE_ITERS_PER_MMA_ITER,
@@ -919,7 +920,7 @@ fn print_case(case: &Case, spacer_ms: f64) {
 /// path, its tuned kind and how results are compared.
 trait GemmDtype {
     type In: GemmElement;
-    type Out: GemmOutput;
+    type Out: GemmOutput + DeviationElement;
     const NAME: &'static str;
     const PRECISION: GemmPrecision;
     fn kind() -> &'static GemmKind<Self::In, Self::Out>;
@@ -927,8 +928,9 @@ trait GemmDtype {
     /// where it has none.
     fn kernels() -> [Option<&'static KernelDef>; 3];
     fn values(inputs: &mut Inputs, n: usize) -> Vec<Self::In>;
-    /// Whether our C matches cuBLAS's, and how far apart they are.
-    fn agree(ours: &[Self::Out], theirs: &[Self::Out]) -> (bool, String);
+    /// How far our C may be from cuBLAS's (relative L2, [`Deviation::passes`]);
+    /// None: it must be equal, element by element.
+    const TOLERANCE: Option<f64>;
     /// Per path (sm_70, sm_80, sm_90a), its variants for `problem`; None
     /// where the dtype has no family on that path (sm_70 has only f16).
     fn paths<'a>(
@@ -991,7 +993,7 @@ const PATHS: [&str; 3] = ["warpforge sm_70", "warpforge sm_80", "warpforge sm_90
 
 macro_rules! gemm_dtype {
     ($dtype:ident: $in:ty => $out:ty, $name:literal, $precision:ident, $kind:ident,
-     values: $values:expr, agree: $agree:expr,
+     values: $values:expr, tolerance: $tolerance:expr,
      paths: [$($sm70:ty)?; $($sm80:ty)?; $sm90:ty],
      rates: [$($mma:ident)?; $wgmma:ident => $acc:ty]) => {
         struct $dtype;
@@ -1000,6 +1002,7 @@ macro_rules! gemm_dtype {
             type Out = $out;
             const NAME: &'static str = $name;
             const PRECISION: GemmPrecision = GemmPrecision::$precision;
+            const TOLERANCE: Option<f64> = $tolerance;
             fn kind() -> &'static GemmKind<$in, $out> {
                 &tuned::$kind
             }
@@ -1012,9 +1015,6 @@ macro_rules! gemm_dtype {
             }
             fn values(inputs: &mut Inputs, n: usize) -> Vec<$in> {
                 ($values)(inputs, n)
-            }
-            fn agree(ours: &[$out], theirs: &[$out]) -> (bool, String) {
-                ($agree)(ours, theirs)
             }
             fn paths<'a>(
                 inputs: &GemmInputs<'a, Self>,
@@ -1062,27 +1062,27 @@ macro_rules! gemm_dtype {
 }
 
 gemm_dtype!(F16: f16 => f16, "f16", F16, GEMM_F16,
-    values: float_values::<f16>, agree: |o: &[f16], t: &[f16]| agree_within(o, t, 1e-3),
+    values: float_values::<f16>, tolerance: Some(1e-3),
     paths: [gemm_wmma::gemm_f16_wmma::Consts; gemm_tc::gemm_f16::Consts; gemm_wgmma::gemm_wgmma_f16::Consts],
     rates: [mma_rate_f16; wgmma_rate_f16 => f32]);
 gemm_dtype!(Bf16: bf16 => bf16, "bf16", Bf16, GEMM_BF16,
-    values: float_values::<bf16>, agree: |o: &[bf16], t: &[bf16]| agree_within(o, t, 8e-3),
+    values: float_values::<bf16>, tolerance: Some(8e-3),
     paths: [; gemm_tc::gemm_bf16::Consts; gemm_wgmma::gemm_wgmma_bf16::Consts],
     rates: [mma_rate_bf16; wgmma_rate_bf16 => f32]);
 // tf32: wgmma truncates the inputs to tf32 where cuBLAS rounds them.
 gemm_dtype!(Tf32: f32 => f32, "tf32", Tf32, GEMM_TF32,
-    values: float_values::<f32>, agree: |o: &[f32], t: &[f32]| agree_within(o, t, 5e-3),
+    values: float_values::<f32>, tolerance: Some(5e-3),
     paths: [; gemm_tc::gemm_tf32::Consts; gemm_wgmma::gemm_wgmma_tf32::Consts],
     rates: [mma_rate_tf32; wgmma_rate_tf32 => f32]);
 // s8: integer sums, exact in both.
 gemm_dtype!(S8: i8 => i32, "s8", I8, GEMM_S8,
-    values: |inputs: &mut Inputs, n| inputs.i8s(n), agree: exact,
+    values: |inputs: &mut Inputs, n| inputs.i8s(n), tolerance: None,
     paths: [; gemm_tc::gemm_s8::Consts; gemm_wgmma::gemm_wgmma_s8::Consts],
     rates: [mma_rate_s8; wgmma_rate_s8 => i32]);
 // e4m3: Hopper only; bf16 outputs of sums that both sides keep in fewer
 // bits than f32 on the fp8 Tensor Cores.
 gemm_dtype!(E4m3: e4m3 => bf16, "e4m3", E4m3, GEMM_E4M3,
-    values: float_values::<e4m3>, agree: |o: &[bf16], t: &[bf16]| agree_within(o, t, 2e-2),
+    values: float_values::<e4m3>, tolerance: Some(2e-2),
     paths: [; ; gemm_wgmma::gemm_wgmma_e4m3::Consts],
     rates: [; wgmma_rate_e4m3 => f32]);
 
@@ -1215,12 +1215,19 @@ impl Bench<'_> {
         if contenders.is_empty() {
             return Err(NothingRuns::all_absent(&absent).into());
         }
-        // Each warpforge contender's C against cuBLAS's, before timing.
+        // Each warpforge contender's C against cuBLAS's, before timing,
+        // compared on the GPU (a 16384^3 C is 512 MiB to download in f16).
         let started = Instant::now();
-        let theirs = rt.download(&reference.borrow())?;
         for &index in checked.iter().filter(|_| baseline_ran) {
             (contenders[index].launch)(rt)?;
-            let (agrees, how) = D::agree(&rt.download(&c.borrow())?, &theirs);
+            let (deviation, differ) = device_deviation(rt, &c.borrow(), &reference.borrow())?;
+            let (agrees, how) = match D::TOLERANCE {
+                Some(tolerance) => (deviation.passes(tolerance), deviation.to_string()),
+                None => (
+                    differ == 0,
+                    format!("{differ} of {} elements differ", m * n),
+                ),
+            };
             if !agrees {
                 return Err(format!(
                     "{} ({}) disagrees with cuBLAS at {}: {how}",
@@ -1270,14 +1277,9 @@ impl Bench<'_> {
         })];
         let started = Instant::now();
         (contenders[0].launch)(rt)?;
-        let theirs: Vec<f64> = rt
-            .download(&reference.borrow())?
-            .iter()
-            .map(|&v| f64::from(v))
-            .collect();
         for mut finalist in finalists {
             (finalist.launch)(rt)?;
-            let d = deviation(&rt.download(&c.borrow())?, &theirs);
+            let (d, _) = device_deviation(rt, &c.borrow(), &reference.borrow())?;
             if !d.passes(1e-5) {
                 return Err(format!("{} disagrees with cuBLAS sgemm: {d}", finalist.detail).into());
             }
@@ -1579,23 +1581,7 @@ fn bench_wgpu(size: usize) -> BenchResult<Case> {
     Ok(case)
 }
 
-/// Whether an integer GEMM's result equals cuBLAS's, element by element.
-fn exact(ours: &[i32], theirs: &[i32]) -> (bool, String) {
-    let differ = ours.par_iter().zip(theirs).filter(|(x, y)| x != y).count();
-    (
-        differ == 0,
-        format!("{differ} of {} elements differ", ours.len()),
-    )
-}
-
 /// Random values of a floating-point type for a GEMM's inputs.
 fn float_values<T: GemmFloat>(inputs: &mut Inputs, n: usize) -> Vec<T> {
     inputs.f32s(n).into_par_iter().map(T::from_f32).collect()
-}
-
-/// Whether a floating-point GEMM's result is within `tolerance` (relative L2 and the
-/// largest difference, scaled) of cuBLAS's, and the deviation.
-fn agree_within<T: GemmFloat>(ours: &[T], theirs: &[T], tolerance: f64) -> (bool, String) {
-    let d = deviation_of(ours, theirs, |x| x.to_f64(), |x| x.to_f64());
-    (d.passes(tolerance), d.to_string())
 }
