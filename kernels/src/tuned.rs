@@ -143,7 +143,7 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
 /// `wmma` kernel [`gemm_f16_wmma`] and on Hopper the sm_90a `wgmma`
 /// kernel [`gemm_wgmma_f16`] compete. Heuristic default: on Hopper
 /// (compute capability 9.0) a `gemm_wgmma_f16` tile by the size of C and k
-/// ([`wgmma_defaults`]; 128 x 256 in 3 stages with stream-K for large C and long k), when
+/// ([`wgmma_defaults`]; 128 x 256 in 3 stages with stream-K for large C and k of 4096 or more), when
 /// k is a multiple of 8; elsewhere, or for other k, `gemm_f16`
 /// 128 x 128 x 64, 64 x 64 warp tiles, 2 stages, 16-byte copies (the fastest
 /// sm_80 variant at 8192^3 on an H200 before tuning existed); for k not a
@@ -161,7 +161,7 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
             BK: 32,
             STAGES: 2,
         };
-        let mut preferred = wgmma_defaults(gemm_wgmma_f16::def(), 3);
+        let mut preferred = wgmma_defaults(gemm_wgmma_f16::def(), 2);
         preferred.extend([
             (
                 gemm_f16::def(),
@@ -184,7 +184,7 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     MatrixLayout::ColMajor,
     || vec![gemm_bf16::def(), gemm_wgmma_bf16::def()],
     || {
-        let mut preferred = wgmma_defaults(gemm_wgmma_bf16::def(), 3);
+        let mut preferred = wgmma_defaults(gemm_wgmma_bf16::def(), 2);
         preferred.extend([
             (
                 gemm_bf16::def(),
@@ -220,7 +220,7 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
             A_COL_MAJOR: false,
             B_ROW_MAJOR: false,
         };
-        let mut preferred = wgmma_defaults(gemm_wgmma_tf32::def(), 3);
+        let mut preferred = wgmma_defaults(gemm_wgmma_tf32::def(), 4);
         preferred.extend([
             (
                 gemm_tf32::def(),
@@ -268,7 +268,7 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
             A_COL_MAJOR: false,
             B_ROW_MAJOR: false,
         };
-        let mut preferred = wgmma_defaults(gemm_wgmma_s8::def(), 4);
+        let mut preferred = wgmma_defaults(gemm_wgmma_s8::def(), 1);
         preferred.extend([
             (gemm_s8::def(), aligned.values(), every_shape as ShapeTest),
             (gemm_s8::def(), element_copies.values(), every_shape),
@@ -287,7 +287,7 @@ pub const GEMM_E4M3: GemmKind<e4m3, bf16> = GemmKind::new(
     GemmPrecision::E4m3,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e4m3::def()],
-    || wgmma_defaults(gemm_wgmma_e4m3::def(), 4),
+    || wgmma_defaults(gemm_wgmma_e4m3::def(), 1),
 );
 
 /// The fp8 e5m2 GEMM, as [`GEMM_E4M3`] (kernel [`gemm_wgmma_e5m2`]).
@@ -296,7 +296,7 @@ pub const GEMM_E5M2: GemmKind<e5m2, bf16> = GemmKind::new(
     GemmPrecision::E5m2,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e5m2::def()],
-    || wgmma_defaults(gemm_wgmma_e5m2::def(), 4),
+    || wgmma_defaults(gemm_wgmma_e5m2::def(), 1),
 );
 
 /// The Hopper GEMMs whose C is not their precision's (f32 C from f16 or
@@ -313,7 +313,7 @@ pub const GEMM_F16_F32: GemmKind<f16, f32> = GemmKind::new(
     GemmPrecision::F16,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_f16_f32::def()],
-    || wgmma_defaults(gemm_wgmma_f16_f32::def(), 3),
+    || wgmma_defaults(gemm_wgmma_f16_f32::def(), 2),
 );
 
 /// bf16 A and B, f32 accumulation and C (kernel [`gemm_wgmma_bf16_f32`]); see [`GEMM_F16_F32`].
@@ -322,7 +322,7 @@ pub const GEMM_BF16_F32: GemmKind<bf16, f32> = GemmKind::new(
     GemmPrecision::Bf16,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_bf16_f32::def()],
-    || wgmma_defaults(gemm_wgmma_bf16_f32::def(), 3),
+    || wgmma_defaults(gemm_wgmma_bf16_f32::def(), 2),
 );
 
 /// e4m3 A and B, f16 C (kernel [`gemm_wgmma_e4m3_f16`]); see [`GEMM_F16_F32`].
@@ -331,7 +331,7 @@ pub const GEMM_E4M3_F16: GemmKind<e4m3, f16> = GemmKind::new(
     GemmPrecision::E4m3,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e4m3_f16::def()],
-    || wgmma_defaults(gemm_wgmma_e4m3_f16::def(), 4),
+    || wgmma_defaults(gemm_wgmma_e4m3_f16::def(), 1),
 );
 
 /// e4m3 A and B, f32 C (kernel [`gemm_wgmma_e4m3_f32`]); see [`GEMM_F16_F32`].
@@ -340,7 +340,7 @@ pub const GEMM_E4M3_F32: GemmKind<e4m3, f32> = GemmKind::new(
     GemmPrecision::E4m3,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e4m3_f32::def()],
-    || wgmma_defaults(gemm_wgmma_e4m3_f32::def(), 4),
+    || wgmma_defaults(gemm_wgmma_e4m3_f32::def(), 1),
 );
 
 /// e5m2 A and B, f16 C (kernel [`gemm_wgmma_e5m2_f16`]); see [`GEMM_F16_F32`].
@@ -349,7 +349,7 @@ pub const GEMM_E5M2_F16: GemmKind<e5m2, f16> = GemmKind::new(
     GemmPrecision::E5m2,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e5m2_f16::def()],
-    || wgmma_defaults(gemm_wgmma_e5m2_f16::def(), 4),
+    || wgmma_defaults(gemm_wgmma_e5m2_f16::def(), 1),
 );
 
 /// e5m2 A and B, f32 C (kernel [`gemm_wgmma_e5m2_f32`]); see [`GEMM_F16_F32`].
@@ -358,7 +358,7 @@ pub const GEMM_E5M2_F32: GemmKind<e5m2, f32> = GemmKind::new(
     GemmPrecision::E5m2,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e5m2_f32::def()],
-    || wgmma_defaults(gemm_wgmma_e5m2_f32::def(), 4),
+    || wgmma_defaults(gemm_wgmma_e5m2_f32::def(), 1),
 );
 
 /// The 2:4 sparse f16 GEMM [`gemm_sparse_f16`] (A sparse and compressed,
@@ -432,30 +432,43 @@ pub fn small_c(shape: &ShapeBucket) -> bool {
 }
 
 /// A [`Preference`] for a C of at least 1024 tiles of 128 x 128 (4096 x
-/// 4096) and k of at least 8192.
-pub fn large_c_long_k(shape: &ShapeBucket) -> bool {
-    c_tiles(shape) >= 1024 && shape.sizes()[2] >= 8192
+/// 4096) and a main loop of at least 64 k-tiles of 128 bytes of
+/// `BYTES`-byte operands (k of 8192 8-bit, 4096 16-bit or 2048 32-bit
+/// elements): long enough beside a 128 x 256 tile's epilogue.
+pub fn large_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
+    c_tiles(shape) >= 1024 && shape.sizes()[2] * BYTES >= 64 * 128
 }
 
-/// The heuristic default of a Hopper `wgmma` GEMM family (`def`; every
-/// instance has the same const parameters), the fastest tile of each kind
-/// of shape in the default bench of session 21 on an H100 (perf/LOG.md,
-/// session 22), where the one default of 128 x 256 tiles ran at 0.41-0.63x
-/// of the fastest at 512^3, 1024^3 and 128 x 8192 x 8192, and 4-10% behind
-/// the ping-pong 128 x 128 tile at 4096 x 11008 x 4096, 8192 x 8192 x 1024
-/// and 3001 x 2999 x 1000:
+/// The heuristic default of a Hopper `wgmma` GEMM family (`def`, its
+/// operands `operand_bytes` wide; every instance has the same const
+/// parameters), the fastest tile of each kind of shape in the default bench
+/// of session 21 on an H100 (perf/LOG.md, session 22), where the one
+/// default of 128 x 256 tiles ran at 0.41-0.63x of the fastest at 512^3,
+/// 1024^3 and 128 x 8192 x 8192, and then 4-10% behind the ping-pong 128 x
+/// 128 tile at 4096 x 11008 x 4096, 8192 x 8192 x 1024 and 3001 x 2999 x
+/// 1000, and in session 29's (below):
 /// - at most 128 rows of C, or C at most 512 x 512: 64 x 64 in 6 stages
 ///   (too few larger tiles to fill the SMs);
 /// - C at most 1024 x 1024: 64 x 128 in 6 stages;
-/// - C of at least 4096 x 4096 and k of at least 8192: the cooperative 128 x
-///   256 in `large_stages` stages (its wider tile reads less per product,
-///   and a long k hides its epilogue), with stream-K (the last wave's tiles
-///   split by k over every block: 1.5% faster than without at 8192^3 for
-///   f16 and tf32 on an H100, 1.4% for f16 at 16384^3, 1-2% slower at
-///   4096^3, where C is below this bucket; perf/LOG.md, session 29);
+/// - C of at least 4096 x 4096 and a main loop of at least 64 k-tiles
+///   ([`large_c_long_k`]): the cooperative 128 x 256 in 3 stages (4 for
+///   8-bit operands; its wider tile reads less per product, and the long
+///   loop hides its epilogue), with stream-K (the last wave's tiles split
+///   by k over every block). In session 29's default runs on an H100
+///   (perf/LOG.md), where this bucket began at k = 8192 for every width,
+///   the ping-pong default ran f16 at 4096^3 and 4096 x 11008 x 4096 at
+///   0.913-0.962x of cuBLAS against 0.947-0.988x for the 128 x 256 tiles;
+///   stream-K gained 1.5% over the same tile at 8192^3 (f16, tf32) and
+///   lost 1-2% at 4096^3; with 8-bit operands the ping-pong tile stayed
+///   ahead at 4096^3 (e4m3 0.978-0.993x against 0.962-0.964x);
 /// - otherwise: the ping-pong 128 x 128 in 5 stages (one consumer's
 ///   epilogue under the other's main loop).
-pub fn wgmma_defaults(def: &'static KernelDef, large_stages: u32) -> Vec<Preference> {
+pub fn wgmma_defaults(def: &'static KernelDef, operand_bytes: u32) -> Vec<Preference> {
+    let (large_stages, long_k): (u32, ShapeTest) = match operand_bytes {
+        1 => (4, large_c_long_k::<1>),
+        2 => (3, large_c_long_k::<2>),
+        _ => (3, large_c_long_k::<4>),
+    };
     let tile = |bm, bn, stages, pingpong, stream_k| {
         gemm_wgmma_f16::Consts {
             BM: bm,
@@ -471,11 +484,7 @@ pub fn wgmma_defaults(def: &'static KernelDef, large_stages: u32) -> Vec<Prefere
         (def, tile(64, 64, 6, false, false), few_rows),
         (def, tile(64, 64, 6, false, false), tiny_c),
         (def, tile(64, 128, 6, false, false), small_c),
-        (
-            def,
-            tile(128, 256, large_stages, false, true),
-            large_c_long_k,
-        ),
+        (def, tile(128, 256, large_stages, false, true), long_k),
         (def, tile(128, 128, 5, true, false), every_shape),
     ]
 }

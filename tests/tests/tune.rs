@@ -875,9 +875,11 @@ fn stock_gemm_heuristic_defaults() {
             heuristic_for(&GEMM_F16, few_rows, &a100()),
             Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
+        // 4096^3 is a long enough k for 16- and 32-bit operands (64 k-tiles
+        // of 128 bytes), not for 8-bit ones.
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
         ),
         // sm_90a runs on compute capability 9.0 only: an A100 takes the sm_80 default.
         (
@@ -886,7 +888,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_BF16, square, &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
@@ -908,7 +910,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
         ),
         (
             heuristic_for(&GEMM_TF32, square, &a100()),
