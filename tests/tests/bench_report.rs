@@ -203,6 +203,18 @@ fn two_runs_are_compared_ratio_by_ratio() {
     assert!((changes[0].change - 0.05).abs() < 1e-9, "{:?}", changes[0]);
     assert!(!changes[0].same_detail);
     assert!(changes[1..].iter().all(|c| c.change == 0.0));
+    // Each run's interval: the moved one's is 5% higher, every round's
+    // ratio having moved by as much; a ratio that did not move lies within
+    // its own.
+    let [Some(before), Some(after)] = changes[0].intervals else {
+        panic!("the recorded case has 6 rounds or more: {:?}", changes[0]);
+    };
+    assert!((after.0 / before.0 - 1.05).abs() < 1e-9 && (after.1 / before.1 - 1.05).abs() < 1e-9);
+    let apart = before.1 < after.0;
+    assert_eq!(changes[0].intervals_overlap(), Some(!apart));
+    assert!(changes[1..]
+        .iter()
+        .all(|c| c.intervals_overlap() != Some(false)));
     // The recorded run kept no sweeps: nothing to say of the choice.
     assert_eq!(changes[0].choice, None);
 

@@ -594,6 +594,10 @@ pub struct RatioChange {
     pub change: f64,
     /// Whether both runs timed the same variant (or library call).
     pub same_detail: bool,
+    /// Each run's 95% confidence interval of its ratio (None under 6
+    /// rounds), to tell a move within the runs' own uncertainty from one
+    /// beyond it ([`RatioChange::intervals_overlap`]).
+    pub intervals: [Option<(f64, f64)>; 2],
     /// Where the runs chose different variants and both kept their sweeps:
     /// each variant's sample in each run ([`Sweep`]), to tell a close call
     /// from a sample that was off.
@@ -604,7 +608,10 @@ pub struct RatioChange {
 /// contender), the largest move first: what "two runs agree within 3%"
 /// is checked on.
 pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
-    type Ratios<'a> = Vec<((String, String), (f64, String, &'a Case))>;
+    type Ratios<'a> = Vec<(
+        (String, String),
+        (f64, Option<(f64, f64)>, String, &'a Case),
+    )>;
     fn ratios(report: &Report) -> Ratios<'_> {
         report
             .cases
@@ -614,15 +621,18 @@ pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
                 case.summary()
                     .into_iter()
                     .filter(|c| !c.baseline)
-                    .map(move |c| ((name.clone(), c.name), (c.ratio, c.detail, case)))
+                    .map(move |c| {
+                        let ratio = (c.ratio, c.ratio_interval, c.detail, case);
+                        ((name.clone(), c.name), ratio)
+                    })
             })
             .collect()
     }
     let later = ratios(second);
     let mut changes: Vec<RatioChange> = ratios(first)
         .into_iter()
-        .filter_map(|(key, (first, detail, case))| {
-            let (_, (second, second_detail, second_case)) =
+        .filter_map(|(key, (first, interval, detail, case))| {
+            let (_, (second, second_interval, second_detail, second_case)) =
                 later.iter().find(|(k, _)| *k == key)?;
             Some(RatioChange {
                 case: key.0,
@@ -631,6 +641,7 @@ pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
                 second: *second,
                 change: second / first - 1.0,
                 same_detail: detail == *second_detail,
+                intervals: [interval, *second_interval],
                 choice: (detail != *second_detail)
                     .then(|| choice([case, second_case], [&detail, second_detail]))
                     .flatten(),
@@ -639,6 +650,19 @@ pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
         .collect();
     changes.sort_by(|a, b| b.change.abs().total_cmp(&a.change.abs()));
     changes
+}
+
+impl RatioChange {
+    /// Whether the two runs' 95% intervals overlap: a move within them is
+    /// one more rounds would narrow; one outside them differs between the
+    /// runs beyond what each run's rounds show (the GPU or process state,
+    /// not the sampling). None where either run had under 6 rounds.
+    pub fn intervals_overlap(&self) -> Option<bool> {
+        let [Some(a), Some(b)] = self.intervals else {
+            return None;
+        };
+        Some(a.0 <= b.1 && b.0 <= a.1)
+    }
 }
 
 /// How each of two runs sampled the variant it chose and the one the other

@@ -297,17 +297,22 @@ fn compare_runs(first: &Path, second: &Path, within: f64) -> BenchResult<bool> {
     if changes.is_empty() {
         return Err("the two runs have no ratio in common (no case and contender in both)".into());
     }
-    println!("| case | contender | first | second | change | variant |");
-    println!("|---|---|---|---|---|---|");
+    println!("| case | contender | first | second | change | variant | 95% CIs |");
+    println!("|---|---|---|---|---|---|---|");
     for c in &changes {
         println!(
-            "| {} | {} | {:.3}x | {:.3}x | {:+.2}% | {} |",
+            "| {} | {} | {:.3}x | {:.3}x | {:+.2}% | {} | {} |",
             c.case,
             c.contender,
             c.first,
             c.second,
             c.change * 100.0,
-            if c.same_detail { "same" } else { "other" }
+            if c.same_detail { "same" } else { "other" },
+            match c.intervals_overlap() {
+                Some(true) => "overlap",
+                Some(false) => "apart",
+                None => "-",
+            }
         );
     }
     let choices: Vec<String> = changes
@@ -329,10 +334,21 @@ fn compare_runs(first: &Path, second: &Path, within: f64) -> BenchResult<bool> {
         .iter()
         .filter(|c| c.change.abs() * 100.0 > within)
         .count();
+    let apart = |moved: bool| {
+        changes
+            .iter()
+            .filter(|c| (c.change.abs() * 100.0 > within) == moved)
+            .filter(|c| c.intervals_overlap() == Some(false))
+            .count()
+    };
     println!(
-        "\n{} ratios, the largest move {:+.2}%; {over} moved more than {within}%",
+        "\n{} ratios, the largest move {:+.2}%; {over} moved more than {within}%, {} of them \
+         beyond both runs' 95% intervals (the others, within them, more rounds would narrow); \
+         {} more have intervals apart",
         changes.len(),
-        changes[0].change * 100.0
+        changes[0].change * 100.0,
+        apart(true),
+        apart(false)
     );
     Ok(over == 0)
 }
