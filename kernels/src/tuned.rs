@@ -161,7 +161,7 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
             BK: 32,
             STAGES: 2,
         };
-        let mut preferred = wgmma_defaults(gemm_wgmma_f16::def(), 2);
+        let mut preferred = wgmma_defaults::<f16>(gemm_wgmma_f16::def());
         preferred.extend([
             (
                 gemm_f16::def(),
@@ -184,7 +184,7 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     MatrixLayout::ColMajor,
     || vec![gemm_bf16::def(), gemm_wgmma_bf16::def()],
     || {
-        let mut preferred = wgmma_defaults(gemm_wgmma_bf16::def(), 2);
+        let mut preferred = wgmma_defaults::<bf16>(gemm_wgmma_bf16::def());
         preferred.extend([
             (
                 gemm_bf16::def(),
@@ -220,7 +220,7 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
             A_COL_MAJOR: false,
             B_ROW_MAJOR: false,
         };
-        let mut preferred = wgmma_defaults(gemm_wgmma_tf32::def(), 4);
+        let mut preferred = wgmma_defaults::<f32>(gemm_wgmma_tf32::def());
         preferred.extend([
             (
                 gemm_tf32::def(),
@@ -268,7 +268,7 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
             A_COL_MAJOR: false,
             B_ROW_MAJOR: false,
         };
-        let mut preferred = wgmma_defaults(gemm_wgmma_s8::def(), 1);
+        let mut preferred = wgmma_defaults::<i8>(gemm_wgmma_s8::def());
         preferred.extend([
             (gemm_s8::def(), aligned.values(), every_shape as ShapeTest),
             (gemm_s8::def(), element_copies.values(), every_shape),
@@ -287,7 +287,7 @@ pub const GEMM_E4M3: GemmKind<e4m3, bf16> = GemmKind::new(
     GemmPrecision::E4m3,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e4m3::def()],
-    || wgmma_defaults(gemm_wgmma_e4m3::def(), 1),
+    || wgmma_defaults::<e4m3>(gemm_wgmma_e4m3::def()),
 );
 
 /// The fp8 e5m2 GEMM, as [`GEMM_E4M3`] (kernel [`gemm_wgmma_e5m2`]).
@@ -296,7 +296,7 @@ pub const GEMM_E5M2: GemmKind<e5m2, bf16> = GemmKind::new(
     GemmPrecision::E5m2,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e5m2::def()],
-    || wgmma_defaults(gemm_wgmma_e5m2::def(), 1),
+    || wgmma_defaults::<e5m2>(gemm_wgmma_e5m2::def()),
 );
 
 /// The Hopper GEMMs whose C is not their precision's (f32 C from f16 or
@@ -313,7 +313,7 @@ pub const GEMM_F16_F32: GemmKind<f16, f32> = GemmKind::new(
     GemmPrecision::F16,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_f16_f32::def()],
-    || wgmma_defaults(gemm_wgmma_f16_f32::def(), 2),
+    || wgmma_defaults::<f16>(gemm_wgmma_f16_f32::def()),
 );
 
 /// bf16 A and B, f32 accumulation and C (kernel [`gemm_wgmma_bf16_f32`]); see [`GEMM_F16_F32`].
@@ -322,7 +322,7 @@ pub const GEMM_BF16_F32: GemmKind<bf16, f32> = GemmKind::new(
     GemmPrecision::Bf16,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_bf16_f32::def()],
-    || wgmma_defaults(gemm_wgmma_bf16_f32::def(), 2),
+    || wgmma_defaults::<bf16>(gemm_wgmma_bf16_f32::def()),
 );
 
 /// e4m3 A and B, f16 C (kernel [`gemm_wgmma_e4m3_f16`]); see [`GEMM_F16_F32`].
@@ -331,7 +331,7 @@ pub const GEMM_E4M3_F16: GemmKind<e4m3, f16> = GemmKind::new(
     GemmPrecision::E4m3,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e4m3_f16::def()],
-    || wgmma_defaults(gemm_wgmma_e4m3_f16::def(), 1),
+    || wgmma_defaults::<e4m3>(gemm_wgmma_e4m3_f16::def()),
 );
 
 /// e4m3 A and B, f32 C (kernel [`gemm_wgmma_e4m3_f32`]); see [`GEMM_F16_F32`].
@@ -340,7 +340,7 @@ pub const GEMM_E4M3_F32: GemmKind<e4m3, f32> = GemmKind::new(
     GemmPrecision::E4m3,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e4m3_f32::def()],
-    || wgmma_defaults(gemm_wgmma_e4m3_f32::def(), 1),
+    || wgmma_defaults::<e4m3>(gemm_wgmma_e4m3_f32::def()),
 );
 
 /// e5m2 A and B, f16 C (kernel [`gemm_wgmma_e5m2_f16`]); see [`GEMM_F16_F32`].
@@ -349,7 +349,7 @@ pub const GEMM_E5M2_F16: GemmKind<e5m2, f16> = GemmKind::new(
     GemmPrecision::E5m2,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e5m2_f16::def()],
-    || wgmma_defaults(gemm_wgmma_e5m2_f16::def(), 1),
+    || wgmma_defaults::<e5m2>(gemm_wgmma_e5m2_f16::def()),
 );
 
 /// e5m2 A and B, f32 C (kernel [`gemm_wgmma_e5m2_f32`]); see [`GEMM_F16_F32`].
@@ -358,7 +358,7 @@ pub const GEMM_E5M2_F32: GemmKind<e5m2, f32> = GemmKind::new(
     GemmPrecision::E5m2,
     MatrixLayout::ColMajor,
     || vec![gemm_wgmma_e5m2_f32::def()],
-    || wgmma_defaults(gemm_wgmma_e5m2_f32::def(), 1),
+    || wgmma_defaults::<e5m2>(gemm_wgmma_e5m2_f32::def()),
 );
 
 /// The 2:4 sparse f16 GEMM [`gemm_sparse_f16`] (A sparse and compressed,
@@ -440,8 +440,7 @@ pub fn large_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 }
 
 /// The heuristic default of a Hopper `wgmma` GEMM family (`def`, its
-/// operands `operand_bytes` wide; every instance has the same const
-/// parameters), the fastest tile of each kind of shape in the default bench
+/// operands of type `T`; every instance has the same const parameters), the fastest tile of each kind of shape in the default bench
 /// of session 21 on an H100 (perf/LOG.md, session 22), where the one
 /// default of 128 x 256 tiles ran at 0.41-0.63x of the fastest at 512^3,
 /// 1024^3 and 128 x 8192 x 8192, and then 4-10% behind the ping-pong 128 x
@@ -463,8 +462,8 @@ pub fn large_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 ///   ahead at 4096^3 (e4m3 0.978-0.993x against 0.962-0.964x);
 /// - otherwise: the ping-pong 128 x 128 in 5 stages (one consumer's
 ///   epilogue under the other's main loop).
-pub fn wgmma_defaults(def: &'static KernelDef, operand_bytes: u32) -> Vec<Preference> {
-    let (large_stages, long_k): (u32, ShapeTest) = match operand_bytes {
+pub fn wgmma_defaults<T: DeviceScalar>(def: &'static KernelDef) -> Vec<Preference> {
+    let (large_stages, long_k): (u32, ShapeTest) = match T::SCALAR.size_bytes() {
         1 => (4, large_c_long_k::<1>),
         2 => (3, large_c_long_k::<2>),
         _ => (3, large_c_long_k::<4>),

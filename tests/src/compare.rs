@@ -75,19 +75,25 @@ pub fn deviation_of<O: Sync, R: Sync>(
         .reduce(Sums::default, |a, b| {
             Sums(a.0 + b.0, a.1 + b.1, a.2.max(b.2), a.3 + b.3)
         });
-    let rel_l2 = if ref2 > 0.0 {
-        (diff2 / ref2).sqrt()
-    } else {
-        diff2.sqrt()
-    };
-    Deviation {
-        rel_l2,
-        max_abs,
-        non_finite,
-    }
+    Deviation::from_sums(diff2, ref2, max_abs, non_finite)
 }
 
 impl Deviation {
+    /// The deviation of outputs whose squared differences from the
+    /// reference sum to `diff2`, and the reference's squares to `ref2`.
+    fn from_sums(diff2: f64, ref2: f64, max_abs: f64, non_finite: usize) -> Deviation {
+        let rel_l2 = if ref2 > 0.0 {
+            (diff2 / ref2).sqrt()
+        } else {
+            diff2.sqrt()
+        };
+        Deviation {
+            rel_l2,
+            max_abs,
+            non_finite,
+        }
+    }
+
     /// Within `tolerance` (relative L2) and no unwritten or non-finite element.
     pub fn passes(&self, tolerance: f64) -> bool {
         self.non_finite == 0 && self.rel_l2 <= tolerance
@@ -417,16 +423,7 @@ pub fn device_deviation<T: DeviationElement>(
         non_finite += u64::from(block[0]);
         differ += u64::from(block[1]);
     }
-    let rel_l2 = if ref2 > 0.0 {
-        (diff2 / ref2).sqrt()
-    } else {
-        diff2.sqrt()
-    };
-    let deviation = Deviation {
-        rel_l2,
-        max_abs,
-        non_finite: non_finite as usize,
-    };
+    let deviation = Deviation::from_sums(diff2, ref2, max_abs, non_finite as usize);
     Ok((deviation, differ))
 }
 

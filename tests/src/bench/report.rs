@@ -47,7 +47,7 @@ pub struct Report {
 /// budget spent outside them cuts the rounds that narrow the intervals.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct StepTime {
-    /// The section, e.g. "gemm" ("setup" for what precedes a section's steps).
+    /// The section, e.g. "gemm".
     pub section: String,
     /// The step as the progress bar names it, e.g. "gemm F16 8192x8192x8192".
     pub step: String,
@@ -608,10 +608,7 @@ pub struct RatioChange {
 /// contender), the largest move first: what "two runs agree within 3%"
 /// is checked on.
 pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
-    type Ratios<'a> = Vec<(
-        (String, String),
-        (f64, Option<(f64, f64)>, String, &'a Case),
-    )>;
+    type Ratios<'a> = Vec<((String, String), (ContenderSummary, &'a Case))>;
     fn ratios(report: &Report) -> Ratios<'_> {
         report
             .cases
@@ -621,29 +618,25 @@ pub fn ratio_changes(first: &Report, second: &Report) -> Vec<RatioChange> {
                 case.summary()
                     .into_iter()
                     .filter(|c| !c.baseline)
-                    .map(move |c| {
-                        let ratio = (c.ratio, c.ratio_interval, c.detail, case);
-                        ((name.clone(), c.name), ratio)
-                    })
+                    .map(move |c| ((name.clone(), c.name.clone()), (c, case)))
             })
             .collect()
     }
     let later = ratios(second);
     let mut changes: Vec<RatioChange> = ratios(first)
         .into_iter()
-        .filter_map(|(key, (first, interval, detail, case))| {
-            let (_, (second, second_interval, second_detail, second_case)) =
-                later.iter().find(|(k, _)| *k == key)?;
+        .filter_map(|(key, (first, case))| {
+            let (_, (second, second_case)) = later.iter().find(|(k, _)| *k == key)?;
             Some(RatioChange {
                 case: key.0,
                 contender: key.1,
-                first,
-                second: *second,
-                change: second / first - 1.0,
-                same_detail: detail == *second_detail,
-                intervals: [interval, *second_interval],
-                choice: (detail != *second_detail)
-                    .then(|| choice([case, second_case], [&detail, second_detail]))
+                first: first.ratio,
+                second: second.ratio,
+                change: second.ratio / first.ratio - 1.0,
+                same_detail: first.detail == second.detail,
+                intervals: [first.ratio_interval, second.ratio_interval],
+                choice: (first.detail != second.detail)
+                    .then(|| choice([case, second_case], [&first.detail, &second.detail]))
                     .flatten(),
             })
         })

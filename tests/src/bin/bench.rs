@@ -330,14 +330,12 @@ fn compare_runs(first: &Path, second: &Path, within: f64) -> BenchResult<bool> {
         println!("\nwhere the runs chose other variants, from their sweeps:");
         println!("{}", choices.join("\n"));
     }
-    let over = changes
-        .iter()
-        .filter(|c| c.change.abs() * 100.0 > within)
-        .count();
-    let apart = |moved: bool| {
+    let moved = |c: &&report::RatioChange| c.change.abs() * 100.0 > within;
+    let over = changes.iter().filter(moved).count();
+    let apart = |over: bool| {
         changes
             .iter()
-            .filter(|c| (c.change.abs() * 100.0 > within) == moved)
+            .filter(|c| moved(c) == over)
             .filter(|c| c.intervals_overlap() == Some(false))
             .count()
     };
