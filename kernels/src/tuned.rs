@@ -431,12 +431,25 @@ pub fn small_c(shape: &ShapeBucket) -> bool {
     c_tiles(shape) <= 64
 }
 
+/// Whether a main loop has at least 64 k-tiles of 128 bytes of `BYTES`-byte
+/// operands (k of 8192 8-bit, 4096 16-bit or 2048 32-bit elements): long
+/// enough beside a 128 x 256 tile's epilogue.
+fn long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
+    shape.sizes()[2] * BYTES >= 64 * 128
+}
+
 /// A [`Preference`] for a C of at least 1024 tiles of 128 x 128 (4096 x
-/// 4096) and a main loop of at least 64 k-tiles of 128 bytes of
-/// `BYTES`-byte operands (k of 8192 8-bit, 4096 16-bit or 2048 32-bit
-/// elements): long enough beside a 128 x 256 tile's epilogue.
+/// 4096) and a [`long_k`] main loop.
 pub fn large_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
-    c_tiles(shape) >= 1024 && shape.sizes()[2] * BYTES >= 64 * 128
+    c_tiles(shape) >= 1024 && long_k::<BYTES>(shape)
+}
+
+/// A [`Preference`] for a C of at least 2048 tiles of 128 x 128 (4096 x
+/// 8192, or 4096 x 11008 rounded up) and a [`long_k`] main loop: enough
+/// waves of 128 x 256 tiles that stream-K's split of the last one pays for
+/// its partial sums.
+pub fn larger_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
+    c_tiles(shape) >= 2048 && long_k::<BYTES>(shape)
 }
 
 /// The heuristic default of a Hopper `wgmma` GEMM family (`def`, its
@@ -449,25 +462,34 @@ pub fn large_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 /// - at most 128 rows of C, or C at most 512 x 512: 64 x 64 in 6 stages
 ///   (too few larger tiles to fill the SMs);
 /// - C at most 1024 x 1024: 64 x 128 in 6 stages;
-/// - C of at least 4096 x 4096 and a main loop of at least 64 k-tiles
-///   ([`large_c_long_k`]): the cooperative 128 x 256 in 3 stages (4 for
+/// - C of at least 4096 x 8192 and a main loop of at least 64 k-tiles
+///   ([`larger_c_long_k`]): the cooperative 128 x 256 in 3 stages (4 for
 ///   8-bit operands; its wider tile reads less per product, and the long
 ///   loop hides its epilogue), with stream-K (the last wave's tiles split
 ///   by k over every block). In session 29's default runs on an H100
 ///   (perf/LOG.md), where this bucket began at k = 8192 for every width,
 ///   the ping-pong default ran f16 at 4096^3 and 4096 x 11008 x 4096 at
 ///   0.913-0.962x of cuBLAS against 0.947-0.988x for the 128 x 256 tiles;
-///   stream-K gained 1.5% over the same tile at 8192^3 (f16, tf32) and
-///   lost 1-2% at 4096^3; with 8-bit operands the ping-pong tile stayed
-///   ahead at 4096^3 (e4m3 0.978-0.993x against 0.962-0.964x);
+///   stream-K gained 1.5% over the same tile at 8192^3 (f16, tf32); with
+///   8-bit operands the ping-pong tile stayed ahead at 4096^3 (e4m3
+///   0.978-0.993x against 0.962-0.964x);
+/// - C of at least 4096 x 4096 and such a loop ([`large_c_long_k`]): the
+///   same tile in 4 stages without stream-K. At 4096^3 its 512 tiles are
+///   3.9 waves of 132, the last nearly full, so splitting it only adds
+///   the partial sums: in session 29's 41 rounds on an H100 (perf/LOG.md)
+///   the 128 x 256 tile in 3 stages ran f16 at 0.947x of cuBLAS with
+///   stream-K and 0.963x without, tf32 0.992x and 1.002x, and in session
+///   30 `tune` chose this tile in 4 stages at 4096^3 for f16, bf16 and
+///   tf32 (the bench's sweeps did too);
 /// - otherwise: the ping-pong 128 x 128 in 5 stages (one consumer's
 ///   epilogue under the other's main loop).
 pub fn wgmma_defaults<T: DeviceScalar>(def: &'static KernelDef) -> Vec<Preference> {
-    let (large_stages, long_k): (u32, ShapeTest) = match T::SCALAR.size_bytes() {
-        1 => (4, large_c_long_k::<1>),
-        2 => (3, large_c_long_k::<2>),
-        _ => (3, large_c_long_k::<4>),
-    };
+    let (large_stages, larger_c, large_c): (u32, ShapeTest, ShapeTest) =
+        match T::SCALAR.size_bytes() {
+            1 => (4, larger_c_long_k::<1>, large_c_long_k::<1>),
+            2 => (3, larger_c_long_k::<2>, large_c_long_k::<2>),
+            _ => (3, larger_c_long_k::<4>, large_c_long_k::<4>),
+        };
     let tile = |bm, bn, stages, pingpong, stream_k| {
         gemm_wgmma_f16::Consts {
             BM: bm,
@@ -483,7 +505,8 @@ pub fn wgmma_defaults<T: DeviceScalar>(def: &'static KernelDef) -> Vec<Preferenc
         (def, tile(64, 64, 6, false, false), few_rows),
         (def, tile(64, 64, 6, false, false), tiny_c),
         (def, tile(64, 128, 6, false, false), small_c),
-        (def, tile(128, 256, large_stages, false, true), long_k),
+        (def, tile(128, 256, large_stages, false, true), larger_c),
+        (def, tile(128, 256, 4, false, false), large_c),
         (def, tile(128, 128, 5, true, false), every_shape),
     ]
 }

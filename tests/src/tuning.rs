@@ -434,7 +434,8 @@ pub fn dispatch_shape<I: GemmElement, O: GemmOutput, A: OperandA<I, O>>(
     if selection.source != Source::Database {
         failures.push(format!(
             "not dispatched from the database ({:?}): it has no usable record for this shape; \
-             run `tune` first with the same WARPFORGE_TUNE_DIR",
+             run `tune` first with the same WARPFORGE_TUNE_DIR, or give `--dispatch` the \
+             `--families`, `--forms` and `--shapes` that were tuned",
             selection.source
         ));
     }

@@ -849,8 +849,8 @@ fn stock_gemm_heuristic_defaults() {
             Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         // By the size of C and k: small squares take narrow tiles; a large
-        // C with a long k the cooperative 128 x 256 with stream-K; the rest
-        // the ping-pong 128 x 128.
+        // C with a long k the cooperative 128 x 256 (with stream-K from 4096
+        // x 8192); the rest the ping-pong 128 x 128.
         (
             heuristic_for(&GEMM_F16, (512, 512, 512), &h200_device_info()),
             Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
@@ -876,10 +876,19 @@ fn stock_gemm_heuristic_defaults() {
             Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // 4096^3 is a long enough k for 16- and 32-bit operands (64 k-tiles
-        // of 128 bytes), not for 8-bit ones.
+        // of 128 bytes), not for 8-bit ones; its C is large enough for the
+        // 128 x 256 tile, too small for stream-K, which begins at 4096 x 8192.
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, (4096, 8192, 4096), &h200_device_info()),
             Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
+        ),
+        (
+            heuristic_for(&GEMM_BF16, (4096, 11008, 4096), &h200_device_info()),
+            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
         ),
         // sm_90a runs on compute capability 9.0 only: an A100 takes the sm_80 default.
         (
@@ -888,7 +897,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_BF16, square, &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
+            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
@@ -910,7 +919,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=3,PINGPONG=0,CLUSTER=1,STREAM_K=1]"),
+            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_TF32, square, &a100()),

@@ -4,9 +4,10 @@
 //! tuning database and a JSON report, and prints the winners against the runner-up and the heuristic
 //! default. `--verify-exhaustive` also times every verified variant fully
 //! and checks each winner against the sweep's best; `--dispatch` tunes
-//! nothing: it dispatches every shape from the database (failing on any
-//! that would need tuning), verifies and times the dispatched variants, and
-//! measures the host overhead of a dispatched launch. `--export FILE` and
+//! nothing: it dispatches the same families, forms and shapes (the options,
+//! or their defaults) from the database, failing on any that would need
+//! tuning, verifies and times the dispatched variants, and measures the
+//! host overhead of a dispatched launch. `--export FILE` and
 //! `--import FILE` tune nothing either: they write the database of the GPU
 //! at hand to a file (to ship with an application, `warpforge::tune::ship`,
 //! or to import on another machine) and merge such a file into it. Every
@@ -83,8 +84,8 @@ struct Args {
     /// Also time every verified variant fully and check that each winner is within 3% of the best
     #[arg(long)]
     verify_exhaustive: bool,
-    /// Tune nothing: dispatch every shape from the database, verify and time the
-    /// dispatched variants, and measure the dispatch overhead
+    /// Tune nothing: dispatch the families, forms and shapes given (or their defaults) from
+    /// the database, verify and time the dispatched variants, and measure the dispatch overhead
     #[arg(long, conflicts_with = "verify_exhaustive")]
     dispatch: bool,
     /// Tune nothing: write this GPU's database to FILE (the format `warpforge::tune::ShippedDb` reads)
