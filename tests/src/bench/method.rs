@@ -39,6 +39,14 @@
 //!   between rounds in session 13's runs) get the rounds they need; the quiet
 //!   ones stop at the minimum. Seven rounds' medians of those noisy ratios
 //!   moved up to 6.6% between two runs back to back.
+//! - **Outpaced finalists drop out**: after the minimum rounds, a finalist
+//!   slower than its family's fastest by more than [`OUTPACED_BY`] in every
+//!   pairing the interval allows (the lower end of the 95% interval of
+//!   their per-round ratio) is no longer timed, so that the rounds the
+//!   reported ratios still need cost less. At the default shapes four
+//!   finalists per path doubled the samples of a round (session 26), and
+//!   rounds the budget cut left wide intervals: 11 of the 14 ratios that
+//!   moved more than 3% between session 29's two runs.
 //! - **Spread beside each median**: the report gives the median over rounds,
 //!   its interval and the spread between rounds, and the SM clock and power
 //!   NVML read during each sample ([`super::monitor`]).
@@ -135,7 +143,8 @@ impl Method {
         baseline: Option<usize>,
         names: &[&str],
     ) -> bool {
-        let Some(done) = samples.first().map(Vec::len) else {
+        // The rounds so far: those of the contenders still timed.
+        let Some(done) = samples.iter().map(Vec::len).max() else {
             return false;
         };
         if done < self.rounds {
@@ -282,8 +291,16 @@ pub fn compare(
     let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
     let names: Vec<&str> = names.iter().map(String::as_str).collect();
     let mut round = 0;
+    let mut retired = vec![false; contenders.len()];
     while method.needs_round(&samples, baseline, &names) {
-        for index in turn_order(contenders.len(), round) {
+        if round >= method.rounds {
+            for (retired, outpaced) in retired.iter_mut().zip(outpaced(&samples, &names)) {
+                *retired |= outpaced;
+            }
+        }
+        let timed_now: Vec<usize> = (0..contenders.len()).filter(|&i| !retired[i]).collect();
+        for place in turn_order(timed_now.len(), round) {
+            let index = timed_now[place];
             if let Some(sample) = first[index].take() {
                 samples[index].push(sample);
                 continue;
@@ -301,6 +318,33 @@ pub fn compare(
         round += 1;
     }
     Ok(samples)
+}
+
+/// How much slower than the fastest of its name a finalist must be, at the
+/// lower end of the 95% interval of their per-round ratio, to be no longer
+/// timed ([`outpaced`]). Above zero, so that a finalist whose median stops
+/// moving cannot end below the fastest's as that one's rounds go on.
+pub const OUTPACED_BY: f64 = 0.02;
+
+/// Per contender, whether it shares its name (`names`: a family's
+/// finalists) with a faster one by more than [`OUTPACED_BY`] in the
+/// rounds both have, with 95% confidence (at 7 rounds: in every round).
+fn outpaced(samples: &[Vec<Sample>], names: &[&str]) -> Vec<bool> {
+    let medians: Vec<f64> = samples
+        .iter()
+        .map(|own| median(own.iter().map(|s| s.ms).collect()))
+        .collect();
+    let mut outpaced = vec![false; samples.len()];
+    for group in by_name(names, &medians) {
+        let fastest = group[0];
+        for &index in &group[1..] {
+            // This one's time over the fastest's, round by round: above 1 is slower.
+            let slowdowns = round_ratios(&samples[fastest], &samples[index]);
+            outpaced[index] =
+                median_interval(&slowdowns).is_some_and(|(low, _)| low > 1.0 + OUTPACED_BY);
+        }
+    }
+    outpaced
 }
 
 /// The order in which round `round` times `count` contenders: row
@@ -551,16 +595,85 @@ mod tests {
         assert!(method.needs_round(&samples, Some(0), &["base", "ours", "ours"]));
     }
 
-    #[test]
-    fn a_sweep_takes_a_launch_that_fills_its_sample_as_the_sample() {
-        let rt = Runtime::interpreter();
-        // A spacer of one block and one step (interpreted, a calibrated one
-        // takes a minute).
-        let mut spacer = Spacer {
+    /// A spacer of one block and one step (interpreted, a calibrated one
+    /// takes a minute).
+    fn interpreted_spacer(rt: &Runtime) -> Spacer {
+        Spacer {
             x: rt.upload(&[0.5f32; 256]).unwrap(),
             grid: Grid::blocks([1, 1, 1]),
             iters: 1,
+        }
+    }
+
+    #[test]
+    fn a_finalist_slower_in_every_round_is_outpaced() {
+        let fastest = [1.0; 7];
+        let close = [1.01; 7];
+        let slower = [1.05; 7];
+        let once_level = [1.05, 1.05, 1.0, 1.05, 1.05, 1.05, 1.05];
+        let samples = rounds_of(&[&fastest, &close, &slower, &once_level, &slower]);
+        // Within OUTPACED_BY, or level in one of seven rounds, stays; a
+        // contender of another name is never outpaced.
+        assert_eq!(
+            outpaced(&samples, &["ours", "ours", "ours", "ours", "other"]),
+            [false, false, true, false, false]
+        );
+        // Under six rounds the median has no 95% interval: nothing is outpaced.
+        let short = rounds_of(&[&fastest[..5], &slower[..5]]);
+        assert_eq!(outpaced(&short, &["ours", "ours"]), [false, false]);
+    }
+
+    #[test]
+    fn an_outpaced_finalist_is_not_timed_after_the_minimum_rounds() {
+        let rt = Runtime::interpreter();
+        let mut spacer = interpreted_spacer(&rt);
+        let monitor = Monitor::start(&rt);
+        // The interpreter times host work: a baseline and two finalists of
+        // one name, the second twice as slow.
+        let sleeper = |ms: u64| {
+            move |_: &Runtime| {
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+                Ok(())
+            }
         };
+        let contender = |name: &str, ms| Contender {
+            name: name.into(),
+            detail: String::new(),
+            launch: Box::new(sleeper(ms)),
+        };
+        let mut contenders = [
+            contender("base", 2),
+            contender("ours", 2),
+            contender("ours", 4),
+        ];
+        // Every ratio stays "uncertain" (no interval is within 0), so the
+        // comparison runs to its maximum rounds.
+        let method = Method {
+            warmup_ms: 0.0,
+            sample_ms: 1.0,
+            rounds: 7,
+            max_rounds: 10,
+            ratio_ci: 0.0,
+            extra_rounds_ms: f64::INFINITY,
+            spacer_ms: 0.0,
+        };
+        let samples = compare(
+            &rt,
+            &mut spacer,
+            &monitor,
+            &method,
+            Some(0),
+            &mut contenders,
+        )
+        .unwrap();
+        let rounds: Vec<usize> = samples.iter().map(Vec::len).collect();
+        assert_eq!(rounds, [10, 10, 7]);
+    }
+
+    #[test]
+    fn a_sweep_takes_a_launch_that_fills_its_sample_as_the_sample() {
+        let rt = Runtime::interpreter();
+        let mut spacer = interpreted_spacer(&rt);
         let monitor = Monitor::start(&rt);
         // A contender whose launch takes 3 ms of host time (the
         // interpreter's clock), more than a 2 ms sample.
