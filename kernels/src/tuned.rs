@@ -406,6 +406,12 @@ pub fn every_shape(_: &ShapeBucket) -> bool {
     true
 }
 
+/// A [`Preference`] for a GEMM of at most 32 rows of C (m, rounded up to a
+/// power of two).
+pub fn fewest_rows(shape: &ShapeBucket) -> bool {
+    shape.sizes()[0] <= 32
+}
+
 /// A [`Preference`] for a GEMM of at most 128 rows of C (m, rounded up to a
 /// power of two).
 pub fn few_rows(shape: &ShapeBucket) -> bool {
@@ -431,17 +437,22 @@ pub fn small_c(shape: &ShapeBucket) -> bool {
     c_tiles(shape) <= 64
 }
 
-/// Whether a main loop has at least 64 k-tiles of 128 bytes of `BYTES`-byte
-/// operands (k of 8192 8-bit, 4096 16-bit or 2048 32-bit elements): long
-/// enough beside a 128 x 256 tile's epilogue.
-fn long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
+/// A [`Preference`] for a main loop of at least 64 k-tiles of 128 bytes of
+/// `BYTES`-byte operands (k of 8192 8-bit, 4096 16-bit or 2048 32-bit
+/// elements): long enough beside a 128 x 256 tile's epilogue.
+pub fn long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
     shape.sizes()[2] * BYTES >= 64 * 128
 }
 
-/// A [`Preference`] for a C of at least 1024 tiles of 128 x 128 (4096 x
-/// 4096) and a [`long_k`] main loop.
-pub fn large_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
-    c_tiles(shape) >= 1024 && long_k::<BYTES>(shape)
+/// A [`Preference`] for a C of 1024 to 2047 tiles of 128 x 128 (4096 x
+/// 4096, and 3001 x 2999, as the bucket rounds them).
+pub fn mid_c(shape: &ShapeBucket) -> bool {
+    (1024..2048).contains(&c_tiles(shape))
+}
+
+/// A [`Preference`] for a [`mid_c`] C and a [`long_k`] main loop.
+pub fn mid_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
+    mid_c(shape) && long_k::<BYTES>(shape)
 }
 
 /// A [`Preference`] for a C of at least 2048 tiles of 128 x 128 (4096 x
@@ -459,6 +470,11 @@ pub fn larger_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 /// 1024^3 and 128 x 8192 x 8192, and then 4-10% behind the ping-pong 128 x
 /// 128 tile at 4096 x 11008 x 4096, 8192 x 8192 x 1024 and 3001 x 2999 x
 /// 1000, and in session 29's (below):
+/// - at most 32 rows of C: 64 x 128 in 6 stages. In the three default
+///   runs of sessions 29 and 30 on an H100, at m = 16 (n = k = 8192) it ran
+///   10-20% faster than 64 x 64 for every operand type (f16 0.0506-0.0508
+///   ms against 0.0611-0.0632), while at m = 64 and 128 the two were
+///   within 1.5%, 64 x 64 ahead at 64;
 /// - at most 128 rows of C, or C at most 512 x 512: 64 x 64 in 6 stages
 ///   (too few larger tiles to fill the SMs);
 /// - C at most 1024 x 1024: 64 x 128 in 6 stages;
@@ -473,41 +489,49 @@ pub fn larger_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 ///   stream-K gained 1.5% over the same tile at 8192^3 (f16, tf32); with
 ///   8-bit operands the ping-pong tile stayed ahead at 4096^3 (e4m3
 ///   0.978-0.993x against 0.962-0.964x);
-/// - C of at least 4096 x 4096 and such a loop ([`large_c_long_k`]): the
-///   same tile in 4 stages without stream-K. At 4096^3 its 512 tiles are
-///   3.9 waves of 132, the last nearly full, so splitting it only adds
-///   the partial sums: in session 29's 41 rounds on an H100 (perf/LOG.md)
-///   the 128 x 256 tile in 3 stages ran f16 at 0.947x of cuBLAS with
-///   stream-K and 0.963x without, tf32 0.992x and 1.002x, and in session
-///   30 `tune` chose this tile in 4 stages at 4096^3 for f16, bf16 and
-///   tf32 (the bench's sweeps did too);
+/// - C of about 4096 x 4096 ([`mid_c`]) and such a loop, or any loop with
+///   16-bit operands: the same tile in 4 stages without stream-K, as a
+///   cluster pair (two blocks along m, each loading half of the B tile they
+///   share and multicasting it to both). At 4096^3 its 512 tiles are 3.9
+///   waves of 132, the last nearly full, so splitting it only adds the
+///   partial sums: in session 29's 41 rounds on an H100 (perf/LOG.md) the
+///   128 x 256 tile in 3 stages ran f16 at 0.947x of cuBLAS with stream-K
+///   and 0.963x without, tf32 0.992x and 1.002x.
+///   In session 30 `tune` chose this tile at 4096^3 for f16, bf16 and tf32
+///   (the runners-up, without the cluster, 0.2-0.6% behind). In the three
+///   default runs of sessions 29 and 30 every f16, bf16 and tf32 sweep at
+///   4096^3 chose a 128 x 256 tile without stream-K, this one in 5 of the 9
+///   (the others in 3 stages or without the cluster, within 2% of it), and
+///   at 3001 x 2999 x 1000 (short k) f16 and bf16 chose this one in all 6,
+///   4.4-5.9% ahead of the ping-pong default there; tf32 at 3001 x 2999 x
+///   1000 and the 8-bit types at 4096^3 kept the ping-pong tile ahead;
 /// - otherwise: the ping-pong 128 x 128 in 5 stages (one consumer's
 ///   epilogue under the other's main loop).
 pub fn wgmma_defaults<T: DeviceScalar>(def: &'static KernelDef) -> Vec<Preference> {
-    let (large_stages, larger_c, large_c): (u32, ShapeTest, ShapeTest) =
-        match T::SCALAR.size_bytes() {
-            1 => (4, larger_c_long_k::<1>, large_c_long_k::<1>),
-            2 => (3, larger_c_long_k::<2>, large_c_long_k::<2>),
-            _ => (3, larger_c_long_k::<4>, large_c_long_k::<4>),
-        };
-    let tile = |bm, bn, stages, pingpong, stream_k| {
+    let (large_stages, larger_c, mid): (u32, ShapeTest, ShapeTest) = match T::SCALAR.size_bytes() {
+        1 => (4, larger_c_long_k::<1>, mid_c_long_k::<1>),
+        2 => (3, larger_c_long_k::<2>, mid_c),
+        _ => (3, larger_c_long_k::<4>, mid_c_long_k::<4>),
+    };
+    let tile = |bm, bn, stages, pingpong, cluster, stream_k| {
         gemm_wgmma_f16::Consts {
             BM: bm,
             BN: bn,
             STAGES: stages,
             PINGPONG: pingpong,
-            CLUSTER: 1,
+            CLUSTER: cluster,
             STREAM_K: stream_k,
         }
         .values()
     };
     vec![
-        (def, tile(64, 64, 6, false, false), few_rows),
-        (def, tile(64, 64, 6, false, false), tiny_c),
-        (def, tile(64, 128, 6, false, false), small_c),
-        (def, tile(128, 256, large_stages, false, true), larger_c),
-        (def, tile(128, 256, 4, false, false), large_c),
-        (def, tile(128, 128, 5, true, false), every_shape),
+        (def, tile(64, 128, 6, false, 1, false), fewest_rows),
+        (def, tile(64, 64, 6, false, 1, false), few_rows),
+        (def, tile(64, 64, 6, false, 1, false), tiny_c),
+        (def, tile(64, 128, 6, false, 1, false), small_c),
+        (def, tile(128, 256, large_stages, false, 1, true), larger_c),
+        (def, tile(128, 256, 4, false, 2, false), mid),
+        (def, tile(128, 128, 5, true, 1, false), every_shape),
     ]
 }
 

@@ -832,9 +832,18 @@ fn stock_gemm_heuristic_defaults() {
             heuristic_for(&GEMM_F16, few_rows, &h200_device_info()),
             Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
+        // At most 32 rows: the 64 x 128 tile.
         (
             heuristic_for(&GEMM_BF16, (1, 8192, 8192), &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_bf16[BM=64,BN=128,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, (16, 8192, 8192), &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=64,BN=128,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, (33, 8192, 8192), &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_TF32, few_rows, &h200_device_info()),
@@ -850,7 +859,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         // By the size of C and k: small squares take narrow tiles; a large
         // C with a long k the cooperative 128 x 256 (with stream-K from 4096
-        // x 8192); the rest the ping-pong 128 x 128.
+        // x 8192, as a cluster pair below); the rest the ping-pong 128 x 128.
         (
             heuristic_for(&GEMM_F16, (512, 512, 512), &h200_device_info()),
             Some("gemm_wgmma_f16[BM=64,BN=64,STAGES=6,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
@@ -875,12 +884,21 @@ fn stock_gemm_heuristic_defaults() {
             heuristic_for(&GEMM_F16, few_rows, &a100()),
             Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
-        // 4096^3 is a long enough k for 16- and 32-bit operands (64 k-tiles
-        // of 128 bytes), not for 8-bit ones; its C is large enough for the
-        // 128 x 256 tile, too small for stream-K, which begins at 4096 x 8192.
+        // A C of about 4096 x 4096: the 128 x 256 cluster pair, with 16-bit
+        // operands at any k, with others at a long k (64 k-tiles of 128
+        // bytes: 4096^3 is one for tf32, not for 8-bit operands); stream-K
+        // begins at 4096 x 8192.
         (
             heuristic_for(&GEMM_F16, square, &h200_device_info()),
-            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_f16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=2,STREAM_K=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_BF16, (3001, 2999, 1000), &h200_device_info()),
+            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=2,STREAM_K=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_TF32, (3001, 2999, 1000), &h200_device_info()),
+            Some("gemm_wgmma_tf32[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, (4096, 8192, 4096), &h200_device_info()),
@@ -897,7 +915,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_BF16, square, &h200_device_info()),
-            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=2,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
@@ -919,7 +937,7 @@ fn stock_gemm_heuristic_defaults() {
         ),
         (
             heuristic_for(&GEMM_TF32, square, &h200_device_info()),
-            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=1,STREAM_K=0]"),
+            Some("gemm_wgmma_tf32[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=2,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_TF32, square, &a100()),
