@@ -444,6 +444,13 @@ pub fn long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
     shape.sizes()[2] * BYTES >= 64 * 128
 }
 
+/// A [`Preference`] for a main loop of at least 16 k-tiles of 128 bytes of
+/// `BYTES`-byte operands (k of 1024 16-bit elements, 3001 x 2999 x 1000's
+/// as its bucket rounds it).
+pub fn medium_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
+    shape.sizes()[2] * BYTES >= 16 * 128
+}
+
 /// A [`Preference`] for a C of 1024 to 2047 tiles of 128 x 128 (4096 x
 /// 4096, and 3001 x 2999, as the bucket rounds them).
 pub fn mid_c(shape: &ShapeBucket) -> bool {
@@ -453,6 +460,11 @@ pub fn mid_c(shape: &ShapeBucket) -> bool {
 /// A [`Preference`] for a [`mid_c`] C and a [`long_k`] main loop.
 pub fn mid_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
     mid_c(shape) && long_k::<BYTES>(shape)
+}
+
+/// A [`Preference`] for a [`mid_c`] C and a [`medium_k`] main loop.
+pub fn mid_c_medium_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
+    mid_c(shape) && medium_k::<BYTES>(shape)
 }
 
 /// A [`Preference`] for a C of at least 2048 tiles of 128 x 128 (4096 x
@@ -489,8 +501,8 @@ pub fn larger_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 ///   stream-K gained 1.5% over the same tile at 8192^3 (f16, tf32); with
 ///   8-bit operands the ping-pong tile stayed ahead at 4096^3 (e4m3
 ///   0.978-0.993x against 0.962-0.964x);
-/// - C of about 4096 x 4096 ([`mid_c`]) and such a loop, or any loop with
-///   16-bit operands: the same tile in 4 stages without stream-K, as a
+/// - C of about 4096 x 4096 ([`mid_c`]) and such a loop, or with 16-bit
+///   operands one of at least 16 k-tiles ([`medium_k`]): the same tile in 4 stages without stream-K, as a
 ///   cluster pair (two blocks along m, each loading half of the B tile they
 ///   share and multicasting it to both). At 4096^3 its 512 tiles are 3.9
 ///   waves of 132, the last nearly full, so splitting it only adds the
@@ -510,7 +522,7 @@ pub fn larger_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 pub fn wgmma_defaults<T: DeviceScalar>(def: &'static KernelDef) -> Vec<Preference> {
     let (large_stages, larger_c, mid): (u32, ShapeTest, ShapeTest) = match T::SCALAR.size_bytes() {
         1 => (4, larger_c_long_k::<1>, mid_c_long_k::<1>),
-        2 => (3, larger_c_long_k::<2>, mid_c),
+        2 => (3, larger_c_long_k::<2>, mid_c_medium_k::<2>),
         _ => (3, larger_c_long_k::<4>, mid_c_long_k::<4>),
     };
     let tile = |bm, bn, stages, pingpong, cluster, stream_k| {

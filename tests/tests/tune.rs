@@ -885,7 +885,7 @@ fn stock_gemm_heuristic_defaults() {
             Some("gemm_f16[BM=128,BN=128,BK=64,WARP=64,STAGES=2,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // A C of about 4096 x 4096: the 128 x 256 cluster pair, with 16-bit
-        // operands at any k, with others at a long k (64 k-tiles of 128
+        // operands from 16 k-tiles of 128 bytes, with others at a long k (64 k-tiles of 128
         // bytes: 4096^3 is one for tf32, not for 8-bit operands); stream-K
         // begins at 4096 x 8192.
         (
@@ -895,6 +895,11 @@ fn stock_gemm_heuristic_defaults() {
         (
             heuristic_for(&GEMM_BF16, (3001, 2999, 1000), &h200_device_info()),
             Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=2,STREAM_K=0]"),
+        ),
+        // Under 16 k-tiles, the ping-pong tile's overlapped epilogues stay.
+        (
+            heuristic_for(&GEMM_F16, (4096, 4096, 512), &h200_device_info()),
+            Some("gemm_wgmma_f16[BM=128,BN=128,STAGES=5,PINGPONG=1,CLUSTER=1,STREAM_K=0]"),
         ),
         (
             heuristic_for(&GEMM_TF32, (3001, 2999, 1000), &h200_device_info()),
