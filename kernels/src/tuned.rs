@@ -143,11 +143,12 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
 /// `wmma` kernel [`gemm_f16_wmma`] and on Hopper the sm_90a `wgmma`
 /// kernel [`gemm_wgmma_f16`] compete. Heuristic default: on Hopper
 /// (compute capability 9.0) a `gemm_wgmma_f16` tile by the size of C and k
-/// ([`wgmma_defaults`]; 128 x 256 in 3 stages with stream-K for large C and k of 4096 or more), when
-/// k is a multiple of 8; elsewhere, or for other k, `gemm_f16`
-/// 128 x 128 x 64, 64 x 64 warp tiles, 2 stages, 16-byte copies (the fastest
-/// sm_80 variant at 8192^3 on an H200 before tuning existed); for k not a
-/// multiple of 8 the same tiles with BK = 32 and element copies; on sm_70,
+/// ([`wgmma_defaults`]; 128 x 256 in 3 stages with stream-K for a C of
+/// 4096 x 8192 or more and k of 4096 or more), when k is a multiple of 8;
+/// elsewhere, or for other k, `gemm_f16` 128 x 128 x 64, 64 x 64 warp
+/// tiles, 2 stages, 16-byte copies (the fastest sm_80 variant at 8192^3
+/// on an H200 before tuning existed); for k not a multiple of 8 the same
+/// tiles with BK = 32 and element copies; on sm_70,
 /// `gemm_f16_wmma` 64 x 128 x 32 with 2 stages.
 pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
     "gemm_f16",
@@ -406,16 +407,10 @@ pub fn every_shape(_: &ShapeBucket) -> bool {
     true
 }
 
-/// A [`Preference`] for a GEMM of at most 32 rows of C (m, rounded up to a
+/// A [`Preference`] for a GEMM of at most `M` rows of C (m, rounded up to a
 /// power of two).
-pub fn fewest_rows(shape: &ShapeBucket) -> bool {
-    shape.sizes()[0] <= 32
-}
-
-/// A [`Preference`] for a GEMM of at most 128 rows of C (m, rounded up to a
-/// power of two).
-pub fn few_rows(shape: &ShapeBucket) -> bool {
-    shape.sizes()[0] <= 128
+pub fn rows_at_most<const M: u64>(shape: &ShapeBucket) -> bool {
+    shape.sizes()[0] <= M
 }
 
 /// The 128 x 128 tiles of a GEMM's C over its batches (m and n, and the
@@ -437,51 +432,39 @@ pub fn small_c(shape: &ShapeBucket) -> bool {
     c_tiles(shape) <= 64
 }
 
-/// A [`Preference`] for a main loop of at least 64 k-tiles of 128 bytes of
-/// `BYTES`-byte operands (k of 8192 8-bit, 4096 16-bit or 2048 32-bit
-/// elements): long enough beside a 128 x 256 tile's epilogue.
-pub fn long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
-    shape.sizes()[2] * BYTES >= 64 * 128
-}
+/// The k-tiles of 128 bytes of a main loop long enough beside a 128 x 256
+/// tile's epilogue: k of 8192 8-bit, 4096 16-bit or 2048 32-bit elements.
+pub const LONG_K_TILES: u64 = 64;
 
-/// A [`Preference`] for a main loop of at least 16 k-tiles of 128 bytes of
-/// `BYTES`-byte operands (k of 1024 16-bit elements, 3001 x 2999 x 1000's
-/// as its bucket rounds it).
-pub fn medium_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
-    shape.sizes()[2] * BYTES >= 16 * 128
+/// Whether a main loop has at least `K_TILES` k-tiles of 128 bytes of
+/// `BYTES`-byte operands.
+fn k_tiles_at_least<const BYTES: u64, const K_TILES: u64>(shape: &ShapeBucket) -> bool {
+    shape.sizes()[2] * BYTES >= K_TILES * 128
 }
 
 /// A [`Preference`] for a C of 1024 to 2047 tiles of 128 x 128 (4096 x
-/// 4096, and 3001 x 2999, as the bucket rounds them).
-pub fn mid_c(shape: &ShapeBucket) -> bool {
-    (1024..2048).contains(&c_tiles(shape))
-}
-
-/// A [`Preference`] for a [`mid_c`] C and a [`long_k`] main loop.
-pub fn mid_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
-    mid_c(shape) && long_k::<BYTES>(shape)
-}
-
-/// A [`Preference`] for a [`mid_c`] C and a [`medium_k`] main loop.
-pub fn mid_c_medium_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
-    mid_c(shape) && medium_k::<BYTES>(shape)
+/// 4096, and 3001 x 2999, as the bucket rounds them) and a main loop of at
+/// least `K_TILES` k-tiles of 128 bytes of `BYTES`-byte operands.
+pub fn mid_c<const BYTES: u64, const K_TILES: u64>(shape: &ShapeBucket) -> bool {
+    (1024..2048).contains(&c_tiles(shape)) && k_tiles_at_least::<BYTES, K_TILES>(shape)
 }
 
 /// A [`Preference`] for a C of at least 2048 tiles of 128 x 128 (4096 x
-/// 8192, or 4096 x 11008 rounded up) and a [`long_k`] main loop: enough
-/// waves of 128 x 256 tiles that stream-K's split of the last one pays for
-/// its partial sums.
+/// 8192, or 4096 x 11008 rounded up) and a main loop of [`LONG_K_TILES`]:
+/// enough waves of 128 x 256 tiles that stream-K's split of the last one
+/// pays for its partial sums.
 pub fn larger_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
-    c_tiles(shape) >= 2048 && long_k::<BYTES>(shape)
+    c_tiles(shape) >= 2048 && k_tiles_at_least::<BYTES, LONG_K_TILES>(shape)
 }
 
 /// The heuristic default of a Hopper `wgmma` GEMM family (`def`, its
-/// operands of type `T`; every instance has the same const parameters), the fastest tile of each kind of shape in the default bench
-/// of session 21 on an H100 (perf/LOG.md, session 22), where the one
-/// default of 128 x 256 tiles ran at 0.41-0.63x of the fastest at 512^3,
-/// 1024^3 and 128 x 8192 x 8192, and then 4-10% behind the ping-pong 128 x
-/// 128 tile at 4096 x 11008 x 4096, 8192 x 8192 x 1024 and 3001 x 2999 x
-/// 1000, and in session 29's (below):
+/// operands of type `T`; every instance has the same const parameters),
+/// the fastest tile of each kind of shape in the default bench of session
+/// 21 on an H100 (perf/LOG.md, session 22), where the one default of 128 x
+/// 256 tiles ran at 0.41-0.63x of the fastest at 512^3, 1024^3 and 128 x
+/// 8192 x 8192, and then 4-10% behind the ping-pong 128 x 128 tile at 4096
+/// x 11008 x 4096, 8192 x 8192 x 1024 and 3001 x 2999 x 1000, and in
+/// session 29's (below):
 /// - at most 32 rows of C: 64 x 128 in 6 stages. In the three default
 ///   runs of sessions 29 and 30 on an H100, at m = 16 (n = k = 8192) it ran
 ///   10-20% faster than 64 x 64 for every operand type (f16 0.0506-0.0508
@@ -502,11 +485,12 @@ pub fn larger_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 ///   8-bit operands the ping-pong tile stayed ahead at 4096^3 (e4m3
 ///   0.978-0.993x against 0.962-0.964x);
 /// - C of about 4096 x 4096 ([`mid_c`]) and such a loop, or with 16-bit
-///   operands one of at least 16 k-tiles ([`medium_k`]): the same tile in 4 stages without stream-K, as a
-///   cluster pair (two blocks along m, each loading half of the B tile they
-///   share and multicasting it to both). At 4096^3 its 512 tiles are 3.9
-///   waves of 132, the last nearly full, so splitting it only adds the
-///   partial sums: in session 29's 41 rounds on an H100 (perf/LOG.md) the
+///   operands one of at least 16 k-tiles (k of 1024, 3001 x 2999 x 1000's
+///   as its bucket rounds it): the same tile in 4 stages without stream-K,
+///   as a cluster pair (two blocks along m, each loading half of the B
+///   tile they share and multicasting it to both). At 4096^3 its 512 tiles
+///   are 3.9 waves of 132, the last nearly full, so splitting it only adds
+///   the partial sums: in session 29's 41 rounds on an H100 (perf/LOG.md) the
 ///   128 x 256 tile in 3 stages ran f16 at 0.947x of cuBLAS with stream-K
 ///   and 0.963x without, tf32 0.992x and 1.002x.
 ///   In session 30 `tune` chose this tile at 4096^3 for f16, bf16 and tf32
@@ -521,9 +505,9 @@ pub fn larger_c_long_k<const BYTES: u64>(shape: &ShapeBucket) -> bool {
 ///   epilogue under the other's main loop).
 pub fn wgmma_defaults<T: DeviceScalar>(def: &'static KernelDef) -> Vec<Preference> {
     let (large_stages, larger_c, mid): (u32, ShapeTest, ShapeTest) = match T::SCALAR.size_bytes() {
-        1 => (4, larger_c_long_k::<1>, mid_c_long_k::<1>),
-        2 => (3, larger_c_long_k::<2>, mid_c_medium_k::<2>),
-        _ => (3, larger_c_long_k::<4>, mid_c_long_k::<4>),
+        1 => (4, larger_c_long_k::<1>, mid_c::<1, LONG_K_TILES>),
+        2 => (3, larger_c_long_k::<2>, mid_c::<2, 16>),
+        _ => (3, larger_c_long_k::<4>, mid_c::<4, LONG_K_TILES>),
     };
     let tile = |bm, bn, stages, pingpong, cluster, stream_k| {
         gemm_wgmma_f16::Consts {
@@ -537,8 +521,8 @@ pub fn wgmma_defaults<T: DeviceScalar>(def: &'static KernelDef) -> Vec<Preferenc
         .values()
     };
     vec![
-        (def, tile(64, 128, 6, false, 1, false), fewest_rows),
-        (def, tile(64, 64, 6, false, 1, false), few_rows),
+        (def, tile(64, 128, 6, false, 1, false), rows_at_most::<32>),
+        (def, tile(64, 64, 6, false, 1, false), rows_at_most::<128>),
         (def, tile(64, 64, 6, false, 1, false), tiny_c),
         (def, tile(64, 128, 6, false, 1, false), small_c),
         (def, tile(128, 256, large_stages, false, 1, true), larger_c),

@@ -332,10 +332,10 @@ fn compare_runs(first: &Path, second: &Path, within: f64) -> BenchResult<bool> {
     }
     let moved = |c: &&report::RatioChange| c.change.abs() * 100.0 > within;
     let over = changes.iter().filter(moved).count();
-    let apart = |over: bool| {
+    let apart = |among_moved: bool| {
         changes
             .iter()
-            .filter(|c| moved(c) == over)
+            .filter(|c| moved(c) == among_moved)
             .filter(|c| c.intervals_overlap() == Some(false))
             .count()
     };
