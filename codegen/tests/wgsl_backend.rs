@@ -89,8 +89,9 @@ fn the_workgroup_size_is_the_declared_block_or_the_launch_block() {
     let free = "#[kernel] fn k(x: &mut [u32]) { x[thread_idx().x] = block_dim().x; }";
     let m = compile(free, Some([128, 1, 1])).unwrap();
     assert!(
-        m.text.contains("= 128u;"),
-        "block_dim() is a constant:\n{}",
+        m.text.contains("let block_dim = vec3<u32>(128u, 1u, 1u);")
+            && m.text.contains("= block_dim.x;"),
+        "block_dim() is the launch's block:\n{}",
         m.text
     );
     assert_eq!(
@@ -121,17 +122,80 @@ fn warp_operations_need_subgroups() {
     );
 }
 
+/// naga evaluates an expression of constants when it creates the shader,
+/// and refuses one whose value is out of range or undefined, where Rust and
+/// PTX compute it at run time. The front fuzzer found `shfl_xor((-1.0f32)
+/// .sqrt(), ..)` (CI, 2026-12-07); a generated program, a shift by
+/// `block_dim().x` of 33 when block dimensions were literals.
 #[test]
-fn block_dimensions_as_shift_amounts_wrap() {
-    // WGSL writes `block_dim()` as a literal, and naga refused the constant
-    // amount 33 of a generated program's `tid << block_dim().x`.
-    let m = compile(
-        "#[kernel] fn k(x: &mut [u32]) { x[thread_idx().x] = thread_idx().x << block_dim().x; }",
-        Some([33, 1, 1]),
-    )
-    .unwrap();
-    assert!(m.text.contains("<< 1u"), "{}", m.text);
-    common::naga_check(&m.text).unwrap();
+fn expressions_of_constants_are_left_to_run_time() {
+    for (block, ty, body, expected) in [
+        (
+            [32, 1, 1],
+            "f32",
+            "(-1.0f32).sqrt()",
+            "sqrt(bitcast<f32>(0xbf800000u))",
+        ),
+        (
+            [32, 1, 1],
+            "f32",
+            "100.0f32.exp()",
+            "exp(bitcast<f32>(0x42c80000u))",
+        ),
+        (
+            [32, 1, 1],
+            "f32",
+            "(0.0f32).ln()",
+            "log(bitcast<f32>(0x00000000u))",
+        ),
+        (
+            [32, 1, 1],
+            "f32",
+            "(12.0f16).exp() as f32",
+            "exp(f16(bitcast<f32>(0x41400000u)))",
+        ),
+        (
+            [32, 1, 1],
+            "f32",
+            "(3e38f32).max(1.0) * 10.0",
+            "max(bitcast<f32>(0x7f61b1e6u), 1.0f) * 10.0f",
+        ),
+        (
+            [32, 1, 1],
+            "f32",
+            "(1.0f32).mul_add(3e38, 3e38)",
+            "fma(bitcast<f32>(0x3f800000u), 3e38f, 3e38f)",
+        ),
+        (
+            [32, 1, 1],
+            "f32",
+            "(block_dim().x as f32 - 64.0).sqrt()",
+            "sqrt(f32(block_dim.x) - 64.0f)",
+        ),
+        (
+            [32, 1, 1],
+            "f32",
+            "block_dim().x as f32 / 0.0",
+            "f32(block_dim.x) / 0.0f",
+        ),
+        (
+            [32, 1, 1],
+            "u32",
+            "5 / (block_dim().x - 32)",
+            "5u / (block_dim.x - 32u)",
+        ),
+        (
+            [33, 1, 1],
+            "u32",
+            "thread_idx().x << block_dim().x",
+            "local_id.x << block_dim.x",
+        ),
+    ] {
+        let source = format!("#[kernel] fn k(x: &mut [{ty}]) {{ x[thread_idx().x] = {body}; }}");
+        let m = compile(&source, Some(block)).unwrap();
+        assert!(m.text.contains(expected), "{body}:\n{}", m.text);
+        common::naga_check(&m.text).unwrap_or_else(|e| panic!("{body}: {e}"));
+    }
 }
 
 #[test]

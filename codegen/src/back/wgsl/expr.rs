@@ -165,12 +165,8 @@ impl Emitter<'_> {
                 v => signed(format!("{v}i"), v < 0),
             },
             (Scalar::U8 | Scalar::U32, Literal::Int(v)) => Code::atom(format!("{}u", v as u32)),
-            (Scalar::F32, Literal::Float(v)) => float_literal(v as f32, "f", |t| t),
-            (Scalar::F16, Literal::Float(v)) => {
-                float_literal(half::f16::from_f64(v).to_f32(), "h", |t| {
-                    format!("f16({t})")
-                })
-            }
+            (Scalar::F32, Literal::Float(v)) => float_literal(ty, v, "f"),
+            (Scalar::F16, Literal::Float(v)) => float_literal(ty, v, "h"),
             _ => {
                 return Err(self.error(format!(
                     "a literal {lit:?} of type {} has no WGSL form",
@@ -187,12 +183,9 @@ impl Emitter<'_> {
             Special::BlockIdx(a) => Code::atom(format!("{}.{}", b.block_id, axis(a))),
             Special::GridDim(a) => Code::atom(format!("{}.{}", b.grid_dim, axis(a))),
             Special::BlockDim(a) => {
-                let i = match a {
-                    Axis::X => 0,
-                    Axis::Y => 1,
-                    Axis::Z => 2,
-                };
-                Code::atom(format!("{}u", self.block[i]))
+                let code = Code::atom(format!("{}.{}", b.block_dim, axis(a)));
+                self.needs_block_dim = true;
+                code
             }
             Special::LaneId => {
                 self.needs_subgroups = true;
@@ -265,11 +258,6 @@ impl Emitter<'_> {
             return Ok(Code::atom(format!("{}u", v as u32 % bits)));
         }
         let y = self.expr(amount)?;
-        // A block dimension is a literal in WGSL (the entry point fixes the
-        // workgroup size), and naga refuses a constant amount past the width.
-        if let Some(v) = y.text.strip_suffix('u').and_then(|v| v.parse::<u32>().ok()) {
-            return Ok(Code::atom(format!("{}u", v % bits)));
-        }
         Ok(if is_byte(ty) {
             Code::binary(format!("{} & 7u", y.operand()))
         } else {
@@ -307,9 +295,25 @@ impl Emitter<'_> {
     }
 
     fn intrinsic(&mut self, f: Intrinsic, args: &[Expr], ty: Scalar) -> Result<Code, Error> {
+        // naga evaluates a call of literals when it creates the shader and
+        // refuses a result out of range (`sqrt(-1.0f)`, `exp(100.0f)`, or
+        // `max(3e38f, 1.0f) * 10.0f` after it), which Rust and PTX compute at
+        // run time (NaN, infinity). Such a call's first float argument is
+        // written as its bits, which naga leaves to run time.
+        let mut opaque = args.iter().all(|a| matches!(a.kind, ExprKind::Literal(_)));
         let mut xs = Vec::with_capacity(args.len());
         for a in args {
-            xs.push(self.expr(a)?.text);
+            xs.push(
+                match a.kind {
+                    ExprKind::Literal(Literal::Float(v)) if opaque => {
+                        opaque = false;
+                        self.needs_f16 |= a.ty == Scalar::F16;
+                        float_bits(a.ty, v)
+                    }
+                    _ => self.expr(a)?,
+                }
+                .text,
+            );
         }
         let name = match f {
             Intrinsic::Sqrt => "sqrt",
@@ -427,16 +431,36 @@ impl Emitter<'_> {
 }
 
 /// A float literal of WGSL (`suffix` `f` or `h`); infinities and NaNs, which
-/// WGSL cannot write, as the f32 of their bits, converted by `narrow`.
-fn float_literal(v: f32, suffix: &str, narrow: impl Fn(String) -> String) -> Code {
-    if v.is_finite() {
-        let text = format!("{v:?}{suffix}");
-        if v.is_sign_negative() {
-            Code::unary(text)
-        } else {
-            Code::atom(text)
-        }
+/// WGSL cannot write, as their bits ([`float_bits`]).
+fn float_literal(ty: Scalar, v: f64, suffix: &str) -> Code {
+    let narrowed = narrow(ty, v);
+    if !narrowed.is_finite() {
+        return float_bits(ty, v);
+    }
+    let text = format!("{narrowed:?}{suffix}");
+    if narrowed.is_sign_negative() {
+        Code::unary(text)
     } else {
-        Code::atom(narrow(format!("bitcast<f32>({:#010x}u)", v.to_bits())))
+        Code::atom(text)
+    }
+}
+
+/// A float of type `ty` as the `f32` of its bits: a value WGSL cannot write
+/// as a literal, or one naga must not evaluate at shader creation.
+fn float_bits(ty: Scalar, v: f64) -> Code {
+    let bits = format!("bitcast<f32>({:#010x}u)", narrow(ty, v).to_bits());
+    Code::atom(if ty == Scalar::F16 {
+        format!("f16({bits})")
+    } else {
+        bits
+    })
+}
+
+/// `v` rounded to `ty` (f32 or f16), as an `f32`.
+fn narrow(ty: Scalar, v: f64) -> f32 {
+    if ty == Scalar::F16 {
+        crate::eval::f16_from_f64(v).to_f32()
+    } else {
+        v as f32
     }
 }

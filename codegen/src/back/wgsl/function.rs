@@ -18,6 +18,8 @@ pub struct Builtins {
     pub block_id: String,
     pub grid_dim: String,
     pub lane: String,
+    /// The `let` of the block's shape, when the body reads `block_dim()`.
+    pub block_dim: String,
 }
 
 pub struct Emitter<'k> {
@@ -43,6 +45,7 @@ pub struct Emitter<'k> {
     pub helpers: BTreeSet<Helper>,
     pub needs_f16: bool,
     pub needs_subgroups: bool,
+    pub needs_block_dim: bool,
     lines: Vec<String>,
     depth: usize,
 }
@@ -95,6 +98,7 @@ impl<'k> Emitter<'k> {
             block_id: names.fresh("workgroup_id"),
             grid_dim: names.fresh("num_workgroups"),
             lane: names.fresh("subgroup_lane"),
+            block_dim: names.fresh("block_dim"),
         };
         for id in in_space(Space::Register) {
             locals[id] = names.fresh(&kernel.locals[id].name);
@@ -115,6 +119,7 @@ impl<'k> Emitter<'k> {
             helpers: BTreeSet::new(),
             needs_f16: false,
             needs_subgroups: false,
+            needs_block_dim: false,
             lines: Vec::new(),
             depth: 1,
         })
@@ -308,6 +313,16 @@ impl<'k> Emitter<'k> {
             ));
         }
         out.push(") {".into());
+        if self.needs_block_dim {
+            // A `let`, not the literals: naga evaluates an expression of
+            // constants when it creates the shader and refuses one that
+            // divides by zero or overflows (`n / (block_dim().x - 32)` in a
+            // block of 32), which Rust and PTX leave to run time.
+            out.push(format!(
+                "    let {} = vec3<u32>({x}u, {y}u, {z}u);",
+                b.block_dim
+            ));
+        }
         out.extend(hoisted);
         out.append(&mut self.lines);
         out.push("}".into());
