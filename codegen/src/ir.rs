@@ -222,6 +222,15 @@ pub struct Kernel {
     /// params. The blocks of a cluster run at once on one GPC and reach
     /// each other's shared memory; the grid is a whole number of clusters.
     pub cluster: Option<[Expr; 3]>,
+    /// The blocks of this kernel an SM must be able to hold at once, if the
+    /// kernel asks (`#[kernel(min_blocks_per_sm(..))]`): a constant
+    /// expression over const params. ptxas then keeps the registers per
+    /// thread within what that many blocks leave (CUDA's
+    /// `__launch_bounds__` minimum). Absent from the JSON when absent, so
+    /// that the definitions and digests of kernels without it stay as they
+    /// were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_blocks_per_sm: Option<Expr>,
     /// Host-side preconditions checked by the launcher before every launch.
     pub requires: Vec<Requirement>,
     /// The statements of the kernel's body.

@@ -292,6 +292,7 @@ impl<'k> Printer<'k> {
             locals,
             block,
             cluster,
+            min_blocks_per_sm,
             requires,
             body,
         } = self.kernel;
@@ -334,6 +335,11 @@ impl<'k> Printer<'k> {
         if let Some(cluster) = cluster {
             write!(w, "{INDENT}cluster(")?;
             comma_list(w, cluster, |w, e| self.expr(w, e, Prec::Any))?;
+            w.write_str(")\n")?;
+        }
+        if let Some(n) = min_blocks_per_sm {
+            write!(w, "{INDENT}min_blocks_per_sm(")?;
+            self.expr(w, n, Prec::Any)?;
             w.write_str(")\n")?;
         }
         for r in requires {
@@ -970,6 +976,7 @@ mod tests {
             locals: Vec::new(),
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: Vec::new(),
             body,
         }

@@ -122,6 +122,9 @@ pub fn specialize(kernel: &Kernel, consts: &[i64]) -> Result<Kernel, Error> {
     if let Some(cluster) = &kernel.cluster {
         out.cluster = Some(s.dims(cluster)?);
     }
+    if let Some(n) = &kernel.min_blocks_per_sm {
+        out.min_blocks_per_sm = Some(s.expr(n)?);
+    }
     for (req, decl) in out.requires.iter_mut().zip(&kernel.requires) {
         req.cond = s.expr(&decl.cond)?;
     }
@@ -948,6 +951,7 @@ mod tests {
                 u32_lit(1),
             ]),
             cluster: None,
+            min_blocks_per_sm: None,
             requires: vec![],
             body,
         }

@@ -230,6 +230,7 @@ fn atomic_16bit(ty: Scalar, op: AtomicOp) -> Kernel {
         locals: vec![],
         block: None,
         cluster: None,
+        min_blocks_per_sm: None,
         requires: vec![],
         body: vec![Stmt::Expr(Expr {
             ty,

@@ -9,6 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::ptxas::find_ptxas;
+use warpforge_codegen::Arch;
 
 /// The PTX text of an insta snapshot: what follows its `---` header.
 fn snapshot_body(snap: &str) -> &str {
@@ -57,4 +58,54 @@ fn every_snapshot_assembles() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+/// `min_blocks_per_sm(n)` bounds ptxas' registers per thread by what n
+/// blocks on one SM leave: a kernel that keeps 128 sums live takes more
+/// than 128 registers unbounded, and 64 at most when 4 blocks of 256
+/// threads must share an SM's 65,536.
+#[test]
+fn min_blocks_per_sm_bounds_the_registers() {
+    let def = common::parse_source(
+        "#[kernel(arch(sm_80), block(256), tune(BLOCKS = [1, 4]), min_blocks_per_sm(BLOCKS))]
+        fn sums<const BLOCKS: u32>(x: &[f32], y: &mut [f32]) {
+            let t = block_idx().x * 256 + thread_idx().x;
+            let mut acc = [0.0f32; 128];
+            for k in 0..x.len() / 65536 {
+                let v = x[k * 65536 + t];
+                #[unroll]
+                for j in 0..128u32 {
+                    acc[j] = acc[j] * v + x[k * 65536 + j];
+                }
+            }
+            #[unroll]
+            for j in 0..128u32 {
+                y[t * 128 + j] = acc[j];
+            }
+        }",
+    )
+    .unwrap();
+    let ptxas = find_ptxas();
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("min_blocks");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let registers = |blocks: i64| {
+        let module = warpforge_codegen::compile_ptx(&def, &[blocks], Arch::Sm80).unwrap();
+        let report = common::ptxas::assemble(
+            &ptxas,
+            "sm_80",
+            &module.text,
+            &scratch,
+            &format!("sums{blocks}"),
+        )
+        .unwrap();
+        let used = report
+            .split("Used ")
+            .nth(1)
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse::<u32>().ok());
+        used.unwrap_or_else(|| panic!("no register count in:\n{report}"))
+    };
+    let (free, bounded) = (registers(1), registers(4));
+    assert!(free > 128, "unbounded: {free} registers");
+    assert!(bounded <= 64, "4 blocks per SM: {bounded} registers");
 }

@@ -26,6 +26,7 @@ pub(crate) fn kernel_def(
             locals: vec![],
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: vec![],
             body: Block::new(),
         },

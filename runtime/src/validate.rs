@@ -134,6 +134,7 @@ impl VariantChecks {
             locals: Vec::new(),
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: def.ir.requires.clone(),
             body: Block::new(),
         };

@@ -121,6 +121,7 @@ fn saxpy() -> KernelDef {
             locals: vec![],
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: vec![requirement],
             body: Block::new(),
         },
@@ -160,6 +161,7 @@ fn tile() -> KernelDef {
                 Expr::u32(1),
             ]),
             cluster: None,
+            min_blocks_per_sm: None,
             requires: vec![],
             body: Block::new(),
         },
@@ -775,6 +777,7 @@ fn tensor_mapped() -> KernelDef {
             locals: vec![],
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: vec![],
             body: Block::new(),
         },
@@ -932,6 +935,7 @@ fn scaled() -> KernelDef {
             locals: vec![],
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: vec![
                 clause(
                     bool_op(

@@ -483,6 +483,7 @@ $L__BB0_2:
                 locals: Vec::new(),
                 block: None,
                 cluster: None,
+                min_blocks_per_sm: None,
                 requires: Vec::new(),
                 body: Vec::new(),
             },

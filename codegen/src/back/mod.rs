@@ -20,6 +20,17 @@ pub fn declared_cluster(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
     Ok(shape.filter(|dims| dims != &[1, 1, 1]))
 }
 
+/// The blocks per SM a specialized kernel asks for (`min_blocks_per_sm(..)`),
+/// evaluated; `None` when it asks for none, or for one (a tune value of 1:
+/// an SM always holds one block of a kernel that launches).
+pub fn declared_min_blocks_per_sm(kernel: &Kernel) -> Result<Option<u32>, Error> {
+    let Some(n) = &kernel.min_blocks_per_sm else {
+        return Ok(None);
+    };
+    let n = constant(kernel, n, "min_blocks_per_sm")?;
+    Ok((n > 1).then_some(n))
+}
+
 fn declared_shape(
     kernel: &Kernel,
     dims: Option<&[Expr; 3]>,
@@ -30,15 +41,20 @@ fn declared_shape(
     };
     let mut shape = [0u32; 3];
     for (out, dim) in shape.iter_mut().zip(dims) {
-        *out = dim
-            .as_int()
-            .and_then(|v| u32::try_from(v).ok())
-            .ok_or_else(|| {
-                Error::new(format!(
-                    "kernel `{}`: `{option}(..)` is not constant: specialize it first",
-                    kernel.name
-                ))
-            })?;
+        *out = constant(kernel, dim, option)?;
     }
     Ok(Some(shape))
+}
+
+/// The value of an attribute's expression `e` (of `option(..)`), which
+/// specialization has made a literal.
+fn constant(kernel: &Kernel, e: &Expr, option: &str) -> Result<u32, Error> {
+    e.as_int()
+        .and_then(|v| u32::try_from(v).ok())
+        .ok_or_else(|| {
+            Error::new(format!(
+                "kernel `{}`: `{option}(..)` is not constant: specialize it first",
+                kernel.name
+            ))
+        })
 }

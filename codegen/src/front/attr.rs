@@ -14,6 +14,8 @@ pub struct KernelAttr {
     pub block: Option<Vec<syn::Expr>>,
     /// `cluster(x, y, z)`: one to three constant expressions.
     pub cluster: Option<Vec<syn::Expr>>,
+    /// `min_blocks_per_sm(n)`: a constant expression.
+    pub min_blocks_per_sm: Option<syn::Expr>,
     /// `tune(NAME = [v, ..], ..)`.
     pub tune: Vec<TuneEntry>,
     /// `requires(cond, ..)`.
@@ -57,7 +59,8 @@ pub struct TuneEntry {
     pub values: Vec<syn::Expr>,
 }
 
-const OPTIONS: &str = "`arch(sm_70, sm_80)`, `block(256)`, `cluster(2)`, `tune(NAME = [v, ..])`, \
+const OPTIONS: &str = "`arch(sm_70, sm_80)`, `block(256)`, `cluster(2)`, `min_blocks_per_sm(2)`, \
+     `tune(NAME = [v, ..])`, \
      `constrain(cond, ..)`, `requires(cond, ..)`, `instances(NAME = <T, ..>, ..)`, \
      `tune_key(param, ..)`, `tune_default(NAME = v, ..)` and `tune_tolerance(r)`";
 
@@ -181,6 +184,11 @@ impl Parse for KernelAttr {
                         attr.tune_default.push(DefaultEntry { name, value });
                         Ok(())
                     })?;
+                }
+                "min_blocks_per_sm" => {
+                    let content;
+                    syn::parenthesized!(content in meta.input);
+                    attr.min_blocks_per_sm = Some(content.parse()?);
                 }
                 "tune_tolerance" => {
                     let content;

@@ -116,6 +116,11 @@ pub fn lower_kernel(
         .as_ref()
         .map(|dims| lower.shape(dims, "a `cluster(..)` size"))
         .transpose();
+    let min_blocks_per_sm = attr
+        .min_blocks_per_sm
+        .as_ref()
+        .map(|n| lower.constant_size(n, "`min_blocks_per_sm(..)`"))
+        .transpose();
     let mut tensor_maps: Lowered<()> = Ok(());
     for (id, p) in sig.params.iter().enumerate() {
         let Some(map) = &p.tensor_map else { continue };
@@ -144,6 +149,7 @@ pub fn lower_kernel(
     let constraints = constraints.into_iter().collect::<Lowered<Vec<_>>>()?;
     let block = block?;
     let cluster = cluster?;
+    let min_blocks_per_sm = min_blocks_per_sm?;
     if !lower.errors.is_empty() {
         return Err(Reported);
     }
@@ -154,6 +160,7 @@ pub fn lower_kernel(
         locals: lower.locals,
         block,
         cluster,
+        min_blocks_per_sm,
         requires,
         body,
     };

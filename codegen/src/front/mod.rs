@@ -165,6 +165,7 @@ pub fn stub_instances(
             locals: Vec::new(),
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: Vec::new(),
             body: Vec::new(),
         };

@@ -3092,3 +3092,44 @@ fn shared_memory_over_an_arch_limit_fails_the_build() {
     );
     parse("arch(sm_80), block(32), tune(N = [1, 2])", item);
 }
+
+#[test]
+fn min_blocks_per_sm_is_checked_per_variant() {
+    let item = "fn k<const B: u32>(x: &mut [f32], n: u32) { x[thread_idx().x] = 1.0; }";
+    let def = parse(
+        "arch(sm_80), block(256), tune(B = [1, 2]), min_blocks_per_sm(B * 4)",
+        item,
+    );
+    let directive = |consts: &[i64]| {
+        let text = crate::compile_ptx(&def, consts, Arch::Sm80).unwrap().text;
+        text.lines()
+            .find(|l| l.starts_with(".minnctapersm"))
+            .map(str::to_string)
+    };
+    assert_eq!(directive(&[1]).as_deref(), Some(".minnctapersm 4"));
+    assert_eq!(directive(&[2]).as_deref(), Some(".minnctapersm 8"));
+    assert_error(
+        "arch(sm_80), block(256), tune(B = [0, 1]), min_blocks_per_sm(B)",
+        item,
+        &[
+            "in the variant k[B=0]",
+            "`min_blocks_per_sm(..)`: is 0: an SM holds 1 to 32 blocks at once",
+        ],
+    );
+    let plain = "fn k(x: &mut [f32], n: u32) { x[thread_idx().x] = 1.0; }";
+    assert_error(
+        "arch(sm_80), block(1024), min_blocks_per_sm(4)",
+        plain,
+        &["4 blocks of 1024 threads are more than the 2048 threads an SM holds: ask for at most 2"],
+    );
+    assert_error(
+        "arch(sm_80), min_blocks_per_sm(2)",
+        plain,
+        &["ptxas bounds the registers only of a kernel whose block shape it knows: declare `block(..)` too"],
+    );
+    assert_error(
+        "arch(sm_80), block(256), min_blocks_per_sm(n)",
+        plain,
+        &["`min_blocks_per_sm(..)` must be a compile-time constant (literals and const parameters), but this uses the run-time parameter `n`"],
+    );
+}

@@ -24,6 +24,11 @@ use crate::Error;
 /// attribute (which warpforge does not set).
 pub const MAX_CLUSTER_BLOCKS: u64 = 8;
 
+/// The most blocks, and threads, an SM holds at once (compute capability
+/// 7.0 to 9.0).
+const MAX_SM_BLOCKS: u64 = 32;
+const MAX_SM_THREADS: u64 = 2048;
+
 /// Checks every invariant of a specialized kernel.
 pub fn validate(kernel: &Kernel) -> Result<(), Error> {
     let mut v = Validator {
@@ -216,6 +221,9 @@ impl Validator<'_> {
                 )));
             }
         }
+        if let Some(n) = &self.kernel.min_blocks_per_sm {
+            self.min_blocks_per_sm(n)?;
+        }
         for req in &self.kernel.requires {
             self.site = format!("requirement `{}`", req.text);
             self.host_expr(&req.cond)?;
@@ -246,6 +254,35 @@ impl Validator<'_> {
             }
         }
         Ok(product)
+    }
+
+    /// `min_blocks_per_sm(n)`: n blocks of the declared shape fit on an SM.
+    fn min_blocks_per_sm(&mut self, n: &Expr) -> Result<(), Error> {
+        self.site = "`min_blocks_per_sm(..)`".into();
+        self.expr(n)?;
+        let blocks = match n.as_int() {
+            Some(v) if n.ty == Scalar::U32 => v as u64,
+            _ => return Err(self.error("must be a u32 literal after specialization")),
+        };
+        if !(1..=MAX_SM_BLOCKS).contains(&blocks) {
+            return Err(self.error(format!(
+                "is {blocks}: an SM holds 1 to {MAX_SM_BLOCKS} blocks at once"
+            )));
+        }
+        let Some(block) = &self.kernel.block else {
+            return Err(self.error(
+                "ptxas bounds the registers only of a kernel whose block shape it knows: declare `block(..)` too",
+            ));
+        };
+        let threads = self.shape(block, "block")?;
+        self.site = "`min_blocks_per_sm(..)`".into();
+        if blocks * threads > MAX_SM_THREADS {
+            return Err(self.error(format!(
+                "{blocks} blocks of {threads} threads are more than the {MAX_SM_THREADS} threads an SM holds: ask for at most {}",
+                MAX_SM_THREADS / threads
+            )));
+        }
+        Ok(())
     }
 
     /// The blocks of the kernel's declared cluster, when it declares one

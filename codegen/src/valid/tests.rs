@@ -56,6 +56,7 @@ fn kernel(body: Vec<Stmt>) -> Kernel {
         ],
         block: None,
         cluster: None,
+        min_blocks_per_sm: None,
         requires: vec![],
         body,
     }

@@ -223,6 +223,7 @@ impl Program {
             locals: g.locals,
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: Vec::new(),
             body,
         };

@@ -107,6 +107,7 @@ fn check_names_and_block(kernel: &Kernel) -> Result<Option<[u32; 3]>, Error> {
 pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     let block = check_names_and_block(kernel)?;
     let cluster = super::declared_cluster(kernel)?;
+    let min_blocks_per_sm = super::declared_min_blocks_per_sm(kernel)?;
     let mut e = Emitter::new(kernel, arch)?;
     if cluster.is_some() {
         e.require(Feature::Cluster)?;
@@ -173,16 +174,17 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
     if let Some([x, y, z]) = cluster {
         line(&format!(".reqnctapercluster {x}, {y}, {z}"));
     }
-    if sets_max_registers {
-        // ptxas ignores `setmaxnreg` unless the register count at entry is
-        // fixed, which a bound on blocks per SM does (with `.reqntid`).
-        if block.is_none() {
-            return Err(Error::new(format!(
-                "kernel `{}`: `setmaxnreg` needs the block shape fixed: declare `block(..)` in `#[kernel(..)]`",
-                kernel.name
-            )));
-        }
-        line(".minnctapersm 1");
+    // ptxas ignores `setmaxnreg` unless the register count at entry is
+    // fixed, which a bound on blocks per SM does (with `.reqntid`): one
+    // block, when the kernel asks for no more.
+    if sets_max_registers && block.is_none() {
+        return Err(Error::new(format!(
+            "kernel `{}`: `setmaxnreg` needs the block shape fixed: declare `block(..)` in `#[kernel(..)]`",
+            kernel.name
+        )));
+    }
+    if let Some(n) = min_blocks_per_sm.or(sets_max_registers.then_some(1)) {
+        line(&format!(".minnctapersm {n}"));
     }
     line("{");
     for d in &declarations {

@@ -675,6 +675,7 @@ mod tests {
             ],
             block: None,
             cluster: None,
+            min_blocks_per_sm: None,
             requires: vec![],
             body: vec![],
         }
