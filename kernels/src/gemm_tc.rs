@@ -114,6 +114,17 @@ use crate::{epilogue, tile};
         !A_COL_MAJOR || BM / WARP * (BN / WARP) * 32 / (BM / 8) % 8 == 0,
         !B_ROW_MAJOR || BM / WARP * (BN / WARP) * 32 / (BN / 8) % 8 == 0
     ),
+    // Eight 32 x 32 warp tiles over 72 KiB of stages: sm_90's shared memory
+    // holds 3 such blocks, but ptxas gives them 88 registers, which hold an
+    // SM to 2; at 80 (no spills) 3 fit. s8 128 x 64 x 128 and 64 x 128 x 128
+    // in 3 stages, 80 registers before the device functions, took 1.085x and
+    // 1.049x the time at 88 (H100, perf/LOG.md session 30). sm_80's shared
+    // memory holds 2 blocks either way, and ptxas keeps 80 there.
+    min_blocks_per_sm(
+        1 + 2 * (WARP == 32
+            && BM / WARP * (BN / WARP) == 8
+            && STAGES * (BM + BN) * BK * T::BYTES == 72 * 1024) as u32
+    ),
     requires(
         batches >= 1,
         a.len() >= (batches - 1) * stride_a + m * k,
