@@ -1379,15 +1379,17 @@ impl<'c, 'd> Gen<'c, 'd> {
             }
             Leaf::Scalar => load_param(ty, Params::of(&self.params.scalar, ty).unwrap()),
             Leaf::Special => {
-                // Not `block_dim()`: the WGSL backend writes it as a literal,
-                // which makes WGSL constant expressions of what the IR computes
-                // at run time; naga then refuses their overflows and wide
-                // shifts (a known bug, reported with the generated programs).
+                // `block_dim()` too: the launch's block, which WGSL reads
+                // from a `let` so that naga does not evaluate (and refuse the
+                // overflows and wide shifts of) what the IR computes at run
+                // time.
                 let mut specials = vec![
                     Special::ThreadIdx(Axis::X),
                     Special::ThreadIdx(Axis::Y),
                     Special::BlockIdx(Axis::X),
                     Special::GridDim(Axis::X),
+                    Special::BlockDim(Axis::X),
+                    Special::BlockDim(Axis::Y),
                 ];
                 if self.subgroups {
                     specials.push(Special::LaneId);
