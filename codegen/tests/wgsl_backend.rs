@@ -185,6 +185,18 @@ fn expressions_of_constants_are_left_to_run_time() {
             "5u / (block_dim.x - 32u)",
         ),
         (
+            [32, 1, 1],
+            "u32",
+            "10 / 0u32.min(5)",
+            "10u / min(bitcast<u32>(0x00000000u), 5u)",
+        ),
+        (
+            [32, 1, 1],
+            "i32",
+            "1i32 << 40u32.min(50)",
+            "1i << min(bitcast<u32>(0x00000028u), 50u)",
+        ),
+        (
             [33, 1, 1],
             "u32",
             "thread_idx().x << block_dim().x",

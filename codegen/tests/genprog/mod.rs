@@ -1163,7 +1163,7 @@ impl<'c, 'd> Gen<'c, 'd> {
         // evaluation does: an overflow or a shift past the width is a
         // compile error there (by design, as `0u32 - 1` is in Rust), not
         // the wrapping a run-time value gets. A literal stands in.
-        if fold(&e).is_err() || wgsl_constant_call(&e) {
+        if fold(&e).is_err() {
             return self.literal(ty);
         }
         e
@@ -1523,19 +1523,6 @@ fn fold(e: &Expr) -> Result<Option<Literal>, ()> {
             None => fold(a).and(fold(b)).map(|_| None),
         },
         _ => Ok(None),
-    }
-}
-
-/// An intrinsic call over constants: specialization leaves it, but in WGSL
-/// it is a constant expression, whose overflow or wide shift naga refuses
-/// where the IR wraps (a known bug of the WGSL backend, reported with the
-/// generated programs; the generator writes a literal instead).
-fn wgsl_constant_call(e: &Expr) -> bool {
-    match &e.kind {
-        ExprKind::Call(_, args) => args
-            .iter()
-            .all(|a| fold(a).is_ok_and(|l| l.is_some()) || wgsl_constant_call(a)),
-        _ => false,
     }
 }
 

@@ -176,6 +176,24 @@ impl Emitter<'_> {
         })
     }
 
+    /// A literal as its bits (`bitcast<T>(0x..u)`), which naga does not
+    /// evaluate when it creates the shader.
+    fn literal_bits(&mut self, ty: Scalar, lit: Literal) -> Result<Code, Error> {
+        Ok(match (ty, lit) {
+            (Scalar::F32 | Scalar::F16, Literal::Float(v)) => {
+                self.needs_f16 |= ty == Scalar::F16;
+                float_bits(ty, v)
+            }
+            (Scalar::I8 | Scalar::I32, Literal::Int(v)) => {
+                Code::atom(format!("bitcast<i32>({:#010x}u)", v as i32 as u32))
+            }
+            (Scalar::U8 | Scalar::U32, Literal::Int(v)) => {
+                Code::atom(format!("bitcast<u32>({:#010x}u)", v as u32))
+            }
+            _ => self.literal(ty, lit)?,
+        })
+    }
+
     fn special(&mut self, s: Special) -> Code {
         let b = &self.builtins;
         match s {
@@ -296,24 +314,19 @@ impl Emitter<'_> {
 
     fn intrinsic(&mut self, f: Intrinsic, args: &[Expr], ty: Scalar) -> Result<Code, Error> {
         // naga evaluates a call of literals when it creates the shader and
-        // refuses a result out of range (`sqrt(-1.0f)`, `exp(100.0f)`, or
-        // `max(3e38f, 1.0f) * 10.0f` after it), which Rust and PTX compute at
-        // run time (NaN, infinity). Such a call's first float argument is
-        // written as its bits, which naga leaves to run time.
-        let mut opaque = args.iter().all(|a| matches!(a.kind, ExprKind::Literal(_)));
+        // refuses a result out of range or undefined (`sqrt(-1.0f)`,
+        // `exp(100.0f)`, `max(3e38f, 1.0f) * 10.0f` or `10u / min(0u, 5u)`
+        // after it), which Rust and PTX compute at run time. Such a call's
+        // first argument is written as its bits, which naga leaves to run
+        // time.
+        let constant = args.iter().all(|a| matches!(a.kind, ExprKind::Literal(_)));
         let mut xs = Vec::with_capacity(args.len());
-        for a in args {
-            xs.push(
-                match a.kind {
-                    ExprKind::Literal(Literal::Float(v)) if opaque => {
-                        opaque = false;
-                        self.needs_f16 |= a.ty == Scalar::F16;
-                        float_bits(a.ty, v)
-                    }
-                    _ => self.expr(a)?,
-                }
-                .text,
-            );
+        for (i, a) in args.iter().enumerate() {
+            let code = match a.kind {
+                ExprKind::Literal(lit) if constant && i == 0 => self.literal_bits(a.ty, lit)?,
+                _ => self.expr(a)?,
+            };
+            xs.push(code.text);
         }
         let name = match f {
             Intrinsic::Sqrt => "sqrt",
