@@ -26,8 +26,9 @@
 //!   at least 4 bytes, rounded up to a multiple of 4 (an odd number of `f16`).
 //! - The entry point is `main`: `@compute @workgroup_size(x, y, z)` with the
 //!   block shape (a WGSL entry point fixes it; `block_dim()` reads a `let`
-//!   of it, which naga does not evaluate at shader creation), taking `local_invocation_id`, `workgroup_id` and
-//!   `num_workgroups` (and `subgroup_invocation_id` when it uses subgroups).
+//!   of it, which naga does not evaluate at shader creation), taking
+//!   `local_invocation_id`, `workgroup_id` and `num_workgroups` (and
+//!   `subgroup_invocation_id` when it uses subgroups).
 //!   The grid is the dispatch's workgroup count.
 //! - Shared arrays are `var<workgroup>` arrays (nested like the DSL's), zeroed
 //!   by WGSL at the start of each workgroup.
