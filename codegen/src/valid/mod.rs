@@ -203,14 +203,15 @@ impl Validator<'_> {
                 )));
             }
         }
-        if let Some(block) = &self.kernel.block {
-            let threads = self.shape(block, "block")?;
-            if threads > 1024 {
-                self.site = "`block(..)`".into();
-                return Err(self.error(format!(
-                    "{threads} threads per block is more than the 1024 CUDA allows"
-                )));
-            }
+        let threads = match &self.kernel.block {
+            Some(block) => Some(self.shape(block, "block")?),
+            None => None,
+        };
+        if let Some(threads) = threads.filter(|&t| t > 1024) {
+            self.site = "`block(..)`".into();
+            return Err(self.error(format!(
+                "{threads} threads per block is more than the 1024 CUDA allows"
+            )));
         }
         if let Some(cluster) = &self.kernel.cluster {
             let blocks = self.shape(cluster, "cluster")?;
@@ -222,7 +223,7 @@ impl Validator<'_> {
             }
         }
         if let Some(n) = &self.kernel.min_blocks_per_sm {
-            self.min_blocks_per_sm(n)?;
+            self.min_blocks_per_sm(n, threads)?;
         }
         for req in &self.kernel.requires {
             self.site = format!("requirement `{}`", req.text);
@@ -256,8 +257,9 @@ impl Validator<'_> {
         Ok(product)
     }
 
-    /// `min_blocks_per_sm(n)`: n blocks of the declared shape fit on an SM.
-    fn min_blocks_per_sm(&mut self, n: &Expr) -> Result<(), Error> {
+    /// `min_blocks_per_sm(n)`: n blocks of the declared shape (`threads`
+    /// each, `None` without `block(..)`) fit on an SM.
+    fn min_blocks_per_sm(&mut self, n: &Expr, threads: Option<u64>) -> Result<(), Error> {
         self.site = "`min_blocks_per_sm(..)`".into();
         self.expr(n)?;
         let blocks = match n.as_int() {
@@ -269,13 +271,11 @@ impl Validator<'_> {
                 "is {blocks}: an SM holds 1 to {MAX_SM_BLOCKS} blocks at once"
             )));
         }
-        let Some(block) = &self.kernel.block else {
+        let Some(threads) = threads else {
             return Err(self.error(
                 "ptxas bounds the registers only of a kernel whose block shape it knows: declare `block(..)` too",
             ));
         };
-        let threads = self.shape(block, "block")?;
-        self.site = "`min_blocks_per_sm(..)`".into();
         if blocks * threads > MAX_SM_THREADS {
             return Err(self.error(format!(
                 "{blocks} blocks of {threads} threads are more than the {MAX_SM_THREADS} threads an SM holds: ask for at most {}",
