@@ -1503,6 +1503,25 @@ impl Expr {
     }
 }
 
+/// Calls `f` on every statement of `body`, nested ones too.
+pub(crate) fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
+    for stmt in body {
+        f(stmt);
+        match stmt {
+            Stmt::If {
+                then_body,
+                else_body,
+                ..
+            } => {
+                visit_stmts(then_body, f);
+                visit_stmts(else_body, f);
+            }
+            Stmt::For { body, .. } | Stmt::While { body, .. } => visit_stmts(body, f),
+            _ => {}
+        }
+    }
+}
+
 impl Kernel {
     /// The local `id`.
     pub fn local(&self, id: LocalId) -> &Local {

@@ -26,8 +26,8 @@
 
 use crate::eval;
 use crate::ir::{
-    BinaryOp, Expr, ExprKind, Fragment, Kernel, Literal, LocalId, MatrixDescriptor, MatrixOp,
-    MbarrierOp, Place, Scalar, Space, Stmt, TensorMap, TmaOp, WarpgroupOp, Wgmma,
+    visit_stmts, BinaryOp, Expr, ExprKind, Fragment, Kernel, Literal, LocalId, MatrixDescriptor,
+    MatrixOp, MbarrierOp, Place, Scalar, Space, Stmt, TensorMap, TmaOp, WarpgroupOp, Wgmma,
 };
 use crate::Error;
 
@@ -828,25 +828,6 @@ impl Specializer<'_> {
             }
             Ok(folded)
         })
-    }
-}
-
-/// Calls `f` on every statement of `body`, nested ones too.
-fn visit_stmts<'a>(body: &'a [Stmt], f: &mut dyn FnMut(&'a Stmt)) {
-    for stmt in body {
-        f(stmt);
-        match stmt {
-            Stmt::If {
-                then_body,
-                else_body,
-                ..
-            } => {
-                visit_stmts(then_body, f);
-                visit_stmts(else_body, f);
-            }
-            Stmt::For { body, .. } | Stmt::While { body, .. } => visit_stmts(body, f),
-            _ => {}
-        }
     }
 }
 

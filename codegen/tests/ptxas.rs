@@ -109,3 +109,77 @@ fn min_blocks_per_sm_bounds_the_registers() {
     assert!(free > 128, "unbounded: {free} registers");
     assert!(bounded <= 64, "4 blocks per SM: {bounded} registers");
 }
+
+/// The validator's bound on `setmaxnreg_dec` is ptxas's, exactly: for
+/// block shapes of whole and partial warps, bounds on blocks per SM, and
+/// with or without a `setmaxnreg_inc`, ptxas assembles a decrease to the
+/// largest count the validator accepts, and refuses one 8 registers more
+/// (the validator's refusal, written into that PTX by hand).
+#[test]
+fn setmaxnreg_dec_bound_is_ptxas_bound() {
+    let ptxas = find_ptxas();
+    let scratch = Path::new(env!("CARGO_TARGET_TMPDIR")).join("setmaxnreg");
+    std::fs::create_dir_all(&scratch).unwrap();
+    let compile = |threads: u32, blocks: u32, dec: u32, inc: Option<u32>| {
+        let inc = inc.map_or(String::new(), |n| format!("setmaxnreg_inc({n});"));
+        let def = common::parse_source(&format!(
+            "#[kernel(arch(sm_90a), block({threads}), min_blocks_per_sm({blocks}))]
+            fn k(y: &mut [u32]) {{
+                setmaxnreg_dec({dec});
+                {inc}
+                y[thread_idx().x] = 1;
+            }}"
+        ))?;
+        warpforge_codegen::compile_ptx(&def, &[], Arch::Sm90a).map_err(|e| e.to_string())
+    };
+    let mut checked = 0;
+    for threads in [33, 96, 128, 160, 384, 1024] {
+        for blocks in [1, 2, 3, 5, 12, 20]
+            .into_iter()
+            .filter(|b| b * threads <= 2048)
+        {
+            for inc in [None, Some(32), Some(136)] {
+                let case = format!("block({threads}), min_blocks_per_sm({blocks}), inc {inc:?}");
+                let accepted: Vec<u32> = (24..=256)
+                    .step_by(8)
+                    .filter(|&dec| compile(threads, blocks, dec, inc).is_ok())
+                    .collect();
+                let top = *accepted
+                    .last()
+                    .unwrap_or_else(|| panic!("{case}: no count accepted"));
+                assert_eq!(
+                    accepted,
+                    (24..=top).step_by(8).collect::<Vec<_>>(),
+                    "{case}"
+                );
+                let module = compile(threads, blocks, top, inc).unwrap();
+                let stem = format!("k{threads}_{blocks}_{}", inc.unwrap_or(0));
+                if let Err(report) =
+                    common::ptxas::assemble(&ptxas, "sm_90a", &module.text, &scratch, &stem)
+                {
+                    panic!("{case}: ptxas refuses `setmaxnreg_dec({top})`, which the validator accepts:\n{report}");
+                }
+                if top == 256 {
+                    continue;
+                }
+                let refusal = compile(threads, blocks, top + 8, inc)
+                    .unwrap_err()
+                    .to_string();
+                assert!(
+                    refusal.contains("ptxas refuses a decrease past it"),
+                    "{case}: {refusal}"
+                );
+                let over = module.text.replace(
+                    &format!("setmaxnreg.dec.sync.aligned.u32 {top};"),
+                    &format!("setmaxnreg.dec.sync.aligned.u32 {};", top + 8),
+                );
+                assert_ne!(over, module.text, "{case}: no setmaxnreg.dec in the PTX");
+                let report = common::ptxas::assemble(&ptxas, "sm_90a", &over, &scratch, &stem)
+                    .expect_err(&format!("{case}: ptxas takes setmaxnreg.dec {}", top + 8));
+                assert!(report.contains("setmaxnreg.dec"), "{case}: {report}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 20, "{checked} bounds checked");
+}

@@ -2734,6 +2734,33 @@ fn tma_tiles_and_register_counts_are_checked_per_variant() {
         "{}",
         ptx.text
     );
+    // ptxas's bound on a decrease (codegen/tests/ptxas.rs checks it against ptxas).
+    let err = compile(
+        "arch(sm_90a), block(128)",
+        "fn k() { setmaxnreg_dec(40); setmaxnreg_inc(32); }",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains(
+            "statement 1 of the kernel body: `setmaxnreg_dec` to 40 registers is more than the largest \
+             `setmaxnreg_inc` of the kernel (32), and ptxas refuses a decrease past it: decrease to at most 32"
+        ),
+        "{err}"
+    );
+    let err = compile(
+        "arch(sm_90a), block(128), min_blocks_per_sm(3)",
+        "fn k() { setmaxnreg_dec(176); }",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains(
+            "is more than the registers a thread starts with, when 3 block(s) of 128 threads share \
+             an SM's 65536 (168)"
+        ),
+        "{err}"
+    );
 }
 
 #[test]

@@ -284,16 +284,27 @@ impl Validator<'_> {
         Ok(())
     }
 
-    pub(super) fn set_max_registers(&mut self, count: &Expr) -> Result<(), Error> {
+    pub(super) fn set_max_registers(&mut self, grow: bool, count: &Expr) -> Result<(), Error> {
         self.u32_operand(count, "setmaxnreg")?;
-        match count.as_int() {
-            Some(n) if (24..=256).contains(&n) && n % 8 == 0 => Ok(()),
-            Some(n) => Err(self.error(format!(
-                "`setmaxnreg` to {n} registers: the count is 24 to 256, a multiple of 8"
-            ))),
-            None => {
-                Err(self.error("the count of `setmaxnreg` must be a `u32` compile-time constant"))
+        let n = match count.as_int() {
+            Some(n) if (24..=256).contains(&n) && n % 8 == 0 => n as u64,
+            Some(n) => {
+                return Err(self.error(format!(
+                    "`setmaxnreg` to {n} registers: the count is 24 to 256, a multiple of 8"
+                )))
             }
+            None => {
+                return Err(
+                    self.error("the count of `setmaxnreg` must be a `u32` compile-time constant")
+                )
+            }
+        };
+        match &self.register_ceiling {
+            Some(ceiling) if !grow && n > ceiling.registers => Err(self.error(format!(
+                "`setmaxnreg_dec` to {n} registers is more than {} ({}), and ptxas refuses a decrease past it: decrease to at most {}",
+                ceiling.reason, ceiling.registers, ceiling.registers
+            ))),
+            _ => Ok(()),
         }
     }
 

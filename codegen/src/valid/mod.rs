@@ -14,8 +14,8 @@
 
 use crate::eval;
 use crate::ir::{
-    AtomicOp, BinaryOp, Expr, ExprKind, Intrinsic, Kernel, Literal, LocalId, ParamType, Place,
-    Scalar, Space, Stmt, UnaryOp,
+    visit_stmts, AtomicOp, BinaryOp, Expr, ExprKind, Intrinsic, Kernel, Literal, LocalId,
+    ParamType, Place, Scalar, Space, Stmt, UnaryOp,
 };
 use crate::specialize::{STACK_RED_ZONE, STACK_SEGMENT};
 use crate::Error;
@@ -28,6 +28,9 @@ pub const MAX_CLUSTER_BLOCKS: u64 = 8;
 /// 7.0 to 9.0).
 const MAX_SM_BLOCKS: u64 = 32;
 const MAX_SM_THREADS: u64 = 2048;
+/// The 32-bit registers of an SM, which its resident blocks share
+/// (compute capability 7.0 to 9.0).
+const SM_REGISTERS: u64 = 64 * 1024;
 
 /// Checks every invariant of a specialized kernel.
 pub fn validate(kernel: &Kernel) -> Result<(), Error> {
@@ -37,6 +40,7 @@ pub fn validate(kernel: &Kernel) -> Result<(), Error> {
         site: String::new(),
         in_scope: vec![false; kernel.locals.len()],
         loop_depth: 0,
+        register_ceiling: None,
     };
     v.declarations()?;
     v.path.push(Frame {
@@ -60,6 +64,16 @@ struct Validator<'a> {
     site: String,
     in_scope: Vec<bool>,
     loop_depth: u32,
+    /// The most registers a thread can hold in the kernel, where the block
+    /// shape is declared (see [`Validator::register_ceiling`]).
+    register_ceiling: Option<RegisterCeiling>,
+}
+
+/// The bound ptxas puts on `setmaxnreg_dec`, and where it comes from.
+struct RegisterCeiling {
+    registers: u64,
+    /// Why the bound is what it is, for the error message.
+    reason: String,
 }
 
 fn float_or_signed(ty: Scalar) -> bool {
@@ -225,6 +239,7 @@ impl Validator<'_> {
         if let Some(n) = &self.kernel.min_blocks_per_sm {
             self.min_blocks_per_sm(n, threads)?;
         }
+        self.register_ceiling = threads.map(|threads| self.register_ceiling(threads));
         for req in &self.kernel.requires {
             self.site = format!("requirement `{}`", req.text);
             self.host_expr(&req.cond)?;
@@ -283,6 +298,41 @@ impl Validator<'_> {
             )));
         }
         Ok(())
+    }
+
+    /// The most registers a thread of the kernel can hold, which ptxas
+    /// requires of every `setmaxnreg.dec` count (as ptxas 12.9 counts it:
+    /// codegen/tests/ptxas.rs checks it): the largest `setmaxnreg_inc`
+    /// count, or without one, the registers a thread starts with: the SM's
+    /// 65,536 are four quarters, each holding a quarter of the warps of
+    /// `min_blocks_per_sm` blocks (rounded up), in steps of 8 registers per
+    /// thread, at most 256.
+    fn register_ceiling(&self, threads: u64) -> RegisterCeiling {
+        let mut grown = None;
+        visit_stmts(&self.kernel.body, &mut |stmt| {
+            if let Stmt::SetMaxRegisters { grow: true, count } = stmt {
+                grown = grown.max(count.as_int());
+            }
+        });
+        if let Some(registers) = grown {
+            return RegisterCeiling {
+                registers: registers as u64,
+                reason: "the largest `setmaxnreg_inc` of the kernel".into(),
+            };
+        }
+        let blocks = self
+            .kernel
+            .min_blocks_per_sm
+            .as_ref()
+            .and_then(Expr::as_int)
+            .unwrap_or(1) as u64;
+        let quarter_warps = (blocks * threads.div_ceil(32)).div_ceil(4);
+        RegisterCeiling {
+            registers: (SM_REGISTERS / 4 / (quarter_warps * 32) / 8 * 8).min(256),
+            reason: format!(
+                "the registers a thread starts with, when {blocks} block(s) of {threads} threads share an SM's {SM_REGISTERS}"
+            ),
+        }
     }
 
     /// The blocks of the kernel's declared cluster, when it declares one
@@ -479,7 +529,7 @@ impl Validator<'_> {
             Stmt::ProxyFence | Stmt::ClusterBarrier => {}
             Stmt::Warpgroup(op) => self.warpgroup(op)?,
             Stmt::Tma(op) => self.tma(op)?,
-            Stmt::SetMaxRegisters { count, .. } => self.set_max_registers(count)?,
+            Stmt::SetMaxRegisters { grow, count } => self.set_max_registers(*grow, count)?,
         }
         Ok(())
     }
