@@ -2715,7 +2715,9 @@ fn tma_tiles_and_register_counts_are_checked_per_variant() {
     );
     let err = compile("arch(sm_90a)", "fn k() { setmaxnreg_dec(40); }", &[]).unwrap_err();
     assert!(
-        err.contains("`setmaxnreg` needs the block shape fixed: declare `block(..)`"),
+        err.contains(
+            "statement 1 of the kernel body: `setmaxnreg` needs the block shape fixed: declare `block(..)`"
+        ),
         "{err}"
     );
     let ptx = compile(

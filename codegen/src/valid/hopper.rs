@@ -299,13 +299,20 @@ impl Validator<'_> {
                 )
             }
         };
-        match &self.register_ceiling {
-            Some(ceiling) if !grow && n > ceiling.registers => Err(self.error(format!(
+        // ptxas ignores `setmaxnreg` unless the register count at entry is
+        // fixed, which the block shape does (with a bound on blocks per SM).
+        let Some(ceiling) = &self.register_ceiling else {
+            return Err(self.error(
+                "`setmaxnreg` needs the block shape fixed: declare `block(..)` in `#[kernel(..)]`",
+            ));
+        };
+        if !grow && n > ceiling.registers {
+            return Err(self.error(format!(
                 "`setmaxnreg_dec` to {n} registers is more than {} ({}), and ptxas refuses a decrease past it: decrease to at most {}",
                 ceiling.reason, ceiling.registers, ceiling.registers
-            ))),
-            _ => Ok(()),
+            )));
         }
+        Ok(())
     }
 
     fn u32_operand(&mut self, e: &Expr, function: &str) -> Result<(), Error> {

@@ -175,14 +175,9 @@ pub fn emit(kernel: &Kernel, arch: Arch) -> Result<PtxModule, Error> {
         line(&format!(".reqnctapercluster {x}, {y}, {z}"));
     }
     // ptxas ignores `setmaxnreg` unless the register count at entry is
-    // fixed, which a bound on blocks per SM does (with `.reqntid`): one
-    // block, when the kernel asks for no more.
-    if sets_max_registers && block.is_none() {
-        return Err(Error::new(format!(
-            "kernel `{}`: `setmaxnreg` needs the block shape fixed: declare `block(..)` in `#[kernel(..)]`",
-            kernel.name
-        )));
-    }
+    // fixed, which a bound on blocks per SM does (with `.reqntid`, which the
+    // validator requires of such a kernel): one block, when the kernel asks
+    // for no more.
     if let Some(n) = min_blocks_per_sm.or(sets_max_registers.then_some(1)) {
         line(&format!(".minnctapersm {n}"));
     }
