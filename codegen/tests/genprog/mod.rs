@@ -583,6 +583,20 @@ struct Var {
     len: Option<u32>,
 }
 
+/// A loop around the statements being generated.
+#[derive(Clone, Copy)]
+enum Loop {
+    /// `#[unroll]`: its body may not `break` or `continue` it.
+    Unrolled,
+    For,
+    /// A `while` and its counter, which the conditions of its `break`s and
+    /// `continue`s do not read: Mesa 22.3's lavapipe (CI's Vulkan driver)
+    /// miscounts a loop that tests, after the increment, whether its counter
+    /// is at a value already passed (`w == 0`, `w < 1`), and leaves it after
+    /// one iteration or with garbage (codegen/tests/generated/README.md).
+    While(LocalId),
+}
+
 /// What an expression may contain.
 #[derive(Clone, Copy)]
 struct Ctx {
@@ -608,9 +622,10 @@ struct Gen<'c, 'd> {
     scopes: Vec<Vec<Var>>,
     /// `#[unroll]` loop variables in scope and their exclusive bounds.
     unrolled: Vec<(LocalId, u32)>,
-    /// The enclosing loops, innermost last: whether each is `#[unroll]`
-    /// (whose body may not `break` or `continue` it).
-    loops: Vec<bool>,
+    /// The enclosing loops, innermost last.
+    loops: Vec<Loop>,
+    /// A variable expressions may not read (see [`Loop::While`]).
+    hidden: Option<LocalId>,
     depth: u32,
     statements: u32,
     /// The shared array and its type, once declared.
@@ -681,6 +696,7 @@ impl<'c, 'd> Gen<'c, 'd> {
             scopes: Vec::new(),
             unrolled: Vec::new(),
             loops: Vec::new(),
+            hidden: None,
             depth: 0,
             statements: 0,
             shared: None,
@@ -923,8 +939,12 @@ impl<'c, 'd> Gen<'c, 'd> {
                     });
                 }
             }
-            10 if self.loops.last() == Some(&false) => {
+            10 if matches!(self.loops.last(), Some(Loop::For | Loop::While(_))) => {
+                if let Some(&Loop::While(counter)) = self.loops.last() {
+                    self.hidden = Some(counter);
+                }
                 let cond = self.expr(Scalar::Bool, 2, ctx);
+                self.hidden = None;
                 let leave = if self.c.chance(50) {
                     Stmt::Continue
                 } else {
@@ -1045,7 +1065,8 @@ impl<'c, 'd> Gen<'c, 'd> {
         };
         self.scopes
             .push(if unroll { Vec::new() } else { vec![readable] });
-        self.loops.push(unroll);
+        self.loops
+            .push(if unroll { Loop::Unrolled } else { Loop::For });
         let body = self.block();
         self.loops.pop();
         self.scopes.pop();
@@ -1083,7 +1104,7 @@ impl<'c, 'd> Gen<'c, 'd> {
             ),
             cond,
         );
-        self.loops.push(false);
+        self.loops.push(Loop::While(counter));
         let mut body = vec![Stmt::Assign {
             place: local(counter),
             value: Expr::binary(BinaryOp::Add, load(Scalar::U32, local(counter)), lit_u32(1)),
@@ -1342,7 +1363,8 @@ impl<'c, 'd> Gen<'c, 'd> {
             OwnAtomic,
         }
         let mut forms = vec![Leaf::Literal];
-        if !self.vars(|v| v.ty == ty && v.len.is_none()).is_empty() {
+        let readable = |v: &Var| v.ty == ty && v.len.is_none() && Some(v.id) != self.hidden;
+        if !self.vars(readable).is_empty() {
             forms.extend([Leaf::Var, Leaf::Var]);
         }
         if ty != Scalar::Bool {
@@ -1374,7 +1396,7 @@ impl<'c, 'd> Gen<'c, 'd> {
         match self.c.pick(&forms) {
             Leaf::Literal => self.literal(ty),
             Leaf::Var => {
-                let vars = self.vars(|v| v.ty == ty && v.len.is_none());
+                let vars = self.vars(readable);
                 load(ty, local(self.c.pick(&vars).id))
             }
             Leaf::Scalar => load_param(ty, Params::of(&self.params.scalar, ty).unwrap()),
