@@ -301,12 +301,16 @@ impl Validator<'_> {
         };
         // ptxas ignores `setmaxnreg` unless the register count at entry is
         // fixed, which the block shape does (with a bound on blocks per SM).
-        let Some(ceiling) = &self.register_ceiling else {
+        let Some(threads) = self.threads else {
             return Err(self.error(
                 "`setmaxnreg` needs the block shape fixed: declare `block(..)` in `#[kernel(..)]`",
             ));
         };
-        if !grow && n > ceiling.registers {
+        if grow {
+            return Ok(());
+        }
+        let ceiling = self.register_ceiling(threads);
+        if n > ceiling.registers {
             return Err(self.error(format!(
                 "`setmaxnreg_dec` to {n} registers is more than {} ({}), and ptxas refuses a decrease past it: decrease to at most {}",
                 ceiling.reason, ceiling.registers, ceiling.registers

@@ -40,7 +40,7 @@ pub fn validate(kernel: &Kernel) -> Result<(), Error> {
         site: String::new(),
         in_scope: vec![false; kernel.locals.len()],
         loop_depth: 0,
-        register_ceiling: None,
+        threads: None,
     };
     v.declarations()?;
     v.path.push(Frame {
@@ -64,16 +64,15 @@ struct Validator<'a> {
     site: String,
     in_scope: Vec<bool>,
     loop_depth: u32,
-    /// The most registers a thread can hold in the kernel, where the block
-    /// shape is declared (see [`Validator::register_ceiling`]).
-    register_ceiling: Option<RegisterCeiling>,
+    /// The threads of a block, when the kernel declares `block(..)`.
+    threads: Option<u64>,
 }
 
 /// The bound ptxas puts on `setmaxnreg_dec`, and where it comes from.
-struct RegisterCeiling {
-    registers: u64,
+pub(super) struct RegisterCeiling {
+    pub(super) registers: u64,
     /// Why the bound is what it is, for the error message.
-    reason: String,
+    pub(super) reason: String,
 }
 
 fn float_or_signed(ty: Scalar) -> bool {
@@ -239,7 +238,7 @@ impl Validator<'_> {
         if let Some(n) = &self.kernel.min_blocks_per_sm {
             self.min_blocks_per_sm(n, threads)?;
         }
-        self.register_ceiling = threads.map(|threads| self.register_ceiling(threads));
+        self.threads = threads;
         for req in &self.kernel.requires {
             self.site = format!("requirement `{}`", req.text);
             self.host_expr(&req.cond)?;
@@ -307,7 +306,7 @@ impl Validator<'_> {
     /// 65,536 are four quarters, each holding a quarter of the warps of
     /// `min_blocks_per_sm` blocks (rounded up), in steps of 8 registers per
     /// thread, at most 256.
-    fn register_ceiling(&self, threads: u64) -> RegisterCeiling {
+    pub(super) fn register_ceiling(&self, threads: u64) -> RegisterCeiling {
         let mut grown = None;
         visit_stmts(&self.kernel.body, &mut |stmt| {
             if let Stmt::SetMaxRegisters { grow: true, count } = stmt {
