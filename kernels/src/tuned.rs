@@ -147,8 +147,9 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
 /// 4096 x 8192 or more and k of 4096 or more), when k is a multiple of 8;
 /// elsewhere, or for other k, `gemm_f16` 128 x 128 x 64, 64 x 64 warp
 /// tiles, 2 stages, 16-byte copies (the fastest sm_80 variant at 8192^3
-/// on an H200 before tuning existed); for k not a multiple of 8 the same
-/// tiles with BK = 32 and element copies; on sm_70,
+/// on an H200 before tuning existed); for k not a multiple of 8 element
+/// copies, BK = 32, 256 x 128 tiles from a C of 2048 x 2048
+/// ([`tensor_core_defaults`]); on sm_70,
 /// `gemm_f16_wmma` 64 x 128 x 32 with 2 stages.
 pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
     "gemm_f16",
@@ -163,15 +164,8 @@ pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
             STAGES: 2,
         };
         let mut preferred = wgmma_defaults::<f16>(gemm_wgmma_f16::def());
-        preferred.extend([
-            (
-                gemm_f16::def(),
-                tensor_core_default(true),
-                every_shape as ShapeTest,
-            ),
-            (gemm_f16::def(), tensor_core_default(false), every_shape),
-            (gemm_f16_wmma::def(), wmma.values(), every_shape),
-        ]);
+        preferred.extend(tensor_core_defaults(gemm_f16::def()));
+        preferred.push((gemm_f16_wmma::def(), wmma.values(), every_shape));
         preferred
     },
 );
@@ -186,14 +180,7 @@ pub const GEMM_BF16: GemmKind<bf16, bf16> = GemmKind::new(
     || vec![gemm_bf16::def(), gemm_wgmma_bf16::def()],
     || {
         let mut preferred = wgmma_defaults::<bf16>(gemm_wgmma_bf16::def());
-        preferred.extend([
-            (
-                gemm_bf16::def(),
-                tensor_core_default(true),
-                every_shape as ShapeTest,
-            ),
-            (gemm_bf16::def(), tensor_core_default(false), every_shape),
-        ]);
+        preferred.extend(tensor_core_defaults(gemm_bf16::def()));
         preferred
     },
 );
@@ -240,9 +227,13 @@ pub const GEMM_TF32: GemmKind<f32, f32> = GemmKind::new(
 /// as [`GEMM_F16`]'s, the 128 x 256 one in 4 stages (k a multiple of 16);
 /// elsewhere, or for other k, `gemm_s8` 128 x 128 x 128,
 /// 64 x 64 warp tiles, 3 stages, 16-byte copies (the fastest sm_80 variant
-/// at 8192^3 on an H200 before tuning; k a multiple of 16); otherwise 64 x
-/// 64 x 64 tiles of 32 x 32 warp tiles with element copies (larger ones
-/// spill).
+/// at 8192^3 on an H200 before tuning; k a multiple of 16); otherwise
+/// element copies in 64 x 64 tiles, BK = 64, of 32 x 32 warp tiles, or 128
+/// x 64 ones for a C of at least 2048 x 2048. In five default bench runs
+/// on an H100 (sessions 29, 30 and 33, perf/LOG.md) the 128 x 64 tile ran
+/// 1.18x (3001 x 2999 x 1000) and 1.24x (2048 x 2048 x 1020) faster than
+/// the 64 x 64 one in every sweep; 64 x 128 was fastest at the first shape
+/// (another 10%) and slowest at the second.
 pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
     "gemm_s8",
     GemmPrecision::I8,
@@ -259,8 +250,8 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
             A_COL_MAJOR: false,
             B_ROW_MAJOR: false,
         };
-        let element_copies = gemm_s8::Consts {
-            BM: 64,
+        let element_copies = |bm| gemm_s8::Consts {
+            BM: bm,
             BN: 64,
             BK: 64,
             WARP: 32,
@@ -272,7 +263,12 @@ pub const GEMM_S8: GemmKind<i8, i32> = GemmKind::new(
         let mut preferred = wgmma_defaults::<i8>(gemm_wgmma_s8::def());
         preferred.extend([
             (gemm_s8::def(), aligned.values(), every_shape as ShapeTest),
-            (gemm_s8::def(), element_copies.values(), every_shape),
+            (
+                gemm_s8::def(),
+                element_copies(128).values(),
+                c_tiles_at_least::<256>,
+            ),
+            (gemm_s8::def(), element_copies(64).values(), every_shape),
         ]);
         preferred
     },
@@ -432,6 +428,12 @@ pub fn small_c(shape: &ShapeBucket) -> bool {
     c_tiles(shape) <= 64
 }
 
+/// A [`Preference`] for a C of at least `TILES` tiles of 128 x 128 (256:
+/// 2048 x 2048).
+pub fn c_tiles_at_least<const TILES: u64>(shape: &ShapeBucket) -> bool {
+    c_tiles(shape) >= TILES
+}
+
 /// The k-tiles of 128 bytes of a main loop long enough beside a 128 x 256
 /// tile's epilogue: k of 8192 8-bit, 4096 16-bit or 2048 32-bit elements.
 pub const LONG_K_TILES: u64 = 64;
@@ -531,22 +533,35 @@ pub fn wgmma_defaults<T: DeviceScalar>(def: &'static KernelDef) -> Vec<Preferenc
     ]
 }
 
-/// The default tiles of the Tensor Core GEMMs (`gemm_f16` and `gemm_bf16`
-/// come from one source and share their const parameters): with 16-byte
-/// copies (k a multiple of 8), or with element copies (any k; those
-/// variants have 2 stages and BK = 32).
-fn tensor_core_default(aligned: bool) -> Vec<i64> {
-    gemm_f16::Consts {
-        BM: 128,
-        BN: 128,
-        BK: if aligned { 64 } else { 32 },
-        WARP: 64,
-        STAGES: 2,
-        ALIGNED: aligned,
-        A_COL_MAJOR: false,
-        B_ROW_MAJOR: false,
-    }
-    .values()
+/// The heuristic defaults of the sm_80 Tensor Core GEMM `def` (`gemm_f16`
+/// or `gemm_bf16`: one source, the same const parameters): 128 x 128 x 64
+/// tiles of 64 x 64 warp tiles in 2 stages with 16-byte copies (k a
+/// multiple of 8); for other k, element copies (those variants have 2
+/// stages and BK = 32) in 256 x 128 tiles for a C of at least 2048 x 2048,
+/// else 128 x 128. In five default bench runs on an H100 (sessions 29, 30
+/// and 33, perf/LOG.md) every sweep at 2048 x 2048 x 1020 put the 256 x
+/// 128 element-copy tile first (0.091-0.093 ms), 1.26x faster than the
+/// 128 x 128 one (0.115-0.117 ms) the tuned path ran; no run measured
+/// a smaller C with such a k.
+fn tensor_core_defaults(def: &'static KernelDef) -> [Preference; 3] {
+    let tile = |bm, aligned: bool| {
+        gemm_f16::Consts {
+            BM: bm,
+            BN: 128,
+            BK: if aligned { 64 } else { 32 },
+            WARP: 64,
+            STAGES: 2,
+            ALIGNED: aligned,
+            A_COL_MAJOR: false,
+            B_ROW_MAJOR: false,
+        }
+        .values()
+    };
+    [
+        (def, tile(128, true), every_shape),
+        (def, tile(256, false), c_tiles_at_least::<256>),
+        (def, tile(128, false), every_shape),
+    ]
 }
 
 /// The host side of a GEMM's element types: random inputs, poisoned

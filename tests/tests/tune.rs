@@ -922,13 +922,23 @@ fn stock_gemm_heuristic_defaults() {
             heuristic_for(&GEMM_BF16, square, &h200_device_info()),
             Some("gemm_wgmma_bf16[BM=128,BN=256,STAGES=4,PINGPONG=0,CLUSTER=2,STREAM_K=0]"),
         ),
+        // k = 1020 is not a multiple of 8: element copies, in 256 x 128
+        // tiles from a C of 2048 x 2048, else 128 x 128.
         (
             heuristic_for(&GEMM_F16, ragged_k, &h200_device_info()),
-            Some("gemm_f16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
+            Some("gemm_f16[BM=256,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         (
             heuristic_for(&GEMM_BF16, ragged_k, &a100()),
-            Some("gemm_bf16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
+            Some("gemm_bf16[BM=256,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, (2048, 2048, 1020), &h200_device_info()),
+            Some("gemm_f16[BM=256,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_F16, (1024, 2048, 1020), &h200_device_info()),
+            Some("gemm_f16[BM=128,BN=128,BK=32,WARP=64,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // A V100 runs only the wmma kernel, which needs k % 8 == 0.
         (
@@ -956,9 +966,18 @@ fn stock_gemm_heuristic_defaults() {
             heuristic_for(&GEMM_S8, square, &a100()),
             Some("gemm_s8[BM=128,BN=128,BK=128,WARP=64,STAGES=3,ALIGNED=1,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
-        // k = 1020 i8 elements is not a multiple of 16: element copies.
+        // k = 1020 i8 elements is not a multiple of 16: element copies, in
+        // 128 x 64 tiles from a C of 2048 x 2048, else 64 x 64.
         (
             heuristic_for(&GEMM_S8, ragged_k, &h200_device_info()),
+            Some("gemm_s8[BM=128,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_S8, (3001, 2999, 1000), &h200_device_info()),
+            Some("gemm_s8[BM=128,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
+        ),
+        (
+            heuristic_for(&GEMM_S8, (16, 8192, 1000), &a100()),
             Some("gemm_s8[BM=64,BN=64,BK=64,WARP=32,STAGES=2,ALIGNED=0,A_COL_MAJOR=0,B_ROW_MAJOR=0]"),
         ),
         // The s8 kernel does not run on sm_70.
