@@ -243,13 +243,30 @@ pub fn gemm_sparse<
             kept0 = t * (BK / 2);
             gm = kept0 + m_ch * 4;
             if !ALIGNED && copying {
-                tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(
-                    &mut b_tile[ws],
-                    b,
-                    b_copy,
-                    k0,
-                    k,
-                );
+                if B_ROW_MAJOR {
+                    tile::load_chunks::<B_COPIES, B_ROWS, true>(&mut b_tile[ws], b, b_copy, k0, k);
+                } else {
+                    // Column-major B: the copy rebased to this step's first
+                    // k (`gk`, taken into `first` and the bound), so that the
+                    // bounds test (`q < room(gk, k)`) and the address (`first
+                    // + gk + l * step + q`) do not share one index `gk + q`,
+                    // from which ptxas 12.9 issues the step's loads ahead of
+                    // their stores: 64 x 128 x 64 S2 on sm_80 takes 110
+                    // registers so against 128 (108 at 504b297), 128 x 64 x 64
+                    // S2 116 against 112 (perf/LOG.md, session 33).
+                    let (row, col, first, step, rows_in, chunk, end) = b_copy;
+                    let gk = k0 + chunk;
+                    let copy = (
+                        row,
+                        col,
+                        first + gk,
+                        step,
+                        rows_in,
+                        0u32,
+                        tile::room(gk, end),
+                    );
+                    tile::load_chunks::<B_COPIES, B_ROWS, false>(&mut b_tile[ws], b, copy, 0u32, k);
+                }
             }
         },
         // Iteration `kk` multiplies the fragments of k step `kk - 1`, then
