@@ -69,10 +69,10 @@ struct Validator<'a> {
 }
 
 /// The bound ptxas puts on `setmaxnreg_dec`, and where it comes from.
-pub(super) struct RegisterCeiling {
-    pub(super) registers: u64,
+struct RegisterCeiling {
+    registers: u64,
     /// Why the bound is what it is, for the error message.
-    pub(super) reason: String,
+    reason: String,
 }
 
 fn float_or_signed(ty: Scalar) -> bool {
@@ -306,7 +306,7 @@ impl Validator<'_> {
     /// 65,536 are four quarters, each holding a quarter of the warps of
     /// `min_blocks_per_sm` blocks (rounded up), in steps of 8 registers per
     /// thread, at most 256.
-    pub(super) fn register_ceiling(&self, threads: u64) -> RegisterCeiling {
+    fn register_ceiling(&self, threads: u64) -> RegisterCeiling {
         let mut grown = None;
         visit_stmts(&self.kernel.body, &mut |stmt| {
             if let Stmt::SetMaxRegisters { grow: true, count } = stmt {
