@@ -30,8 +30,9 @@ M = N = K = 8192
 
 # Each dtype's fastest sm_80-family variants at 8192^3 on the H100 (session 23-24 sweeps), then
 # the variants `cargo xtask manifest-diff 504b297` lists above +2% registers (s8 256x128x128 is
-# both), then the f16/bf16 tiles `min_blocks_per_sm` bounds beside the s8 risers (session 31),
-# each timed as the sm_90 code the GPU runs.
+# both), then the f16/bf16 tiles `min_blocks_per_sm` bounds beside the s8 risers (session 31)
+# and the four-warp 24 KiB tiles it bounds to 7 blocks (session 34), each timed as the sm_90 code
+# the GPU runs.
 VARIANTS = """
 gemm_f16 BM=256,BN=128,BK=64,WARP=64,STAGES=3,ALIGNED=true,A_COL_MAJOR=false,B_ROW_MAJOR=false
 gemm_f16 BM=128,BN=256,BK=64,WARP=64,STAGES=3,ALIGNED=true,A_COL_MAJOR=false,B_ROW_MAJOR=false
@@ -67,6 +68,8 @@ gemm_sparse_bf16 BM=64,BN=128,BK=128,WARP=32,STAGES=3,ALIGNED=true,B_ROW_MAJOR=f
 gemm_sparse_bf16 BM=64,BN=128,BK=64,WARP=32,STAGES=2,ALIGNED=false,B_ROW_MAJOR=false
 gemm_f16 BM=64,BN=128,BK=64,WARP=32,STAGES=3,ALIGNED=true,A_COL_MAJOR=false,B_ROW_MAJOR=false
 gemm_bf16 BM=64,BN=128,BK=64,WARP=32,STAGES=3,ALIGNED=true,A_COL_MAJOR=false,B_ROW_MAJOR=false
+gemm_f16 BM=64,BN=64,BK=32,WARP=32,STAGES=3,ALIGNED=true,A_COL_MAJOR=false,B_ROW_MAJOR=false
+gemm_s8 BM=64,BN=64,BK=64,WARP=32,STAGES=3,ALIGNED=true,A_COL_MAJOR=false,B_ROW_MAJOR=false
 """
 
 

@@ -120,10 +120,18 @@ use crate::{epilogue, tile};
     // in 3 stages, 80 registers before the device functions, took 1.085x and
     // 1.049x the time at 88 (H100, perf/LOG.md session 30). sm_80's shared
     // memory holds 2 blocks either way, and ptxas keeps 80 there.
+    // Four 32 x 32 warp tiles over 24 KiB (16-bit and i8): ptxas gives them
+    // 80 registers, 6 blocks of 128 threads per SM, and 72 with no spills
+    // when asked for 7 (tf32's spill 8 bytes on sm_80), as the column-major
+    // A tile had before the device functions.
     min_blocks_per_sm(
         1 + 2 * (WARP == 32
             && BM / WARP * (BN / WARP) == 8
             && STAGES * (BM + BN) * BK * T::BYTES == 72 * 1024) as u32
+            + 6 * (WARP == 32
+                && BM / WARP * (BN / WARP) == 4
+                && T::BYTES <= 2
+                && STAGES * (BM + BN) * BK * T::BYTES == 24 * 1024) as u32
     ),
     requires(
         batches >= 1,
