@@ -110,11 +110,20 @@ impl InterpreterBackend {
         Ok(())
     }
 
-    /// Host-clock milliseconds of `work`, which has run when it returns.
-    pub(crate) fn time_ms(&self, work: impl FnOnce() -> Result<(), Error>) -> Result<f32, Error> {
-        let start = Instant::now();
-        work()?;
-        Ok(start.elapsed().as_secs_f32() * 1000.0)
+    /// Host-clock milliseconds of each of `parts` pieces of work
+    /// (`part(index)`), each of which has run when it returns.
+    pub(crate) fn time_parts_ms(
+        &self,
+        parts: usize,
+        mut part: impl FnMut(usize) -> Result<(), Error>,
+    ) -> Result<Vec<f32>, Error> {
+        (0..parts)
+            .map(|index| {
+                let start = Instant::now();
+                part(index)?;
+                Ok(start.elapsed().as_secs_f32() * 1000.0)
+            })
+            .collect()
     }
 
     /// Checks the launch as every backend does, then interprets it; the

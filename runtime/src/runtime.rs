@@ -357,22 +357,46 @@ impl Runtime {
     /// GPU time in milliseconds of the work `work` enqueues, by
     /// [`Runtime::timing_method`]. The measurement brackets everything the
     /// closure enqueues, host time between launches included when the GPU
-    /// idles; time many launches per call to measure short kernels.
+    /// idles; time many launches per call to measure short kernels. The
+    /// one-part case of [`Runtime::time_parts_ms`], which says how each
+    /// backend measures.
+    pub fn time_ms(&self, work: impl FnOnce(&Runtime) -> Result<(), Error>) -> Result<f32, Error> {
+        let mut work = Some(work);
+        let parts = self.time_parts_ms(1, |rt, _| match work.take() {
+            Some(work) => work(rt),
+            None => Ok(()),
+        })?;
+        Ok(parts.iter().sum())
+    }
+
+    /// GPU time in milliseconds of each of `parts` pieces of work, enqueued
+    /// one after another by `part(rt, index)`: a mark is taken before the
+    /// first piece and after each, so that on CUDA the pieces run back to
+    /// back and each is timed under the clocks its neighbours saw. The
+    /// bench interleaves the launches of the kernels it compares this way,
+    /// so that a swing of the SM clock reaches all of them alike.
     ///
     /// On CUDA, events on the runtime's stream. On wgpu, after waiting for
-    /// earlier work: timestamp queries at the boundaries of two empty
-    /// compute passes submitted before and after the work, when the device
-    /// has `TIMESTAMP_QUERY`; otherwise the host clock until the work is
-    /// done, which also counts the host's encoding of each launch. On the
-    /// interpreter, the host clock around the work, which has run when the
-    /// closure returns.
-    pub fn time_ms(&self, work: impl FnOnce(&Runtime) -> Result<(), Error>) -> Result<f32, Error> {
+    /// earlier work: timestamp queries at the boundaries of empty compute
+    /// passes submitted before the first piece and after each, when the
+    /// device has `TIMESTAMP_QUERY` (at most 4095 pieces: wgpu's query set
+    /// limit); otherwise the host clock until each piece is done, which
+    /// also counts the host's encoding of each launch and leaves the GPU
+    /// idle between pieces. On the interpreter, the host clock around each
+    /// piece, which has run when `part` returns.
+    pub fn time_parts_ms(
+        &self,
+        parts: usize,
+        mut part: impl FnMut(&Runtime, usize) -> Result<(), Error>,
+    ) -> Result<Vec<f32>, Error> {
         match &self.backend {
             #[cfg(feature = "cuda")]
-            Backend::Cuda(cuda) => cuda.time_ms(|| work(self)),
+            Backend::Cuda(cuda) => cuda.time_parts_ms(parts, |index| part(self, index)),
             #[cfg(feature = "wgpu")]
-            Backend::Wgpu(wgpu) => wgpu.time_ms(|| work(self)),
-            Backend::Interpreter(interpreter) => interpreter.time_ms(|| work(self)),
+            Backend::Wgpu(wgpu) => wgpu.time_parts_ms(parts, |index| part(self, index)),
+            Backend::Interpreter(interpreter) => {
+                interpreter.time_parts_ms(parts, |index| part(self, index))
+            }
         }
     }
 

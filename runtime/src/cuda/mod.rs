@@ -403,23 +403,40 @@ impl CudaBackend {
         variant.resources(&self.ctx, &self.info)
     }
 
-    /// Milliseconds between two events recorded around `work` on the stream.
-    pub(crate) fn time_ms(&self, work: impl FnOnce() -> Result<(), Error>) -> Result<f32, Error> {
+    /// Milliseconds of each of `parts` pieces of work (`part(index)`),
+    /// between events recorded on the stream before the first piece and
+    /// after each.
+    pub(crate) fn time_parts_ms(
+        &self,
+        parts: usize,
+        mut part: impl FnMut(usize) -> Result<(), Error>,
+    ) -> Result<Vec<f32>, Error> {
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let event = |op| self.ctx.new_event(timing).map_err(|e| driver_error(op, e));
-        let (start, end) = (
-            event("creating a timing event")?,
-            event("creating a timing event")?,
-        );
-        start
-            .record(&self.stream)
-            .map_err(|e| driver_error("recording the start event", e))?;
-        work()?;
-        end.record(&self.stream)
-            .map_err(|e| driver_error("recording the end event", e))?;
-        let ms = start
-            .elapsed_ms(&end)
-            .map_err(|e| driver_error("waiting for the timed work", e))?;
+        let marks = (0..=parts)
+            .map(|_| {
+                self.ctx
+                    .new_event(timing)
+                    .map_err(|e| driver_error("creating a timing event", e))
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let record = |index: usize| {
+            marks[index]
+                .record(&self.stream)
+                .map_err(|e| driver_error("recording a timing event", e))
+        };
+        record(0)?;
+        for index in 0..parts {
+            part(index)?;
+            record(index + 1)?;
+        }
+        let ms = marks
+            .windows(2)
+            .map(|pair| {
+                pair[0]
+                    .elapsed_ms(&pair[1])
+                    .map_err(|e| driver_error("waiting for the timed work", e))
+            })
+            .collect::<Result<Vec<f32>, Error>>()?;
         self.check_recorded("timing GPU work")?;
         Ok(ms)
     }

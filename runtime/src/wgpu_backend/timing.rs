@@ -1,15 +1,15 @@
-//! Timing submitted work ([`crate::Runtime::time_ms`] on wgpu).
+//! Timing submitted work ([`crate::Runtime::time_parts_ms`] on wgpu).
 //!
 //! Every launch is its own submission (see `launch.rs`), so a closure's
 //! launches cannot be bracketed inside one pass or one encoder. Instead the
 //! timer submits an empty compute pass that writes a timestamp at its start
-//! before the work, and one that writes a timestamp at its end after it.
-//! Pass-boundary timestamps need only `Features::TIMESTAMP_QUERY` (not the
-//! `_INSIDE_ENCODERS` or `_INSIDE_PASSES` extensions), and on Vulkan wgpu
-//! writes both at `BOTTOM_OF_PIPE`, which waits for every command submitted
-//! earlier on the queue: the second timestamp is taken once the work has
-//! finished. Without the feature, the host clock runs from an idle device to
-//! the end of the work ([`TimingMethod::HostClock`]).
+//! before the work, and after each piece of it one that writes a timestamp at
+//! its end. Pass-boundary timestamps need only `Features::TIMESTAMP_QUERY`
+//! (not the `_INSIDE_ENCODERS` or `_INSIDE_PASSES` extensions), and on Vulkan
+//! wgpu writes them at `BOTTOM_OF_PIPE`, which waits for every command
+//! submitted earlier on the queue: a piece's closing timestamp is taken once
+//! it has finished. Without the feature, the host clock runs from an idle
+//! device to the end of each piece ([`TimingMethod::HostClock`]).
 
 use std::time::Instant;
 
@@ -19,8 +19,8 @@ use super::WgpuBackend;
 use crate::device::TimingMethod;
 use crate::Error;
 
-/// Bytes of the two resolved timestamps.
-const TIMESTAMP_BYTES: u64 = 2 * std::mem::size_of::<u64>() as u64;
+/// Bytes of one resolved timestamp.
+const TIMESTAMP_BYTES: u64 = std::mem::size_of::<u64>() as u64;
 
 impl WgpuBackend {
     /// The one rule: timestamp queries when the device has them, else the host clock.
@@ -36,31 +36,56 @@ impl WgpuBackend {
         }
     }
 
-    /// Milliseconds of the work `work` submits, by [`Self::timing_method`].
-    /// Waits for earlier work first, so that none of it is counted.
-    pub(crate) fn time_ms(&self, work: impl FnOnce() -> Result<(), Error>) -> Result<f32, Error> {
+    /// Milliseconds of each of `parts` pieces of work (`part(index)`), by
+    /// [`Self::timing_method`]. Waits for earlier work first, so that none
+    /// of it is counted.
+    pub(crate) fn time_parts_ms(
+        &self,
+        parts: usize,
+        mut part: impl FnMut(usize) -> Result<(), Error>,
+    ) -> Result<Vec<f32>, Error> {
         self.wait("waiting for earlier work before timing")?;
         if self.timing_method() == TimingMethod::GpuTimestamps {
-            return self.time_with_timestamps(work);
+            return self.time_with_timestamps(parts, part);
         }
-        let start = Instant::now();
-        work()?;
-        self.wait("waiting for the timed work")?;
-        Ok((start.elapsed().as_secs_f64() * 1e3) as f32)
+        (0..parts)
+            .map(|index| {
+                let start = Instant::now();
+                part(index)?;
+                self.wait("waiting for the timed work")?;
+                Ok((start.elapsed().as_secs_f64() * 1e3) as f32)
+            })
+            .collect()
     }
 
-    fn time_with_timestamps(&self, work: impl FnOnce() -> Result<(), Error>) -> Result<f32, Error> {
+    fn time_with_timestamps(
+        &self,
+        parts: usize,
+        mut part: impl FnMut(usize) -> Result<(), Error>,
+    ) -> Result<Vec<f32>, Error> {
         let op = "timing work with timestamp queries";
+        let marks = u32::try_from(parts + 1)
+            .ok()
+            .filter(|&marks| marks <= wg::QUERY_SET_MAX_QUERIES)
+            .ok_or_else(|| {
+                Error::Wgpu(format!(
+                    "{op} failed: {parts} pieces of work need {} timestamps, and a wgpu query \
+                     set holds at most {}: time fewer pieces per call",
+                    parts + 1,
+                    wg::QUERY_SET_MAX_QUERIES
+                ))
+            })?;
+        let bytes = u64::from(marks) * TIMESTAMP_BYTES;
         let (queries, resolved, staging) = self.checked(op, || {
             let queries = self.device.create_query_set(&wg::QuerySetDescriptor {
                 label: Some("warpforge timing"),
                 ty: wg::QueryType::Timestamp,
-                count: 2,
+                count: marks,
             });
             let buffer = |label, usage| {
                 self.device.create_buffer(&wg::BufferDescriptor {
                     label: Some(label),
-                    size: TIMESTAMP_BYTES,
+                    size: bytes,
                     usage,
                     mapped_at_creation: false,
                 })
@@ -77,27 +102,40 @@ impl WgpuBackend {
             self.queue.submit([encoder.finish()]);
             (queries, resolved, staging)
         })?;
-        work()?;
-        self.checked(op, || {
-            let mut encoder = self.timestamp_pass(&queries, None, Some(1));
-            encoder.resolve_query_set(&queries, 0..2, &resolved, 0);
-            encoder.copy_buffer_to_buffer(&resolved, 0, &staging, 0, TIMESTAMP_BYTES);
-            self.queue.submit([encoder.finish()]);
-        })?;
-        let [start, end] = self.read_mapped(&staging, op, |bytes| {
-            [0, 8].map(|at| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes")))
-        })?;
-        let ticks = end.checked_sub(start).ok_or_else(|| {
-            Error::Wgpu(format!(
-                "{op} failed: {}'s timestamp at the end ({end}) is earlier than at the start \
-                 ({start}), so its timestamp queries cannot time work: time on another adapter \
-                 (WGPU_ADAPTER_NAME), or on a device without TIMESTAMP_QUERY, which times with \
-                 the host clock",
-                self.info.name
-            ))
+        for index in 0..parts {
+            part(index)?;
+            let mark = index as u32 + 1;
+            self.checked(op, || {
+                let mut encoder = self.timestamp_pass(&queries, None, Some(mark));
+                if mark + 1 == marks {
+                    encoder.resolve_query_set(&queries, 0..marks, &resolved, 0);
+                    encoder.copy_buffer_to_buffer(&resolved, 0, &staging, 0, bytes);
+                }
+                self.queue.submit([encoder.finish()]);
+            })?;
+        }
+        let stamps: Vec<u64> = self.read_mapped(&staging, op, |bytes| {
+            bytes
+                .chunks_exact(TIMESTAMP_BYTES as usize)
+                .map(|stamp| u64::from_le_bytes(stamp.try_into().expect("8 bytes")))
+                .collect()
         })?;
         let nanoseconds_per_tick = f64::from(self.queue.get_timestamp_period());
-        Ok((ticks as f64 * nanoseconds_per_tick / 1e6) as f32)
+        stamps
+            .windows(2)
+            .map(|pair| {
+                let ticks = pair[1].checked_sub(pair[0]).ok_or_else(|| {
+                    Error::Wgpu(format!(
+                        "{op} failed: {}'s timestamp at the end of a piece ({}) is earlier \
+                         than at its start ({}), so its timestamp queries cannot time work: \
+                         time on another adapter (WGPU_ADAPTER_NAME), or on a device without \
+                         TIMESTAMP_QUERY, which times with the host clock",
+                        self.info.name, pair[1], pair[0]
+                    ))
+                })?;
+                Ok((ticks as f64 * nanoseconds_per_tick / 1e6) as f32)
+            })
+            .collect()
     }
 
     /// An encoder holding one empty compute pass that writes timestamp

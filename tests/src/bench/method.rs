@@ -10,19 +10,27 @@
 //! download, a sweep's next variant) lands in that dip or not, which is the
 //! 20% spread. So:
 //!
-//! - **The GPU never idles inside a comparison.** Each sample is queued behind
-//!   a [`Spacer`] (a kernel that keeps every SM's FMA pipes busy for a few
-//!   milliseconds) while the host enqueues the sample's launches, and the
-//!   start event is recorded after the spacer: the sample times back-to-back
-//!   GPU work, not the host's launch rate, and the load never steps down.
-//! - **Warm-up until the clock settles**: the contenders run in turn for at
+//! - **The GPU never idles inside a comparison.** Each round's window is
+//!   queued behind a [`Spacer`] per contender (a kernel that keeps every
+//!   SM's FMA pipes busy for a few milliseconds) while the host enqueues the
+//!   window's launches, and the first event is recorded after the spacers:
+//!   the samples time back-to-back GPU work, not the host's launch rate, and
+//!   the load never steps down.
+//! - **Warm-up until the clock settles**: windows of every contender for at
 //!   least [`Method::warmup_ms`] of GPU time before the first sample.
 //! - **Interleaved rounds**: every round times each contender once, so that a
-//!   drift hits every contender alike; the ratio of a round compares samples
-//!   taken a few milliseconds apart. The orders follow a Williams design
-//!   ([`turn_order`]): over a cycle of rounds every contender follows every
-//!   other equally often. A sample carries over the state its predecessor
-//!   left, the spacer between them notwithstanding: in session 21's and 22's
+//!   drift hits every contender alike. Within a round the contenders'
+//!   launches alternate in turns of about [`Method::turn_ms`], each timed
+//!   apart, all in one window of back-to-back GPU work ([`window`]): under
+//!   the power cap the SM clock swings over 100-200 ms (consecutive 20 ms
+//!   samples correlated +0.36, then +0.15, -0.13, -0.20 at lags 2-4 in
+//!   session 33's H100 runs), so a round that timed each contender in one
+//!   block divided samples up to a whole round apart and inherited the
+//!   swing; turns a few milliseconds long see the same clock. The orders
+//!   follow a Williams design ([`turn_order`]), one row per turn: over a
+//!   cycle of turns every contender follows every other equally often. A
+//!   turn carries over the state its predecessor left (as a block did,
+//!   spacer and all): in session 21's and 22's
 //!   H100 runs, where the order only rotated (each contender always behind
 //!   the same one), the tuned path's samples of the very variant the sm_90a
 //!   path had just run spread 4-10% (interquartile range over the median)
@@ -83,6 +91,11 @@ pub struct Method {
     pub extra_rounds_ms: f64,
     /// GPU time of the spacer queued before each sample.
     pub spacer_ms: f64,
+    /// GPU time of one contender's turn in a round's window: the
+    /// contenders' launches alternate in turns of about this long (0 in
+    /// reports from before windows: one block of launches per contender).
+    #[serde(default)]
+    pub turn_ms: f64,
 }
 
 impl Default for Method {
@@ -95,6 +108,7 @@ impl Default for Method {
             ratio_ci: 0.01,
             extra_rounds_ms: 4000.0,
             spacer_ms: 4.0,
+            turn_ms: 2.0,
         }
     }
 }
@@ -111,6 +125,7 @@ impl Method {
             ratio_ci: f64::INFINITY,
             extra_rounds_ms: 0.0,
             spacer_ms: self.spacer_ms,
+            turn_ms: self.turn_ms,
         }
     }
 
@@ -249,10 +264,10 @@ pub struct Contender<'a> {
 }
 
 /// Times `contenders` by `method` ([module docs](self)): per contender, one
-/// [`Sample`] per round, each the GPU time per launch of a batch of
-/// back-to-back launches, with the SM clock and power the monitor read while
-/// it ran. The ratios whose intervals decide the rounds divide by the
-/// contender at `baseline` (None: the minimum rounds only).
+/// [`Sample`] per round, each the GPU time per launch of its launches in the
+/// round's window ([`window`]), with the SM clock and power the monitor read
+/// while the window ran. The ratios whose intervals decide the rounds divide
+/// by the contender at `baseline` (None: the minimum rounds only).
 pub fn compare(
     rt: &Runtime,
     spacer: &mut Spacer,
@@ -262,7 +277,7 @@ pub fn compare(
     contenders: &mut [Contender<'_>],
 ) -> Result<Vec<Vec<Sample>>, Error> {
     // One timed launch each (after one untimed: the first loads the module)
-    // gives the batch that fills `sample_ms`. Without a warm-up (a sweep's
+    // gives the launches that fill `sample_ms`. Without a warm-up (a sweep's
     // brief method), a launch that fills a sample alone is the first
     // round's sample: timing another would take the same launch again, 140
     // ms for the slowest of a 16384^3 sweep's variants.
@@ -281,11 +296,15 @@ pub fn compare(
             enqueue_ms: Some(enqueue_ms),
         }));
     }
+    let everyone: Vec<usize> = (0..contenders.len()).collect();
     let mut warm_ms = 0.0;
     while warm_ms < method.warmup_ms {
-        for (contender, &n) in contenders.iter_mut().zip(&batch) {
-            warm_ms += timed(rt, spacer, n, &mut contender.launch)?.0 * n as f64;
-        }
+        let (timings, _) = window(rt, spacer, method, 0, &everyone, &batch, contenders)?;
+        warm_ms += timings
+            .iter()
+            .zip(&batch)
+            .map(|(turns, &n)| turns.ms * f64::from(n))
+            .sum::<f64>();
     }
     let mut samples: Vec<Vec<Sample>> = vec![Vec::new(); contenders.len()];
     let names: Vec<String> = contenders.iter().map(|c| c.name.clone()).collect();
@@ -298,26 +317,111 @@ pub fn compare(
                 *retired |= outpaced;
             }
         }
-        let timed_now: Vec<usize> = (0..contenders.len()).filter(|&i| !retired[i]).collect();
-        for place in turn_order(timed_now.len(), round) {
-            let index = timed_now[place];
-            if let Some(sample) = first[index].take() {
-                samples[index].push(sample);
-                continue;
+        let mut timed_now = Vec::new();
+        for index in (0..contenders.len()).filter(|&i| !retired[i]) {
+            match first[index].take() {
+                Some(sample) => samples[index].push(sample),
+                None => timed_now.push(index),
             }
-            let n = batch[index];
-            let (ms, enqueue_ms, window) = timed(rt, spacer, n, &mut contenders[index].launch)?;
+        }
+        if timed_now.is_empty() {
+            round += 1;
+            continue;
+        }
+        let (timings, host_window) =
+            window(rt, spacer, method, round, &timed_now, &batch, contenders)?;
+        let gpu = monitor.during(host_window);
+        for (&index, turns) in timed_now.iter().zip(timings) {
             samples[index].push(Sample {
                 round,
-                ms,
-                launches: n,
-                gpu: monitor.during(window),
-                enqueue_ms: Some(enqueue_ms),
+                ms: turns.ms,
+                launches: batch[index],
+                gpu,
+                enqueue_ms: Some(turns.enqueue_ms),
             });
         }
         round += 1;
     }
     Ok(samples)
+}
+
+/// Turns per window: each about [`Method::turn_ms`] of a contender's
+/// launches, and no more than the fewest launches of a contender (`batch`),
+/// so that every turn holds at least one launch of each. Reports from before
+/// windows (`turn_ms` 0) had one turn.
+fn turns_per_window(method: &Method, batch: impl Iterator<Item = u32>) -> u32 {
+    let fewest = batch.min().unwrap_or(1).max(1);
+    if method.turn_ms <= 0.0 {
+        return 1;
+    }
+    ((method.sample_ms / method.turn_ms).round() as u32).clamp(1, fewest)
+}
+
+/// What a [`window`] measured of one contender over its turns.
+struct Turns {
+    /// GPU milliseconds per launch.
+    ms: f64,
+    /// Host milliseconds its launches took to enqueue.
+    enqueue_ms: f64,
+}
+
+/// One round's window over the contenders at `timed` (indices into
+/// `contenders`), each launched `batch[index]` times: behind one spacer per
+/// contender (the GPU time a spacer per sample took), the launches are
+/// spread evenly over [`turns_per_window`] turns, and each turn runs one
+/// piece of every contender's, in the order of a Williams design row per
+/// turn ([`turn_order`]), timed apart ([`Runtime::time_parts_ms`]). A swing
+/// of the SM clock, 100-200 ms long under the power cap (perf/LOG.md,
+/// session 33), then reaches every contender of the window alike instead of
+/// the one whose block of launches it fell on. Returns the [`Turns`] of each
+/// contender at `timed` and the host's window around it all.
+fn window(
+    rt: &Runtime,
+    spacer: &mut Spacer,
+    method: &Method,
+    round: usize,
+    timed: &[usize],
+    batch: &[u32],
+    contenders: &mut [Contender<'_>],
+) -> Result<(Vec<Turns>, (Instant, Instant)), Error> {
+    let turns = turns_per_window(method, timed.iter().map(|&index| batch[index]));
+    // Each piece: (place in `timed`, launches).
+    let pieces: Vec<(usize, u32)> = (0..turns)
+        .flat_map(|turn| {
+            let row = round * turns as usize + turn as usize;
+            turn_order(timed.len(), row).into_iter().map(move |place| {
+                let n = u64::from(batch[timed[place]]);
+                let share = |turn: u32| n * u64::from(turn) / u64::from(turns);
+                (place, (share(turn + 1) - share(turn)) as u32)
+            })
+        })
+        .collect();
+    for _ in timed {
+        spacer.run(rt)?;
+    }
+    let started = Instant::now();
+    let mut enqueue_ms = vec![0.0; timed.len()];
+    let piece_ms = rt.time_parts_ms(pieces.len(), |rt, piece| {
+        let (place, launches) = pieces[piece];
+        let enqueueing = Instant::now();
+        let launch = &mut contenders[timed[place]].launch;
+        (0..launches).try_for_each(|_| launch(rt))?;
+        enqueue_ms[place] += enqueueing.elapsed().as_secs_f64() * 1e3;
+        Ok(())
+    })?;
+    let mut gpu_ms = vec![0.0; timed.len()];
+    for (&(place, _), ms) in pieces.iter().zip(piece_ms) {
+        gpu_ms[place] += f64::from(ms);
+    }
+    let timings = timed
+        .iter()
+        .enumerate()
+        .map(|(place, &index)| Turns {
+            ms: gpu_ms[place] / f64::from(batch[index]),
+            enqueue_ms: enqueue_ms[place],
+        })
+        .collect();
+    Ok((timings, (started, Instant::now())))
 }
 
 /// How much slower than the fastest of its name a finalist must be, at the
@@ -657,6 +761,7 @@ mod tests {
             ratio_ci: 0.0,
             extra_rounds_ms: f64::INFINITY,
             spacer_ms: 0.0,
+            turn_ms: 0.5,
         };
         let samples = compare(
             &rt,
@@ -669,6 +774,94 @@ mod tests {
         .unwrap();
         let rounds: Vec<usize> = samples.iter().map(Vec::len).collect();
         assert_eq!(rounds, [10, 10, 7]);
+    }
+
+    #[test]
+    fn a_window_alternates_the_contenders_in_turns() {
+        let rt = Runtime::interpreter();
+        let mut spacer = interpreted_spacer(&rt);
+        let monitor = Monitor::start(&rt);
+        // Launches that take no time: 300 (the most) fill a 20 ms sample,
+        // spread over 20 / 2 = 10 turns of 30 each.
+        let log = std::cell::RefCell::new(String::new());
+        let logger = |mark: char| {
+            let log = &log;
+            move |_: &Runtime| {
+                log.borrow_mut().push(mark);
+                Ok(())
+            }
+        };
+        let mut contenders = [
+            Contender {
+                name: "a".into(),
+                detail: String::new(),
+                launch: Box::new(logger('a')),
+            },
+            Contender {
+                name: "b".into(),
+                detail: String::new(),
+                launch: Box::new(logger('b')),
+            },
+        ];
+        let method = Method {
+            warmup_ms: 0.0,
+            sample_ms: 20.0,
+            turn_ms: 2.0,
+            ..Method::default().brief(1, 20.0)
+        };
+        let samples = compare(
+            &rt,
+            &mut spacer,
+            &monitor,
+            &method,
+            Some(0),
+            &mut contenders,
+        )
+        .unwrap();
+        assert!(samples
+            .iter()
+            .all(|own| own.len() == 1 && own[0].launches == 300));
+        // Two launches each to calibrate, then the window: 20 runs of 30
+        // launches, a and b alternating, in the order of each turn's row.
+        let log = log.borrow().clone();
+        assert_eq!(&log[..4], "aabb");
+        let runs = merged_runs(log[4..].chars().map(|c| (c, 1)));
+        let pieces = (0..10)
+            .flat_map(|turn| turn_order(2, turn))
+            .map(|place| (if place == 0 { 'a' } else { 'b' }, 30));
+        // Adjacent pieces of one contender (where one turn ends and the
+        // next begins with it) run together in the log.
+        let merged = merged_runs(pieces);
+        assert_eq!(runs, merged);
+        assert!(runs.len() >= 10, "{runs:?}");
+    }
+
+    /// Runs of one mark, with adjacent runs of the same mark joined.
+    fn merged_runs(runs: impl IntoIterator<Item = (char, usize)>) -> Vec<(char, usize)> {
+        let mut merged: Vec<(char, usize)> = Vec::new();
+        for (mark, n) in runs {
+            match merged.last_mut() {
+                Some((last, m)) if *last == mark => *m += n,
+                _ => merged.push((mark, n)),
+            }
+        }
+        merged
+    }
+
+    #[test]
+    fn turns_split_every_contender_evenly_and_keep_a_launch_each() {
+        let method = Method::default();
+        // 20 ms samples in 2 ms turns: 10 turns, fewer where a contender
+        // has fewer launches (its launch is longer than a turn).
+        assert_eq!(turns_per_window(&method, [300, 40].into_iter()), 10);
+        assert_eq!(turns_per_window(&method, [300, 4].into_iter()), 4);
+        assert_eq!(turns_per_window(&method, [1, 1].into_iter()), 1);
+        assert_eq!(turns_per_window(&method, std::iter::empty()), 1);
+        let blocks = Method {
+            turn_ms: 0.0,
+            ..method
+        };
+        assert_eq!(turns_per_window(&blocks, [300, 300].into_iter()), 1);
     }
 
     #[test]

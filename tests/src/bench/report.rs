@@ -208,11 +208,13 @@ pub struct Sample {
     /// GPU milliseconds per launch.
     pub ms: f64,
     pub launches: u32,
-    /// The GPU while it ran; None without NVML or when no reading fell inside.
+    /// The GPU while its round's window ran; None without NVML or when no
+    /// reading fell inside.
     pub gpu: Option<GpuReadings>,
-    /// Host milliseconds to enqueue the sample's launches (None in reports
-    /// from before it was kept). Above the spacer's time plus the sample's
-    /// own, the GPU waited for the host: the sample timed the launch path.
+    /// Host milliseconds to enqueue the sample's launches, over all its
+    /// turns (None in reports from before it was kept). Above the spacer's
+    /// time plus the sample's own, the GPU waited for the host: the sample
+    /// timed the launch path.
     #[serde(default)]
     pub enqueue_ms: Option<f64>,
 }
@@ -556,7 +558,7 @@ pub fn header(report: &Report) -> String {
     let m = &report.method;
     format!(
         "bench on {} (sm_{}{}), driver {}, max SM clock {}, power limit {}; commit {}; {} \
-         of ~{} ms samples behind a {} ms spacer after {} ms of warm-up; clocks {}",
+         of ~{} ms samples {} behind a {} ms spacer each after {} ms of warm-up; clocks {}",
         report.gpu,
         report.compute_capability.0,
         report.compute_capability.1,
@@ -573,6 +575,11 @@ pub fn header(report: &Report) -> String {
             None => m.rounds_text(),
         },
         m.sample_ms,
+        if m.turn_ms > 0.0 {
+            format!("in turns of ~{} ms", m.turn_ms)
+        } else {
+            "in one block".to_string()
+        },
         m.spacer_ms,
         m.warmup_ms,
         match &report.monitor_unavailable {
