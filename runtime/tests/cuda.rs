@@ -62,6 +62,15 @@ fn timing_and_synchronize() {
     let mut buffer = rt.alloc_zeroed::<f32>(1 << 20).unwrap();
     let ms = rt.time_ms(|rt| rt.fill(&mut buffer, 1.0)).unwrap();
     assert!(ms.is_finite() && ms >= 0.0, "{ms}");
+    // Pieces of 1, 100 and 1 fills, timed apart.
+    let fills = [1, 100, 1];
+    let parts = rt
+        .time_parts_ms(fills.len(), |rt, piece| {
+            (0..fills[piece]).try_for_each(|_| rt.fill(&mut buffer, 2.0))
+        })
+        .unwrap();
+    assert_eq!(parts.len(), 3);
+    assert!(parts[1] > 10.0 * parts[0].max(parts[2]), "{parts:?}");
     rt.synchronize().unwrap();
 }
 

@@ -1,6 +1,6 @@
 //! Tuning on wgpu, on Mesa's lavapipe in the CPU tier: `Runtime::time_ms`
-//! by both wgpu methods (timestamp queries, and the host clock on a device
-//! without them), `Runtime::variant_resources` and its pruning, `tune` over
+//! and `Runtime::time_parts_ms` by both wgpu methods (timestamp queries, and
+//! the host clock on a device without them), `Runtime::variant_resources` and its pruning, `tune` over
 //! a small real family verified against a CPU reference, and a `TuneNow`
 //! dispatcher recording its winner for a later one. A missing adapter fails
 //! with what to install.
@@ -75,6 +75,38 @@ fn check_time_grows_with_the_work(rt: &Runtime) {
     );
 }
 
+/// `time_parts_ms` times each piece apart: 1, 40 and 1 saxpy launches, the
+/// middle piece clearly the longest, and every launch ran.
+fn check_parts_are_timed_apart(rt: &Runtime) {
+    let x = rt.upload(&vec![0.5f32; SAXPY_N]).unwrap();
+    let mut y = rt.upload(&vec![1.0f32; SAXPY_N]).unwrap();
+    let launches = [1, 40, 1];
+    let parts = rt
+        .time_parts_ms(launches.len(), |rt, piece| {
+            for _ in 0..launches[piece] {
+                saxpy::launch(rt, Grid::linear(SAXPY_N, 256), 2.0, &x, &mut y)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    eprintln!(
+        "{} on {}: pieces {parts:?} ms",
+        rt.timing_method(),
+        rt.device().name
+    );
+    assert_eq!(parts.len(), 3);
+    assert!(
+        parts.iter().all(|ms| ms.is_finite() && *ms > 0.0),
+        "{parts:?}"
+    );
+    assert!(parts[1] > 8.0 * parts[0].max(parts[2]), "{parts:?}");
+    let expected = 1.0 + 42.0;
+    assert!(
+        rt.download(&y).unwrap().iter().all(|&v| v == expected),
+        "y should be {expected} everywhere"
+    );
+}
+
 #[test]
 fn time_ms_uses_timestamps_where_the_adapter_has_them_and_grows_with_the_work() {
     let rt = warpforge_tests::lavapipe("the wgpu tuning tests");
@@ -88,6 +120,7 @@ fn time_ms_uses_timestamps_where_the_adapter_has_them_and_grows_with_the_work() 
     };
     assert_eq!(rt.timing_method(), expected);
     check_time_grows_with_the_work(&rt);
+    check_parts_are_timed_apart(&rt);
 }
 
 #[test]
@@ -103,6 +136,7 @@ fn a_device_without_timestamp_queries_times_with_the_host_clock() {
     let rt = Runtime::wgpu_on_device(&device, &queue);
     assert_eq!(rt.timing_method(), TimingMethod::HostClock);
     check_time_grows_with_the_work(&rt);
+    check_parts_are_timed_apart(&rt);
 }
 
 /// `y = a * x + y` staged through workgroup memory, `ITEMS` elements per
