@@ -16,6 +16,8 @@ B  blocks, as the bench samples today: per round a block of X's launches then on
 C  interleaved, the candidate method: per round one window of X, Y, X, Y, ... launches with an
    event between each, X's time the sum of its launches' intervals and Y's likewise; the same
    repeats and GPU time as B.
+D  turns, the bench's method since session 34: as C, in turns of ~2 ms of launches (windows of
+   at least two turns each).
 
 For each window length the spread of the repeats' medians in B against C is the run-to-run
 move each method would show at that GPU time. Usage, on the GPU machine:
@@ -139,17 +141,20 @@ def main():
         times = [s.elapsed_time(e) for s, e in pairs]
         return times[1] / times[0] if first_x else times[0] / times[1]
 
-    def interleaved_round(launches):
-        marks = events(2 * launches + 1)
+    def interleaved_round(launches, per_turn=1):
+        turns = max(1, launches // per_turn)
+        marks = events(2 * turns + 1)
         marks[0].record()
-        for i in range(launches):
-            x()
+        for i in range(turns):
+            for _ in range(per_turn):
+                x()
             marks[2 * i + 1].record()
-            y()
+            for _ in range(per_turn):
+                y()
             marks[2 * i + 2].record()
         marks[-1].synchronize()
-        tx = sum(marks[2 * i].elapsed_time(marks[2 * i + 1]) for i in range(launches))
-        ty = sum(marks[2 * i + 1].elapsed_time(marks[2 * i + 2]) for i in range(launches))
+        tx = sum(marks[2 * i].elapsed_time(marks[2 * i + 1]) for i in range(turns))
+        ty = sum(marks[2 * i + 1].elapsed_time(marks[2 * i + 2]) for i in range(turns))
         return ty / tx
 
     out['windows'] = {}
@@ -157,15 +162,21 @@ def main():
         launches = max(1, round(window_ms / one))
         rounds = max(3, round(2000 / (2 * launches * one)))
         result = {}
-        for method in ('blocks', 'interleaved'):
+        per_turn = max(1, round(2.0 / one))
+        methods = {
+            'blocks': ('B', lambda r: blocks_round(launches, r % 2 == 0)),
+            'interleaved': ('C', lambda r: interleaved_round(launches)),
+        }
+        if launches >= 2 * per_turn:
+            methods['turns'] = ('D', lambda r: interleaved_round(launches, per_turn))
+        for method, (letter, one_round) in methods.items():
             medians, cvs = [], []
             for _ in range(6):
-                ratios = [blocks_round(launches, r % 2 == 0) if method == 'blocks'
-                          else interleaved_round(launches) for r in range(rounds)]
+                ratios = [one_round(r) for r in range(rounds)]
                 medians.append(st.median(ratios))
                 cvs.append(st.pstdev(ratios) / st.mean(ratios))
             result[method] = {'medians': medians, 'round_cv': cvs}
-            print(f"{'B' if method == 'blocks' else 'C'} {method:11s} window {window_ms:4d} ms "
+            print(f"{letter} {method:11s} window {window_ms:4d} ms "
                   f"({launches} launches each), {rounds} rounds a repeat: per-round cv "
                   f"{st.mean(cvs):.4f}; medians {' '.join(f'{v:.4f}' for v in medians)}; "
                   f"spread {max(medians) - min(medians):.4f}", flush=True)
