@@ -346,15 +346,17 @@ pub fn compare(
 }
 
 /// Turns per window: each about [`Method::turn_ms`] of a contender's
-/// launches, and no more than the fewest launches of a contender (`batch`),
-/// so that every turn holds at least one launch of each. Reports from before
-/// windows (`turn_ms` 0) had one turn.
+/// launches, and no more than the most launches of a contender (`batch`).
+/// A contender with fewer launches than turns (a launch longer than a turn)
+/// takes part in as many turns as it has launches, so that one slow
+/// contender does not turn the others' window back into blocks. Reports
+/// from before windows (`turn_ms` 0) had one turn.
 fn turns_per_window(method: &Method, batch: impl Iterator<Item = u32>) -> u32 {
-    let fewest = batch.min().unwrap_or(1).max(1);
+    let most = batch.max().unwrap_or(1).max(1);
     if method.turn_ms <= 0.0 {
         return 1;
     }
-    ((method.sample_ms / method.turn_ms).round() as u32).clamp(1, fewest)
+    ((method.sample_ms / method.turn_ms).round() as u32).clamp(1, most)
 }
 
 /// What a [`window`] measured of one contender over its turns.
@@ -369,12 +371,13 @@ struct Turns {
 /// `contenders`), each launched `batch[index]` times: behind one spacer per
 /// contender (the GPU time a spacer per sample took), the launches are
 /// spread evenly over [`turns_per_window`] turns, and each turn runs one
-/// piece of every contender's, in the order of a Williams design row per
-/// turn ([`turn_order`]), timed apart ([`Runtime::time_parts_ms`]). A swing
-/// of the SM clock, 100-200 ms long under the power cap (perf/LOG.md,
-/// session 33), then reaches every contender of the window alike instead of
-/// the one whose block of launches it fell on. Returns the [`Turns`] of each
-/// contender at `timed` and the host's window around it all.
+/// piece of every contender with launches in it, in the order of a
+/// Williams design row per turn ([`turn_order`]), timed apart
+/// ([`Runtime::time_parts_ms`]). A swing of the SM clock, 100-200 ms long
+/// under the power cap (perf/LOG.md, session 33), then reaches every
+/// contender of the window alike instead of the one whose block of launches
+/// it fell on. Returns the [`Turns`] of each contender at `timed` and the
+/// host's window around it all.
 fn window(
     rt: &Runtime,
     spacer: &mut Spacer,
@@ -395,6 +398,7 @@ fn window(
                 (place, (share(turn + 1) - share(turn)) as u32)
             })
         })
+        .filter(|&(_, launches)| launches > 0)
         .collect();
     for _ in timed {
         spacer.run(rt)?;
@@ -836,6 +840,45 @@ mod tests {
         assert!(runs.len() >= 10, "{runs:?}");
     }
 
+    #[test]
+    fn a_contender_slower_than_a_turn_takes_one_turn_of_the_window() {
+        let rt = Runtime::interpreter();
+        let mut spacer = interpreted_spacer(&rt);
+        let monitor = Monitor::start(&rt);
+        let log = std::cell::RefCell::new(String::new());
+        // `a` takes no time (300 launches, 10 turns of 30); `c` sleeps
+        // 25 ms, longer than a sample: one launch, in the last turn.
+        let mut contenders = [
+            Contender {
+                name: "a".into(),
+                detail: String::new(),
+                launch: Box::new(|_: &Runtime| {
+                    log.borrow_mut().push('a');
+                    Ok(())
+                }),
+            },
+            Contender {
+                name: "c".into(),
+                detail: String::new(),
+                launch: Box::new(|_: &Runtime| {
+                    log.borrow_mut().push('c');
+                    std::thread::sleep(std::time::Duration::from_millis(25));
+                    Ok(())
+                }),
+            },
+        ];
+        // A warm-up window, then one round's: both in round 0's turn rows.
+        let method = Method {
+            warmup_ms: 0.001,
+            ..Method::default().brief(1, 20.0)
+        };
+        let samples = compare(&rt, &mut spacer, &monitor, &method, None, &mut contenders).unwrap();
+        assert_eq!((samples[0][0].launches, samples[1][0].launches), (300, 1));
+        assert!(samples[1][0].ms >= 25.0, "{:?}", samples[1]);
+        let window = format!("{}c{}", "a".repeat(270), "a".repeat(30));
+        assert_eq!(*log.borrow(), format!("aacc{window}{window}"));
+    }
+
     /// Runs of one mark, with adjacent runs of the same mark joined.
     fn merged_runs(runs: impl IntoIterator<Item = (char, usize)>) -> Vec<(char, usize)> {
         let mut merged: Vec<(char, usize)> = Vec::new();
@@ -849,12 +892,13 @@ mod tests {
     }
 
     #[test]
-    fn turns_split_every_contender_evenly_and_keep_a_launch_each() {
+    fn windows_have_a_turn_per_turn_ms_up_to_the_most_launches() {
         let method = Method::default();
-        // 20 ms samples in 2 ms turns: 10 turns, fewer where a contender
-        // has fewer launches (its launch is longer than a turn).
+        // 20 ms samples in 2 ms turns: 10 turns, fewer where no contender
+        // has as many launches (each launch is longer than a turn).
         assert_eq!(turns_per_window(&method, [300, 40].into_iter()), 10);
-        assert_eq!(turns_per_window(&method, [300, 4].into_iter()), 4);
+        assert_eq!(turns_per_window(&method, [300, 1].into_iter()), 10);
+        assert_eq!(turns_per_window(&method, [4, 2].into_iter()), 4);
         assert_eq!(turns_per_window(&method, [1, 1].into_iter()), 1);
         assert_eq!(turns_per_window(&method, std::iter::empty()), 1);
         let blocks = Method {
