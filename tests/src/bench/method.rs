@@ -89,7 +89,8 @@ pub struct Method {
     /// a round, 41 rounds of them a tenth of the default run.
     #[serde(default)]
     pub extra_rounds_ms: f64,
-    /// GPU time of the spacer queued before each sample.
+    /// GPU time of the spacer, queued once per contender before each
+    /// round's window (before each sample in reports from before windows).
     pub spacer_ms: f64,
     /// GPU time of one contender's turn in a round's window: the
     /// contenders' launches alternate in turns of about this long (0 in
