@@ -246,25 +246,11 @@ pub fn gemm_sparse<
                 if B_ROW_MAJOR {
                     tile::load_chunks::<B_COPIES, B_ROWS, true>(&mut b_tile[ws], b, b_copy, k0, k);
                 } else {
-                    // Column-major B: the copy rebased to this step's first
-                    // k (`gk`, taken into `first` and the bound), so that the
-                    // bounds test (`q < room(gk, k)`) and the address (`first
-                    // + gk + l * step + q`) do not share one index `gk + q`,
-                    // from which ptxas 12.9 issues the step's loads ahead of
-                    // their stores: 64 x 128 x 64 S2 on sm_80 takes 110
-                    // registers so against 128 (108 at 504b297), 128 x 64 x 64
-                    // S2 116 against 112 (perf/LOG.md, session 33).
-                    let (row, col, first, step, rows_in, chunk, end) = b_copy;
-                    let gk = k0 + chunk;
-                    let copy = (
-                        row,
-                        col,
-                        first + gk,
-                        step,
-                        rows_in,
-                        0u32,
-                        tile::room(gk, end),
-                    );
+                    // Column-major B: the copy rebased to the step's k
+                    // ([`tile::rebased`]): 64 x 128 x 64 S2 on sm_80 takes
+                    // 110 registers so against 128 (108 at 504b297).
+                    let (row, col, first, step, rows_in, chunk, end) = tile::rebased(b_copy, k0);
+                    let copy = (row, col, first, step, rows_in, chunk, end);
                     tile::load_chunks::<B_COPIES, B_ROWS, false>(&mut b_tile[ws], b, copy, 0u32, k);
                 }
             }

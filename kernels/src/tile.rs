@@ -231,6 +231,26 @@ pub fn copy_slice<
     }
 }
 
+/// `copy` (of a k-contiguous tile, see [`operand_copy`]) rebased to the
+/// k-tile at `k0`: the k of the thread's chunk, `gk`, taken into `first`
+/// and the row's length `end` (its `room`), for [`load_chunks`] at k 0. The
+/// copy then tests `q < end - gk` and reads `first + gk + q`, where at `k0`
+/// it formed one index `gk + q` for both; from that one index ptxas 12.9
+/// issues all of a step's loads ahead of their stores in some tiles (the
+/// sparse GEMM's column-major B, 128 registers against 110; `gemm_tc`'s 64
+/// x 64 warp tiles, 252 against 242) and the rebased form in others
+/// (`gemm_tc`'s 32 x 32 ones, 80 against 98; perf/LOG.md, sessions 33 and
+/// 34).
+#[device]
+pub fn rebased(
+    copy: (u32, u32, u32, u32, u32, u32, u32),
+    k0: u32,
+) -> (u32, u32, u32, u32, u32, u32, u32) {
+    let (row, col, first, step, rows_in, chunk, end) = copy;
+    let gk = k0 + chunk;
+    (row, col, first + gk, step, rows_in, 0u32, room(gk, end))
+}
+
 /// This thread's chunks of a k-tile at k `k0` copied element by element
 /// through registers (for leading dimensions without 16-byte alignment),
 /// as [`copy_slice`] copies them (`copy` is the same): element `q` of chunk

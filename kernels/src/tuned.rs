@@ -149,7 +149,7 @@ pub const GEMM_F32: GemmKind<f32, f32> = GemmKind::new(
 /// tiles, 2 stages, 16-byte copies (the fastest sm_80 variant at 8192^3
 /// on an H200 before tuning existed); for k not a multiple of 8 element
 /// copies, BK = 32, 256 x 128 tiles from a C of 2048 x 2048
-/// ([`tensor_core_defaults`]); on sm_70,
+/// (`tensor_core_defaults`); on sm_70,
 /// `gemm_f16_wmma` 64 x 128 x 32 with 2 stages.
 pub const GEMM_F16: GemmKind<f16, f16> = GemmKind::new(
     "gemm_f16",
