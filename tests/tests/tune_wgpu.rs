@@ -1,9 +1,9 @@
 //! Tuning on wgpu, on Mesa's lavapipe in the CPU tier: `Runtime::time_ms`
 //! and `Runtime::time_parts_ms` by both wgpu methods (timestamp queries, and
-//! the host clock on a device without them), `Runtime::variant_resources` and its pruning, `tune` over
-//! a small real family verified against a CPU reference, and a `TuneNow`
-//! dispatcher recording its winner for a later one. A missing adapter fails
-//! with what to install.
+//! the host clock on a device without them), `Runtime::variant_resources`
+//! and its pruning, `tune` over a small real family verified against a CPU
+//! reference, and a `TuneNow` dispatcher recording its winner for a later
+//! one. A missing adapter fails with what to install.
 
 use warpforge::prelude::*;
 use warpforge::tune::{

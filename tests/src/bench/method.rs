@@ -714,6 +714,30 @@ mod tests {
         }
     }
 
+    /// A contender of `name` (no detail) whose launch is `launch`.
+    fn contender<'a>(
+        name: &str,
+        launch: impl FnMut(&Runtime) -> Result<(), Error> + 'a,
+    ) -> Contender<'a> {
+        Contender {
+            name: name.into(),
+            detail: String::new(),
+            launch: Box::new(launch),
+        }
+    }
+
+    /// [`compare`] on the interpreter, whose clock times host work.
+    fn compare_interpreted(
+        method: &Method,
+        baseline: Option<usize>,
+        contenders: &mut [Contender<'_>],
+    ) -> Vec<Vec<Sample>> {
+        let rt = Runtime::interpreter();
+        let mut spacer = interpreted_spacer(&rt);
+        let monitor = Monitor::start(&rt);
+        compare(&rt, &mut spacer, &monitor, method, baseline, contenders).unwrap()
+    }
+
     #[test]
     fn a_finalist_slower_in_every_round_is_outpaced() {
         let fastest = [1.0; 7];
@@ -734,9 +758,6 @@ mod tests {
 
     #[test]
     fn an_outpaced_finalist_is_not_timed_after_the_minimum_rounds() {
-        let rt = Runtime::interpreter();
-        let mut spacer = interpreted_spacer(&rt);
-        let monitor = Monitor::start(&rt);
         // The interpreter times host work: a baseline and two finalists of
         // one name, the second five times as slow (so that a sleep overrun
         // on a loaded machine cannot bring it within 2% in any round).
@@ -746,15 +767,10 @@ mod tests {
                 Ok(())
             }
         };
-        let contender = |name: &str, ms| Contender {
-            name: name.into(),
-            detail: String::new(),
-            launch: Box::new(sleeper(ms)),
-        };
         let mut contenders = [
-            contender("base", 2),
-            contender("ours", 2),
-            contender("ours", 10),
+            contender("base", sleeper(2)),
+            contender("ours", sleeper(2)),
+            contender("ours", sleeper(10)),
         ];
         // Every ratio stays "uncertain" (no interval is within 0), so the
         // comparison runs to its maximum rounds.
@@ -768,24 +784,13 @@ mod tests {
             spacer_ms: 0.0,
             turn_ms: 0.5,
         };
-        let samples = compare(
-            &rt,
-            &mut spacer,
-            &monitor,
-            &method,
-            Some(0),
-            &mut contenders,
-        )
-        .unwrap();
+        let samples = compare_interpreted(&method, Some(0), &mut contenders);
         let rounds: Vec<usize> = samples.iter().map(Vec::len).collect();
         assert_eq!(rounds, [10, 10, 7]);
     }
 
     #[test]
     fn a_window_alternates_the_contenders_in_turns() {
-        let rt = Runtime::interpreter();
-        let mut spacer = interpreted_spacer(&rt);
-        let monitor = Monitor::start(&rt);
         // Launches that take no time: 300 (the most) fill a 20 ms sample,
         // spread over 20 / 2 = 10 turns of 30 each.
         let log = std::cell::RefCell::new(String::new());
@@ -796,33 +801,14 @@ mod tests {
                 Ok(())
             }
         };
-        let mut contenders = [
-            Contender {
-                name: "a".into(),
-                detail: String::new(),
-                launch: Box::new(logger('a')),
-            },
-            Contender {
-                name: "b".into(),
-                detail: String::new(),
-                launch: Box::new(logger('b')),
-            },
-        ];
+        let mut contenders = [contender("a", logger('a')), contender("b", logger('b'))];
         let method = Method {
             warmup_ms: 0.0,
             sample_ms: 20.0,
             turn_ms: 2.0,
             ..Method::default().brief(1, 20.0)
         };
-        let samples = compare(
-            &rt,
-            &mut spacer,
-            &monitor,
-            &method,
-            Some(0),
-            &mut contenders,
-        )
-        .unwrap();
+        let samples = compare_interpreted(&method, Some(0), &mut contenders);
         assert!(samples
             .iter()
             .all(|own| own.len() == 1 && own[0].launches == 300));
@@ -843,37 +829,26 @@ mod tests {
 
     #[test]
     fn a_contender_slower_than_a_turn_takes_one_turn_of_the_window() {
-        let rt = Runtime::interpreter();
-        let mut spacer = interpreted_spacer(&rt);
-        let monitor = Monitor::start(&rt);
         let log = std::cell::RefCell::new(String::new());
         // `a` takes no time (300 launches, 10 turns of 30); `c` sleeps
         // 25 ms, longer than a sample: one launch, in the last turn.
         let mut contenders = [
-            Contender {
-                name: "a".into(),
-                detail: String::new(),
-                launch: Box::new(|_: &Runtime| {
-                    log.borrow_mut().push('a');
-                    Ok(())
-                }),
-            },
-            Contender {
-                name: "c".into(),
-                detail: String::new(),
-                launch: Box::new(|_: &Runtime| {
-                    log.borrow_mut().push('c');
-                    std::thread::sleep(std::time::Duration::from_millis(25));
-                    Ok(())
-                }),
-            },
+            contender("a", |_: &Runtime| {
+                log.borrow_mut().push('a');
+                Ok(())
+            }),
+            contender("c", |_: &Runtime| {
+                log.borrow_mut().push('c');
+                std::thread::sleep(std::time::Duration::from_millis(25));
+                Ok(())
+            }),
         ];
         // A warm-up window, then one round's: both in round 0's turn rows.
         let method = Method {
             warmup_ms: 0.001,
             ..Method::default().brief(1, 20.0)
         };
-        let samples = compare(&rt, &mut spacer, &monitor, &method, None, &mut contenders).unwrap();
+        let samples = compare_interpreted(&method, None, &mut contenders);
         assert_eq!((samples[0][0].launches, samples[1][0].launches), (300, 1));
         assert!(samples[1][0].ms >= 25.0, "{:?}", samples[1]);
         let window = format!("{}c{}", "a".repeat(270), "a".repeat(30));
@@ -911,9 +886,6 @@ mod tests {
 
     #[test]
     fn a_sweep_takes_a_launch_that_fills_its_sample_as_the_sample() {
-        let rt = Runtime::interpreter();
-        let mut spacer = interpreted_spacer(&rt);
-        let monitor = Monitor::start(&rt);
         // A contender whose launch takes 3 ms of host time (the
         // interpreter's clock), more than a 2 ms sample.
         let launches = std::cell::Cell::new(0);
@@ -923,15 +895,11 @@ mod tests {
             Ok(())
         };
         let method = Method::default();
-        let mut run = |method: &Method| {
+        let run = |method: &Method| {
             launches.set(0);
-            let mut contenders = [Contender {
-                name: "slow".into(),
-                detail: String::new(),
-                launch: Box::new(slow),
-            }];
-            let samples = compare(&rt, &mut spacer, &monitor, method, None, &mut contenders);
-            (samples.unwrap().remove(0), launches.get())
+            let mut contenders = [contender("slow", slow)];
+            let samples = compare_interpreted(method, None, &mut contenders);
+            (samples.into_iter().next().unwrap(), launches.get())
         };
         // The untimed launch and the timed one, which is the sample.
         let (samples, count) = run(&method.brief(1, 2.0));
