@@ -13,9 +13,11 @@
 //! - **The GPU never idles inside a comparison.** Each round's window is
 //!   queued behind a [`Spacer`] per contender (a kernel that keeps every
 //!   SM's FMA pipes busy for a few milliseconds) while the host enqueues the
-//!   window's launches, and the first event is recorded after the spacers:
-//!   the samples time back-to-back GPU work, not the host's launch rate, and
-//!   the load never steps down.
+//!   window's launches, and the first event is recorded after the spacers;
+//!   a window of more launches than the host enqueues during one spacer gets
+//!   another spacer (untimed) before each further [`LAUNCHES_PER_SPACER`]
+//!   ([`window_parts`]). The samples time back-to-back GPU work, not the
+//!   host's launch rate, and the load never steps down.
 //! - **Warm-up until the clock settles**: windows of every contender for at
 //!   least [`Method::warmup_ms`] of GPU time before the first sample.
 //! - **Interleaved rounds**: every round times each contender once, so that a
@@ -368,17 +370,66 @@ struct Turns {
     enqueue_ms: f64,
 }
 
+/// One part of a round's window, in the order the GPU runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    /// A spacer, not timed: the host enqueues the pieces up to the next
+    /// spacer while it runs.
+    Spacer,
+    /// `launches` of the contender at `place` (in the window's `timed`).
+    Piece { place: usize, launches: u32 },
+}
+
+/// The parts of round `round`'s window over contenders launched `batch`
+/// times each: their launches spread evenly over [`turns_per_window`]
+/// turns, each turn one piece of every contender with launches in it, in
+/// the order of a Williams design row per turn ([`turn_order`]); and a
+/// spacer wherever the pieces since the last spacer (or the window's start,
+/// behind the spacers [`window`] queues first) would pass
+/// [`LAUNCHES_PER_SPACER`]. A window holds up to that many launches per
+/// contender: queued all at once, the host fell behind the GPU at small
+/// shapes (below).
+fn window_parts(method: &Method, round: usize, batch: &[u32]) -> Vec<Part> {
+    let turns = turns_per_window(method, batch.iter().copied());
+    let pieces = (0..turns).flat_map(|turn| {
+        let row = round * turns as usize + turn as usize;
+        turn_order(batch.len(), row).into_iter().map(move |place| {
+            let n = u64::from(batch[place]);
+            let share = |turn: u32| n * u64::from(turn) / u64::from(turns);
+            (place, (share(turn + 1) - share(turn)) as u32)
+        })
+    });
+    let mut parts = Vec::new();
+    let mut queued = 0;
+    for (place, launches) in pieces.filter(|&(_, launches)| launches > 0) {
+        if queued > 0 && queued + launches > LAUNCHES_PER_SPACER {
+            parts.push(Part::Spacer);
+            queued = 0;
+        }
+        queued += launches;
+        parts.push(Part::Piece { place, launches });
+    }
+    parts
+}
+
 /// One round's window over the contenders at `timed` (indices into
-/// `contenders`), each launched `batch[index]` times: behind one spacer per
-/// contender (the GPU time a spacer per sample took), the launches are
-/// spread evenly over [`turns_per_window`] turns, and each turn runs one
-/// piece of every contender with launches in it, in the order of a
-/// Williams design row per turn ([`turn_order`]), timed apart
-/// ([`Runtime::time_parts_ms`]). A swing of the SM clock, 100-200 ms long
-/// under the power cap (perf/LOG.md, session 33), then reaches every
-/// contender of the window alike instead of the one whose block of launches
-/// it fell on. Returns the [`Turns`] of each contender at `timed` and the
-/// host's window around it all.
+/// `contenders`), each launched `batch[index]` times, as [`window_parts`]
+/// lays it out, behind one spacer per contender (the GPU time a spacer per
+/// sample took); each piece is timed apart ([`Runtime::time_parts_ms`]). A
+/// swing of the SM clock, 100-200 ms long under the power cap (perf/LOG.md,
+/// session 33), then reaches every contender of the window alike instead of
+/// the one whose block of launches it fell on.
+///
+/// The spacers inside the window keep the GPU from waiting on the host. At
+/// 512^3 a launch took 4-6 us of GPU time and 7-13 us of host time to
+/// enqueue (session 35's H100 runs), and ten contenders' 3,000 launches
+/// went in one window: the host, blocked while the launch queue was full,
+/// then fell behind, the window's last pieces timed the host's launch rate,
+/// and the per-round ratios spread 7% in one run against 0.2% in the
+/// other (whose host enqueued faster). Behind each spacer the host has a
+/// spacer's time to enqueue at most [`LAUNCHES_PER_SPACER`], as a block of
+/// launches had before windows. Returns the [`Turns`] of each contender at
+/// `timed` and the host's window around it all.
 fn window(
     rt: &Runtime,
     spacer: &mut Spacer,
@@ -388,42 +439,36 @@ fn window(
     batch: &[u32],
     contenders: &mut [Contender<'_>],
 ) -> Result<(Vec<Turns>, (Instant, Instant)), Error> {
-    let turns = turns_per_window(method, timed.iter().map(|&index| batch[index]));
-    // Each piece: (place in `timed`, launches).
-    let pieces: Vec<(usize, u32)> = (0..turns)
-        .flat_map(|turn| {
-            let row = round * turns as usize + turn as usize;
-            turn_order(timed.len(), row).into_iter().map(move |place| {
-                let n = u64::from(batch[timed[place]]);
-                let share = |turn: u32| n * u64::from(turn) / u64::from(turns);
-                (place, (share(turn + 1) - share(turn)) as u32)
-            })
-        })
-        .filter(|&(_, launches)| launches > 0)
-        .collect();
+    let launches: Vec<u32> = timed.iter().map(|&index| batch[index]).collect();
+    let parts = window_parts(method, round, &launches);
     for _ in timed {
         spacer.run(rt)?;
     }
     let started = Instant::now();
     let mut enqueue_ms = vec![0.0; timed.len()];
-    let piece_ms = rt.time_parts_ms(pieces.len(), |rt, piece| {
-        let (place, launches) = pieces[piece];
-        let enqueueing = Instant::now();
-        let launch = &mut contenders[timed[place]].launch;
-        (0..launches).try_for_each(|_| launch(rt))?;
-        enqueue_ms[place] += enqueueing.elapsed().as_secs_f64() * 1e3;
-        Ok(())
+    let part_ms = rt.time_parts_ms(parts.len(), |rt, part| match parts[part] {
+        Part::Spacer => spacer.run(rt),
+        Part::Piece { place, launches } => {
+            let enqueueing = Instant::now();
+            let launch = &mut contenders[timed[place]].launch;
+            (0..launches).try_for_each(|_| launch(rt))?;
+            enqueue_ms[place] += enqueueing.elapsed().as_secs_f64() * 1e3;
+            Ok(())
+        }
     })?;
     let mut gpu_ms = vec![0.0; timed.len()];
-    for (&(place, _), ms) in pieces.iter().zip(piece_ms) {
-        gpu_ms[place] += f64::from(ms);
+    for (part, ms) in parts.iter().zip(part_ms) {
+        if let Part::Piece { place, .. } = *part {
+            gpu_ms[place] += f64::from(ms);
+        }
     }
-    let timings = timed
+    let timings = gpu_ms
         .iter()
-        .enumerate()
-        .map(|(place, &index)| Turns {
-            ms: gpu_ms[place] / f64::from(batch[index]),
-            enqueue_ms: enqueue_ms[place],
+        .zip(&launches)
+        .zip(enqueue_ms)
+        .map(|((ms, &n), enqueue_ms)| Turns {
+            ms: ms / f64::from(n),
+            enqueue_ms,
         })
         .collect();
     Ok((timings, (started, Instant::now())))
@@ -486,13 +531,14 @@ pub fn turn_order(count: usize, round: usize) -> Vec<usize> {
 }
 
 /// Launches per sample: as many as fill `sample_ms`, at least one, and few
-/// enough that the host enqueues them while the spacer runs.
+/// enough that the host enqueues them while a spacer runs.
 fn launches_for(sample_ms: f64, launch_ms: f64) -> u32 {
-    (sample_ms / launch_ms.max(1e-4)).clamp(1.0, MAX_LAUNCHES_PER_SAMPLE) as u32
+    (sample_ms / launch_ms.max(1e-4)).clamp(1.0, f64::from(LAUNCHES_PER_SPACER)) as u32
 }
 
-/// At about 10 us of host time per launch, 300 launches enqueue within a 4 ms spacer.
-const MAX_LAUNCHES_PER_SAMPLE: f64 = 300.0;
+/// The most launches queued behind one spacer: at about 10 us of host time
+/// per launch, 300 enqueue within a 4 ms spacer.
+const LAUNCHES_PER_SPACER: u32 = 300;
 
 /// GPU milliseconds per launch of `n` back-to-back launches queued behind the
 /// spacer, the host's milliseconds to enqueue them, and the host's window
@@ -587,8 +633,8 @@ mod tests {
     fn a_sample_fills_its_time_within_the_spacer_limit() {
         assert_eq!(launches_for(20.0, 2.0), 10);
         assert_eq!(launches_for(20.0, 40.0), 1);
-        assert_eq!(launches_for(20.0, 0.001), MAX_LAUNCHES_PER_SAMPLE as u32);
-        assert_eq!(launches_for(20.0, 0.0), MAX_LAUNCHES_PER_SAMPLE as u32);
+        assert_eq!(launches_for(20.0, 0.001), LAUNCHES_PER_SPACER);
+        assert_eq!(launches_for(20.0, 0.0), LAUNCHES_PER_SPACER);
     }
 
     #[test]
@@ -882,6 +928,62 @@ mod tests {
             ..method
         };
         assert_eq!(turns_per_window(&blocks, [300, 300].into_iter()), 1);
+    }
+
+    #[test]
+    fn a_window_puts_a_spacer_before_every_300_launches() {
+        let method = Method::default();
+        // Ten contenders at 512^3: 300 launches each, in 10 turns of 30.
+        let parts = window_parts(&method, 3, &[300; 10]);
+        let mut since_spacer = 0;
+        let mut launched = [0; 10];
+        for part in &parts {
+            match *part {
+                Part::Spacer => since_spacer = 0,
+                Part::Piece { place, launches } => {
+                    since_spacer += launches;
+                    launched[place] += launches;
+                    assert!(since_spacer <= LAUNCHES_PER_SPACER, "{parts:?}");
+                }
+            }
+        }
+        assert_eq!(launched, [300; 10]);
+        // One turn of 300 launches behind each spacer: nine inside the
+        // window, the first turn behind the spacers queued before it.
+        let spacers = parts.iter().filter(|&&part| part == Part::Spacer).count();
+        assert_eq!((parts.len(), spacers), (109, 9));
+        let turn = |turn: usize| {
+            turn_order(10, 3 * 10 + turn)
+                .into_iter()
+                .map(|place| Part::Piece {
+                    place,
+                    launches: 30,
+                })
+        };
+        let expected: Vec<Part> = (0..10)
+            .flat_map(|t| (t > 0).then_some(Part::Spacer).into_iter().chain(turn(t)))
+            .collect();
+        assert_eq!(parts, expected);
+        // Large shapes (a few launches per sample) have no spacer inside.
+        let parts = window_parts(&method, 0, &[8, 3, 1]);
+        assert!(!parts.contains(&Part::Spacer), "{parts:?}");
+        assert_eq!(parts.len(), 8 + 3 + 1);
+        // 450 launches in turns of 30 + 15: a turn is cut where its next
+        // piece would pass the bound, after exactly 300.
+        let parts = window_parts(&method, 0, &[300, 150]);
+        let cut = parts.iter().position(|&part| part == Part::Spacer);
+        let before: u32 = parts[..cut.unwrap()]
+            .iter()
+            .map(|part| match part {
+                Part::Piece { launches, .. } => *launches,
+                Part::Spacer => unreachable!("one spacer: {parts:?}"),
+            })
+            .sum();
+        assert_eq!(before, 300);
+        assert_eq!(
+            parts.iter().filter(|&&part| part == Part::Spacer).count(),
+            1
+        );
     }
 
     #[test]
