@@ -257,33 +257,20 @@ pub fn gemm_tc<
         // fragments, and the 64 x 64 warp tiles spill.
         |_, k0, ws, copying| {
             if !ALIGNED && copying {
-                // 64 x 64 warp tiles (k-contiguous A and B only) copy
-                // rebased to the step's k ([`tile::rebased`]): ptxas then
-                // keeps each load beside its store (f16 256 x 128 x 32 on
-                // sm_90: 242 registers against 252).
-                if WARP == 64 {
-                    let (row, col, first, step, rows_in, chunk, end) = tile::rebased(a_copy, k0);
-                    let copy = (row, col, first, step, rows_in, chunk, end);
-                    tile::load_chunks::<A_COPIES, A_ROWS, false>(&mut a_tile[ws], a, copy, 0u32, k);
-                    let (row, col, first, step, rows_in, chunk, end) = tile::rebased(b_copy, k0);
-                    let copy = (row, col, first, step, rows_in, chunk, end);
-                    tile::load_chunks::<B_COPIES, B_ROWS, false>(&mut b_tile[ws], b, copy, 0u32, k);
-                } else {
-                    tile::load_chunks::<A_COPIES, A_ROWS, A_COL_MAJOR>(
-                        &mut a_tile[ws],
-                        a,
-                        a_copy,
-                        k0,
-                        k,
-                    );
-                    tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(
-                        &mut b_tile[ws],
-                        b,
-                        b_copy,
-                        k0,
-                        k,
-                    );
-                }
+                tile::load_chunks::<A_COPIES, A_ROWS, A_COL_MAJOR>(
+                    &mut a_tile[ws],
+                    a,
+                    a_copy,
+                    k0,
+                    k,
+                );
+                tile::load_chunks::<B_COPIES, B_ROWS, B_ROW_MAJOR>(
+                    &mut b_tile[ws],
+                    b,
+                    b_copy,
+                    k0,
+                    k,
+                );
             }
         },
         // Iteration `kk` loads the fragments of k step `kk` (from stage `ns`

@@ -237,10 +237,12 @@ pub fn copy_slice<
 /// copy then tests `q < end - gk` and reads `first + gk + q`, where at `k0`
 /// it formed one index `gk + q` for both; from that one index ptxas 12.9
 /// issues all of a step's loads ahead of their stores in some tiles (the
-/// sparse GEMM's column-major B, 128 registers against 110; `gemm_tc`'s 64
-/// x 64 warp tiles, 252 against 242) and the rebased form in others
-/// (`gemm_tc`'s 32 x 32 ones, 80 against 98; perf/LOG.md, sessions 33 and
-/// 34).
+/// sparse GEMM's column-major B, 128 registers against 110) and the rebased
+/// form in others (`gemm_tc`'s 32 x 32 warp tiles, 80 against 98). Fewer
+/// registers are not always faster: `gemm_tc`'s 64 x 64 warp tiles took
+/// 242 rebased against 252, and the f16 and bf16 256 x 128 x 32 S2 tiles
+/// then ran 6% slower on an H100, so `gemm_tc` keeps the one index
+/// (perf/LOG.md, sessions 33 to 35).
 #[device]
 pub fn rebased(
     copy: (u32, u32, u32, u32, u32, u32, u32),
