@@ -249,8 +249,7 @@ pub fn gemm_sparse<
                     // Column-major B: the copy rebased to the step's k
                     // ([`tile::rebased`]): 64 x 128 x 64 S2 on sm_80 takes
                     // 110 registers so against 128 (108 at 504b297).
-                    let (row, col, first, step, rows_in, chunk, end) = tile::rebased(b_copy, k0);
-                    let copy = (row, col, first, step, rows_in, chunk, end);
+                    let copy = tile::rebased(b_copy, k0);
                     tile::load_chunks::<B_COPIES, B_ROWS, false>(&mut b_tile[ws], b, copy, 0u32, k);
                 }
             }
